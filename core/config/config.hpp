@@ -1,0 +1,158 @@
+#pragma once
+// The run configuration (schema version 1, DESIGN.md section 3) as validated plain structs.
+// Every key, its type, default and documentation live in one table (config/schema.cpp) that
+// drives the parser, the did-you-mean suggestions and docs/config.md, so they cannot drift.
+// A new section is one new struct here and one parse function there.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt::config {
+
+enum class ModelType { kLinearRegression, kLogisticRegression, kSoftmaxRegression, kMlp };
+enum class Activation { kRelu, kTanh, kSigmoid };
+enum class Task { kRegression, kBinary, kMulticlass };
+enum class Normalize { kNone, kStandard, kMinmax };
+enum class SyntheticKind { kLinear, kLogistic, kBlobs };
+enum class ShardStrategy { kContiguous, kRoundRobin, kRandom };
+enum class AggregationMode { kGradients };
+enum class Topology { kStar };
+enum class OptimizerType { kSgd, kAdam };
+enum class TransportType { kInproc, kIpc, kTcp };
+
+struct ModelConfig {
+  ModelType type = ModelType::kLinearRegression;
+  std::vector<int> hidden{64};              // mlp only
+  Activation activation = Activation::kRelu;  // mlp only
+  Task task = Task::kRegression;            // mlp only; fixed by the type for the others
+  double l2 = 0.0;
+};
+
+struct SyntheticConfig {
+  SyntheticKind kind = SyntheticKind::kLinear;
+  std::int64_t rows = 10000;
+  int features = 10;
+  int classes = 3;  // blobs only
+  double noise = 0.1;
+};
+
+struct DataConfig {
+  std::filesystem::path path;            // resolved against the config file's folder; empty with synthetic
+  std::optional<std::string> label;      // default: the last column
+  Normalize normalize = Normalize::kStandard;
+  double validation_fraction = 0.0;      // 0 = no validation split
+  std::optional<SyntheticConfig> synthetic;
+};
+
+struct ShardsConfig {
+  int count = 0;  // 0 in the file means "number of cores"; resolved to >= 1 after parsing
+  ShardStrategy strategy = ShardStrategy::kContiguous;
+};
+
+struct AggregationConfig {
+  AggregationMode mode = AggregationMode::kGradients;
+  Topology topology = Topology::kStar;
+  int servers = 1;
+};
+
+struct OptimizerConfig {
+  OptimizerType type = OptimizerType::kSgd;
+  double lr = 0.05;
+  double momentum = 0.0;  // sgd only
+  double beta1 = 0.9;     // adam only
+  double beta2 = 0.999;   // adam only
+  double epsilon = 1e-8;  // adam only
+};
+
+struct TrainingConfig {
+  int epochs = 20;
+  std::int64_t batch_size = 64;  // global batch per step; "full" in the file = every row
+  bool full_batch = false;
+  OptimizerConfig optimizer;
+  bool shuffle = true;
+};
+
+struct TransportConfig {
+  TransportType type = TransportType::kIpc;
+  std::string address = "127.0.0.1:0";  // tcp only: host:port, port 0 picks a free port
+};
+
+struct FaultToleranceConfig {
+  int heartbeat_ms = 200;
+  int worker_timeout_ms = 3000;
+};
+
+struct OutputConfig {
+  std::filesystem::path dir;  // "{name}" substituted, resolved against the config file's folder
+  std::int64_t log_every_steps = 10;
+};
+
+struct Bound {
+  std::optional<double> min;
+  std::optional<double> max;
+};
+
+struct Config {
+  int version = 1;
+  std::string name = "run";
+  std::uint64_t seed = 0;
+  ModelConfig model;
+  DataConfig data;
+  ShardsConfig shards;
+  AggregationConfig aggregation;
+  TrainingConfig training;
+  TransportConfig transport;
+  FaultToleranceConfig fault_tolerance;
+  OutputConfig output;
+  // metric name -> bound: final_loss, mse, accuracy, log_loss, validation_loss,
+  // validation_accuracy, validation_mse, validation_log_loss
+  std::map<std::string, Bound> expect;
+
+  std::filesystem::path source;  // the config file this came from ("" when built from text)
+};
+
+// One `--set key.path=value` override, applied to the YAML tree before validation.
+struct Override {
+  std::string key_path;
+  std::string value;
+};
+
+// Loads, applies overrides and validates. Throws ConfigError naming file:line:column, the key
+// path, what is wrong and what to do.
+[[nodiscard]] Config load(const std::filesystem::path& path,
+                          const std::vector<Override>& overrides = {});
+// The same from YAML text; `origin` names it in messages and relative paths resolve against
+// `base_dir`.
+[[nodiscard]] Config parse(const std::string& yaml_text, const std::string& origin,
+                           const std::filesystem::path& base_dir,
+                           const std::vector<Override>& overrides = {});
+// "key.path=value" -> Override; UsageError when there is no '='.
+[[nodiscard]] Override parse_override(const std::string& text);
+
+// The config with every default filled in, as YAML that `parse` reads back to an equal Config
+// (paths absolute). Workers receive this text; runs write it as config.resolved.yaml.
+[[nodiscard]] std::string to_yaml(const Config& config);
+
+// docs/config.md: every key with its type, default and meaning, generated from the schema table.
+[[nodiscard]] std::string reference_markdown();
+
+// Names used in messages, model.json and summaries ("linear_regression", "relu", ...).
+[[nodiscard]] const char* name_of(ModelType v);
+[[nodiscard]] const char* name_of(Activation v);
+[[nodiscard]] const char* name_of(Task v);
+[[nodiscard]] const char* name_of(Normalize v);
+[[nodiscard]] const char* name_of(SyntheticKind v);
+[[nodiscard]] const char* name_of(ShardStrategy v);
+[[nodiscard]] const char* name_of(AggregationMode v);
+[[nodiscard]] const char* name_of(Topology v);
+[[nodiscard]] const char* name_of(OptimizerType v);
+[[nodiscard]] const char* name_of(TransportType v);
+
+// The task a model type implies (mlp: its `task` key).
+[[nodiscard]] Task task_of(const ModelConfig& model);
+
+}  // namespace dt::config

@@ -1,0 +1,60 @@
+#pragma once
+// CSV reading (RFC 4180): header row, double-quoted fields with "" escapes and embedded commas or
+// newlines, LF or CRLF line ends, an optional UTF-8 byte order mark. Errors name file:line:column.
+//
+// The coordinator indexes a file once (row starts as byte offsets and line numbers, without
+// converting numbers); each worker then seeks straight to its own rows and parses only those.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dt::data {
+
+struct CsvIndex {
+  std::filesystem::path path;
+  std::vector<std::string> columns;       // header names, BOM stripped, unquoted
+  std::vector<std::uint64_t> row_offset;  // byte offset where data row i starts
+  std::vector<std::uint64_t> row_line;    // 1-based line number where data row i starts
+  std::uint64_t file_size = 0;
+  [[nodiscard]] std::uint64_t rows() const noexcept { return row_offset.size(); }
+};
+
+// Reads the whole file once: header, row boundaries, and the field count of every row. Throws
+// DataError for an empty file, a missing header, an unterminated quote, or a ragged row
+// ("data.csv:17:1: row has 4 fields, the header has 5"). Blank lines at the end are ignored;
+// a blank line in the middle is an error.
+[[nodiscard]] CsvIndex index_csv(const std::filesystem::path& path);
+
+// One parsed record: its fields unquoted, with the line and column each field starts at.
+struct CsvField {
+  std::string text;
+  std::uint64_t line = 0;
+  std::uint64_t column = 0;  // 1-based, in bytes
+};
+
+// Sequential reader that starts at a byte offset (a row start from the index) and yields records.
+class CsvReader {
+ public:
+  CsvReader(const std::filesystem::path& path, std::uint64_t byte_offset, std::uint64_t line);
+  ~CsvReader();
+  CsvReader(const CsvReader&) = delete;
+  CsvReader& operator=(const CsvReader&) = delete;
+  // Reads the next record into `fields` (reusing its storage); false at end of file.
+  [[nodiscard]] bool next(std::vector<CsvField>& fields);
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  struct Impl;
+  std::filesystem::path path_;
+  Impl* impl_;  // owned; pimpl keeps <fstream> and buffers out of this header
+};
+
+// Parses a numeric cell: plain decimal or exponent notation, surrounding spaces allowed.
+// Throws DataError "file:line:col: column 'x': 'abc' is not a number" for text, and for
+// nan/inf ("... is not finite").
+[[nodiscard]] double parse_number(const CsvField& field, const std::filesystem::path& path,
+                                  const std::string& column);
+
+}  // namespace dt::data

@@ -1,0 +1,114 @@
+#pragma once
+// Data sources (a CSV file or a seeded synthetic generator), the validation split, shard plans,
+// loading one shard, normalization statistics merged across shards, and label handling.
+
+#include "core/config/config.hpp"
+#include "core/data/csv.hpp"
+
+#include <Eigen/Dense>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt::data {
+
+using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// A run of consecutive source rows. For a CSV the byte offset and line of `first_row` let a
+// worker seek to it; for synthetic data they are 0.
+struct Segment {
+  std::uint64_t first_row = 0;
+  std::uint64_t count = 0;
+  std::uint64_t byte_offset = 0;
+  std::uint64_t line = 0;
+};
+
+// What the coordinator knows about the source before any worker loads it.
+struct SourceInfo {
+  std::vector<std::string> columns;   // all columns, in file order
+  std::vector<std::string> features;  // the feature columns, in file order
+  std::string label;
+  std::size_t label_index = 0;        // into `columns`
+  std::uint64_t rows = 0;
+  std::optional<CsvIndex> csv;        // empty for synthetic data
+};
+
+// Indexes the CSV (or describes the synthetic source) and resolves the label column.
+// DataError when the label column is missing: "data.csv: no column 'target'; columns are: a, b, y
+// (did you mean 'targets'?)".
+[[nodiscard]] SourceInfo describe_source(const config::Config& config);
+
+// Row indices (in source order, sorted) held out for validation: round(fraction * rows) rows
+// drawn without replacement from the seed. Every process computes the same set.
+[[nodiscard]] std::vector<std::uint64_t> validation_rows(std::uint64_t rows, double fraction,
+                                                         std::uint64_t seed);
+
+// The training rows of each worker: contiguous ranges, round robin, or a seeded random
+// partition, over the rows not held out. Shard sizes differ by at most one row.
+[[nodiscard]] std::vector<std::vector<std::uint64_t>> plan_shards(
+    std::uint64_t rows, const std::vector<std::uint64_t>& held_out, int count,
+    config::ShardStrategy strategy, std::uint64_t seed);
+
+// Sorted row indices -> segments of consecutive rows (with byte offsets from the index, if any).
+[[nodiscard]] std::vector<Segment> to_segments(const std::vector<std::uint64_t>& rows,
+                                               const std::optional<CsvIndex>& csv);
+
+// How labels are read for a model's task.
+enum class LabelKind {
+  kNumeric,      // regression: any finite number
+  kBinary,       // logistic / mlp binary: 0 or 1
+  kCategorical,  // softmax / mlp multiclass: class indices 0..K-1, or class names
+};
+[[nodiscard]] LabelKind label_kind(config::Task task);
+
+// One shard in memory. Rows are in segment order.
+struct Shard {
+  RowMatrix x;                        // rows x features, raw (not yet normalized)
+  Eigen::VectorXd y;                  // numeric/binary labels; class index once classes are known
+  std::vector<std::string> raw_labels;  // categorical only: the label text of every row
+};
+
+// Loads the rows of `segments`: CSV rows parsed with file:line:column errors (non-numeric or
+// non-finite cells, labels that do not fit `kind`), or synthetic rows generated.
+[[nodiscard]] Shard load_shard(const config::Config& config, const SourceInfo& source,
+                               const std::vector<Segment>& segments, LabelKind kind);
+
+// Per-column statistics that merge exactly across shards (Chan et al.'s parallel variance).
+struct ColumnStats {
+  std::uint64_t count = 0;
+  std::vector<double> mean, m2, min, max;
+};
+[[nodiscard]] ColumnStats column_stats(const RowMatrix& x);
+// Merging in a fixed order (rank 0, 1, ...) gives the same bits on every run.
+void merge_into(ColumnStats& into, const ColumnStats& other);
+
+// x' = (x - shift) / scale per feature. Zero-variance (or zero-range) columns keep shift 0 and
+// scale 1 and are listed in `constant_columns` so the caller can warn.
+struct Normalization {
+  config::Normalize kind = config::Normalize::kNone;
+  std::vector<double> shift, scale;
+  std::vector<std::string> constant_columns;
+};
+[[nodiscard]] Normalization make_normalization(config::Normalize kind, const ColumnStats& stats,
+                                               const std::vector<std::string>& features);
+void apply(const Normalization& norm, RowMatrix& x);
+
+// Labels: the distinct raw labels of a shard, and the global class list from all of them.
+// If every label is a non-negative integer the classes are "0".."K-1" (K = largest + 1);
+// otherwise the labels are class names, sorted. DataError when there are more than 1000 classes
+// or fewer than 2.
+[[nodiscard]] std::vector<std::string> distinct_labels(const Shard& shard);
+[[nodiscard]] std::vector<std::string> resolve_classes(const std::vector<std::string>& labels);
+// Fills shard.y with class indices (DataError for a label that is not a class).
+void assign_classes(Shard& shard, const std::vector<std::string>& classes);
+
+// Synthetic data: row i is a pure function of (seed, i), so any worker generates only its rows.
+// Columns x0..x{P-1} then y. linear: y = x.w + b + noise*e; logistic: y = [x.w + b + noise*e > 0];
+// blobs: class c = hash(row) mod K, x = center_c + noise*e with centers spread by the seed.
+void synthesize(const config::SyntheticConfig& spec, std::uint64_t seed, std::uint64_t first_row,
+                std::uint64_t count, Eigen::Ref<RowMatrix> x, Eigen::Ref<Eigen::VectorXd> y);
+[[nodiscard]] std::vector<std::string> synthetic_columns(const config::SyntheticConfig& spec);
+
+}  // namespace dt::data

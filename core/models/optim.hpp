@@ -1,0 +1,33 @@
+#pragma once
+// Optimizers: sgd (with optional momentum, the PyTorch form v = m*v + g; p -= lr*v) and adam
+// (Kingma & Ba with bias correction). Their state is plain vectors so a checkpoint can save and
+// restore it exactly.
+
+#include "core/config/config.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dt::models {
+
+struct OptimizerState {
+  std::uint64_t steps = 0;
+  std::vector<std::vector<double>> slots;  // sgd momentum: [velocity]; adam: [m, v]
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // params -= update(grad); grad is the full objective's gradient (mean loss + regularization).
+  virtual void step(std::span<double> params, std::span<const double> grad) = 0;
+  [[nodiscard]] virtual const OptimizerState& state() const noexcept = 0;
+  virtual void set_state(OptimizerState state) = 0;  // TrainingError when the sizes do not fit
+};
+
+[[nodiscard]] std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
+                                                        std::size_t parameter_count);
+
+}  // namespace dt::models

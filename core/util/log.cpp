@@ -1,0 +1,43 @@
+#include "core/util/log.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+
+namespace dt::log {
+namespace {
+std::atomic<Level> g_level{Level::kWarn};
+std::mutex g_prefix_mutex;
+std::string g_prefix = "disttrain";
+}  // namespace
+
+void set_level(Level level) noexcept { g_level.store(level); }
+Level level() noexcept { return g_level.load(); }
+
+void set_prefix(std::string prefix) {
+  std::lock_guard lock(g_prefix_mutex);
+  g_prefix = std::move(prefix);
+}
+
+void write(Level level, std::string_view message) {
+  std::string line;
+  {
+    std::lock_guard lock(g_prefix_mutex);
+    line = "[" + g_prefix + "] ";
+  }
+  if (level == Level::kError) line += "error: ";
+  if (level == Level::kWarn) line += "warning: ";
+  line += message;
+  line += '\n';
+  const char* p = line.data();
+  std::size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = ::write(STDERR_FILENO, p, left);
+    if (n <= 0) break;
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace dt::log

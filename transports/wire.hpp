@@ -1,0 +1,65 @@
+#pragma once
+// The wire format: every message is one ZeroMQ multipart message made of a fixed 40-byte header
+// frame followed by zero or more raw payload frames.
+//
+//   offset size field
+//   0      4    magic "DTRN"
+//   4      2    protocol version (kProtocolVersion)
+//   6      2    message type (defined by core/protocol; opaque here)
+//   8      8    job id
+//   16     4    rank of the sender (kCoordinatorRank for the coordinator)
+//   20     4    reserved, zero
+//   24     8    step
+//   32     8    payload size: the sum of the payload frames' sizes
+//
+// All integers little-endian. Decoding checks the frame size, magic, version and payload size,
+// and never reads past a buffer.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dt::wire {
+
+inline constexpr std::uint32_t kMagic = 0x4E525444;  // "DTRN" read as little-endian
+inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::size_t kHeaderSize = 40;
+inline constexpr std::uint32_t kCoordinatorRank = 0xFFFFFFFF;
+// Default ceiling on one message's payload; larger declared sizes are rejected before anything
+// is allocated.
+inline constexpr std::uint64_t kDefaultMaxPayload = std::uint64_t{1} << 32;
+
+using Bytes = std::vector<std::byte>;
+
+struct Header {
+  std::uint16_t type = 0;
+  std::uint64_t job_id = 0;
+  std::uint32_t rank = 0;
+  std::uint64_t step = 0;
+  std::uint64_t payload_size = 0;
+  std::uint16_t version = kProtocolVersion;
+};
+
+struct Message {
+  Header header;
+  std::vector<Bytes> payload;
+};
+
+[[nodiscard]] Bytes encode_header(const Header& header);
+// ProtocolError: "header frame is 12 bytes, expected 40", "bad magic 0x...: not a disttrain
+// peer", "protocol version 7, this build speaks 1", "payload of 9999999999 bytes exceeds ..."
+[[nodiscard]] Header decode_header(std::span<const std::byte> frame,
+                                   std::uint64_t max_payload = kDefaultMaxPayload);
+// Checks that the payload frames add up to header.payload_size (ProtocolError otherwise).
+void check_payload(const Message& message);
+
+// Payload helpers: doubles as raw little-endian frames; a frame whose size is not a multiple of
+// 8, or not the expected count, is a ProtocolError.
+[[nodiscard]] Bytes to_bytes(std::span<const double> values);
+[[nodiscard]] Bytes to_bytes(std::string_view text);
+[[nodiscard]] std::span<const double> as_doubles(const Bytes& frame, std::size_t expected_count);
+[[nodiscard]] std::span<const double> as_doubles(const Bytes& frame);
+[[nodiscard]] std::string_view as_text(const Bytes& frame);
+
+}  // namespace dt::wire
