@@ -1,1 +1,65 @@
-int main() { return 0; }
+// disttrain: subcommands as a table; dt::Error becomes an exit code and one message here only.
+
+#include "cli/commands.hpp"
+#include "core/util/error.hpp"
+#include "core/util/log.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace dt::cli {
+
+int Globals::log_level() const {
+  const int level = static_cast<int>(log::Level::kWarn) + verbose - quiet;
+  return std::clamp(level, static_cast<int>(log::Level::kQuiet), static_cast<int>(log::Level::kDebug));
+}
+
+void print(std::string_view text) {
+  const char* p = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(STDOUT_FILENO, p, left);
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace dt::cli
+
+int main(int argc, char** argv) {
+  using namespace dt;
+  CLI::App app{"disttrain: data-parallel training of classic models over ZeroMQ worker processes",
+               "disttrain"};
+  app.require_subcommand(1);
+  app.fallthrough();  // -v and -q work after the subcommand too
+  app.set_version_flag("--version", "disttrain 0.1.0");
+  cli::Globals globals;
+  app.add_flag("-v,--verbose", globals.verbose, "more log output on stderr (repeatable)");
+  app.add_flag("-q,--quiet", globals.quiet, "less log output on stderr (repeatable)");
+
+  using Add = void (*)(CLI::App&, cli::Action&, const cli::Globals&);
+  constexpr Add kCommands[] = {cli::add_run,    cli::add_validate, cli::add_predict,
+                               cli::add_eval,   cli::add_worker,   cli::add_gen,
+                               cli::add_reference};
+  cli::Action action;
+  for (Add add : kCommands) add(app, action, globals);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
+  }
+  log::set_level(static_cast<log::Level>(globals.log_level()));
+  try {
+    return action();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "disttrain: %s: %s\n", e.kind(), e.what());
+    return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "disttrain: internal error: %s\n", e.what());
+    return static_cast<int>(ExitCode::kTrainingFailed);
+  }
+}

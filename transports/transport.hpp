@@ -9,6 +9,10 @@
 // passes. Every wait takes a deadline. Malformed input from the network (bad header, wrong
 // version, sizes that do not add up) is dropped and logged once per peer, never thrown at the
 // caller: a stranger cannot take a run down.
+//
+// On every send, header.payload_size is ignored and written from the payload frames. A receive
+// may return std::nullopt before its deadline when a signal interrupts the wait (EINTR), so that
+// the caller can look at its interrupt flag; callers loop on short waits anyway.
 
 #include "transports/wire.hpp"
 
@@ -25,6 +29,9 @@ using Deadline = Clock::time_point;
 
 [[nodiscard]] inline Deadline deadline_in(std::chrono::milliseconds ms) { return Clock::now() + ms; }
 
+// Bytes count the header and payload frames of every message (not ZeroMQ's identity frame), so
+// one side's bytes_sent matches the other's bytes_received; a message dropped as malformed still
+// counts in bytes_received.
 struct Counters {
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
@@ -43,9 +50,11 @@ class Listener {
   virtual ~Listener() = default;
   // The endpoint peers connect to ("ipc:///tmp/dt-x/coord", "tcp://127.0.0.1:40123").
   [[nodiscard]] virtual const std::string& endpoint() const noexcept = 0;
-  // TransportError when the peer is unknown (never connected, or gone) or the deadline passes.
+  // TransportError when the peer is unknown (never connected, or gone) or the deadline passes
+  // (TimeoutError). A peer becomes known once its connection handshake is done, which a message
+  // from it proves: reply to peers that have spoken first.
   virtual void send(const std::string& peer, const wire::Message& message, Deadline deadline) = 0;
-  // std::nullopt when the deadline passes first.
+  // std::nullopt when the deadline passes first (or a signal arrives, see above).
   [[nodiscard]] virtual std::optional<Incoming> receive(Deadline deadline) = 0;
   [[nodiscard]] virtual const Counters& counters() const noexcept = 0;
 };
@@ -60,14 +69,26 @@ class Connection {
 
 // A transport creates sockets. Threads of one process that use inproc endpoints must share one
 // Transport object (it owns the ZeroMQ context). Thread-safe: sockets may be created from any
-// thread; each socket is then used by one thread only.
+// thread; each socket is then used by one thread only (handing it to another thread through a
+// mutex, queue or thread start is fine).
+// Destroy sockets before their Transport. One that outlives it is still safe (sockets share the
+// context, which goes with the last of them), but an ipc listener's socket file is removed with
+// the Transport's directory.
 class Transport {
  public:
   virtual ~Transport() = default;
   // `name` is a short label ("coord", "hb"); the transport picks the address:
   //   inproc -> inproc://<job>-<name>; ipc -> a socket file in a private temp dir (removed with
-  //   the Transport); tcp -> `host:port` from the config (port 0: a free port).
+  //   the Transport); tcp -> `host:port` from the config (port 0: a free port); with a fixed
+  //   port only the first listener gets it, later ones get a free port on the same host.
+  // Names are 1 to 32 of [A-Za-z0-9_-] and, for inproc and ipc, unique per Transport.
+  // TransportError when the address cannot be bound ("cannot listen on tcp://...:80: Permission
+  // denied").
   [[nodiscard]] virtual std::unique_ptr<Listener> listen(const std::string& name) = 0;
+  // `endpoint` is a Listener's endpoint(); `identity` (1 to 255 bytes, not starting with a zero
+  // byte) is what the Listener sees as Incoming::peer. Connecting is asynchronous: this returns
+  // at once, messages sent meanwhile are queued, and inproc may connect before the bind.
+  // Two live connections with one identity: the newer takes the identity over.
   [[nodiscard]] virtual std::unique_ptr<Connection> connect(const std::string& endpoint,
                                                             const std::string& identity) = 0;
 };

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace dt::wire {
@@ -53,6 +54,8 @@ struct Message {
                                    std::uint64_t max_payload = kDefaultMaxPayload);
 // Checks that the payload frames add up to header.payload_size (ProtocolError otherwise).
 void check_payload(const Message& message);
+// The same check on sizes alone, before any frame is copied (the transport's receive path).
+void check_payload(const Header& header, std::uint64_t frames_total, std::size_t frame_count);
 
 // Payload helpers: doubles as raw little-endian frames; a frame whose size is not a multiple of
 // 8, or not the expected count, is a ProtocolError.

@@ -1,1 +1,78 @@
-// to be written
+// The entry points: text -> YAML tree -> overrides -> validated Config.
+
+#include "core/config/config.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/config/internal.hpp"
+#include "core/util/error.hpp"
+
+namespace dt::config {
+namespace {
+
+// The whole file, or ConfigError with the system's reason ("No such file or directory").
+std::string read_config(const std::filesystem::path& path) {
+  const auto cannot_read = [&](int err) {
+    fail<ConfigError>("cannot read config '{}': {}", path.string(), std::strerror(err));
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) cannot_read(errno);
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;  // reading a directory fails here with EISDIR
+      ::close(fd);
+      cannot_read(err);
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+YAML::Node load_yaml(const std::string& text, const std::string& origin) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    // e.what() has yaml-cpp's own "yaml-cpp: error at line 5, column 3:" prefix; ours is the
+    // same position in the form every other message uses.
+    if (e.mark.is_null()) fail<ConfigError>("{}: invalid YAML: {}", origin, e.msg);
+    fail<ConfigError>("{}:{}:{}: invalid YAML: {}", origin, e.mark.line + 1, e.mark.column + 1,
+                      e.msg);
+  }
+}
+
+}  // namespace
+
+Config load(const std::filesystem::path& path, const std::vector<Override>& overrides) {
+  const std::string text = read_config(path);
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  Config config = parse(text, path.string(), folder, overrides);
+  config.source = path;
+  return config;
+}
+
+Config parse(const std::string& yaml_text, const std::string& origin,
+             const std::filesystem::path& base_dir, const std::vector<Override>& overrides) {
+  YAML::Node root = load_yaml(yaml_text, origin);
+  detail::Reader reader(origin);
+  if (root.IsNull()) {
+    root.reset(YAML::Node(YAML::NodeType::Map));  // an empty file: every key is missing
+  } else if (!root.IsMap()) {
+    reader.fail_plain(
+        root, "",
+        fmt::format("expected a map of keys at the top level, got {}", detail::describe(root)));
+  }
+  detail::apply_overrides(root, overrides, reader);
+  return detail::build(detail::Section(reader, root), base_dir);
+}
+
+}  // namespace dt::config

@@ -49,7 +49,7 @@ struct DataConfig {
 };
 
 struct ShardsConfig {
-  int count = 0;  // 0 in the file means "number of cores"; resolved to >= 1 after parsing
+  int count = 0;  // absent in the file: the number of cores; always >= 1 after parsing
   ShardStrategy strategy = ShardStrategy::kContiguous;
 };
 
@@ -87,7 +87,7 @@ struct FaultToleranceConfig {
 };
 
 struct OutputConfig {
-  std::filesystem::path dir;  // "{name}" substituted, resolved against the config file's folder
+  std::filesystem::path dir;  // "{name}" substituted, resolved against the working directory
   std::int64_t log_every_steps = 10;
 };
 

@@ -1,1 +1,280 @@
-// to be written
+// The data source (CSV or synthetic), the label column, and loading one shard into memory.
+
+#include "core/data/dataset.hpp"
+#include "core/data/csv_io.hpp"
+#include "core/util/error.hpp"
+#include "core/util/text.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+#include <unordered_map>
+
+namespace dt::data {
+namespace {
+
+constexpr const char* kBinaryHint =
+    "logistic_regression and binary mlp need 0/1 labels (use softmax_regression for more classes)";
+
+// "a, b, c", shortened for files with hundreds of columns.
+std::string column_list(const std::vector<std::string>& columns) {
+  constexpr std::size_t kShown = 20;
+  std::string out;
+  for (std::size_t i = 0; i < columns.size() && i < kShown; ++i) {
+    if (i > 0) out += ", ";
+    out += columns[i];
+  }
+  if (columns.size() > kShown) out += fmt::format(", ... ({} columns)", columns.size());
+  return out;
+}
+
+// Stores one row's label as the task needs it (numeric labels are handled by the caller).
+// `where` names the cell in messages: "data.csv:8:4" or "synthetic data row 17".
+struct LabelSink {
+  Shard& shard;
+  LabelKind kind;
+  const std::string& label;
+
+  // `where` is called only to build an error message, so the happy path formats nothing.
+  template <class Where>
+  void put(Eigen::Index r, std::string_view text, const Where& where) {
+    switch (kind) {
+      case LabelKind::kNumeric:
+        break;  // numeric labels are parsed by the caller, like features
+      case LabelKind::kBinary: {
+        if (text == "0" || text == "1") {
+          shard.y(r) = text == "1" ? 1.0 : 0.0;
+          return;
+        }
+        if (text.empty()) {
+          fail<DataError>("{}: label '{}': empty cell; expected 0 or 1", where(), label);
+        }
+        double v = 0.0;
+        const bool number = detail::to_number(text, v);
+        if (number && (v == 0.0 || v == 1.0)) {
+          shard.y(r) = v == 1.0 ? 1.0 : 0.0;  // "-0" is class 0, stored as +0
+          return;
+        }
+        fail<DataError>("{}: label '{}': {} is not 0 or 1; {}", where(), label,
+                        number ? std::string(text) : detail::quote_for_message(text), kBinaryHint);
+      }
+      case LabelKind::kCategorical:
+        if (text.empty()) {
+          fail<DataError>("{}: label '{}': empty cell; expected a class", where(), label);
+        }
+        shard.raw_labels.emplace_back(text);
+        return;
+    }
+  }
+};
+
+// Source column -> feature column, or -1 for the label and for columns the features do not use
+// (predict reads a model's features, in the model's order, from a file that may have more).
+std::vector<std::ptrdiff_t> feature_targets(const SourceInfo& source, const std::string& origin) {
+  std::unordered_map<std::string_view, std::size_t> column_of;
+  for (std::size_t c = 0; c < source.columns.size(); ++c) column_of.emplace(source.columns[c], c);
+  std::vector<std::ptrdiff_t> target(source.columns.size(), -1);
+  for (std::size_t f = 0; f < source.features.size(); ++f) {
+    const auto it = column_of.find(source.features[f]);
+    if (it == column_of.end()) {
+      fail<DataError>("{}: no column '{}'{}; columns are: {}", origin, source.features[f],
+                      text::suggestion_suffix(source.features[f], source.columns),
+                      column_list(source.columns));
+    }
+    target[it->second] = static_cast<std::ptrdiff_t>(f);
+  }
+  if (source.label_index != kNoLabel && source.label_index >= source.columns.size()) {
+    fail<DataError>("{}: label column {} is out of range ({} columns)", origin,
+                    source.label_index + 1, source.columns.size());
+  }
+  return target;
+}
+
+// `index` is null in a worker, which gets the byte offsets through its segments instead.
+void load_csv(const std::filesystem::path& path, const CsvIndex* index, const SourceInfo& source,
+              const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
+  const std::string name = path.string();
+  const std::size_t width = source.columns.size();
+  const auto target = feature_targets(source, name);
+  const bool has_label = source.label_index != kNoLabel;
+  const auto p = shard.x.cols();
+  LabelSink sink{shard, kind, source.label};
+
+  std::optional<detail::RecordReader> reader;
+  std::vector<detail::FieldView> fields;
+  fields.reserve(width);
+  Eigen::Index r = 0;
+  for (const Segment& seg : segments) {
+    std::uint64_t offset = seg.byte_offset;
+    std::uint64_t line = seg.line;
+    if (line == 0) {  // segments made without the index: look the row up if this process has it
+      if (index == nullptr || seg.first_row >= index->rows()) {
+        fail<DataError>("{}: no byte offset for data row {}; segments for a CSV need the index",
+                        name, seg.first_row + 1);
+      }
+      offset = index->row_offset[seg.first_row];
+      line = index->row_line[seg.first_row];
+    }
+    if (!reader) {
+      reader.emplace(path, offset, line);
+    } else {
+      reader->seek(offset, line);
+    }
+    for (std::uint64_t k = 0; k < seg.count; ++k) {
+      if (!reader->next_views(fields)) {
+        fail<DataError>("{}: the file ends before data row {}; did it change after it was indexed?",
+                        name, seg.first_row + k + 1);
+      }
+      if (fields.size() != width) {
+        fail<DataError>("{}:{}:1: row has {} field{}, the header has {}", name, fields.front().line,
+                        fields.size(), fields.size() == 1 ? "" : "s", width);
+      }
+      double* row = shard.x.data() + r * p;
+      for (std::size_t c = 0; c < width; ++c) {
+        if (target[c] < 0) continue;
+        const auto& cell = fields[c];
+        row[target[c]] =
+            detail::parse_cell(cell.text(), cell.line, cell.column, path, source.columns[c]);
+      }
+      if (has_label) {
+        const auto& cell = fields[source.label_index];
+        if (kind == LabelKind::kNumeric) {
+          shard.y(r) = detail::parse_cell(cell.text(), cell.line, cell.column, path, source.label);
+        } else {
+          sink.put(r, detail::trim_spaces(cell.text()),
+                   [&] { return fmt::format("{}:{}:{}", name, cell.line, cell.column); });
+        }
+      }
+      ++r;
+    }
+  }
+}
+
+void load_synthetic(const config::Config& config, const SourceInfo& source,
+                    const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
+  const config::SyntheticConfig& spec = *config.data.synthetic;
+  const auto generated = static_cast<Eigen::Index>(spec.features);  // x0..x{P-1}, then y
+  if (source.columns.size() != static_cast<std::size_t>(generated) + 1) {
+    fail<DataError>("synthetic data: {} columns described, but the generator makes {}",
+                    source.columns.size(), generated + 1);
+  }
+  const auto target = feature_targets(source, "synthetic data");
+  const bool has_label = source.label_index != kNoLabel;
+  // The usual layout (features x0..x{P-1} in order, label y) is generated in place.
+  bool in_place = has_label && source.label_index == static_cast<std::size_t>(generated);
+  for (Eigen::Index c = 0; in_place && c < generated; ++c) in_place = target[static_cast<std::size_t>(c)] == c;
+
+  LabelSink sink{shard, kind, source.label};
+  RowMatrix gx;
+  Eigen::VectorXd gy;
+  Eigen::Index r = 0;
+  for (const Segment& seg : segments) {
+    const auto n = static_cast<Eigen::Index>(seg.count);
+    if (in_place) {
+      synthesize(spec, config.seed, seg.first_row, seg.count, shard.x.middleRows(r, n),
+                 shard.y.segment(r, n));
+    } else {
+      gx.resize(n, generated);
+      gy.resize(n);
+      synthesize(spec, config.seed, seg.first_row, seg.count, gx, gy);
+      for (Eigen::Index k = 0; k < n; ++k) {
+        for (Eigen::Index c = 0; c <= generated; ++c) {
+          const double v = c < generated ? gx(k, c) : gy(k);
+          const auto uc = static_cast<std::size_t>(c);
+          if (target[uc] >= 0) shard.x(r + k, target[uc]) = v;
+          if (has_label && uc == source.label_index) shard.y(r + k) = v;
+        }
+      }
+    }
+    if (has_label && kind != LabelKind::kNumeric) {
+      for (Eigen::Index k = 0; k < n; ++k) {
+        const std::string text = fmt::format("{}", shard.y(r + k));
+        if (kind == LabelKind::kCategorical) shard.y(r + k) = 0.0;
+        sink.put(r + k, text,
+                 [&] { return fmt::format("synthetic data row {}", seg.first_row + k + 1); });
+      }
+    }
+    r += n;
+  }
+}
+
+}  // namespace
+
+SourceInfo describe_source(const config::Config& config) {
+  const config::DataConfig& data = config.data;
+  SourceInfo info;
+  std::string origin;
+  if (data.synthetic) {
+    const auto& spec = *data.synthetic;
+    if (!data.path.empty()) {
+      fail<DataError>("data: both data.path and data.synthetic are set; use one of them");
+    }
+    if (spec.rows < 1) fail<DataError>("synthetic data: rows must be at least 1, not {}", spec.rows);
+    if (spec.features < 1) {
+      fail<DataError>("synthetic data: features must be at least 1, not {}", spec.features);
+    }
+    info.columns = synthetic_columns(spec);
+    info.rows = static_cast<std::uint64_t>(spec.rows);
+    origin = "synthetic data";
+  } else {
+    if (data.path.empty()) fail<DataError>("data: no data source; set data.path or data.synthetic");
+    info.csv = index_csv(data.path);
+    info.columns = info.csv->columns;
+    info.rows = info.csv->rows();
+    origin = data.path.string();
+  }
+
+  info.label = data.label.value_or(data.synthetic ? std::string("y") : info.columns.back());
+  const auto it = std::find(info.columns.begin(), info.columns.end(), info.label);
+  if (it == info.columns.end()) {
+    fail<DataError>("{}: no column '{}'{}; columns are: {}", origin, info.label,
+                    text::suggestion_suffix(info.label, info.columns), column_list(info.columns));
+  }
+  info.label_index = static_cast<std::size_t>(it - info.columns.begin());
+  if (info.columns.size() < 2) {
+    fail<DataError>("{}: the only column is the label '{}'; there are no feature columns", origin,
+                    info.label);
+  }
+  for (std::size_t c = 0; c < info.columns.size(); ++c) {
+    if (c != info.label_index) info.features.push_back(info.columns[c]);
+  }
+  return info;
+}
+
+LabelKind label_kind(config::Task task) {
+  switch (task) {
+    case config::Task::kRegression: return LabelKind::kNumeric;
+    case config::Task::kBinary: return LabelKind::kBinary;
+    case config::Task::kMulticlass: return LabelKind::kCategorical;
+  }
+  return LabelKind::kNumeric;
+}
+
+Shard load_shard(const config::Config& config, const SourceInfo& source,
+                 const std::vector<Segment>& segments, LabelKind kind) {
+  std::uint64_t total = 0;
+  for (const Segment& seg : segments) {
+    if (seg.first_row + seg.count > source.rows) {
+      fail<DataError>("rows {}..{} are outside the data ({} rows)", seg.first_row + 1,
+                      seg.first_row + seg.count, source.rows);
+    }
+    total += seg.count;
+  }
+  Shard shard;
+  shard.x.resize(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(source.features.size()));
+  shard.y = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(total));
+  if (kind == LabelKind::kCategorical && source.label_index != kNoLabel) shard.raw_labels.reserve(total);
+
+  if (source.csv) {
+    load_csv(source.csv->path, &*source.csv, source, segments, shard, kind);
+  } else if (config.data.synthetic) {
+    load_synthetic(config, source, segments, shard, kind);
+  } else if (!config.data.path.empty()) {
+    load_csv(config.data.path, nullptr, source, segments, shard, kind);
+  } else {
+    fail<DataError>("data: no data source; set data.path or data.synthetic");
+  }
+  return shard;
+}
+
+}  // namespace dt::data

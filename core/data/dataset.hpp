@@ -25,6 +25,9 @@ struct Segment {
   std::uint64_t line = 0;
 };
 
+// SourceInfo::label_index for a table read without labels (predict).
+inline constexpr std::size_t kNoLabel = static_cast<std::size_t>(-1);
+
 // What the coordinator knows about the source before any worker loads it.
 struct SourceInfo {
   std::vector<std::string> columns;   // all columns, in file order

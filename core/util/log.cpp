@@ -10,6 +10,7 @@ namespace {
 std::atomic<Level> g_level{Level::kWarn};
 std::mutex g_prefix_mutex;
 std::string g_prefix = "disttrain";
+thread_local std::string t_prefix;
 }  // namespace
 
 void set_level(Level level) noexcept { g_level.store(level); }
@@ -20,9 +21,13 @@ void set_prefix(std::string prefix) {
   g_prefix = std::move(prefix);
 }
 
+void set_thread_prefix(std::string prefix) { t_prefix = std::move(prefix); }
+
 void write(Level level, std::string_view message) {
   std::string line;
-  {
+  if (!t_prefix.empty()) {
+    line = "[" + t_prefix + "] ";
+  } else {
     std::lock_guard lock(g_prefix_mutex);
     line = "[" + g_prefix + "] ";
   }

@@ -14,6 +14,8 @@ enum class Level { kQuiet = 0, kError = 1, kWarn = 2, kInfo = 3, kDebug = 4 };
 void set_level(Level level) noexcept;
 [[nodiscard]] Level level() noexcept;
 void set_prefix(std::string prefix);
+// Overrides the prefix for the calling thread only (workers running as threads of a run).
+void set_thread_prefix(std::string prefix);
 void write(Level level, std::string_view message);
 
 template <class... Args>

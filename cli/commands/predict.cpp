@@ -1,0 +1,68 @@
+// disttrain predict model.json data.csv > predictions.csv
+// disttrain eval model.json data.csv [--json]
+
+#include "cli/commands.hpp"
+#include "core/inference.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace dt::cli {
+namespace {
+
+struct InferenceArgs {
+  std::string model;
+  std::string data;
+  bool json = false;
+};
+
+int predict(const InferenceArgs& args) {
+  const auto saved = output::read_model(args.model);
+  const auto shard = inference::load_for_model(saved, args.data, /*with_labels=*/false);
+  print(inference::predictions_csv(saved, shard));
+  return 0;
+}
+
+int eval(const InferenceArgs& args) {
+  const auto saved = output::read_model(args.model);
+  const auto shard = inference::load_for_model(saved, args.data, /*with_labels=*/true);
+  const auto m = inference::evaluate(saved, shard);
+  nlohmann::ordered_json j;
+  j["rows"] = m.rows;
+  j["loss"] = m.loss;
+  if (m.mse) j["mse"] = *m.mse;
+  if (m.accuracy) j["accuracy"] = *m.accuracy;
+  if (m.log_loss) j["log_loss"] = *m.log_loss;
+  if (args.json) {
+    print(j.dump() + "\n");
+  } else {
+    std::string line = fmt::format("{} rows: loss {:.6g}", m.rows, m.loss);
+    if (m.mse) line += fmt::format(", mse {:.6g}", *m.mse);
+    if (m.accuracy) line += fmt::format(", accuracy {:.4f}", *m.accuracy);
+    if (m.log_loss) line += fmt::format(", log_loss {:.6g}", *m.log_loss);
+    print(line + "\n");
+  }
+  return 0;
+}
+
+void add_inference(CLI::App& app, Action& action, const char* name, const char* help,
+                   int (*run)(const InferenceArgs&), bool json_flag) {
+  auto args = std::make_shared<InferenceArgs>();
+  auto* cmd = app.add_subcommand(name, help);
+  cmd->add_option("model", args->model, "a model.json written by `disttrain run`")->required();
+  cmd->add_option("data", args->data, "a CSV with the model's feature columns")->required();
+  if (json_flag) cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->callback([&action, args, run] { action = [args, run] { return run(*args); }; });
+}
+
+}  // namespace
+
+void add_predict(CLI::App& app, Action& action, const Globals&) {
+  add_inference(app, action, "predict", "write predictions for a CSV to stdout", predict, false);
+}
+
+void add_eval(CLI::App& app, Action& action, const Globals&) {
+  add_inference(app, action, "eval", "metrics of a saved model on a labelled CSV", eval, true);
+}
+
+}  // namespace dt::cli

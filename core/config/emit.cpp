@@ -1,0 +1,156 @@
+// to_yaml: the resolved config, every applicable key written out in schema-table order, so a
+// worker or a later reader needs no defaults of its own. Keys that do not apply (model.hidden
+// for a linear model, momentum for adam) are left out: parse() rejects them.
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/config/config.hpp"
+#include "core/util/text.hpp"
+
+namespace dt::config {
+namespace {
+
+class Writer {
+ public:
+  Writer() { out_ << YAML::BeginMap; }
+
+  void begin(const char* section) { out_ << YAML::Key << section << YAML::Value << YAML::BeginMap; }
+  void end() { out_ << YAML::EndMap; }
+
+  void put(const char* key, const std::string& value) {
+    out_ << YAML::Key << key << YAML::Value << value;
+  }
+  void put(const char* key, const char* value) { put(key, std::string(value)); }
+  void put(const char* key, std::int64_t value) { put(key, std::to_string(value)); }
+  void put(const char* key, std::uint64_t value) { put(key, std::to_string(value)); }
+  void put(const char* key, int value) { put(key, std::to_string(value)); }
+  void put(const char* key, bool value) { put(key, value ? "true" : "false"); }
+  // The shortest text that reads back to the same double, so the round trip is exact.
+  void put(const char* key, double value) { put(key, text::format_double(value)); }
+
+  void put(const char* key, const std::vector<int>& values) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const int v : values) out_ << v;
+    out_ << YAML::EndSeq;
+  }
+
+  void put(const std::string& metric, const Bound& bound) {
+    out_ << YAML::Key << metric << YAML::Value << YAML::Flow << YAML::BeginMap;
+    if (bound.min) out_ << YAML::Key << "min" << YAML::Value << text::format_double(*bound.min);
+    if (bound.max) out_ << YAML::Key << "max" << YAML::Value << text::format_double(*bound.max);
+    out_ << YAML::EndMap;
+  }
+
+  [[nodiscard]] std::string finish() {
+    out_ << YAML::EndMap;
+    return std::string(out_.c_str()) + "\n";
+  }
+
+ private:
+  YAML::Emitter out_;
+};
+
+void write_model(Writer& w, const ModelConfig& m) {
+  w.begin("model");
+  w.put("type", name_of(m.type));
+  if (m.type == ModelType::kMlp) {
+    w.put("hidden", m.hidden);
+    w.put("activation", name_of(m.activation));
+    w.put("task", name_of(m.task));
+  }
+  w.put("l2", m.l2);
+  w.end();
+}
+
+void write_data(Writer& w, const DataConfig& d) {
+  w.begin("data");
+  if (!d.synthetic) w.put("path", d.path.string());
+  if (d.label) w.put("label", *d.label);
+  w.put("normalize", name_of(d.normalize));
+  w.put("validation", d.validation_fraction);
+  if (d.synthetic) {
+    const SyntheticConfig& s = *d.synthetic;
+    w.begin("synthetic");
+    w.put("kind", name_of(s.kind));
+    w.put("rows", s.rows);
+    w.put("features", s.features);
+    if (s.kind == SyntheticKind::kBlobs) w.put("classes", s.classes);
+    w.put("noise", s.noise);
+    w.end();
+  }
+  w.end();
+}
+
+void write_training(Writer& w, const TrainingConfig& t) {
+  w.begin("training");
+  w.put("epochs", t.epochs);
+  if (t.full_batch) {
+    w.put("batch_size", "full");
+  } else {
+    w.put("batch_size", t.batch_size);
+  }
+  const OptimizerConfig& o = t.optimizer;
+  w.begin("optimizer");
+  w.put("type", name_of(o.type));
+  w.put("lr", o.lr);
+  if (o.type == OptimizerType::kSgd) {
+    w.put("momentum", o.momentum);
+  } else {
+    w.put("beta1", o.beta1);
+    w.put("beta2", o.beta2);
+    w.put("epsilon", o.epsilon);
+  }
+  w.end();
+  w.put("shuffle", t.shuffle);
+  w.end();
+}
+
+}  // namespace
+
+std::string to_yaml(const Config& c) {
+  Writer w;
+  w.put("version", c.version);
+  w.put("name", c.name);
+  w.put("seed", static_cast<std::uint64_t>(c.seed));
+  write_model(w, c.model);
+  write_data(w, c.data);
+
+  w.begin("shards");
+  w.put("count", c.shards.count);
+  w.put("strategy", name_of(c.shards.strategy));
+  w.end();
+
+  w.begin("aggregation");
+  w.put("mode", name_of(c.aggregation.mode));
+  w.put("topology", name_of(c.aggregation.topology));
+  w.put("servers", c.aggregation.servers);
+  w.end();
+
+  write_training(w, c.training);
+
+  w.begin("transport");
+  w.put("type", name_of(c.transport.type));
+  w.put("address", c.transport.address);
+  w.end();
+
+  w.begin("fault_tolerance");
+  w.put("heartbeat_ms", c.fault_tolerance.heartbeat_ms);
+  w.put("worker_timeout_ms", c.fault_tolerance.worker_timeout_ms);
+  w.end();
+
+  w.begin("output");
+  w.put("dir", c.output.dir.string());
+  w.begin("log_every");
+  w.put("steps", c.output.log_every_steps);
+  w.end();
+  w.end();
+
+  if (!c.expect.empty()) {
+    w.begin("expect");
+    for (const auto& [metric, bound] : c.expect) w.put(metric, bound);
+    w.end();
+  }
+  return w.finish();
+}
+
+}  // namespace dt::config

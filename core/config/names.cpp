@@ -1,0 +1,134 @@
+#include "core/config/config.hpp"
+
+// The YAML spellings. Each switch covers every enumerator without a default, so -Wswitch
+// (an error under -Werror) flags a value added to config.hpp but not named here.
+
+namespace dt::config {
+
+const char* name_of(ModelType v) {
+  switch (v) {
+    case ModelType::kLinearRegression:
+      return "linear_regression";
+    case ModelType::kLogisticRegression:
+      return "logistic_regression";
+    case ModelType::kSoftmaxRegression:
+      return "softmax_regression";
+    case ModelType::kMlp:
+      return "mlp";
+  }
+  return "?";
+}
+
+const char* name_of(Activation v) {
+  switch (v) {
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kTanh:
+      return "tanh";
+    case Activation::kSigmoid:
+      return "sigmoid";
+  }
+  return "?";
+}
+
+const char* name_of(Task v) {
+  switch (v) {
+    case Task::kRegression:
+      return "regression";
+    case Task::kBinary:
+      return "binary";
+    case Task::kMulticlass:
+      return "multiclass";
+  }
+  return "?";
+}
+
+const char* name_of(Normalize v) {
+  switch (v) {
+    case Normalize::kNone:
+      return "none";
+    case Normalize::kStandard:
+      return "standard";
+    case Normalize::kMinmax:
+      return "minmax";
+  }
+  return "?";
+}
+
+const char* name_of(SyntheticKind v) {
+  switch (v) {
+    case SyntheticKind::kLinear:
+      return "linear";
+    case SyntheticKind::kLogistic:
+      return "logistic";
+    case SyntheticKind::kBlobs:
+      return "blobs";
+  }
+  return "?";
+}
+
+const char* name_of(ShardStrategy v) {
+  switch (v) {
+    case ShardStrategy::kContiguous:
+      return "contiguous";
+    case ShardStrategy::kRoundRobin:
+      return "round_robin";
+    case ShardStrategy::kRandom:
+      return "random";
+  }
+  return "?";
+}
+
+const char* name_of(AggregationMode v) {
+  switch (v) {
+    case AggregationMode::kGradients:
+      return "gradients";
+  }
+  return "?";
+}
+
+const char* name_of(Topology v) {
+  switch (v) {
+    case Topology::kStar:
+      return "star";
+  }
+  return "?";
+}
+
+const char* name_of(OptimizerType v) {
+  switch (v) {
+    case OptimizerType::kSgd:
+      return "sgd";
+    case OptimizerType::kAdam:
+      return "adam";
+  }
+  return "?";
+}
+
+const char* name_of(TransportType v) {
+  switch (v) {
+    case TransportType::kInproc:
+      return "inproc";
+    case TransportType::kIpc:
+      return "ipc";
+    case TransportType::kTcp:
+      return "tcp";
+  }
+  return "?";
+}
+
+Task task_of(const ModelConfig& model) {
+  switch (model.type) {
+    case ModelType::kLinearRegression:
+      return Task::kRegression;
+    case ModelType::kLogisticRegression:
+      return Task::kBinary;
+    case ModelType::kSoftmaxRegression:
+      return Task::kMulticlass;
+    case ModelType::kMlp:
+      return model.task;
+  }
+  return model.task;
+}
+
+}  // namespace dt::config

@@ -1,0 +1,98 @@
+// `--set key.path=value`: written into the YAML tree before validation, so an override is
+// checked exactly like the same text in the file and errors name the override.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/config/internal.hpp"
+#include "core/config/schema.hpp"
+#include "core/util/error.hpp"
+
+namespace dt::config {
+
+Override parse_override(const std::string& text) {
+  const auto eq = text.find('=');
+  const auto first = text.find_first_not_of(" \t");
+  const auto last = eq == std::string::npos ? 0 : text.find_last_not_of(" \t", eq - 1);
+  if (eq == std::string::npos || first >= eq || last == std::string::npos) {
+    fail<UsageError>("--set expects key.path=value, got '{}'", text);
+  }
+  return {text.substr(first, last - first + 1), text.substr(eq + 1)};
+}
+
+namespace detail {
+namespace {
+
+std::vector<std::string> split_path(const std::string& key_path) {
+  std::vector<std::string> segments;
+  std::size_t start = 0;
+  for (;;) {
+    const auto dot = key_path.find('.', start);
+    segments.push_back(key_path.substr(start, dot - start));
+    if (dot == std::string::npos) return segments;
+    start = dot + 1;
+  }
+}
+
+// Every segment must name a key the schema knows, so a typo fails before the tree changes.
+void check_path(const std::vector<std::string>& segments, const std::string& label) {
+  std::string pattern;
+  std::string path;
+  for (const std::string& segment : segments) {
+    if (segment.empty()) raise(label, "expected a key path like training.optimizer.lr");
+    const std::vector<std::string> known = schema::children(pattern);
+    if (known.empty()) {
+      raise(label, fmt::format("'{}' is a value, not a section; use --set {}=<value>", path, path));
+    }
+    if (std::find(known.begin(), known.end(), segment) == known.end()) {
+      raise(label, unknown_key_message(path, segment, known));
+    }
+    pattern = schema::child_pattern(pattern, segment);
+    path = join_path(path, segment);
+  }
+}
+
+// The map at `map[key]`, created when absent or empty.
+YAML::Node child_map(YAML::Node& map, const std::string& key, const std::string& path,
+                     const Reader& reader) {
+  const YAML::Node& view = map;  // const lookups never add the key
+  if (const YAML::Node existing = view[key]; existing.IsDefined() && !existing.IsNull()) {
+    if (!existing.IsMap()) {
+      reader.fail(existing, path, fmt::format("expected a map, got {}", describe(existing)));
+    }
+    return existing;
+  }
+  map[key] = YAML::Node(YAML::NodeType::Map);
+  return view[key];
+}
+
+YAML::Node parse_value(const Override& o, const std::string& label) {
+  try {
+    return YAML::Load(o.value);
+  } catch (const YAML::Exception& e) {
+    raise(label, fmt::format("invalid YAML: {}", e.msg));
+  }
+}
+
+}  // namespace
+
+void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides, Reader& reader) {
+  for (const Override& o : overrides) {
+    const std::string label = fmt::format("--set {}={}", o.key_path, o.value);
+    const std::vector<std::string> segments = split_path(o.key_path);
+    check_path(segments, label);
+    const YAML::Node value = parse_value(o, label);
+    YAML::Node map = root;  // shares root's node; reset() below rebinds without writing
+    std::string path;
+    for (std::size_t i = 0; i + 1 < segments.size(); ++i) {
+      path = join_path(path, segments[i]);
+      map.reset(child_map(map, segments[i], path, reader));
+    }
+    map[segments.back()] = value;
+    reader.note_override(o.key_path, label);
+  }
+}
+
+}  // namespace detail
+}  // namespace dt::config

@@ -1,0 +1,190 @@
+#include "core/config/schema.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/config/config.hpp"
+#include "core/config/enums.hpp"
+
+namespace dt::config::schema {
+namespace {
+
+// "`a`, `b` or `c`": the enum values as the docs show them.
+template <class E, std::size_t N>
+std::string one_of(const std::array<E, N>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i > 0) out += (i + 1 == N) ? " or " : ", ";
+    out += fmt::format("`{}`", name_of(values[i]));
+  }
+  return out;
+}
+
+std::string join_path(std::string_view parent, std::string_view name) {
+  return parent.empty() ? std::string(name) : fmt::format("{}.{}", parent, name);
+}
+
+std::vector<Key> build_keys() {
+  using detail::kActivations, detail::kAggregationModes, detail::kModelTypes,
+      detail::kNormalizations, detail::kOptimizerTypes, detail::kShardStrategies,
+      detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes;
+  return {
+      // top level
+      {"version", "integer", "", "required", "Schema version of this file; must be `1`."},
+      {"name", "string", "run", "",
+       "Names the run and its output folder; letters, digits, `-`, `_` and `.` only."},
+      {"seed", "integer >= 0", "0", "",
+       "Seeds everything random (data, sharding, initial weights): the same seed repeats a run."},
+      // model
+      {"model.type", one_of(kModelTypes), "linear_regression", "", "The model to train."},
+      {"model.hidden", "list of integers >= 1", "[64]", "",
+       "Hidden layer widths, from the input side (`mlp` only)."},
+      {"model.activation", one_of(kActivations), "relu", "",
+       "Activation of the hidden layers (`mlp` only)."},
+      {"model.task", one_of(kTasks), "regression", "",
+       "What the `mlp` predicts; the other types fix it (linear: regression, logistic: binary, "
+       "softmax: multiclass)."},
+      {"model.l2", "number >= 0", "0", "", "L2 regularization strength."},
+      // data
+      {"data.path", "path", "", "none",
+       "CSV file with a header row, relative to the config file's folder. Set this or "
+       "`data.synthetic`."},
+      {"data.label", "string", "", "the last column",
+       "Name of the label column (with `data.path` only)."},
+      {"data.normalize", one_of(kNormalizations), "standard", "",
+       "Feature scaling; its statistics are computed over all shards and stored in the model."},
+      {"data.validation", "number in [0, 1)", "0", "",
+       "Fraction of the rows held out and evaluated every log step; `0` holds out none."},
+      {"data.synthetic.kind", one_of(kSyntheticKinds), "", "required with `data.synthetic`",
+       "Generated data instead of a file: `linear` (regression), `logistic` (binary labels), "
+       "`blobs` (clusters, multiclass)."},
+      {"data.synthetic.rows", "integer >= 1", "10000", "", "Rows to generate."},
+      {"data.synthetic.features", "integer >= 1", "10", "", "Feature columns to generate."},
+      {"data.synthetic.classes", "integer >= 2", "3", "", "Number of clusters (`blobs` only)."},
+      {"data.synthetic.noise", "number >= 0", "0.1", "", "Noise level of the generated data."},
+      // shards
+      {"shards.count", "integer >= 1", "", "the number of cores",
+       "Data-parallel workers, each training on its own shard of the rows."},
+      {"shards.strategy", one_of(kShardStrategies), "contiguous", "",
+       "How rows are dealt to the shards: in blocks, in turn, or by a seeded shuffle "
+       "(`by_label`, `dirichlet` and `files` come in a later version)."},
+      // aggregation
+      {"aggregation.mode", one_of(kAggregationModes), "gradients", "",
+       "Workers average their gradients every step (`parameters` and `async` come in a later "
+       "version)."},
+      {"aggregation.topology", one_of(kTopologies), "star", "",
+       "Gradients are summed through a parameter server (`ring` comes in a later version)."},
+      {"aggregation.servers", "`1`", "1", "",
+       "Parameter-server shards (more than one comes in a later version)."},
+      // training
+      {"training.epochs", "integer >= 1", "20", "", "Passes over the training rows."},
+      {"training.batch_size", "integer >= 1 or `full`", "64", "",
+       "Global batch per step, split across the workers; `full` uses every row in each step."},
+      {"training.optimizer.type", one_of(kOptimizerTypes), "sgd", "", "The update rule."},
+      {"training.optimizer.lr", "number > 0", "0.05", "", "Learning rate."},
+      {"training.optimizer.momentum", "number in [0, 1)", "0", "",
+       "Momentum (`sgd` only); `0` is plain SGD."},
+      {"training.optimizer.beta1", "number in [0, 1)", "0.9", "",
+       "Decay of the first-moment estimate (`adam` only)."},
+      {"training.optimizer.beta2", "number in [0, 1)", "0.999", "",
+       "Decay of the second-moment estimate (`adam` only)."},
+      {"training.optimizer.epsilon", "number > 0", "1e-8", "",
+       "Added to the denominator for stability (`adam` only)."},
+      {"training.shuffle", "`true` or `false`", "true", "",
+       "Reshuffle each worker's rows every epoch (seeded)."},
+      // transport
+      {"transport.type", one_of(kTransportTypes), "ipc", "",
+       "`inproc`: workers are threads of one process; `ipc`: local processes; `tcp`: "
+       "processes over TCP."},
+      {"transport.address", "host:port", "127.0.0.1:0", "",
+       "Where the coordinator listens with `tcp`; port `0` picks a free port."},
+      // fault_tolerance
+      {"fault_tolerance.heartbeat_ms", "integer >= 10", "200", "",
+       "Milliseconds between heartbeats."},
+      {"fault_tolerance.worker_timeout_ms", "integer >= 2 × `heartbeat_ms`", "3000", "",
+       "A worker silent for this many milliseconds is declared lost."},
+      // output
+      {"output.dir", "path", "", "`runs/{name}`",
+       "Folder for the run's files, relative to the directory disttrain runs in (not the "
+       "config's); `{name}` becomes `name`."},
+      {"output.log_every.steps", "integer >= 1", "10", "",
+       "Log progress (and evaluate the validation rows) every this many steps."},
+      // expect
+      {"expect.<metric>.min", "number", "", "none",
+       "Fail the run (exit code 1) when the metric ends below this."},
+      {"expect.<metric>.max", "number", "", "none",
+       "Fail the run (exit code 1) when the metric ends above this."},
+  };
+}
+
+std::vector<SectionDoc> build_sections() {
+  return {
+      {"", "Identity of the run."},
+      {"model", "What is trained."},
+      {"data", "Where the rows come from: exactly one of `data.path` and `data.synthetic`."},
+      {"shards", "How the rows are split among the data-parallel workers."},
+      {"aggregation", "How the workers combine their work."},
+      {"training", "The optimization loop."},
+      {"transport", "How the coordinator and the workers talk."},
+      {"fault_tolerance", "Detecting lost workers."},
+      {"output", "Where the run leaves its files."},
+      {"expect", "A regression gate for CI: bounds on final metrics. `<metric>` is one of " +
+                     [] {
+                       std::string names;
+                       for (const auto& m : metrics())
+                         names += (names.empty() ? "`" : ", `") + m + "`";
+                       return names;
+                     }() +
+                     "; each needs `min`, `max` or both, e.g. `final_loss: {max: 3000}`."},
+  };
+}
+
+}  // namespace
+
+const std::vector<Key>& keys() {
+  static const std::vector<Key> table = build_keys();
+  return table;
+}
+
+const std::vector<SectionDoc>& sections() {
+  static const std::vector<SectionDoc> table = build_sections();
+  return table;
+}
+
+const std::vector<std::string>& metrics() {
+  static const std::vector<std::string> names{"final_loss",
+                                              "mse",
+                                              "accuracy",
+                                              "log_loss",
+                                              "validation_loss",
+                                              "validation_mse",
+                                              "validation_accuracy",
+                                              "validation_log_loss"};
+  return names;
+}
+
+std::vector<std::string> children(std::string_view pattern) {
+  const std::string prefix = pattern.empty() ? "" : fmt::format("{}.", pattern);
+  std::vector<std::string> out;
+  for (const Key& key : keys()) {
+    if (!std::string_view(key.path).starts_with(prefix) || key.path.size() == prefix.size()) {
+      continue;
+    }
+    const std::string_view rest = std::string_view(key.path).substr(prefix.size());
+    std::string name(rest.substr(0, rest.find('.')));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  }
+  if (out.size() == 1 && out.front() == kMetricWildcard) return metrics();
+  return out;
+}
+
+std::string child_pattern(std::string_view pattern, std::string_view name) {
+  const std::string wildcard = join_path(pattern, kMetricWildcard);
+  const bool is_wildcard = std::any_of(keys().begin(), keys().end(), [&](const Key& key) {
+    return std::string_view(key.path).starts_with(wildcard + ".");
+  });
+  return is_wildcard ? wildcard : join_path(pattern, name);
+}
+
+}  // namespace dt::config::schema

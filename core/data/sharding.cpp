@@ -1,0 +1,130 @@
+// The validation split, shard plans and segments. Every process computes the same plan from
+// (rows, seed), so the coordinator only has to send each worker its segments.
+
+#include "core/data/dataset.hpp"
+#include "core/util/error.hpp"
+#include "core/util/random.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <span>
+
+namespace dt::data {
+namespace {
+
+// Splits `rows` into `count` consecutive runs whose sizes differ by at most one; the first
+// shards take the extra rows.
+std::vector<std::vector<std::uint64_t>> split_contiguous(const std::vector<std::uint64_t>& rows,
+                                                         std::size_t count) {
+  std::vector<std::vector<std::uint64_t>> shards(count);
+  const std::size_t base = rows.size() / count;
+  const std::size_t extra = rows.size() % count;
+  auto it = rows.begin();
+  for (std::size_t w = 0; w < count; ++w) {
+    const auto size = static_cast<std::ptrdiff_t>(base + (w < extra ? 1 : 0));
+    shards[w].assign(it, it + size);
+    it += size;
+  }
+  return shards;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> validation_rows(std::uint64_t rows, double fraction,
+                                           std::uint64_t seed) {
+  if (!(fraction >= 0.0 && fraction < 1.0)) {
+    fail<DataError>("data.validation: {} is not a fraction in [0, 1)", fraction);
+  }
+  const auto held = static_cast<std::uint64_t>(std::llround(fraction * static_cast<double>(rows)));
+  if (held == 0) return {};
+  // The last `held` steps of the same Fisher-Yates walk that random::shuffle does: the held-out
+  // set equals the tail of a full seeded shuffle, at a cost proportional to `held` swaps.
+  std::vector<std::uint64_t> order(rows);
+  std::iota(order.begin(), order.end(), std::uint64_t{0});
+  random::Generator gen(seed, random::stream::kValidationSplit);
+  for (std::uint64_t i = rows; i > rows - held && i > 1; --i) {
+    const std::uint64_t j = gen.below(i);
+    std::swap(order[i - 1], order[j]);
+  }
+  std::vector<std::uint64_t> out(order.end() - static_cast<std::ptrdiff_t>(held), order.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
+                                                    const std::vector<std::uint64_t>& held_out,
+                                                    int count, config::ShardStrategy strategy,
+                                                    std::uint64_t seed) {
+  if (count < 1) fail<DataError>("shards.count must be at least 1, not {}", count);
+
+  std::vector<std::uint64_t> sorted_out = held_out;
+  std::sort(sorted_out.begin(), sorted_out.end());
+  sorted_out.erase(std::unique(sorted_out.begin(), sorted_out.end()), sorted_out.end());
+  std::vector<std::uint64_t> training;
+  training.reserve(rows);
+  auto skip = sorted_out.begin();
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    if (skip != sorted_out.end() && *skip == r) {
+      ++skip;
+      continue;
+    }
+    training.push_back(r);
+  }
+
+  const auto workers = static_cast<std::size_t>(count);
+  if (training.size() < workers) {
+    const std::uint64_t held = rows - training.size();
+    fail<DataError>(
+        "{} training rows cannot be split across {} workers; use fewer shards (shards.count) or "
+        "more data{}",
+        training.size(), count,
+        held == 0 ? std::string()
+                  : fmt::format(" (data.validation holds out {} of the {} rows)", held, rows));
+  }
+
+  switch (strategy) {
+    case config::ShardStrategy::kContiguous:
+      return split_contiguous(training, workers);
+    case config::ShardStrategy::kRoundRobin: {
+      std::vector<std::vector<std::uint64_t>> shards(workers);
+      for (auto& shard : shards) shard.reserve(training.size() / workers + 1);
+      for (std::size_t j = 0; j < training.size(); ++j) shards[j % workers].push_back(training[j]);
+      return shards;
+    }
+    case config::ShardStrategy::kRandom: {
+      random::Generator gen(seed, random::stream::kShardPlan);
+      random::shuffle(std::span<std::uint64_t>(training), gen);
+      auto shards = split_contiguous(training, workers);
+      // Sorted rows read the file front to back and merge into the longest segments.
+      for (auto& shard : shards) std::sort(shard.begin(), shard.end());
+      return shards;
+    }
+  }
+  fail<DataError>("unknown shard strategy {}", static_cast<int>(strategy));
+}
+
+std::vector<Segment> to_segments(const std::vector<std::uint64_t>& rows,
+                                 const std::optional<CsvIndex>& csv) {
+  std::vector<Segment> segments;
+  for (std::size_t i = 0; i < rows.size();) {
+    std::size_t j = i + 1;
+    while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
+    Segment segment;
+    segment.first_row = rows[i];
+    segment.count = j - i;
+    if (csv) {
+      if (rows[j - 1] >= csv->rows()) {
+        fail<DataError>("{}: row {} is out of range; the file has {} data rows",
+                        csv->path.string(), rows[j - 1], csv->rows());
+      }
+      segment.byte_offset = csv->row_offset[rows[i]];
+      segment.line = csv->row_line[rows[i]];
+    }
+    segments.push_back(segment);
+    i = j;
+  }
+  return segments;
+}
+
+}  // namespace dt::data

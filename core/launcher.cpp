@@ -1,0 +1,168 @@
+#include "core/launcher.hpp"
+
+#include "core/util/error.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <deque>
+#include <thread>
+
+namespace dt {
+
+std::string ExitStatus::describe() const {
+  if (signal != 0) {
+    const char* name = sigabbrev_np(signal);
+    return fmt::format("was killed by signal {} (SIG{})", signal, name ? name : "?");
+  }
+  return fmt::format("exited with code {}", code);
+}
+
+namespace {
+
+ExitStatus decode_status(int status) {
+  ExitStatus s;
+  if (WIFSIGNALED(status)) s.signal = WTERMSIG(status);
+  else if (WIFEXITED(status)) s.code = WEXITSTATUS(status);
+  return s;
+}
+
+}  // namespace
+
+pid_t Launcher::spawn(int rank, const std::filesystem::path& program,
+                      const std::vector<std::string>& args,
+                      const std::filesystem::path& log_path) {
+  // Everything the child needs is prepared before fork: after it, in a multi-threaded parent,
+  // only async-signal-safe calls are allowed.
+  std::vector<std::string> storage;
+  storage.push_back(program.string());
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) fail<IoError>("cannot create worker log {}: {}", log_path.string(), std::strerror(errno));
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t parent = ::getpid();
+
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(log_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    fail<IoError>("cannot start worker {}: fork failed: {}", rank, std::strerror(err));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the coordinator died before prctl took effect
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    ::execv(argv[0], argv.data());
+    const char msg[] = "disttrain worker: exec failed\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
+  children_.push_back({rank, pid, log_path, false, {}});
+  return pid;
+}
+
+std::vector<ChildExit> Launcher::poll() {
+  std::vector<ChildExit> exits;
+  for (auto& c : children_) {
+    if (c.reaped) continue;
+    int status = 0;
+    const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
+    if (r == c.pid) {
+      c.reaped = true;
+      c.status = decode_status(status);
+      exits.push_back({c.rank, c.pid, c.status});
+    }
+  }
+  return exits;
+}
+
+std::optional<pid_t> Launcher::pid_of(int rank) const {
+  for (const auto& c : children_) if (c.rank == rank) return c.pid;
+  return std::nullopt;
+}
+
+std::optional<std::filesystem::path> Launcher::log_of(int rank) const {
+  for (const auto& c : children_) if (c.rank == rank) return c.log;
+  return std::nullopt;
+}
+
+bool Launcher::running(int rank) const {
+  for (const auto& c : children_) if (c.rank == rank) return !c.reaped;
+  return false;
+}
+
+bool Launcher::wait_all(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    (void)poll();
+    bool all = true;
+    for (const auto& c : children_) all = all && c.reaped;
+    if (all) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void Launcher::stop_all(std::chrono::milliseconds grace) {
+  for (const auto& c : children_) if (!c.reaped) ::kill(c.pid, SIGTERM);
+  if (wait_all(grace)) return;
+  for (const auto& c : children_) if (!c.reaped) ::kill(c.pid, SIGKILL);
+  for (auto& c : children_) {
+    if (c.reaped) continue;
+    int status = 0;
+    while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {}
+    c.reaped = true;
+    c.status = decode_status(status);
+  }
+}
+
+Launcher::~Launcher() { stop_all(std::chrono::milliseconds(1000)); }
+
+std::filesystem::path self_executable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) fail<IoError>("cannot find the disttrain executable (/proc/self/exe): {}", ec.message());
+  return p;
+}
+
+std::string tail_of(const std::filesystem::path& path, int lines) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::deque<std::string> last;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    last.push_back(line);
+    if (static_cast<int>(last.size()) > lines) last.pop_front();
+  }
+  std::string out;
+  for (const auto& l : last) {
+    if (!out.empty()) out += " | ";
+    out += l;
+  }
+  return out;
+}
+
+}  // namespace dt

@@ -1,0 +1,73 @@
+#pragma once
+// Spawning, supervising and reaping local worker processes. Each child runs in its own process
+// group (so the terminal's Ctrl-C reaches only the coordinator, which then stops the workers in
+// order), asks the kernel to SIGKILL it when the coordinator dies (PR_SET_PDEATHSIG: no orphan
+// outlives a coordinator killed with SIGKILL), and writes stdout and stderr to its own log file.
+// The Launcher reaps every child on every path: its destructor terminates and waits for any
+// child still running.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+struct ExitStatus {
+  int code = 0;    // exit code when exited normally
+  int signal = 0;  // terminating signal, 0 when exited normally
+  // "exited with code 3", "was killed by signal 9 (SIGKILL)"
+  [[nodiscard]] std::string describe() const;
+  [[nodiscard]] bool success() const noexcept { return signal == 0 && code == 0; }
+};
+
+struct ChildExit {
+  int rank = 0;
+  pid_t pid = 0;
+  ExitStatus status;
+};
+
+class Launcher {
+ public:
+  Launcher() = default;
+  ~Launcher();
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  // Starts `program args...` as worker `rank`; IoError when fork or exec is impossible (an exec
+  // failure shows up as exit code 127 with the reason in the log).
+  pid_t spawn(int rank, const std::filesystem::path& program, const std::vector<std::string>& args,
+              const std::filesystem::path& log_path);
+
+  // Children that exited since the last call (reaped, never reported twice).
+  [[nodiscard]] std::vector<ChildExit> poll();
+  [[nodiscard]] std::optional<pid_t> pid_of(int rank) const;
+  [[nodiscard]] std::optional<std::filesystem::path> log_of(int rank) const;
+  [[nodiscard]] bool running(int rank) const;
+
+  // SIGTERM to every running child, then SIGKILL to those still running after `grace`; returns
+  // once every child is reaped.
+  void stop_all(std::chrono::milliseconds grace);
+  // Waits up to `timeout` for every child to exit by itself; false if some are still running.
+  [[nodiscard]] bool wait_all(std::chrono::milliseconds timeout);
+
+ private:
+  struct Child {
+    int rank;
+    pid_t pid;
+    std::filesystem::path log;
+    bool reaped = false;
+    ExitStatus status;
+  };
+  std::vector<Child> children_;
+};
+
+// The path of the running executable (/proc/self/exe), to re-execute it as a worker.
+[[nodiscard]] std::filesystem::path self_executable();
+// The last `lines` lines of a log file, for error messages ("" when unreadable).
+[[nodiscard]] std::string tail_of(const std::filesystem::path& path, int lines);
+
+}  // namespace dt

@@ -1,0 +1,146 @@
+#include "core/models/optim.hpp"
+
+#include "core/util/error.hpp"
+
+#include <cmath>
+#include <utility>
+
+namespace dt::models {
+
+namespace {
+
+void check_step(std::size_t expected, std::span<double> params, std::span<const double> grad) {
+  if (params.size() != expected || grad.size() != expected) {
+    fail<TrainingError>(
+        "optimizer step: the optimizer was built for {} parameters but got {} parameters and a "
+        "gradient of {}",
+        expected, params.size(), grad.size());
+  }
+}
+
+// Replaces `current` with `state` after checking that it fits: `slots` vectors of `size` values.
+void restore(OptimizerState& current, OptimizerState state, std::size_t slots, std::size_t size,
+             const char* name) {
+  if (state.slots.size() != slots) {
+    fail<TrainingError>("{} optimizer state must have {} slot(s), got {}", name, slots,
+                        state.slots.size());
+  }
+  for (std::size_t i = 0; i < slots; ++i) {
+    if (state.slots[i].size() != size) {
+      fail<TrainingError>("{} optimizer state slot {} has {} values, the model has {} parameters",
+                          name, i, state.slots[i].size(), size);
+    }
+  }
+  current = std::move(state);
+}
+
+// Plain SGD, or SGD with momentum in PyTorch's form (v = m v + g; p -= lr v): the velocity
+// does not absorb lr, so a checkpointed velocity stays valid when lr changes on resume.
+class Sgd final : public Optimizer {
+ public:
+  Sgd(double lr, double momentum, std::size_t size) : lr_(lr), momentum_(momentum), size_(size) {
+    if (momentum_ > 0.0) state_.slots.assign(1, std::vector<double>(size_, 0.0));
+  }
+
+  void step(std::span<double> params, std::span<const double> grad) override {
+    check_step(size_, params, grad);
+    if (momentum_ > 0.0) {
+      auto& v = state_.slots[0];
+      for (std::size_t i = 0; i < size_; ++i) {
+        v[i] = momentum_ * v[i] + grad[i];
+        params[i] -= lr_ * v[i];
+      }
+    } else {
+      for (std::size_t i = 0; i < size_; ++i) params[i] -= lr_ * grad[i];
+    }
+    ++state_.steps;
+  }
+
+  [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
+  void set_state(OptimizerState state) override {
+    restore(state_, std::move(state), momentum_ > 0.0 ? 1 : 0, size_,
+            momentum_ > 0.0 ? "sgd (momentum)" : "sgd");
+  }
+
+ private:
+  double lr_;
+  double momentum_;
+  std::size_t size_;
+  OptimizerState state_;
+};
+
+// Adam (Kingma & Ba 2015, algorithm 1) with bias correction; slots [m, v].
+class Adam final : public Optimizer {
+ public:
+  Adam(const config::OptimizerConfig& c, std::size_t size)
+      : lr_(c.lr), beta1_(c.beta1), beta2_(c.beta2), epsilon_(c.epsilon), size_(size) {
+    state_.slots.assign(2, std::vector<double>(size_, 0.0));
+  }
+
+  void step(std::span<double> params, std::span<const double> grad) override {
+    check_step(size_, params, grad);
+    ++state_.steps;
+    const auto t = static_cast<double>(state_.steps);
+    const double correction1 = 1.0 - std::pow(beta1_, t);
+    const double correction2 = 1.0 - std::pow(beta2_, t);
+    auto& m = state_.slots[0];
+    auto& v = state_.slots[1];
+    for (std::size_t i = 0; i < size_; ++i) {
+      const double g = grad[i];
+      m[i] = beta1_ * m[i] + (1.0 - beta1_) * g;
+      v[i] = beta2_ * v[i] + (1.0 - beta2_) * g * g;
+      const double m_hat = m[i] / correction1;
+      const double v_hat = v[i] / correction2;
+      params[i] -= lr_ * m_hat / (std::sqrt(v_hat) + epsilon_);
+    }
+  }
+
+  [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
+  void set_state(OptimizerState state) override {
+    restore(state_, std::move(state), 2, size_, "adam");
+  }
+
+ private:
+  double lr_;
+  double beta1_;
+  double beta2_;
+  double epsilon_;
+  std::size_t size_;
+  OptimizerState state_;
+};
+
+void validate(const config::OptimizerConfig& c) {
+  if (!(c.lr > 0.0) || !std::isfinite(c.lr)) {
+    fail<TrainingError>("optimizer lr must be a finite number > 0, got {}", c.lr);
+  }
+  if (c.type == config::OptimizerType::kSgd && !(c.momentum >= 0.0 && c.momentum < 1.0)) {
+    fail<TrainingError>("sgd momentum must be in [0, 1), got {}", c.momentum);
+  }
+  if (c.type == config::OptimizerType::kAdam) {
+    if (!(c.beta1 >= 0.0 && c.beta1 < 1.0)) {
+      fail<TrainingError>("adam beta1 must be in [0, 1), got {}", c.beta1);
+    }
+    if (!(c.beta2 >= 0.0 && c.beta2 < 1.0)) {
+      fail<TrainingError>("adam beta2 must be in [0, 1), got {}", c.beta2);
+    }
+    if (!(c.epsilon > 0.0) || !std::isfinite(c.epsilon)) {
+      fail<TrainingError>("adam epsilon must be a finite number > 0, got {}", c.epsilon);
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
+                                          std::size_t parameter_count) {
+  validate(config);
+  switch (config.type) {
+    case config::OptimizerType::kSgd:
+      return std::make_unique<Sgd>(config.lr, config.momentum, parameter_count);
+    case config::OptimizerType::kAdam:
+      return std::make_unique<Adam>(config, parameter_count);
+  }
+  fail<TrainingError>("unknown optimizer type {}", static_cast<int>(config.type));
+}
+
+}  // namespace dt::models

@@ -1,0 +1,102 @@
+// `gradients` mode: synchronous data parallelism (DistributedGradients). Every step each worker
+// computes the gradient SUM, row count and loss sum of its part of the global batch; the
+// coordinator adds them in rank order (so a given config and worker count give the same bits on
+// every run), divides by the total rows, adds the L2 term and takes one optimizer step. The new
+// parameters go out with the next step.
+//
+// Wire per step: parameters down to every worker, one gradient up from each.
+
+#include "core/modes/mode.hpp"
+#include "core/models/optim.hpp"
+#include "core/roles/coordinator.hpp"
+#include "core/roles/worker.hpp"
+#include "core/util/error.hpp"
+#include "core/util/text.hpp"
+#include "transports/transport.hpp"
+
+#include <chrono>
+#include <cmath>
+
+namespace dt::modes {
+namespace {
+
+class GradientsMode final : public Mode {
+ public:
+  void coordinate(roles::CoordinatorSession& session) override {
+    auto& params = session.params();
+    const std::size_t p = params.size();
+    auto optimizer = models::make_optimizer(session.config().training.optimizer, p);
+    const int ranks = session.ranks();
+    std::vector<double> grad(p);
+    std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
+    std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
+    const std::uint64_t steps = session.total_steps();
+    session.start_clock();
+    for (std::uint64_t step = 0; step < steps; ++step) {
+      protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
+      request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+      session.broadcast(request);
+      const auto replies = session.gather(protocol::Type::kGradient);
+
+      std::fill(grad.begin(), grad.end(), 0.0);
+      double loss_sum = 0;
+      std::uint64_t rows = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const auto& reply = replies[static_cast<std::size_t>(r)];
+        const auto g = protocol::doubles(reply, 0, p);
+        for (std::size_t i = 0; i < p; ++i) grad[i] += g[i];
+        const auto ri = static_cast<std::size_t>(r);
+        worker_loss[ri] = protocol::field(reply, "loss_sum").get<double>();
+        worker_rows[ri] = protocol::field(reply, "rows").get<std::uint64_t>();
+        loss_sum += worker_loss[ri];
+        rows += worker_rows[ri];
+      }
+      if (rows == 0) continue;  // an empty step (only possible with tiny shards)
+      if (!std::isfinite(loss_sum)) {
+        fail<TrainingError>("training diverged at step {}: the batch loss is {}; lower "
+                            "training.optimizer.lr (now {}) or normalize the data",
+                            step + 1, text::format_double(loss_sum / static_cast<double>(rows)),
+                            text::format_double(session.config().training.optimizer.lr));
+      }
+      const double inv = 1.0 / static_cast<double>(rows);
+      for (double& g : grad) g *= inv;
+      session.model().add_regularization_gradient(params, grad);
+      optimizer->step(params, grad);
+      session.add_samples(rows);
+      session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
+    }
+  }
+
+  void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
+    if (message.type != protocol::Type::kStep) {
+      fail<ProtocolError>("gradients mode: unexpected {} message from the coordinator",
+                          protocol::name_of(message.type));
+    }
+    auto& model = session.model();
+    const std::size_t p = model.parameter_count();
+    const auto params = protocol::doubles(message, 0, p);
+    if (grad_.size() != p) grad_.assign(p, 0.0);
+    std::fill(grad_.begin(), grad_.end(), 0.0);
+
+    const auto start = std::chrono::steady_clock::now();
+    const auto batch = session.batch(message.step);
+    models::BatchResult result;
+    if (batch.y.size() > 0) result = model.loss_and_gradient(params, batch.x, batch.y, grad_);
+    session.add_compute_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+
+    protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
+    reply.fields = {{"rows", batch.y.size()}, {"loss_sum", result.loss_sum}};
+    reply.arrays.push_back(wire::to_bytes(std::span<const double>(grad_)));
+    session.send(std::move(reply));
+  }
+
+ private:
+  std::vector<double> grad_;  // worker side, reused every step
+};
+
+}  // namespace
+
+std::unique_ptr<Mode> make_gradients_mode() { return std::make_unique<GradientsMode>(); }
+
+}  // namespace dt::modes

@@ -1,0 +1,33 @@
+#pragma once
+// An aggregation mode holds both halves of its exchange in one file: what the coordinator does
+// per step and what a worker does with each message. The common phases (hello, setup, loading,
+// normalization, final evaluation, stop) live in roles/; a mode only trains.
+// A new mode is one new file plus one line in make_mode.
+
+#include "core/config/config.hpp"
+#include "core/protocol.hpp"
+
+#include <memory>
+
+namespace dt::roles {
+class CoordinatorSession;
+class WorkerSession;
+}  // namespace dt::roles
+
+namespace dt::modes {
+
+class Mode {
+ public:
+  virtual ~Mode() = default;
+  // Runs training to the end, leaving the final parameters in the session.
+  virtual void coordinate(roles::CoordinatorSession& session) = 0;
+  // Handles one message the common worker loop does not know (kStep, ...).
+  virtual void work(roles::WorkerSession& session, const protocol::Envelope& message) = 0;
+};
+
+[[nodiscard]] std::unique_ptr<Mode> make_mode(const config::AggregationConfig& aggregation);
+
+// One factory per mode, each in its own file.
+[[nodiscard]] std::unique_ptr<Mode> make_gradients_mode();
+
+}  // namespace dt::modes

@@ -1,2 +1,0 @@
-// Placeholder until the coordinator lands.
-namespace dt { int placeholder_symbol = 0; }

@@ -1,0 +1,117 @@
+#pragma once
+// The coordinator <-> worker protocol: message types and one encode/decode pair per exchange.
+// Every message is a wire header plus payload frames: frame 0 is a small JSON object with the
+// control fields, further frames carry raw arrays (parameters, gradients, statistics). Decoding
+// checks the type, the frame count and every array's length, and throws ProtocolError naming
+// the message and the field; nothing reads past a buffer.
+
+#include "core/config/config.hpp"
+#include "core/data/dataset.hpp"
+#include "transports/wire.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dt::protocol {
+
+enum class Type : std::uint16_t {
+  kHello = 1,       // worker -> coordinator: I am rank r (pid, host)
+  kSetup = 2,       // coordinator -> worker: resolved config, data source, my segments
+  kLoaded = 3,      // worker -> coordinator: shard loaded; column statistics and label set
+  kFinalize = 4,    // coordinator -> worker: normalization and classes
+  kReady = 5,       // worker -> coordinator: model built, ready to train
+  kStep = 6,        // coordinator -> worker: compute step s at these parameters
+  kGradient = 7,    // worker -> coordinator: gradient sum, rows, loss sum of my part of the batch
+  kEvaluate = 8,    // coordinator -> worker: evaluate these parameters on my whole shard
+  kEvaluation = 9,  // worker -> coordinator: loss sum, correct, squared error, rows
+  kStop = 10,       // coordinator -> worker: training is over, report and exit
+  kReport = 11,     // worker -> coordinator: counters and timings
+  kError = 12,      // worker -> coordinator: I failed, here is why (then exits)
+  kPing = 13,       // heartbeat, both ways
+  kPong = 14,
+};
+
+[[nodiscard]] const char* name_of(Type type);
+[[nodiscard]] std::string peer_name(std::uint32_t rank);  // "w3"; heartbeat sockets "h3"
+
+// A message under construction or received: header, JSON fields, array frames.
+struct Envelope {
+  Type type{};
+  std::uint32_t rank = wire::kCoordinatorRank;
+  std::uint64_t step = 0;
+  nlohmann::json fields = nlohmann::json::object();
+  std::vector<wire::Bytes> arrays;
+};
+
+[[nodiscard]] wire::Message encode(const Envelope& envelope, std::uint64_t job_id);
+// ProtocolError for an unknown type, a missing or non-object JSON frame, or a job id mismatch.
+[[nodiscard]] Envelope decode(const wire::Message& message, std::uint64_t job_id);
+
+// Typed field access with errors that name the message and the field.
+[[nodiscard]] const nlohmann::json& field(const Envelope& e, const char* name);
+[[nodiscard]] std::span<const double> doubles(const Envelope& e, std::size_t index,
+                                              std::size_t expected_count);
+[[nodiscard]] std::span<const double> doubles(const Envelope& e, std::size_t index);
+[[nodiscard]] wire::Bytes u64_bytes(std::span<const std::uint64_t> values);
+[[nodiscard]] std::vector<std::uint64_t> u64s(const Envelope& e, std::size_t index);
+
+// Exchange payloads that several places build or read.
+struct Hello {
+  std::uint32_t rank = 0;
+  std::int64_t pid = 0;
+  std::string host;
+};
+[[nodiscard]] Envelope make_hello(const Hello& hello);
+[[nodiscard]] Hello read_hello(const Envelope& e);
+
+struct Setup {
+  std::string config_yaml;
+  std::string heartbeat_endpoint;
+  data::SourceInfo source;  // csv index omitted: workers get byte offsets through segments
+  std::vector<data::Segment> segments;
+  int log_level = 2;
+};
+[[nodiscard]] Envelope make_setup(const Setup& setup);
+[[nodiscard]] Setup read_setup(const Envelope& e);
+
+struct Loaded {
+  std::uint64_t rows = 0;
+  data::ColumnStats stats;
+  std::vector<std::string> labels;  // distinct raw labels (categorical tasks only)
+};
+[[nodiscard]] Envelope make_loaded(const Loaded& loaded);
+[[nodiscard]] Loaded read_loaded(const Envelope& e, std::size_t features);
+
+struct Finalize {
+  data::Normalization normalization;
+  std::vector<std::string> classes;
+  std::uint64_t train_rows = 0;       // over all workers
+  std::uint64_t steps_per_epoch = 0;  // the same for every worker
+};
+[[nodiscard]] Envelope make_finalize(const Finalize& finalize);
+[[nodiscard]] Finalize read_finalize(const Envelope& e, std::size_t features);
+
+struct WorkerError {
+  std::string kind;  // "data", "config", "training", ...
+  std::string message;
+  int exit_code = 3;
+};
+[[nodiscard]] Envelope make_error(const WorkerError& error);
+[[nodiscard]] WorkerError read_error(const Envelope& e);
+
+struct Report {
+  std::uint64_t steps = 0;
+  double compute_seconds = 0;
+  double comm_seconds = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::vector<double> step_seconds_percentiles;  // p50, p90, p99, max of per-step compute time
+};
+[[nodiscard]] Envelope make_report(const Report& report);
+[[nodiscard]] Report read_report(const Envelope& e);
+
+}  // namespace dt::protocol

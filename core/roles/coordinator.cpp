@@ -1,0 +1,234 @@
+// The coordinator's phases: plan, start workers, set them up, merge their statistics, train
+// with the configured mode, evaluate, stop. Every wait is supervised (worker exits, heartbeats,
+// Ctrl-C) and bounded.
+
+#include "core/roles/coordinator.hpp"
+
+#include "core/modes/mode.hpp"
+#include "core/roles/heartbeat.hpp"
+#include "core/roles/worker_pool.hpp"
+#include "core/util/error.hpp"
+#include "core/util/log.hpp"
+#include "core/util/random.hpp"
+#include "core/util/signals.hpp"
+#include "transports/transport.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+
+namespace dt::roles {
+
+using transport::deadline_in;
+
+namespace {
+
+constexpr std::chrono::milliseconds kPollSlice{50};
+constexpr std::chrono::milliseconds kConnectTimeout{30000};
+constexpr std::chrono::milliseconds kSendDeadline{10000};
+constexpr std::chrono::milliseconds kExitTimeout{5000};
+
+std::uint64_t new_job_id() {
+  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  return random::hash(static_cast<std::uint64_t>(now), static_cast<std::uint64_t>(::getpid()), 0, 0);
+}
+
+transport::TransportOptions transport_options(const config::Config& config, std::uint64_t job) {
+  transport::TransportOptions o;
+  switch (config.transport.type) {
+    case config::TransportType::kInproc: o.kind = transport::TransportOptions::Kind::kInproc; break;
+    case config::TransportType::kIpc: o.kind = transport::TransportOptions::Kind::kIpc; break;
+    case config::TransportType::kTcp: o.kind = transport::TransportOptions::Kind::kTcp; break;
+  }
+  o.tcp_address = config.transport.address;
+  o.job_id = job;
+  return o;
+}
+
+// Waits for every rank's hello, before heartbeats exist: bounded by kConnectTimeout.
+std::vector<protocol::Hello> wait_for_hellos(transport::Listener& listener, WorkerPool& pool,
+                                             int ranks, std::uint64_t job) {
+  std::vector<std::optional<protocol::Hello>> hellos(static_cast<std::size_t>(ranks));
+  int remaining = ranks;
+  const auto deadline = deadline_in(kConnectTimeout);
+  while (remaining > 0) {
+    if (signals::interrupted()) fail<InterruptedError>("interrupted while workers were starting");
+    if (auto in = listener.receive(deadline_in(kPollSlice))) {
+      try {
+        const auto e = protocol::decode(in->message, job);
+        if (e.type != protocol::Type::kHello) continue;
+        const auto hello = protocol::read_hello(e);
+        const auto r = static_cast<int>(hello.rank);
+        if (r >= ranks || in->peer != protocol::peer_name(hello.rank) || hellos[hello.rank]) {
+          log::warn("ignored a hello from '{}' claiming rank {}", in->peer, hello.rank);
+          continue;
+        }
+        hellos[hello.rank] = hello;
+        --remaining;
+      } catch (const ProtocolError& err) {
+        log::warn("dropped a message from '{}': {}", in->peer, err.what());
+      }
+      continue;
+    }
+    for (const auto& exit : pool.poll()) {
+      std::string message = fmt::format("worker {} (pid {}) {} before it connected", exit.rank,
+                                        exit.pid, exit.status.describe());
+      const auto last = pool.last_words(exit.rank);
+      if (!last.empty()) message += fmt::format("; its log ends: {}", last);
+      throw TrainingError(message);
+    }
+    if (transport::Clock::now() >= deadline) {
+      std::vector<std::string> missing;
+      for (int r = 0; r < ranks; ++r) if (!hellos[static_cast<std::size_t>(r)]) missing.push_back(std::to_string(r));
+      fail<TimeoutError>("workers {} did not connect to {} within {} ms",
+                         fmt::join(missing, ", "), listener.endpoint(), kConnectTimeout.count());
+    }
+  }
+  std::vector<protocol::Hello> out;
+  for (auto& h : hellos) out.push_back(*h);
+  return out;
+}
+
+// Merges the workers' statistics in rank order: the normalization and the class list are
+// functions of ALL training rows, identical in every process.
+protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
+                                const std::vector<protocol::Envelope>& replies,
+                                RunResult& result) {
+  const auto features = plan.source.features.size();
+  data::ColumnStats stats;
+  std::vector<std::string> labels;
+  for (std::size_t r = 0; r < replies.size(); ++r) {
+    const auto loaded = protocol::read_loaded(replies[r], features);
+    if (loaded.rows != plan.shard_rows[r]) {
+      fail<ProtocolError>("worker {} loaded {} rows, its shard has {}", r, loaded.rows,
+                          plan.shard_rows[r]);
+    }
+    data::merge_into(stats, loaded.stats);
+    labels.insert(labels.end(), loaded.labels.begin(), loaded.labels.end());
+    result.workers[r].rows = loaded.rows;
+  }
+  protocol::Finalize f;
+  f.normalization = data::make_normalization(config.data.normalize, stats, plan.source.features);
+  for (const auto& c : f.normalization.constant_columns) {
+    result.warnings.push_back(fmt::format("column '{}' is constant; left unscaled", c));
+    log::warn("column '{}' is constant over the training rows; it is left unscaled", c);
+  }
+  const auto task = config::task_of(config.model);
+  if (data::label_kind(task) == data::LabelKind::kCategorical) {
+    f.classes = data::resolve_classes(labels);
+  } else if (task == config::Task::kBinary) {
+    f.classes = {"0", "1"};
+  }
+  f.train_rows = plan.train_rows;
+  f.steps_per_epoch = plan.steps_per_epoch;
+  return f;
+}
+
+}  // namespace
+
+RunResult run_coordinator(const config::Config& config, const Plan& plan,
+                          const CoordinatorOptions& options, RunResult* partial) {
+  RunResult local;
+  RunResult& result = partial != nullptr ? *partial : local;
+  const auto wall_start = steady_ms();
+  result.source = plan.source;
+  result.train_rows = plan.train_rows;
+  result.validation_rows = plan.validation_rows.size();
+  const int ranks = static_cast<int>(plan.shard_rows.size());
+  const auto task = config::task_of(config.model);
+  const auto kind = data::label_kind(task);
+
+  const std::uint64_t job = new_job_id();
+  auto transport = transport::make_zmq_transport(transport_options(config, job));
+  auto listener = transport->listen("coord");
+  HeartbeatServer heartbeat(*transport, job, ranks);
+  log::info("listening on {} (heartbeats on {})", listener->endpoint(), heartbeat.endpoint());
+
+  std::unique_ptr<WorkerPool> pool;
+  if (config.transport.type == config::TransportType::kInproc) {
+    pool = make_thread_pool(*transport, job);
+  } else {
+    pool = make_process_pool({self_executable(), options.worker_log_dir, job, options.log_level});
+  }
+  try {
+    for (int r = 0; r < ranks; ++r) pool->start(r, listener->endpoint());
+    const auto hellos = wait_for_hellos(*listener, *pool, ranks, job);
+    for (const auto& h : hellos) {
+      result.workers.push_back({static_cast<int>(h.rank), h.pid, h.host, 0, {}});
+    }
+
+    const std::string config_yaml = config::to_yaml(config);
+    for (int r = 0; r < ranks; ++r) {
+      protocol::Setup setup{config_yaml, heartbeat.endpoint(), plan.source,
+                            plan.segments[static_cast<std::size_t>(r)], options.log_level};
+      setup.source.csv.reset();  // workers seek by the byte offsets in their segments
+      listener->send(protocol::peer_name(static_cast<std::uint32_t>(r)),
+                     protocol::encode(protocol::make_setup(setup), job), deadline_in(kSendDeadline));
+    }
+    // The coordinator holds the validation rows (workers hold only training rows).
+    std::optional<data::Shard> validation;
+    if (!plan.validation_rows.empty()) {
+      validation = data::load_shard(config, plan.source,
+                                    data::to_segments(plan.validation_rows, plan.source.csv), kind);
+    }
+
+    std::vector<double> params;
+    CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
+    const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded), result);
+    session.broadcast(protocol::make_finalize(finalize));
+    result.normalization = finalize.normalization;
+    result.classes = finalize.classes;
+    if (validation) {
+      data::apply(finalize.normalization, validation->x);
+      if (kind == data::LabelKind::kCategorical) data::assign_classes(*validation, finalize.classes);
+      session.set_validation(std::move(*validation));
+    }
+    session.set_model(models::make_model({config.model,
+                                          static_cast<int>(plan.source.features.size()),
+                                          static_cast<int>(finalize.classes.size())}));
+    params.assign(session.model().parameter_count(), 0.0);
+    session.model().init(params, config.seed);
+    (void)session.gather(protocol::Type::kReady);
+
+    const auto train_start = steady_ms();
+    modes::make_mode(config.aggregation)->coordinate(session);
+    result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
+    result.params = params;
+
+    protocol::Envelope evaluate{.type = protocol::Type::kEvaluate, .step = result.steps};
+    evaluate.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+    session.broadcast(evaluate);
+    double loss = 0, correct = 0, squared = 0;
+    std::uint64_t rows = 0;
+    for (const auto& e : session.gather(protocol::Type::kEvaluation)) {
+      loss += protocol::field(e, "loss_sum").get<double>();
+      correct += protocol::field(e, "correct").get<double>();
+      squared += protocol::field(e, "squared_error_sum").get<double>();
+      rows += protocol::field(e, "rows").get<std::uint64_t>();
+    }
+    result.final = to_metrics(task, loss, correct, squared, rows);
+    result.validation = session.evaluate_validation(params);
+
+    session.broadcast({.type = protocol::Type::kStop});
+    const auto reports = session.gather(protocol::Type::kReport);
+    for (std::size_t r = 0; r < reports.size(); ++r) {
+      result.workers[r].report = protocol::read_report(reports[r]);
+    }
+    if (!pool->wait_all(kExitTimeout)) {
+      log::warn("some workers did not exit within {} ms of the stop; stopping them",
+                kExitTimeout.count());
+      pool->stop_all();
+    }
+    result.status = "ok";
+  } catch (Error& e) {
+    result.status = e.exit_code() == ExitCode::kInterrupted ? "interrupted" : "failed";
+    result.error = e.what();
+    pool->stop_all();
+    result.wall_seconds = static_cast<double>(steady_ms() - wall_start) / 1000.0;
+    throw;
+  }
+  result.wall_seconds = static_cast<double>(steady_ms() - wall_start) / 1000.0;
+  return result;
+}
+
+}  // namespace dt::roles

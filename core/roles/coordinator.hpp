@@ -1,0 +1,168 @@
+#pragma once
+// The coordinator: plans the shards, starts and supervises the workers, runs the aggregation
+// mode, evaluates, and returns everything the run outputs need. It never writes outputs itself
+// (run_output does) and never includes ZeroMQ (transports/ does).
+
+#include "core/config/config.hpp"
+#include "core/data/dataset.hpp"
+#include "core/models/model.hpp"
+#include "core/models/optim.hpp"
+#include "core/protocol.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt::transport {
+class Transport;
+class Listener;
+}  // namespace dt::transport
+
+namespace dt::roles {
+
+class HeartbeatServer;
+class WorkerPool;
+
+struct LogRow {
+  std::uint64_t step = 0;  // steps completed
+  double epoch = 0;        // fractional epochs completed
+  double seconds = 0;      // since training started
+  double train_loss = 0;   // mean batch loss since the previous row
+  std::optional<double> validation_loss;
+  std::optional<double> validation_metric;  // accuracy (classification) or mse (regression)
+  std::vector<double> worker_loss;          // each worker's mean batch loss since the previous row
+};
+
+struct Metrics {
+  std::uint64_t rows = 0;
+  double loss = 0;
+  std::optional<double> mse;
+  std::optional<double> accuracy;
+  std::optional<double> log_loss;
+};
+
+struct WorkerStats {
+  int rank = 0;
+  std::int64_t pid = 0;
+  std::string host;
+  std::uint64_t rows = 0;
+  protocol::Report report;
+};
+
+// What a finished (or failed) run leaves for the outputs.
+struct RunResult {
+  std::string status = "failed";  // "ok", "failed", "interrupted"
+  std::string error;              // the failure, one line
+  data::SourceInfo source;
+  data::Normalization normalization;
+  std::vector<std::string> classes;
+  std::vector<double> params;
+  std::vector<LogRow> log;
+  std::optional<Metrics> final;       // the final model over all training rows
+  std::optional<Metrics> validation;  // over the validation split
+  std::uint64_t steps = 0;
+  std::uint64_t train_rows = 0;
+  std::uint64_t validation_rows = 0;
+  std::uint64_t samples = 0;  // rows processed in training (for samples per second)
+  double wall_seconds = 0;
+  double train_seconds = 0;
+  std::vector<WorkerStats> workers;
+  std::vector<std::string> warnings;
+};
+
+// The plan `validate` prints and `run` follows.
+struct Plan {
+  data::SourceInfo source;
+  std::vector<std::uint64_t> validation_rows;
+  std::vector<std::vector<data::Segment>> segments;  // per rank
+  std::vector<std::uint64_t> shard_rows;             // per rank
+  std::uint64_t train_rows = 0;
+  std::uint64_t steps_per_epoch = 0;
+};
+[[nodiscard]] Plan make_plan(const config::Config& config);
+
+struct CoordinatorOptions {
+  std::filesystem::path worker_log_dir;  // workers/<rank>.log
+  int log_level = 2;
+};
+
+// Trains. Throws dt::Error subclasses on failure; `partial` (if given) receives what was done
+// so far, so that a failed run still writes its log and summary.
+[[nodiscard]] RunResult run_coordinator(const config::Config& config, const Plan& plan,
+                                        const CoordinatorOptions& options,
+                                        RunResult* partial = nullptr);
+
+// What a mode's coordinator half sees.
+class CoordinatorSession {
+ public:
+  CoordinatorSession(const config::Config& config, const Plan& plan,
+                     std::vector<double>& params, transport::Listener& listener,
+                     WorkerPool& pool, HeartbeatServer& heartbeat, std::uint64_t job_id,
+                     RunResult& result);
+
+  [[nodiscard]] const config::Config& config() const noexcept { return config_; }
+  [[nodiscard]] const Plan& plan() const noexcept { return plan_; }
+  [[nodiscard]] int ranks() const noexcept { return static_cast<int>(plan_.shard_rows.size()); }
+  // The coordinator's own model object (validation, regularization); set once the classes
+  // are known.
+  [[nodiscard]] models::Model& model() noexcept { return *model_; }
+  void set_model(std::unique_ptr<models::Model> model) { model_ = std::move(model); }
+  [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
+  [[nodiscard]] std::uint64_t total_steps() const noexcept;
+
+  // Sends one message to every worker.
+  void broadcast(const protocol::Envelope& envelope);
+  // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
+  // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
+  [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
+
+  // Records a completed step's losses; writes a log row (with a validation pass) when due.
+  void record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
+                   const std::vector<double>& worker_loss_sum,
+                   const std::vector<std::uint64_t>& worker_rows);
+  void add_samples(std::uint64_t rows) noexcept { result_.samples += rows; }
+
+  // Validation metrics of `params` on the held-out rows (nullopt without a split).
+  [[nodiscard]] std::optional<Metrics> evaluate_validation(const std::vector<double>& params);
+  void set_validation(data::Shard shard) { validation_ = std::move(shard); }
+  [[nodiscard]] double elapsed_seconds() const;
+  void start_clock();
+
+ private:
+  [[noreturn]] void fail_worker(int rank, const std::string& what);
+  void check_workers();
+
+  const config::Config& config_;
+  const Plan& plan_;
+  std::unique_ptr<models::Model> model_;
+  std::vector<double>& params_;
+  transport::Listener& listener_;
+  WorkerPool& pool_;
+  HeartbeatServer& heartbeat_;
+  std::uint64_t job_id_;
+  RunResult& result_;
+  std::optional<data::Shard> validation_;
+  std::int64_t start_ms_ = 0;
+  // Accumulated since the last log row.
+  double window_loss_ = 0;
+  std::uint64_t window_rows_ = 0;
+  std::vector<double> window_worker_loss_;
+  std::vector<std::uint64_t> window_worker_rows_;
+};
+
+// Loss and metric sums of `params` over every row of `shard`, in chunks so that the model's
+// scratch memory stays bounded whatever the shard size.
+[[nodiscard]] models::BatchResult evaluate_rows(models::Model& model,
+                                                std::span<const double> params,
+                                                const data::Shard& shard);
+
+// Turns a Metrics for the task into loss/metric numbers.
+[[nodiscard]] Metrics to_metrics(config::Task task, double loss_sum, double correct,
+                                 double squared_error_sum, std::uint64_t rows);
+
+}  // namespace dt::roles

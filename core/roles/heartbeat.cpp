@@ -1,0 +1,91 @@
+#include "core/roles/heartbeat.hpp"
+
+#include "core/protocol.hpp"
+#include "core/util/error.hpp"
+#include "core/util/log.hpp"
+
+namespace dt::roles {
+
+using transport::Clock;
+using transport::deadline_in;
+
+std::int64_t steady_ms() noexcept {
+  return std::chrono::duration_cast<Milliseconds>(Clock::now().time_since_epoch()).count();
+}
+
+namespace {
+constexpr Milliseconds kPollSlice{50};
+constexpr Milliseconds kSendDeadline{200};
+}  // namespace
+
+HeartbeatServer::HeartbeatServer(transport::Transport& transport, std::uint64_t job_id, int ranks)
+    : job_id_(job_id), last_seen_ms_(static_cast<std::size_t>(ranks)) {
+  for (auto& t : last_seen_ms_) t.store(-1);
+  auto listener = transport.listen("hb");
+  endpoint_ = listener->endpoint();
+  thread_ = std::thread([this, l = std::move(listener)]() mutable { loop(std::move(l)); });
+}
+
+HeartbeatServer::~HeartbeatServer() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+std::int64_t HeartbeatServer::silent_ms(int rank) const noexcept {
+  const std::int64_t seen = last_seen_ms_[static_cast<std::size_t>(rank)].load();
+  return seen < 0 ? -1 : steady_ms() - seen;
+}
+
+void HeartbeatServer::loop(std::unique_ptr<transport::Listener> listener) {
+  while (!stop_.load()) {
+    try {
+      auto incoming = listener->receive(deadline_in(kPollSlice));
+      if (!incoming) continue;
+      const auto ping = protocol::decode(incoming->message, job_id_);
+      if (ping.type != protocol::Type::kPing || ping.rank >= last_seen_ms_.size()) continue;
+      last_seen_ms_[ping.rank].store(steady_ms());
+      protocol::Envelope pong{.type = protocol::Type::kPong};
+      listener->send(incoming->peer, protocol::encode(pong, job_id_), deadline_in(kSendDeadline));
+    } catch (const Error& e) {
+      // A pong that cannot be delivered (the worker just exited) is not the server's problem:
+      // the coordinator learns about dead workers from their silence and their exit status.
+      log::debug("heartbeat: {}", e.what());
+    }
+  }
+}
+
+HeartbeatClient::HeartbeatClient(transport::Transport& transport, const std::string& endpoint,
+                                 std::uint64_t job_id, std::uint32_t rank, Milliseconds interval)
+    : job_id_(job_id), rank_(rank), interval_(interval), last_seen_ms_(steady_ms()) {
+  auto connection = transport.connect(endpoint, fmt::format("h{}", rank));
+  thread_ = std::thread([this, c = std::move(connection)]() mutable { loop(std::move(c)); });
+}
+
+HeartbeatClient::~HeartbeatClient() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+std::int64_t HeartbeatClient::silent_ms() const noexcept { return steady_ms() - last_seen_ms_.load(); }
+
+void HeartbeatClient::loop(std::unique_ptr<transport::Connection> connection) {
+  auto next_ping = Clock::now();
+  while (!stop_.load()) {
+    try {
+      if (Clock::now() >= next_ping) {
+        protocol::Envelope ping{.type = protocol::Type::kPing, .rank = rank_};
+        connection->send(protocol::encode(ping, job_id_), deadline_in(kSendDeadline));
+        next_ping = Clock::now() + interval_;
+      }
+      const auto wait_until = std::min(next_ping, Clock::now() + kPollSlice);
+      auto reply = connection->receive(wait_until);
+      if (reply && protocol::decode(*reply, job_id_).type == protocol::Type::kPong) {
+        last_seen_ms_.store(steady_ms());
+      }
+    } catch (const Error& e) {
+      log::debug("heartbeat: {}", e.what());
+    }
+  }
+}
+
+}  // namespace dt::roles

@@ -1,0 +1,72 @@
+#pragma once
+// Liveness on its own sockets and threads, apart from the data path, so that a long computation
+// (a big batch, the coordinator's validation pass) never looks like a dead peer and a dead peer
+// is noticed while the other side is busy.
+//
+//   HeartbeatServer (coordinator): a thread with its own Listener; records when each rank last
+//                                  pinged and answers every ping with a pong.
+//   HeartbeatClient (worker):      a thread with its own Connection; pings every heartbeat_ms and
+//                                  records when the coordinator last answered.
+//
+// Both threads stop and join in the destructor. The `last seen` reads are lock-free.
+
+#include "transports/transport.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dt::roles {
+
+using Milliseconds = std::chrono::milliseconds;
+
+class HeartbeatServer {
+ public:
+  HeartbeatServer(transport::Transport& transport, std::uint64_t job_id, int ranks);
+  ~HeartbeatServer();
+  HeartbeatServer(const HeartbeatServer&) = delete;
+  HeartbeatServer& operator=(const HeartbeatServer&) = delete;
+
+  [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
+  // How long since `rank` last pinged; nullopt-like -1 before its first ping.
+  [[nodiscard]] std::int64_t silent_ms(int rank) const noexcept;
+
+ private:
+  void loop(std::unique_ptr<transport::Listener> listener);
+
+  std::uint64_t job_id_;
+  std::string endpoint_;
+  std::vector<std::atomic<std::int64_t>> last_seen_ms_;  // steady-clock ms; -1 = never
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+class HeartbeatClient {
+ public:
+  HeartbeatClient(transport::Transport& transport, const std::string& endpoint,
+                  std::uint64_t job_id, std::uint32_t rank, Milliseconds interval);
+  ~HeartbeatClient();
+  HeartbeatClient(const HeartbeatClient&) = delete;
+  HeartbeatClient& operator=(const HeartbeatClient&) = delete;
+
+  // How long since the coordinator last answered (since start, before the first answer).
+  [[nodiscard]] std::int64_t silent_ms() const noexcept;
+
+ private:
+  void loop(std::unique_ptr<transport::Connection> connection);
+
+  std::uint64_t job_id_;
+  std::uint32_t rank_;
+  Milliseconds interval_;
+  std::atomic<std::int64_t> last_seen_ms_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+[[nodiscard]] std::int64_t steady_ms() noexcept;
+
+}  // namespace dt::roles

@@ -1,0 +1,184 @@
+#include "core/roles/coordinator.hpp"
+#include "core/roles/heartbeat.hpp"
+#include "core/roles/worker_pool.hpp"
+#include "core/util/error.hpp"
+#include "core/util/log.hpp"
+#include "core/util/signals.hpp"
+#include "transports/transport.hpp"
+
+#include <algorithm>
+
+namespace dt::roles {
+
+using transport::deadline_in;
+
+namespace {
+constexpr std::chrono::milliseconds kPollSlice{50};
+constexpr std::chrono::milliseconds kSendDeadline{10000};
+}  // namespace
+
+CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan& plan,
+                                       std::vector<double>& params,
+                                       transport::Listener& listener, WorkerPool& pool,
+                                       HeartbeatServer& heartbeat, std::uint64_t job_id,
+                                       RunResult& result)
+    : config_(config),
+      plan_(plan),
+      params_(params),
+      listener_(listener),
+      pool_(pool),
+      heartbeat_(heartbeat),
+      job_id_(job_id),
+      result_(result),
+      start_ms_(steady_ms()),
+      window_worker_loss_(plan.shard_rows.size()),
+      window_worker_rows_(plan.shard_rows.size()) {}
+
+std::uint64_t CoordinatorSession::total_steps() const noexcept {
+  return static_cast<std::uint64_t>(config_.training.epochs) * plan_.steps_per_epoch;
+}
+
+void CoordinatorSession::start_clock() { start_ms_ = steady_ms(); }
+
+double CoordinatorSession::elapsed_seconds() const {
+  return static_cast<double>(steady_ms() - start_ms_) / 1000.0;
+}
+
+void CoordinatorSession::broadcast(const protocol::Envelope& envelope) {
+  const auto message = protocol::encode(envelope, job_id_);
+  for (int r = 0; r < ranks(); ++r) {
+    try {
+      listener_.send(protocol::peer_name(static_cast<std::uint32_t>(r)), message,
+                     deadline_in(kSendDeadline));
+    } catch (const TransportError& e) {
+      check_workers();  // a dead worker explains the failed send better than the send does
+      fail_worker(r, fmt::format("cannot be reached: {}", e.what()));
+    }
+  }
+}
+
+void CoordinatorSession::fail_worker(int rank, const std::string& what) {
+  std::string message = fmt::format("worker {} (pid {}) {} at step {}", rank, pool_.pid_of(rank),
+                                    what, result_.steps);
+  const std::string last = pool_.last_words(rank);
+  if (!last.empty()) message += fmt::format("; its log ends: {}", last);
+  throw TrainingError(message);
+}
+
+void CoordinatorSession::check_workers() {
+  for (const auto& exit : pool_.poll()) {
+    // Give an error report the worker sent just before exiting a moment to arrive: it says more
+    // than the exit code.
+    const auto until = deadline_in(std::chrono::milliseconds(200));
+    while (auto in = listener_.receive(until)) {
+      try {
+        const auto e = protocol::decode(in->message, job_id_);
+        if (e.type == protocol::Type::kError && static_cast<int>(e.rank) == exit.rank) {
+          const auto err = protocol::read_error(e);
+          if (err.exit_code == static_cast<int>(ExitCode::kBadInput)) throw DataError(err.message);
+          fail_worker(exit.rank, "failed: " + err.message);
+        }
+      } catch (const ProtocolError&) {
+      }
+    }
+    fail_worker(exit.rank, exit.status.describe());
+  }
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) {
+  const int n = ranks();
+  std::vector<std::optional<protocol::Envelope>> got(static_cast<std::size_t>(n));
+  int remaining = n;
+  const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
+  const std::int64_t wait_start = steady_ms();
+  while (remaining > 0) {
+    if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+    if (auto in = listener_.receive(deadline_in(kPollSlice))) {
+      protocol::Envelope e;
+      try {
+        e = protocol::decode(in->message, job_id_);
+      } catch (const ProtocolError& err) {
+        log::warn("dropped a message from '{}': {}", in->peer, err.what());
+        continue;
+      }
+      const auto r = static_cast<int>(e.rank);
+      if (r >= n || in->peer != protocol::peer_name(e.rank)) {
+        log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
+                  in->peer, e.rank);
+        continue;
+      }
+      if (e.type == protocol::Type::kError) {
+        const auto err = protocol::read_error(e);
+        if (err.exit_code == static_cast<int>(ExitCode::kBadInput)) throw DataError(err.message);
+        fail_worker(r, "failed: " + err.message);
+      }
+      if (e.type != type || got[static_cast<std::size_t>(r)]) {
+        fail<ProtocolError>("worker {} sent a {} message while the coordinator waited for {}", r,
+                            protocol::name_of(e.type), protocol::name_of(type));
+      }
+      got[static_cast<std::size_t>(r)] = std::move(e);
+      --remaining;
+      continue;
+    }
+    check_workers();
+    for (int r = 0; r < n; ++r) {
+      if (got[static_cast<std::size_t>(r)]) continue;
+      std::int64_t silent = heartbeat_.silent_ms(r);
+      if (silent < 0) silent = steady_ms() - wait_start;  // has not pinged yet
+      if (silent > timeout) {
+        fail_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
+                                   "= {})", silent, timeout));
+      }
+    }
+  }
+  std::vector<protocol::Envelope> out;
+  out.reserve(got.size());
+  for (auto& g : got) out.push_back(std::move(*g));
+  return out;
+}
+
+void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
+                                     const std::vector<double>& worker_loss_sum,
+                                     const std::vector<std::uint64_t>& worker_rows) {
+  result_.steps = step;
+  window_loss_ += loss_sum;
+  window_rows_ += rows;
+  for (std::size_t r = 0; r < worker_loss_sum.size(); ++r) {
+    window_worker_loss_[r] += worker_loss_sum[r];
+    window_worker_rows_[r] += worker_rows[r];
+  }
+  const auto every = static_cast<std::uint64_t>(config_.output.log_every_steps);
+  if (step % every != 0 && step != total_steps()) return;
+
+  LogRow row;
+  row.step = step;
+  row.epoch = static_cast<double>(step) / static_cast<double>(plan_.steps_per_epoch);
+  row.seconds = elapsed_seconds();
+  row.train_loss = window_rows_ > 0 ? window_loss_ / static_cast<double>(window_rows_) : 0.0;
+  for (std::size_t r = 0; r < window_worker_loss_.size(); ++r) {
+    row.worker_loss.push_back(window_worker_rows_[r] > 0
+                                  ? window_worker_loss_[r] / static_cast<double>(window_worker_rows_[r])
+                                  : 0.0);
+  }
+  if (const auto v = evaluate_validation(params_)) {
+    row.validation_loss = v->loss;
+    row.validation_metric = v->accuracy ? v->accuracy : v->mse;
+  }
+  log::info("step {}/{} epoch {:.2f} loss {:.6g}{}", step, total_steps(), row.epoch,
+            row.train_loss,
+            row.validation_loss ? fmt::format(" validation {:.6g}", *row.validation_loss) : "");
+  result_.log.push_back(std::move(row));
+  window_loss_ = 0;
+  window_rows_ = 0;
+  std::fill(window_worker_loss_.begin(), window_worker_loss_.end(), 0.0);
+  std::fill(window_worker_rows_.begin(), window_worker_rows_.end(), 0);
+}
+
+std::optional<Metrics> CoordinatorSession::evaluate_validation(const std::vector<double>& params) {
+  if (!validation_ || validation_->y.size() == 0 || !model_) return std::nullopt;
+  const auto total = evaluate_rows(*model_, params, *validation_);
+  const auto rows = validation_->y.size();
+  return to_metrics(model_->task(), total.loss_sum, total.correct, total.squared_error_sum, rows);
+}
+
+}  // namespace dt::roles

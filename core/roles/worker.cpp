@@ -1,0 +1,271 @@
+#include "core/roles/worker.hpp"
+
+#include "core/modes/mode.hpp"
+#include "core/roles/coordinator.hpp"
+#include "core/roles/heartbeat.hpp"
+#include "core/util/error.hpp"
+#include "core/util/log.hpp"
+#include "core/util/random.hpp"
+#include "transports/transport.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+
+namespace dt::roles {
+
+using transport::Clock;
+using transport::deadline_in;
+
+namespace {
+
+constexpr std::chrono::milliseconds kPollSlice{50};
+constexpr std::chrono::milliseconds kSendDeadline{10000};
+// Before heartbeats run (the coordinator has not sent their endpoint yet) a worker waits this
+// long for its setup.
+constexpr std::chrono::milliseconds kStartupTimeout{30000};
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+void check_cancel(const WorkerOptions& options) {
+  if (options.cancel != nullptr && options.cancel->load()) {
+    fail<InterruptedError>("worker {} stopped by the coordinator", options.rank);
+  }
+}
+
+// Waits for the coordinator's next message. Without heartbeats (during start-up) the wait ends
+// at `startup_deadline`; with them, when the coordinator has been silent for `timeout_ms`.
+protocol::Envelope receive_from(transport::Connection& connection, const WorkerOptions& options,
+                                const HeartbeatClient* heartbeat, std::int64_t timeout_ms,
+                                Clock::time_point startup_deadline) {
+  for (;;) {
+    check_cancel(options);
+    auto message = connection.receive(deadline_in(kPollSlice));
+    if (message) {
+      auto envelope = protocol::decode(*message, options.job_id);
+      if (envelope.rank != wire::kCoordinatorRank) continue;  // only the coordinator talks here
+      return envelope;
+    }
+    if (heartbeat != nullptr) {
+      const auto silent = heartbeat->silent_ms();
+      if (silent > timeout_ms) {
+        fail<TransportError>("lost the coordinator at {}: no answer to heartbeats for {} ms "
+                             "(fault_tolerance.worker_timeout_ms = {})",
+                             options.endpoint, silent, timeout_ms);
+      }
+    } else if (Clock::now() >= startup_deadline) {
+      fail<TimeoutError>("no setup from the coordinator at {} within {} ms", options.endpoint,
+                         kStartupTimeout.count());
+    }
+  }
+}
+
+protocol::Envelope expect(protocol::Envelope envelope, protocol::Type type) {
+  if (envelope.type == protocol::Type::kStop) {
+    fail<InterruptedError>("the coordinator stopped the run");
+  }
+  if (envelope.type != type) {
+    fail<ProtocolError>("expected a {} message from the coordinator, got {}",
+                        protocol::name_of(type), protocol::name_of(envelope.type));
+  }
+  return envelope;
+}
+
+// Loss and metric sums of the whole shard, in chunks so scratch memory stays bounded.
+protocol::Envelope evaluate_shard(WorkerSession& session, const protocol::Envelope& request) {
+  const auto params = protocol::doubles(request, 0, session.model().parameter_count());
+  const auto total = evaluate_rows(session.model(), params, session.shard());
+  const auto rows = session.rows();
+  protocol::Envelope reply{.type = protocol::Type::kEvaluation, .rank = session.rank(),
+                           .step = request.step};
+  reply.fields = {{"rows", rows},
+                  {"loss_sum", total.loss_sum},
+                  {"correct", total.correct},
+                  {"squared_error_sum", total.squared_error_sum}};
+  return reply;
+}
+
+struct Loaded {
+  config::Config config;
+  data::Shard shard;
+  protocol::Setup setup;
+};
+
+}  // namespace
+
+int run_worker(transport::Transport& transport, const WorkerOptions& options) {
+  log::set_thread_prefix(fmt::format("worker {}", options.rank));
+  std::unique_ptr<transport::Connection> connection;
+  try {
+    connection = transport.connect(options.endpoint, protocol::peer_name(options.rank));
+    connection->send(protocol::encode(protocol::make_hello({options.rank, ::getpid(), host_name()}),
+                                      options.job_id),
+                     deadline_in(kSendDeadline));
+    const auto startup_deadline = Clock::now() + kStartupTimeout;
+    auto setup = protocol::read_setup(expect(
+        receive_from(*connection, options, nullptr, 0, startup_deadline), protocol::Type::kSetup));
+    if (log::level() < log::Level::kDebug) log::set_level(static_cast<log::Level>(setup.log_level));
+    const auto config = config::parse(setup.config_yaml, "<config from the coordinator>", "/");
+    const auto timeout_ms = static_cast<std::int64_t>(config.fault_tolerance.worker_timeout_ms);
+    HeartbeatClient heartbeat(transport, setup.heartbeat_endpoint, options.job_id, options.rank,
+                              std::chrono::milliseconds(config.fault_tolerance.heartbeat_ms));
+
+    const auto task = config::task_of(config.model);
+    const auto kind = data::label_kind(task);
+    auto shard = data::load_shard(config, setup.source, setup.segments, kind);
+    protocol::Loaded loaded{static_cast<std::uint64_t>(shard.y.size()), data::column_stats(shard.x),
+                            kind == data::LabelKind::kCategorical ? data::distinct_labels(shard)
+                                                                   : std::vector<std::string>{}};
+    auto loaded_msg = protocol::make_loaded(loaded);
+    loaded_msg.rank = options.rank;
+    connection->send(protocol::encode(loaded_msg, options.job_id), deadline_in(kSendDeadline));
+    log::info("loaded {} rows", shard.y.size());
+
+    const auto finalize = protocol::read_finalize(
+        expect(receive_from(*connection, options, &heartbeat, timeout_ms, startup_deadline),
+               protocol::Type::kFinalize),
+        setup.source.features.size());
+    data::apply(finalize.normalization, shard.x);
+    if (kind == data::LabelKind::kCategorical) data::assign_classes(shard, finalize.classes);
+    const auto model = models::make_model(
+        {config.model, static_cast<int>(setup.source.features.size()),
+         static_cast<int>(finalize.classes.size())});
+    connection->send(protocol::encode({.type = protocol::Type::kReady, .rank = options.rank},
+                                      options.job_id),
+                     deadline_in(kSendDeadline));
+
+    WorkerSession session(options, config, *connection, heartbeat, *model, shard,
+                          finalize.train_rows, finalize.steps_per_epoch);
+    const auto mode = modes::make_mode(config.aggregation);
+    for (;;) {
+      const auto message = session.receive();
+      switch (message.type) {
+        case protocol::Type::kEvaluate:
+          session.send(evaluate_shard(session, message));
+          break;
+        case protocol::Type::kStop: {
+          auto report = protocol::make_report(session.report());
+          report.rank = options.rank;
+          session.send(std::move(report));
+          log::info("done");
+          return 0;
+        }
+        default:
+          mode->work(session, message);
+      }
+    }
+  } catch (const Error& e) {
+    log::error("{}", e.what());
+    if (connection && e.exit_code() != ExitCode::kInterrupted) {
+      try {
+        const char* kind = e.exit_code() == ExitCode::kBadInput ? "data" : e.kind();
+        auto msg = protocol::make_error({kind, e.what(), static_cast<int>(e.exit_code())});
+        msg.rank = options.rank;
+        connection->send(protocol::encode(msg, options.job_id), deadline_in(kPollSlice * 20));
+      } catch (const Error&) {
+        // The coordinator is gone: it will learn of this failure from the exit status.
+      }
+    }
+    return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    log::error("internal error: {}", e.what());
+    return static_cast<int>(ExitCode::kTrainingFailed);
+  }
+}
+
+WorkerSession::WorkerSession(const WorkerOptions& options, const config::Config& config,
+                             transport::Connection& connection, HeartbeatClient& heartbeat,
+                             models::Model& model, data::Shard& shard, std::uint64_t train_rows,
+                             std::uint64_t steps_per_epoch)
+    : options_(options),
+      config_(config),
+      connection_(connection),
+      heartbeat_(heartbeat),
+      model_(model),
+      shard_(shard),
+      train_rows_(train_rows),
+      steps_per_epoch_(std::max<std::uint64_t>(1, steps_per_epoch)) {}
+
+protocol::Envelope WorkerSession::receive() {
+  const auto start = Clock::now();
+  auto e = receive_from(connection_, options_, &heartbeat_,
+                        config_.fault_tolerance.worker_timeout_ms, Clock::time_point::max());
+  comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+  return e;
+}
+
+void WorkerSession::send(protocol::Envelope envelope) {
+  const auto start = Clock::now();
+  envelope.rank = options_.rank;
+  connection_.send(protocol::encode(envelope, options_.job_id), deadline_in(kSendDeadline));
+  comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void WorkerSession::prepare_epoch(std::uint64_t epoch) {
+  epoch_ = epoch;
+  if (!config_.training.shuffle) return;
+  if (order_.size() != rows()) {
+    order_.resize(rows());
+  }
+  std::iota(order_.begin(), order_.end(), std::uint64_t{0});
+  random::Generator gen(config_.seed, random::stream::kEpochShuffle,
+                        random::hash(epoch, options_.rank, 0, 0));
+  random::shuffle(std::span(order_), gen);
+}
+
+WorkerSession::Batch WorkerSession::batch(std::uint64_t step) {
+  const std::uint64_t epoch = step / steps_per_epoch_;
+  const std::uint64_t s = step % steps_per_epoch_;
+  if (epoch != epoch_) prepare_epoch(epoch);
+  const std::uint64_t n = rows();
+  const auto begin = static_cast<std::int64_t>(s * n / steps_per_epoch_);
+  const auto end = static_cast<std::int64_t>((s + 1) * n / steps_per_epoch_);
+  const auto count = end - begin;
+  if (!config_.training.shuffle) {
+    return {shard_.x.middleRows(begin, count), shard_.y.segment(begin, count)};
+  }
+  if (batch_x_.rows() < count) {
+    batch_x_.resize(count, shard_.x.cols());
+    batch_y_.resize(count);
+  }
+  for (std::int64_t i = 0; i < count; ++i) {
+    const auto row = static_cast<std::int64_t>(order_[static_cast<std::size_t>(begin + i)]);
+    batch_x_.row(i) = shard_.x.row(row);
+    batch_y_(i) = shard_.y(row);
+  }
+  return {batch_x_.topRows(count), batch_y_.head(count)};
+}
+
+void WorkerSession::add_compute_seconds(double seconds) {
+  compute_seconds_ += seconds;
+  ++steps_;
+  step_seconds_.push_back(seconds);
+}
+
+protocol::Report WorkerSession::report() const {
+  protocol::Report r;
+  r.steps = steps_;
+  r.compute_seconds = compute_seconds_;
+  r.comm_seconds = comm_seconds_;
+  r.bytes_sent = connection_.counters().bytes_sent;
+  r.bytes_received = connection_.counters().bytes_received;
+  auto sorted = step_seconds_;
+  std::sort(sorted.begin(), sorted.end());
+  for (double q : {0.5, 0.9, 0.99, 1.0}) {
+    if (sorted.empty()) {
+      r.step_seconds_percentiles.push_back(0.0);
+      continue;
+    }
+    const auto idx = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+    r.step_seconds_percentiles.push_back(sorted[std::min(idx, sorted.size() - 1)]);
+  }
+  return r;
+}
+
+}  // namespace dt::roles

@@ -1,0 +1,94 @@
+#pragma once
+// A worker: connects to the coordinator, loads its shard, and answers the coordinator's messages
+// until told to stop. The same code runs as a process (`disttrain worker`) or, for the inproc
+// transport, as a thread of the coordinator.
+
+#include "core/config/config.hpp"
+#include "core/data/dataset.hpp"
+#include "core/models/model.hpp"
+#include "core/protocol.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt::transport {
+class Transport;
+class Connection;
+}  // namespace dt::transport
+
+namespace dt::roles {
+
+class HeartbeatClient;
+
+struct WorkerOptions {
+  std::string endpoint;  // the coordinator's
+  std::uint32_t rank = 0;
+  std::uint64_t job_id = 0;
+  // Set by the coordinator of an inproc run to stop its worker threads at once.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Runs a worker to the end; returns the process exit code. Errors are reported to the
+// coordinator before returning.
+[[nodiscard]] int run_worker(transport::Transport& transport, const WorkerOptions& options);
+
+// What a mode's worker half sees.
+class WorkerSession {
+ public:
+  WorkerSession(const WorkerOptions& options, const config::Config& config,
+                transport::Connection& connection, HeartbeatClient& heartbeat,
+                models::Model& model, data::Shard& shard, std::uint64_t train_rows,
+                std::uint64_t steps_per_epoch);
+
+  [[nodiscard]] const config::Config& config() const noexcept { return config_; }
+  [[nodiscard]] std::uint32_t rank() const noexcept { return options_.rank; }
+  [[nodiscard]] models::Model& model() noexcept { return model_; }
+  [[nodiscard]] const data::Shard& shard() const noexcept { return shard_; }
+  [[nodiscard]] std::uint64_t rows() const noexcept { return static_cast<std::uint64_t>(shard_.y.size()); }
+  [[nodiscard]] std::uint64_t train_rows() const noexcept { return train_rows_; }
+  [[nodiscard]] std::uint64_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
+
+  // The next message from the coordinator. Waits while the coordinator heartbeats; a
+  // coordinator silent for worker_timeout_ms (or a cancel) ends the wait with an error.
+  [[nodiscard]] protocol::Envelope receive();
+  void send(protocol::Envelope envelope);
+
+  // This worker's part of the global batch of `step`: rows [floor(s*n/S), floor((s+1)*n/S)) of
+  // this epoch's order (shuffled per epoch from the seed when training.shuffle), gathered into
+  // buffers reused from step to step.
+  struct Batch {
+    models::ConstRowsRef x;
+    models::ConstVectorRef y;
+  };
+  [[nodiscard]] Batch batch(std::uint64_t step);
+
+  // Timing: compute sections are measured by the mode, communication by receive/send.
+  void add_compute_seconds(double seconds);
+  [[nodiscard]] protocol::Report report() const;
+
+ private:
+  void prepare_epoch(std::uint64_t epoch);
+
+  const WorkerOptions& options_;
+  const config::Config& config_;
+  transport::Connection& connection_;
+  HeartbeatClient& heartbeat_;
+  models::Model& model_;
+  data::Shard& shard_;
+  std::uint64_t train_rows_;
+  std::uint64_t steps_per_epoch_;
+  std::uint64_t epoch_ = UINT64_MAX;
+  std::vector<std::uint64_t> order_;
+  data::RowMatrix batch_x_;
+  Eigen::VectorXd batch_y_;
+  double compute_seconds_ = 0;
+  double comm_seconds_ = 0;
+  std::uint64_t steps_ = 0;
+  std::vector<double> step_seconds_;
+};
+
+}  // namespace dt::roles

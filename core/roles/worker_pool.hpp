@@ -1,0 +1,47 @@
+#pragma once
+// Where the workers of a local run live: child processes (ipc, tcp) or threads of the
+// coordinator (inproc). The coordinator supervises both the same way.
+
+#include "core/launcher.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt::transport {
+class Transport;
+}
+
+namespace dt::roles {
+
+class WorkerPool {
+ public:
+  virtual ~WorkerPool() = default;
+  virtual void start(int rank, const std::string& endpoint) = 0;
+  // Workers that ended since the last call.
+  [[nodiscard]] virtual std::vector<ChildExit> poll() = 0;
+  [[nodiscard]] virtual std::int64_t pid_of(int rank) const = 0;
+  // The tail of the worker's own log, for error messages ("" when there is none).
+  [[nodiscard]] virtual std::string last_words(int rank) const = 0;
+  // Waits for workers to finish by themselves; false when some are still running at the timeout.
+  [[nodiscard]] virtual bool wait_all(std::chrono::milliseconds timeout) = 0;
+  // Stops every worker still running, at once; returns when all are gone.
+  virtual void stop_all() = 0;
+};
+
+struct ProcessPoolOptions {
+  std::filesystem::path program;  // this executable
+  std::filesystem::path log_dir;  // workers/<rank>.log
+  std::uint64_t job_id = 0;
+  int log_level = 2;
+};
+
+[[nodiscard]] std::unique_ptr<WorkerPool> make_process_pool(const ProcessPoolOptions& options);
+[[nodiscard]] std::unique_ptr<WorkerPool> make_thread_pool(transport::Transport& transport,
+                                                           std::uint64_t job_id);
+
+}  // namespace dt::roles

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Regenerates the sample datasets in data/ with `disttrain gen` (deterministic: same bytes on
+# every machine). Usage: scripts/make_data.sh [path/to/disttrain]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-build/release/disttrain}
+"$bin" gen linear   --rows 2000 --features 8 --noise 0.5 --seed 1 > data/linear.csv
+"$bin" gen logistic --rows 2000 --features 5 --noise 0   --seed 2 > data/logistic.csv
+"$bin" gen blobs    --rows 1500 --features 4 --classes 3 --noise 1.0 --seed 3 > data/blobs.csv
+echo "wrote data/linear.csv data/logistic.csv data/blobs.csv"

@@ -1,0 +1,134 @@
+"""Shared helpers for the end-to-end tests: they drive the built `disttrain` binary with real
+worker processes over real ZeroMQ sockets. Every run has a deadline; a hang fails the test."""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ARGS = None
+
+
+def parse_args():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--binary", required=True)
+    p.add_argument("--source", required=True)
+    p.add_argument("tests", nargs="*", help="run only these test functions")
+    ARGS = p.parse_args()
+    return ARGS
+
+
+def binary():
+    return ARGS.binary
+
+
+def source(*parts):
+    return Path(ARGS.source).joinpath(*parts)
+
+
+class Result:
+    def __init__(self, proc, stdout, stderr, seconds):
+        self.code = proc.returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.seconds = seconds
+
+    def json(self):
+        lines = [l for l in self.stdout.splitlines() if l.strip()]
+        assert len(lines) == 1, f"expected exactly one JSON line on stdout, got: {self.stdout!r}"
+        return json.loads(lines[0])
+
+    def __repr__(self):
+        return f"exit {self.code}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+
+def run(*args, timeout=120, cwd=None, stdin=None):
+    """Runs disttrain with args; fails the test on timeout (killing the whole process group)."""
+    start = time.monotonic()
+    proc = subprocess.Popen([binary(), *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL if stdin is None else stdin,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"disttrain {' '.join(map(str, args))} did not finish within {timeout} s\n{err}")
+    return Result(proc, out, err, time.monotonic() - start)
+
+
+def write_config(folder, text, name="config.yaml"):
+    path = Path(folder) / name
+    path.write_text(text)
+    return path
+
+
+def children_of(pid):
+    """Direct children of pid (from /proc)."""
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...; comm may contain spaces, so split after the last ')'.
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == pid:
+            kids.append(int(entry.name))
+    return sorted(kids)
+
+
+def alive(pid):
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def assert_gone(pids, within=5.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        if not left:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"processes still running {within} s later: {left}")
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def main(tests):
+    """Runs the given test functions (each gets a fresh temp dir); exits 1 if any fails."""
+    args = parse_args()
+    selected = [t for t in tests if not args.tests or t.__name__ in args.tests]
+    failed = 0
+    for test in selected:
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="dt-e2e-") as tmp:
+            try:
+                test(Path(tmp))
+                print(f"ok   {test.__name__} ({time.monotonic() - start:.1f} s)", flush=True)
+            except Exception:
+                failed += 1
+                print(f"FAIL {test.__name__} ({time.monotonic() - start:.1f} s)", flush=True)
+                traceback.print_exc()
+    print(f"{len(selected) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)

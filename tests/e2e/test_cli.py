@@ -1,0 +1,145 @@
+"""The other subcommands: predict and eval on a trained model, gen, validate, reference."""
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+
+import harness as h
+
+
+def train(tmp, model, data, extra=""):
+    cfg = h.write_config(tmp, f"""
+version: 1
+name: cli
+seed: 2
+model: {model}
+data: {{path: {h.source('data', data)}}}
+shards: {{count: 2}}
+training: {{epochs: 10, batch_size: 64, optimizer: {{type: adam, lr: 0.05}}}}
+output: {{dir: {tmp}/run}}
+{extra}
+""")
+    r = h.run("run", cfg, "--json")
+    assert r.code == 0, r
+    return r.json(), tmp / "run" / "model.json"
+
+
+def test_predict_and_eval_match_training(tmp):
+    summary, model = train(tmp, "{type: softmax_regression}", "blobs.csv")
+    data = h.source("data", "blobs.csv")
+    r = h.run("eval", model, data, "--json")
+    assert r.code == 0, r
+    metrics = r.json()
+    # eval over every row = the run's final metrics over every training row (no validation split).
+    assert metrics["rows"] == 1500
+    assert abs(metrics["accuracy"] - summary["final_metrics"]["accuracy"]) < 1e-12
+    assert abs(metrics["log_loss"] - summary["final_metrics"]["log_loss"]) < 1e-9
+
+    # Columns in another order and an extra column: predict finds features by name.
+    rows = list(csv.reader(open(data)))
+    shuffled = tmp / "shuffled.csv"
+    with open(shuffled, "w", newline="") as f:
+        w = csv.writer(f)
+        for row in rows:
+            w.writerow([row[3], "extra" if row is rows[0] else "1", row[0], row[2], row[1]])
+    r = h.run("predict", model, shuffled)
+    assert r.code == 0, r
+    out = list(csv.reader(io.StringIO(r.stdout)))
+    assert out[0] == ["prediction", "p_0", "p_1", "p_2"]
+    assert len(out) == 1501
+    predicted = np.array([int(row[0]) for row in out[1:]])
+    labels = np.array([int(row[4]) for row in rows[1:]])
+    assert abs(np.mean(predicted == labels) - metrics["accuracy"]) < 1e-12
+    probs = np.array([[float(v) for v in row[1:]] for row in out[1:]])
+    assert np.allclose(probs.sum(axis=1), 1.0)
+
+    missing = tmp / "missing.csv"
+    missing.write_text("x0,x1,x3\n1,2,3\n")
+    r = h.run("predict", model, missing)
+    assert r.code == 2, r
+    assert f"{missing}: no column 'x2', which the model was trained on" in r.stderr, r.stderr
+
+
+def test_regression_predictions_follow_the_saved_model(tmp):
+    _, model_path = train(tmp, "{type: linear_regression}", "linear.csv")
+    model = json.loads(model_path.read_text())
+    table = np.loadtxt(h.source("data", "linear.csv"), delimiter=",", skiprows=1)
+    x = table[:, :-1]
+    norm = model["normalization"]
+    z = (x - np.array(norm["shift"])) / np.array(norm["scale"])
+    w = np.array(model["parameters"][0]["data"])
+    b = model["parameters"][1]["data"][0]
+    r = h.run("predict", model_path, h.source("data", "linear.csv"))
+    assert r.code == 0, r
+    got = np.array([float(v) for v in r.stdout.split()[1:]])
+    assert np.allclose(got, z @ w + b, rtol=1e-12, atol=1e-12)
+
+
+def test_gen_is_deterministic_and_validated(tmp):
+    a = h.run("gen", "blobs", "--rows", "300", "--features", "3", "--classes", "4", "--seed", "9")
+    b = h.run("gen", "blobs", "--rows", "300", "--features", "3", "--classes", "4", "--seed", "9")
+    c = h.run("gen", "blobs", "--rows", "300", "--features", "3", "--classes", "4", "--seed", "10")
+    assert a.code == 0 and a.stdout == b.stdout and a.stdout != c.stdout
+    lines = a.stdout.splitlines()
+    assert lines[0] == "x0,x1,x2,y" and len(lines) == 301
+    assert {l.rsplit(",", 1)[1] for l in lines[1:]} == {"0", "1", "2", "3"}
+    r = h.run("gen", "linera", "--rows", "5")
+    assert r.code == 2 and "did you mean 'linear'?" in r.stderr, r
+
+
+def test_validate_prints_the_plan(tmp):
+    cfg = h.write_config(tmp, f"""
+version: 1
+model: {{type: softmax_regression}}
+data: {{path: {h.source('data', 'blobs.csv')}, validation: 0.2}}
+shards: {{count: 3, strategy: round_robin}}
+training: {{epochs: 2, batch_size: 100}}
+""")
+    r = h.run("validate", cfg, "--json")
+    assert r.code == 0, r
+    plan = r.json()
+    assert plan["train_rows"] == 1200 and plan["validation_rows"] == 300
+    assert [s["rows"] for s in plan["shards"]] == [400, 400, 400]
+    assert plan["classes"] == ["0", "1", "2"] and plan["parameters"] == 15
+    assert plan["steps_per_epoch"] == 12 and plan["steps"] == 24
+    r = h.run("validate", cfg)
+    assert r.code == 0 and "rank 2: 400 rows" in r.stdout, r
+    assert not (tmp / "runs").exists(), "validate writes nothing"
+
+
+def test_reference_matches_docs(tmp):
+    r = h.run("reference")
+    assert r.code == 0, r
+    assert r.stdout == h.source("docs", "config.md").read_text(), \
+        "docs/config.md is out of date: run `disttrain reference > docs/config.md`"
+
+
+def test_coordinator_killed_leaves_no_worker(tmp):
+    cfg = h.write_config(tmp, f"""
+version: 1
+model: {{type: linear_regression}}
+data: {{synthetic: {{kind: linear, rows: 20000, features: 10}}}}
+shards: {{count: 3}}
+training: {{epochs: 100000}}
+output: {{dir: {tmp}/run}}
+""")
+    proc = subprocess.Popen([h.binary(), "run", str(cfg)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 3 and h.children_of(proc.pid),
+                         20, "3 worker processes")
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    h.assert_gone(workers, within=5)
+
+
+if __name__ == "__main__":
+    h.main([test_predict_and_eval_match_training, test_regression_predictions_follow_the_saved_model,
+            test_gen_is_deterministic_and_validated, test_validate_prints_the_plan,
+            test_reference_matches_docs, test_coordinator_killed_leaves_no_worker])

@@ -1,0 +1,130 @@
+"""Failure paths with real processes and real signals: a killed worker, Ctrl-C, bad configs,
+bad CSVs and unmet expectations each give the documented exit code and message, and leave no
+process behind."""
+
+import os
+import signal
+import subprocess
+import time
+
+import harness as h
+
+LONG_RUN = """
+version: 1
+name: long
+seed: 1
+model: {{type: linear_regression}}
+data: {{synthetic: {{kind: linear, rows: 20000, features: 10}}}}
+shards: {{count: 4}}
+training: {{epochs: 100000, batch_size: 64}}
+transport: {{type: {transport}}}
+output: {{dir: {out}}}
+"""
+
+
+def start(cfg):
+    return subprocess.Popen([h.binary(), "run", str(cfg)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def finish(proc, timeout):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError(f"the run did not stop within {timeout} s")
+    return out, err
+
+
+
+def test_killed_worker_fails_the_run_fast(tmp):
+    for transport in ("ipc", "tcp"):
+        cfg = h.write_config(tmp, LONG_RUN.format(transport=transport, out=tmp / transport))
+        proc = start(cfg)
+        workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
+                             20, "4 worker processes")
+        time.sleep(1.0)  # well into training
+        victim = workers[2]
+        os.kill(victim, signal.SIGKILL)
+        killed_at = time.monotonic()
+        out, err = finish(proc, 20)
+        assert proc.returncode == 3, (proc.returncode, err)
+        assert time.monotonic() - killed_at < 5, "the failure took too long to notice"
+        assert f"(pid {victim}) was killed by signal 9 (SIGKILL)" in err, err
+        assert "worker 2" in err, err
+        h.assert_gone(workers)
+        summary = (tmp / transport / "summary.json").read_text()
+        assert '"status": "failed"' in summary and "SIGKILL" in summary
+        assert not (tmp / transport / "model.json").exists()
+
+
+def test_ctrl_c_stops_everything_with_130(tmp):
+    cfg = h.write_config(tmp, LONG_RUN.format(transport="ipc", out=tmp / "run"))
+    proc = start(cfg)
+    workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
+                         20, "4 worker processes")
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = finish(proc, 15)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "interrupted" in err, err
+    h.assert_gone(workers)
+    assert '"status": "interrupted"' in (tmp / "run" / "summary.json").read_text()
+
+
+def test_bad_config_exits_2_with_location(tmp):
+    cfg = h.write_config(tmp, "version: 1\nname: bad\nmodel:\n  type: linear_regresion\n"
+                              "data: {synthetic: {kind: linear}}\n")
+    r = h.run("run", cfg)
+    assert r.code == 2, r
+    assert f"{cfg}:4:9: model.type: unknown value 'linear_regresion'" in r.stderr, r.stderr
+    assert "did you mean 'linear_regression'?" in r.stderr, r.stderr
+    assert r.stdout == ""
+    cfg2 = h.write_config(tmp, "version: 1\ntraning: {epochs: 2}\ndata: {synthetic: {kind: linear}}\n", "b.yaml")
+    r = h.run("validate", cfg2)
+    assert r.code == 2 and f"{cfg2}:2:1: unknown key 'traning' (did you mean 'training'?)" in r.stderr, r
+
+
+def test_bad_csv_exits_2_with_file_line_column(tmp):
+    csv = tmp / "bad.csv"
+    cfg = h.write_config(tmp, f"version: 1\nmodel: {{type: linear_regression}}\n"
+                              f"data: {{path: {csv}}}\nshards: {{count: 2}}\noutput: {{dir: {tmp}/run}}\n")
+    # Structural errors are found by the coordinator's index, before anything starts.
+    csv.write_text("a,b,y\n1,2,3\n4,5\n")
+    r = h.run("run", cfg)
+    assert r.code == 2 and f"{csv}:3:1: row has 2 fields, the header has 3" in r.stderr, r
+    assert not (tmp / "run").exists(), "bad data found before start leaves no run folder"
+    # Cell errors are found by the worker that owns the row, and reported through the coordinator.
+    csv.write_text("a,b,y\n1,2,3\n4,oops,6\n7,8,9\n10,11,12\n")
+    r = h.run("run", cfg)
+    assert r.code == 2, r
+    assert f"{csv}:3:3: column 'b': 'oops' is not a number" in r.stderr, r.stderr
+    csv.write_text("a,b,y\n1,2,0\n4,5,1\n7,8,2\n10,11,1\n")
+    r = h.run("run", cfg, "--set", "model.type=logistic_regression")
+    assert r.code == 2 and f"{csv}:4:5: label 'y': 2 is not 0 or 1" in r.stderr, r
+
+
+def test_expect_not_met_exits_1(tmp):
+    cfg = h.write_config(tmp, f"""
+version: 1
+model: {{type: linear_regression}}
+data: {{synthetic: {{kind: linear, rows: 500, features: 3}}}}
+shards: {{count: 2}}
+training: {{epochs: 2}}
+output: {{dir: {tmp}/run}}
+expect: {{final_loss: {{max: 1.0e-9}}}}
+""")
+    r = h.run("run", cfg, "--json")
+    assert r.code == 1, r
+    s = r.json()
+    assert s["status"] == "ok" and s["expect"]["met"] is False
+    assert "final_loss" in s["expect"]["failures"][0] and "above the maximum 1e-09" in s["expect"]["failures"][0]
+    r = h.run("run", cfg, "--set", "expect.final_loss.max=1000")
+    assert r.code == 0, r
+
+
+if __name__ == "__main__":
+    h.main([test_killed_worker_fails_the_run_fast, test_ctrl_c_stops_everything_with_130,
+            test_bad_config_exits_2_with_location, test_bad_csv_exits_2_with_file_line_column,
+            test_expect_not_met_exits_1])

@@ -1,0 +1,117 @@
+// config: docs/config.md and the schema table cannot drift from the code.
+
+#include <doctest/doctest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "core/config/config.hpp"
+#include "core/config/reader.hpp"
+#include "core/config/schema.hpp"
+
+using namespace dt::config;
+
+namespace {
+
+// Every key path in a to_yaml() document, with its node.
+void collect(const YAML::Node& map, const std::string& prefix,
+             std::vector<std::pair<std::string, YAML::Node>>& out) {
+  for (const auto& entry : map) {
+    const std::string path =
+        prefix.empty() ? entry.first.Scalar() : prefix + "." + entry.first.Scalar();
+    if (entry.second.IsMap() && !prefix.starts_with("expect")) {
+      collect(entry.second, path, out);
+    } else if (entry.second.IsMap()) {
+      collect(entry.second, "expect.<metric>", out);
+    } else {
+      out.emplace_back(path, entry.second);
+    }
+  }
+}
+
+// to_yaml of configs that between them use every key: defaults, mlp + adam + blobs.
+std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
+  std::vector<std::pair<std::string, YAML::Node>> out;
+  for (const char* text :
+       {"version: 1\ndata: {path: a.csv, label: y}\nexpect: {mse: {min: 0, max: 1}}\n",
+        "version: 1\nmodel: {type: mlp}\ndata: {synthetic: {kind: blobs}}\n"
+        "training: {optimizer: {type: adam}}\n"}) {
+    collect(YAML::Load(to_yaml(parse(text, "t.yaml", "/tmp"))), "", out);
+  }
+  return out;
+}
+
+bool same_value(const YAML::Node& a, const YAML::Node& b) {
+  if (a.IsScalar() && b.IsScalar()) {
+    const auto x = detail::parse_number(a.Scalar());
+    const auto y = detail::parse_number(b.Scalar());
+    if (x && y) return *x == *y;  // "1e-8" and "1e-08"
+  }
+  return YAML::Dump(a) == YAML::Dump(b);
+}
+
+}  // namespace
+
+TEST_CASE("config docs: docs/config.md is reference_markdown()") {
+  const auto path = std::filesystem::path(__FILE__).parent_path() / "../../docs/config.md";
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "cannot read ", path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  const bool up_to_date = text.str() == reference_markdown();
+  CHECK_MESSAGE(up_to_date,
+                "docs/config.md is out of date: run `build/release/disttrain reference > "
+                "docs/config.md`");
+}
+
+TEST_CASE("config docs: every key is in a documented section and renders as one table row") {
+  const std::string markdown = reference_markdown();
+  for (const schema::Key& key : schema::keys()) {
+    CAPTURE(key.path);
+    const std::string section =
+        key.path.find('.') == std::string::npos ? "" : key.path.substr(0, key.path.find('.'));
+    const bool documented =
+        std::any_of(schema::sections().begin(), schema::sections().end(),
+                    [&](const schema::SectionDoc& s) { return s.name == section; });
+    CHECK(documented);
+    for (const std::string* cell :
+         {&key.type, &key.default_yaml, &key.default_note, &key.meaning}) {
+      CHECK(cell->find('|') == std::string::npos);  // would split the table cell
+      CHECK(cell->find('\n') == std::string::npos);
+    }
+    CHECK(key.default_yaml.empty() != key.default_note.empty());
+    CHECK(markdown.find("| `" + key.path + "` |") != std::string::npos);
+  }
+}
+
+TEST_CASE("config docs: the schema table and to_yaml name the same keys") {
+  const auto emitted = emitted_keys();
+  for (const auto& [path, node] : emitted) {
+    CAPTURE(path);
+    CHECK(std::any_of(schema::keys().begin(), schema::keys().end(),
+                      [&](const schema::Key& k) { return k.path == path; }));
+  }
+  for (const schema::Key& key : schema::keys()) {
+    CAPTURE(key.path);
+    const bool written = std::any_of(emitted.begin(), emitted.end(),
+                                     [&](const auto& e) { return e.first == key.path; });
+    CHECK(written);
+  }
+}
+
+TEST_CASE("config docs: the documented defaults are the parser's defaults") {
+  const auto emitted = emitted_keys();
+  for (const schema::Key& key : schema::keys()) {
+    if (key.default_yaml.empty()) continue;  // "required", "number of cores", resolved paths
+    CAPTURE(key.path);
+    const YAML::Node documented = YAML::Load(key.default_yaml);
+    // The first config writes the defaults; the second only the keys of mlp, adam and blobs.
+    const bool matches = std::any_of(emitted.begin(), emitted.end(), [&](const auto& e) {
+      return e.first == key.path && same_value(e.second, documented);
+    });
+    CHECK(matches);
+  }
+}

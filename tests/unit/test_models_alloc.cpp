@@ -1,0 +1,135 @@
+// The hot path allocates nothing once warmed up: loss_and_gradient, evaluate, the regularization
+// gradient and the optimizer steps. Counted with AddressSanitizer's malloc hook, so this runs in
+// the sanitizer build (the debug-asan preset) and is skipped elsewhere. Eigen allocates with
+// std::malloc, not operator new, so counting operator new would not see it.
+
+#include "core/models/model.hpp"
+#include "core/models/optim.hpp"
+#include "core/util/random.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
+                                                                             std::size_t),
+                                                         void (*free_hook)(const volatile void*));
+
+namespace {
+// Per thread, so that threads other tests leave behind (ZeroMQ I/O threads) are not counted.
+thread_local bool t_counting = false;
+thread_local long t_allocations = 0;
+
+void on_malloc(const volatile void*, std::size_t) {
+  if (t_counting) ++t_allocations;
+}
+void on_free(const volatile void*) {}
+
+// Allocations made while running f.
+template <class F>
+long allocations_in(F&& f) {
+  static const bool installed =
+      __sanitizer_install_malloc_and_free_hooks(&on_malloc, &on_free) != 0;
+  REQUIRE(installed);
+  t_allocations = 0;
+  t_counting = true;
+  f();
+  t_counting = false;
+  return t_allocations;
+}
+}  // namespace
+#define DT_MODELS_COUNT_ALLOCATIONS 1
+#endif
+
+#if defined(DT_MODELS_COUNT_ALLOCATIONS)
+
+namespace {
+
+using dt::config::Activation;
+using dt::config::ModelType;
+using dt::config::Task;
+using dt::models::RowMatrix;
+
+dt::models::ModelSpec spec_of(ModelType type, int inputs, int classes, std::vector<int> hidden,
+                              Activation activation, Task task) {
+  dt::models::ModelSpec spec;
+  spec.config.type = type;
+  spec.config.hidden = std::move(hidden);
+  spec.config.activation = activation;
+  spec.config.task = task;
+  spec.config.l2 = 0.01;
+  spec.inputs = inputs;
+  spec.classes = classes;
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("models: the training hot path allocates nothing once warmed up") {
+  // The counter itself works: a vector's buffer is one allocation.
+  std::vector<double> probe;
+  CHECK(allocations_in([&] { probe.resize(100); }) == 1);
+
+  constexpr int kInputs = 20;
+  constexpr int kClasses = 4;
+  const std::vector<dt::models::ModelSpec> specs{
+      spec_of(ModelType::kLinearRegression, kInputs, 0, {}, Activation::kRelu, Task::kRegression),
+      spec_of(ModelType::kLogisticRegression, kInputs, 0, {}, Activation::kRelu, Task::kBinary),
+      spec_of(ModelType::kSoftmaxRegression, kInputs, kClasses, {}, Activation::kRelu,
+              Task::kMulticlass),
+      spec_of(ModelType::kMlp, kInputs, kClasses, {64, 32}, Activation::kRelu, Task::kMulticlass),
+      spec_of(ModelType::kMlp, kInputs, 0, {64}, Activation::kTanh, Task::kRegression),
+      spec_of(ModelType::kMlp, kInputs, 0, {16, 8}, Activation::kSigmoid, Task::kBinary),
+  };
+  for (const auto& spec : specs) {
+    CAPTURE(static_cast<int>(spec.config.type));
+    CAPTURE(spec.config.hidden.size());
+    auto model = dt::models::make_model(spec);
+    std::vector<double> params(model->parameter_count());
+    model->init(params, 1);
+    std::vector<double> grad(params.size(), 0.0);
+    for (const Eigen::Index rows : {64, 256}) {
+      CAPTURE(rows);
+      RowMatrix x(rows, kInputs);
+      Eigen::VectorXd y(rows);
+      for (Eigen::Index i = 0; i < rows; ++i) {
+        for (Eigen::Index j = 0; j < kInputs; ++j) {
+          x(i, j) = dt::random::normal(5, 1000, static_cast<std::uint64_t>(i),
+                                       static_cast<std::uint64_t>(j));
+        }
+        y(i) = static_cast<double>(i % (spec.classes > 0 ? spec.classes : 2));
+      }
+      (void)model->loss_and_gradient(params, x, y, grad);  // warm up: sizes the scratch
+      const long n = allocations_in([&] {
+        (void)model->loss_and_gradient(params, x, y, grad);
+        (void)model->evaluate(params, x, y);
+        // A smaller batch reuses the buffers.
+        (void)model->loss_and_gradient(params, x.topRows(rows / 2 + 1), y.head(rows / 2 + 1), grad);
+        model->add_regularization_gradient(params, grad);
+        (void)model->regularization(params);
+      });
+      CHECK(n == 0);
+    }
+  }
+}
+
+TEST_CASE("optim: steps allocate nothing") {
+  for (const auto type : {dt::config::OptimizerType::kSgd, dt::config::OptimizerType::kAdam}) {
+    dt::config::OptimizerConfig config;
+    config.type = type;
+    config.momentum = 0.9;
+    auto opt = dt::models::make_optimizer(config, 1000);
+    std::vector<double> p(1000, 1.0);
+    const std::vector<double> g(1000, 0.5);
+    CHECK(allocations_in([&] {
+            opt->step(p, g);
+            opt->step(p, g);
+          }) == 0);
+  }
+}
+
+#else
+TEST_CASE("models: the training hot path allocates nothing once warmed up" * doctest::skip()) {}
+#endif

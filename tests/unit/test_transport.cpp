@@ -1,0 +1,503 @@
+// The transport contract, run over every transport kind (gloo-style harness): each
+// TEST_CASE_TEMPLATE below runs once for inproc, ipc and tcp on 127.0.0.1 port 0.
+
+#include "core/util/error.hpp"
+#include "transports/transport.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <pthread.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using dt::transport::Connection;
+using dt::transport::deadline_in;
+using dt::transport::Incoming;
+using dt::transport::Listener;
+using dt::transport::Transport;
+using dt::transport::TransportOptions;
+using dt::wire::Bytes;
+using dt::wire::Message;
+
+struct Inproc {
+  static constexpr auto kKind = TransportOptions::Kind::kInproc;
+};
+struct Ipc {
+  static constexpr auto kKind = TransportOptions::Kind::kIpc;
+};
+struct Tcp {
+  static constexpr auto kKind = TransportOptions::Kind::kTcp;
+};
+
+template <class K>
+TransportOptions options_for() {
+  TransportOptions options;
+  options.kind = K::kKind;
+  options.job_id = 0xC0FFEE;
+  options.tcp_address = "127.0.0.1:0";
+  return options;
+}
+
+template <class K>
+std::unique_ptr<Transport> make() {
+  return dt::transport::make_zmq_transport(options_for<K>());
+}
+
+// Generous for a sanitizer build on a loaded machine; a pass takes milliseconds.
+constexpr auto kPatience = 2s;
+
+Bytes pattern(std::size_t size, unsigned seed) {
+  Bytes out(size);
+  for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::byte>((i * 31 + seed) & 0xFF);
+  return out;
+}
+
+Message make_message(std::uint16_t type, std::uint32_t rank, std::uint64_t step,
+                     std::vector<Bytes> payload) {
+  Message m;
+  m.header.type = type;
+  m.header.job_id = 0xC0FFEE;
+  m.header.rank = rank;
+  m.header.step = step;
+  m.payload = std::move(payload);
+  return m;
+}
+
+std::uint64_t wire_size(const Message& m) {
+  std::uint64_t total = dt::wire::kHeaderSize;
+  for (const auto& f : m.payload) total += f.size();
+  return total;
+}
+
+void check_same(const Message& got, const Message& sent) {
+  CHECK(got.header.type == sent.header.type);
+  CHECK(got.header.job_id == sent.header.job_id);
+  CHECK(got.header.rank == sent.header.rank);
+  CHECK(got.header.step == sent.header.step);
+  CHECK(got.header.version == dt::wire::kProtocolVersion);
+  CHECK(got.header.payload_size == wire_size(sent) - dt::wire::kHeaderSize);
+  REQUIRE(got.payload.size() == sent.payload.size());
+  for (std::size_t i = 0; i < sent.payload.size(); ++i) {
+    CHECK_MESSAGE(got.payload[i] == sent.payload[i], "payload frame " << i << " differs");
+  }
+}
+
+}  // namespace
+
+TYPE_TO_STRING(Inproc);
+TYPE_TO_STRING(Ipc);
+TYPE_TO_STRING(Tcp);
+
+#define DT_ALL_TRANSPORTS Inproc, Ipc, Tcp
+
+TEST_CASE_TEMPLATE("transport: a header and several payload frames arrive byte-exact, both ways",
+                   K, DT_ALL_TRANSPORTS) {
+  auto transport = make<K>();
+  auto listener = transport->listen("coord");
+  auto connection = transport->connect(listener->endpoint(), "w0");
+
+  const std::vector<double> values{1.0, -2.5, 3.25};
+  const Message request = make_message(
+      3, 0, 41,
+      {dt::wire::to_bytes(values), dt::wire::to_bytes(std::string_view("hello")), Bytes{},
+       pattern(1 << 20, 7)});
+  connection->send(request, deadline_in(kPatience));
+
+  auto incoming = listener->receive(deadline_in(kPatience));
+  REQUIRE(incoming);
+  CHECK(incoming->peer == "w0");
+  check_same(incoming->message, request);
+  const auto doubles = dt::wire::as_doubles(incoming->message.payload[0], 3);
+  CHECK(std::vector<double>(doubles.begin(), doubles.end()) == values);
+  CHECK(dt::wire::as_text(incoming->message.payload[1]) == "hello");
+
+  const Message reply =
+      make_message(4, dt::wire::kCoordinatorRank, 42, {pattern(333, 1), pattern(8, 2)});
+  listener->send(incoming->peer, reply, deadline_in(kPatience));
+  auto back = connection->receive(deadline_in(kPatience));
+  REQUIRE(back);
+  check_same(*back, reply);
+
+  // A message with no payload at all.
+  connection->send(make_message(9, 0, 0, {}), deadline_in(kPatience));
+  auto empty = listener->receive(deadline_in(kPatience));
+  REQUIRE(empty);
+  CHECK(empty->message.payload.empty());
+  CHECK(empty->message.header.type == 9);
+}
+
+TEST_CASE_TEMPLATE("transport: many peers, replies routed back by identity", K,
+                   DT_ALL_TRANSPORTS) {
+  constexpr int kPeers = 8;
+  auto transport = make<K>();
+  auto listener = transport->listen("coord");
+  const std::string endpoint = listener->endpoint();
+
+  // Each peer sends its rank and expects rank * 10 back, tagged with its own step.
+  std::vector<double> replies(kPeers, -1.0);
+  std::vector<std::exception_ptr> errors(kPeers);
+  std::vector<std::thread> peers;
+  for (int r = 0; r < kPeers; ++r) {
+    peers.emplace_back([&, r] {
+      try {
+        auto connection = transport->connect(endpoint, fmt::format("w{}", r));
+        const std::vector<double> mine{static_cast<double>(r)};
+        const auto rank = static_cast<std::uint32_t>(r);
+        connection->send(make_message(1, rank, rank, {dt::wire::to_bytes(mine)}),
+                         deadline_in(kPatience));
+        auto reply = connection->receive(deadline_in(kPatience));
+        if (!reply) throw std::runtime_error(fmt::format("no reply for w{}", r));
+        if (reply->header.step != static_cast<std::uint64_t>(r)) {
+          throw std::runtime_error(fmt::format("w{} got someone else's reply", r));
+        }
+        replies[static_cast<std::size_t>(r)] = dt::wire::as_doubles(reply->payload.at(0), 1)[0];
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+
+  double rank_sum = 0;
+  for (int i = 0; i < kPeers; ++i) {
+    auto incoming = listener->receive(deadline_in(kPatience));
+    REQUIRE(incoming);
+    const auto rank = incoming->message.header.rank;
+    CHECK(incoming->peer == fmt::format("w{}", rank));
+    const double value = dt::wire::as_doubles(incoming->message.payload.at(0), 1)[0];
+    rank_sum += value;
+    const std::vector<double> answer{value * 10};
+    listener->send(incoming->peer,
+                   make_message(2, dt::wire::kCoordinatorRank, rank, {dt::wire::to_bytes(answer)}),
+                   deadline_in(kPatience));
+  }
+  for (auto& t : peers) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  CHECK(rank_sum == kPeers * (kPeers - 1) / 2);
+  for (int r = 0; r < kPeers; ++r) CHECK(replies[static_cast<std::size_t>(r)] == r * 10.0);
+  CHECK(listener->counters().messages_received == kPeers);
+  CHECK(listener->counters().messages_sent == kPeers);
+}
+
+TEST_CASE_TEMPLATE("transport: receive returns nothing once the deadline passes", K,
+                   DT_ALL_TRANSPORTS) {
+  auto transport = make<K>();
+  auto listener = transport->listen("coord");
+  auto connection = transport->connect(listener->endpoint(), "w0");
+
+  for (int side = 0; side < 2; ++side) {
+    const auto start = dt::transport::Clock::now();
+    const bool got = side == 0 ? listener->receive(deadline_in(50ms)).has_value()
+                               : connection->receive(deadline_in(50ms)).has_value();
+    const auto waited = dt::transport::Clock::now() - start;
+    CHECK_FALSE(got);
+    CHECK(waited >= 49ms);
+    CHECK(waited < 1s);
+  }
+  // A deadline already past still returns a message that is waiting.
+  connection->send(make_message(1, 0, 0, {}), deadline_in(kPatience));
+  REQUIRE(listener->receive(deadline_in(kPatience)));
+  CHECK_FALSE(listener->receive(dt::transport::Clock::now() - 1s));
+}
+
+TEST_CASE_TEMPLATE("transport: a send to an unknown or departed peer fails with its name", K,
+                   DT_ALL_TRANSPORTS) {
+  auto transport = make<K>();
+  auto listener = transport->listen("coord");
+  const std::string expected =
+      "send to peer 'w3' on " + listener->endpoint() + ": peer unknown or disconnected";
+  CHECK_THROWS_WITH_AS(listener->send("w3", make_message(1, 0, 0, {}), deadline_in(100ms)),
+                       expected.c_str(), dt::TransportError);
+
+  // w3 connects, speaks, leaves: sends to it fail again once the departure is noticed.
+  auto connection = transport->connect(listener->endpoint(), "w3");
+  connection->send(make_message(1, 3, 0, {}), deadline_in(kPatience));
+  REQUIRE(listener->receive(deadline_in(kPatience)));
+  listener->send("w3", make_message(2, 0, 0, {}), deadline_in(kPatience));
+  connection.reset();
+  const auto give_up = deadline_in(kPatience);
+  bool failed = false;
+  while (!failed && dt::transport::Clock::now() < give_up) {
+    try {
+      listener->send("w3", make_message(2, 0, 0, {}), deadline_in(100ms));
+      std::this_thread::sleep_for(2ms);
+    } catch (const dt::TransportError& e) {
+      CHECK(std::string(e.what()) == expected);
+      failed = true;
+    }
+  }
+  CHECK(failed);
+}
+
+TEST_CASE_TEMPLATE("transport: counters add up on both sides", K, DT_ALL_TRANSPORTS) {
+  auto transport = make<K>();
+  auto listener = transport->listen("coord");
+  auto connection = transport->connect(listener->endpoint(), "w0");
+
+  std::uint64_t up = 0;
+  std::uint64_t down = 0;
+  for (unsigned i = 0; i < 5; ++i) {
+    const Message m = make_message(1, 0, i, {pattern(i * 100, i), pattern(7, i)});
+    up += wire_size(m);
+    connection->send(m, deadline_in(kPatience));
+    auto incoming = listener->receive(deadline_in(kPatience));
+    REQUIRE(incoming);
+    const Message r = make_message(2, 0, i, {pattern(i, i)});
+    down += wire_size(r);
+    listener->send(incoming->peer, r, deadline_in(kPatience));
+    REQUIRE(connection->receive(deadline_in(kPatience)));
+  }
+  const auto& c = connection->counters();
+  const auto& l = listener->counters();
+  CHECK(c.bytes_sent == up);
+  CHECK(l.bytes_received == up);
+  CHECK(l.bytes_sent == down);
+  CHECK(c.bytes_received == down);
+  CHECK(c.messages_sent == 5);
+  CHECK(l.messages_received == 5);
+  CHECK(l.messages_sent == 5);
+  CHECK(c.messages_received == 5);
+  CHECK(l.messages_dropped == 0);
+  CHECK(c.messages_dropped == 0);
+}
+
+TEST_CASE_TEMPLATE("transport: a send that cannot be queued times out with the deadline", K,
+                   DT_ALL_TRANSPORTS) {
+  auto transport = make<K>();
+  // Nobody listens here: messages queue up to the high-water mark, then sends must wait.
+  std::string nowhere = "inproc://dt-nobody";
+  if (K::kKind == TransportOptions::Kind::kIpc) nowhere = "ipc:///nonexistent-dir/dt-nobody.sock";
+  if (K::kKind == TransportOptions::Kind::kTcp) nowhere = "tcp://127.0.0.1:1";
+  auto connection = transport->connect(nowhere, "w0");
+  std::string message;
+  for (int i = 0; i < 10000 && message.empty(); ++i) {
+    try {
+      connection->send(make_message(1, 0, 0, {}), deadline_in(20ms));
+    } catch (const dt::TimeoutError& e) {
+      message = e.what();
+    }
+  }
+  const std::string prefix = "send to " + nowhere + " (as 'w0'): timed out after ";
+  CHECK(message.starts_with(prefix));
+  CHECK(message.ends_with(" ms"));
+  CHECK(connection->counters().messages_sent >= 1000);
+}
+
+TEST_CASE("transport: a listener's send to a peer that does not read times out") {
+  auto transport = make<Inproc>();
+  auto listener = transport->listen("coord");
+  auto connection = transport->connect(listener->endpoint(), "w0");
+  connection->send(make_message(1, 0, 0, {}), deadline_in(kPatience));
+  REQUIRE(listener->receive(deadline_in(kPatience)));
+  std::string message;
+  for (int i = 0; i < 10000 && message.empty(); ++i) {
+    try {
+      listener->send("w0", make_message(1, 0, 0, {}), deadline_in(20ms));
+    } catch (const dt::TimeoutError& e) {
+      message = e.what();
+    }
+  }
+  const std::string prefix = "send to peer 'w0' on " + listener->endpoint() + ": timed out after ";
+  CHECK(message.starts_with(prefix));
+}
+
+TEST_CASE("transport: inproc peers may connect before the listener binds") {
+  auto transport = make<Inproc>();
+  auto connection = transport->connect("inproc://dt-c0ffee-coord", "w0");
+  connection->send(make_message(1, 0, 5, {pattern(10, 1)}), deadline_in(kPatience));
+  auto listener = transport->listen("coord");
+  CHECK(listener->endpoint() == "inproc://dt-c0ffee-coord");
+  auto incoming = listener->receive(deadline_in(kPatience));
+  REQUIRE(incoming);
+  CHECK(incoming->message.header.step == 5);
+}
+
+TEST_CASE("transport: the ipc socket directory lives exactly as long as the transport") {
+  std::filesystem::path dir;
+  {
+    auto transport = make<Ipc>();
+    auto listener = transport->listen("coord");
+    const std::string& endpoint = listener->endpoint();
+    REQUIRE(endpoint.starts_with("ipc://"));
+    CHECK(endpoint.ends_with("/coord.sock"));
+    const std::filesystem::path socket_file = endpoint.substr(6);
+    dir = socket_file.parent_path();
+    CHECK(dir.filename().string().starts_with("disttrain-"));
+    CHECK(std::filesystem::is_directory(dir));
+    CHECK(std::filesystem::exists(socket_file));
+    CHECK(endpoint.size() < 107);
+    auto second = transport->listen("hb");
+    CHECK(second->endpoint() == "ipc://" + (dir / "hb.sock").string());
+  }
+  CHECK_FALSE(std::filesystem::exists(dir));
+}
+
+TEST_CASE("transport: a long TMPDIR falls back to /tmp for ipc sockets") {
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  const std::string long_dir = "/tmp/" + std::string(90, 'x');
+  std::filesystem::create_directories(long_dir);
+  ::setenv("TMPDIR", long_dir.c_str(), 1);
+  std::string endpoint;
+  {
+    auto transport = make<Ipc>();
+    auto listener = transport->listen("coord");
+    endpoint = listener->endpoint();
+    // And it works.
+    auto connection = transport->connect(endpoint, "w0");
+    connection->send(make_message(1, 0, 0, {}), deadline_in(kPatience));
+    CHECK(listener->receive(deadline_in(kPatience)));
+  }
+  if (old) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  std::filesystem::remove_all(long_dir);
+  CHECK(endpoint.starts_with("ipc:///tmp/disttrain-"));
+}
+
+TEST_CASE("transport: tcp reports the real port and names the address when bind fails") {
+  auto transport = make<Tcp>();
+  auto listener = transport->listen("coord");
+  const std::string& endpoint = listener->endpoint();
+  REQUIRE(endpoint.starts_with("tcp://127.0.0.1:"));
+  const int port = std::atoi(endpoint.c_str() + std::string_view("tcp://127.0.0.1:").size());
+  CHECK(port > 0);
+  CHECK(port < 65536);
+
+  TransportOptions same_port = options_for<Tcp>();
+  same_port.tcp_address = "127.0.0.1:" + std::to_string(port);
+  auto other = dt::transport::make_zmq_transport(same_port);
+  const std::string expected =
+      "cannot listen on tcp://127.0.0.1:" + std::to_string(port) + ": Address already in use";
+  CHECK_THROWS_WITH_AS((void)other->listen("coord"), expected.c_str(), dt::TransportError);
+
+  // A fixed port goes to the first listener; a second one gets a free port.
+  listener.reset();
+  auto fixed = dt::transport::make_zmq_transport(same_port);
+  bool bound = false;
+  for (int attempt = 0; attempt < 50 && !bound; ++attempt) {  // the port may linger briefly
+    try {
+      auto coord = fixed->listen("coord");
+      bound = true;
+      CHECK(coord->endpoint() == "tcp://127.0.0.1:" + std::to_string(port));
+      auto hb = fixed->listen("hb");
+      CHECK(hb->endpoint().starts_with("tcp://127.0.0.1:"));
+      CHECK(hb->endpoint() != coord->endpoint());
+    } catch (const dt::TransportError&) {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  CHECK(bound);
+
+  TransportOptions bad = options_for<Tcp>();
+  bad.tcp_address = "localhost";
+  CHECK_THROWS_WITH_AS((void)dt::transport::make_zmq_transport(bad),
+                       "bad tcp address 'localhost': expected host:port, e.g. 127.0.0.1:0 (port 0: "
+                       "any free port) or [::1]:5555",
+                       dt::TransportError);
+  bad.tcp_address = "127.0.0.1:99999";
+  CHECK_THROWS_AS((void)dt::transport::make_zmq_transport(bad), dt::TransportError);
+}
+
+TEST_CASE("transport: names, endpoints and identities are checked") {
+  auto transport = make<Inproc>();
+  auto listener = transport->listen("coord");
+  CHECK_THROWS_WITH_AS((void)transport->listen("coord"),
+                       "cannot listen as 'coord': the name is already used by this transport",
+                       dt::TransportError);
+  CHECK_THROWS_WITH_AS((void)transport->listen("../x"),
+                       "listener name '../x' must be 1 to 32 letters, digits, '-' or '_'",
+                       dt::TransportError);
+  CHECK_THROWS_AS((void)transport->listen(""), dt::TransportError);
+  CHECK_THROWS_WITH_AS((void)transport->connect("http://example.com", "w0"),
+                       "cannot connect to 'http://example.com': an endpoint starts with "
+                       "inproc://, ipc:// or tcp://",
+                       dt::TransportError);
+  CHECK_THROWS_AS((void)transport->connect("tcp://", "w0"), dt::TransportError);
+  CHECK_THROWS_WITH_AS((void)transport->connect(listener->endpoint(), std::string("\0x", 2)),
+                       ("cannot connect to " + listener->endpoint() +
+                        " as '\\x00x': an identity is 1 to 255 bytes and does not start with a "
+                        "zero byte")
+                           .c_str(),
+                       dt::TransportError);
+  CHECK_THROWS_AS((void)transport->connect(listener->endpoint(), ""), dt::TransportError);
+  CHECK_THROWS_AS((void)transport->connect(listener->endpoint(), std::string(256, 'a')),
+                  dt::TransportError);
+  CHECK_THROWS_WITH_AS((void)transport->connect("tcp://no-port", "w0"),
+                       "cannot connect to tcp://no-port: Invalid argument", dt::TransportError);
+}
+
+TEST_CASE("transport: a payload over the limit is refused before it is sent") {
+  TransportOptions options = options_for<Inproc>();
+  options.max_payload = 1024;
+  auto transport = dt::transport::make_zmq_transport(options);
+  auto listener = transport->listen("coord");
+  auto connection = transport->connect(listener->endpoint(), "w0");
+  const std::string expected = "send to " + listener->endpoint() +
+                               " (as 'w0'): payload of 1025 bytes exceeds the limit of 1024 bytes";
+  CHECK_THROWS_WITH_AS(
+      connection->send(make_message(1, 0, 0, {pattern(1000, 1), pattern(25, 2)}),
+                       deadline_in(kPatience)),
+      expected.c_str(), dt::ProtocolError);
+  CHECK(connection->counters().messages_sent == 0);
+  connection->send(make_message(1, 0, 0, {pattern(1024, 1)}), deadline_in(kPatience));
+  CHECK(listener->receive(deadline_in(kPatience)));
+}
+
+TEST_CASE("transport: sockets may outlive their transport") {
+  std::unique_ptr<Listener> listener;
+  std::unique_ptr<Connection> connection;
+  {
+    auto transport = make<Inproc>();
+    listener = transport->listen("coord");
+    connection = transport->connect(listener->endpoint(), "w0");
+  }
+  connection->send(make_message(1, 0, 0, {}), deadline_in(kPatience));
+  CHECK(listener->receive(deadline_in(kPatience)));
+  connection.reset();
+  listener.reset();
+}
+
+TEST_CASE("transport: a signal ends a receive early so the caller can look at its flags") {
+  struct sigaction action {};
+  action.sa_handler = [](int) {};
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous {};
+  REQUIRE(::sigaction(SIGUSR1, &action, &previous) == 0);
+
+  auto transport = make<Inproc>();
+  auto listener = transport->listen("coord");
+  const pthread_t receiver = ::pthread_self();
+  std::atomic<bool> done{false};
+  // Poke until the receive returns: a signal that lands before the wait starts is not lost on
+  // the test, the next one interrupts it.
+  std::thread poke([&] {
+    while (!done.load()) {
+      std::this_thread::sleep_for(20ms);
+      if (!done.load()) ::pthread_kill(receiver, SIGUSR1);
+    }
+  });
+  const auto start = dt::transport::Clock::now();
+  const bool got = listener->receive(deadline_in(kPatience)).has_value();
+  const auto waited = dt::transport::Clock::now() - start;
+  done.store(true);
+  poke.join();
+  ::sigaction(SIGUSR1, &previous, nullptr);
+  CHECK_FALSE(got);
+  CHECK(waited < 1s);
+}

@@ -1,0 +1,79 @@
+#pragma once
+// Internals of the ZeroMQ transport, shared by zmq_socket.cpp and zmq_transport.cpp; nothing
+// outside transports/zmq/ includes this (core/ never sees ZeroMQ).
+
+#include "transports/transport.hpp"
+
+#include <zmq.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace dt::transport::zmq_detail {
+
+// The ZeroMQ context, shared by a Transport and every socket it made. zmq_ctx_term blocks until
+// every socket of the context is closed, so each socket holds a reference and the context goes
+// away with the last of them, whatever order the owners are destroyed in.
+struct Context {
+  zmq::context_t context{1};
+};
+
+inline constexpr int kHighWaterMark = 1000;  // messages queued per peer before send waits
+// How long unsent messages may delay the context's termination once the last socket of a
+// Transport is gone. zmq_close itself never blocks; this bounds the wait at exit while giving a
+// final message ("done", "bye") a chance to leave.
+inline constexpr int kLingerMs = 200;
+// A message with more frames than this is dropped as malformed (bounds what one receive keeps).
+inline constexpr std::size_t kMaxFrames = 65536;
+
+// One ZeroMQ socket and the framing both socket kinds share. A ROUTER's messages carry the
+// peer's identity as an extra first frame (added by ZeroMQ on receive, consumed on send); a
+// DEALER's do not. Used by one thread at a time.
+class Socket {
+ public:
+  // A ROUTER backs a Listener; a DEALER backs a Connection and connects under `identity`.
+  Socket(std::shared_ptr<Context> context, zmq::socket_type type, std::uint64_t max_payload,
+         std::string identity = {});
+
+  [[nodiscard]] zmq::socket_t& raw() noexcept { return socket_; }
+  [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
+  [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
+  void set_endpoint(std::string endpoint) { endpoint_ = std::move(endpoint); }
+
+  // `peer` is the destination identity on a ROUTER and ignored on a DEALER.
+  void send(const std::string& peer, const wire::Message& message, Deadline deadline);
+  // The next well-formed message, or std::nullopt when the deadline passes or a signal
+  // interrupts the wait. Incoming::peer is the sender's identity on a ROUTER, empty on a DEALER.
+  [[nodiscard]] std::optional<Incoming> receive(Deadline deadline);
+
+ private:
+  [[nodiscard]] bool is_router() const noexcept { return type_ == zmq::socket_type::router; }
+  // "peer 'w3' on tcp://..." or "tcp://... (as 'w3')": who is at the other end, for messages.
+  [[nodiscard]] std::string describe(const std::string& peer) const;
+  [[nodiscard]] bool try_send(const std::string& peer, const wire::Bytes& header,
+                              const wire::Message& message);
+  void wait_writable(Deadline deadline);
+  [[nodiscard]] std::optional<std::vector<zmq::message_t>> receive_frames(Deadline deadline);
+  [[nodiscard]] wire::Message parse(const std::vector<zmq::message_t>& frames) const;
+  void drop(const std::string& peer, std::string_view reason);
+
+  std::shared_ptr<Context> context_;  // declared first: destroyed after socket_
+  zmq::socket_t socket_;
+  zmq::socket_type type_;
+  std::uint64_t max_payload_;
+  std::string identity_;  // a DEALER's own identity
+  std::string endpoint_;
+  Counters counters_;
+  std::unordered_set<std::string> warned_;  // peers already warned about (bounded)
+};
+
+[[nodiscard]] std::unique_ptr<Listener> make_listener(Socket socket);
+[[nodiscard]] std::unique_ptr<Connection> make_connection(Socket socket);
+
+// Network-supplied text made safe to print: non-printable bytes as \xNN, long text cut.
+[[nodiscard]] std::string printable(std::string_view text);
+
+}  // namespace dt::transport::zmq_detail

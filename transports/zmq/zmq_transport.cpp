@@ -1,0 +1,220 @@
+// The ZeroMQ Transport: picks addresses, makes ROUTER (Listener) and DEALER (Connection) sockets
+// and owns what they share (the context, the ipc socket directory).
+
+#include "core/util/error.hpp"
+#include "transports/transport.hpp"
+#include "transports/zmq/zmq_socket.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include <stdlib.h>  // mkdtemp
+
+namespace dt::transport {
+namespace {
+
+using zmq_detail::Context;
+using zmq_detail::Socket;
+
+constexpr std::size_t kMaxNameLength = 32;
+constexpr std::size_t kMaxIdentityLength = 255;  // ZeroMQ's limit on a routing id
+// sun_path holds 107 bytes plus the terminator on Linux; stay well under it.
+constexpr std::size_t kMaxIpcPath = 100;
+constexpr std::string_view kDirPrefix = "disttrain-";
+
+void check_name(const std::string& name) {
+  const bool ok = !name.empty() && name.size() <= kMaxNameLength &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                           (c >= '0' && c <= '9') || c == '-' || c == '_';
+                  });
+  if (!ok) {
+    fail<TransportError>("listener name '{}' must be 1 to {} letters, digits, '-' or '_'",
+                         zmq_detail::printable(name), kMaxNameLength);
+  }
+}
+
+// The private directory that holds a Transport's ipc socket files, removed with them when the
+// Transport goes. Like files::TempDir, but the base may differ from $TMPDIR: a socket path must
+// fit in sun_path, and $TMPDIR can be long (macOS-style /var/folders/..., CI work dirs).
+class SocketDir {
+ public:
+  SocketDir() {
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string base = tmpdir && *tmpdir ? tmpdir : "/tmp";
+    const std::size_t longest = base.size() + 1 + kDirPrefix.size() + 6 + 1 + kMaxNameLength +
+                                std::string_view(".sock").size();
+    if (longest > kMaxIpcPath) base = "/tmp";
+    std::string tmpl = fmt::format("{}/{}XXXXXX", base, kDirPrefix);
+    std::vector<char> name(tmpl.begin(), tmpl.end());
+    name.push_back('\0');
+    if (::mkdtemp(name.data()) == nullptr) {
+      fail<TransportError>("cannot create a directory for ipc sockets ({}): {}", tmpl,
+                           std::strerror(errno));
+    }
+    path_ = name.data();
+  }
+  ~SocketDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  SocketDir(const SocketDir&) = delete;
+  SocketDir& operator=(const SocketDir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct TcpAddress {
+  std::string host;  // as given, "[::1]" keeps its brackets
+  std::uint16_t port = 0;
+};
+
+TcpAddress parse_tcp_address(const std::string& address) {
+  const auto colon = address.rfind(':');
+  TcpAddress out;
+  bool ok = colon != std::string::npos && colon > 0 && colon + 1 < address.size();
+  if (ok) {
+    out.host = address.substr(0, colon);
+    const char* first = address.data() + colon + 1;
+    const char* last = address.data() + address.size();
+    const auto [end, ec] = std::from_chars(first, last, out.port);
+    ok = ec == std::errc{} && end == last;
+    // An IPv6 literal needs brackets, or its colons read as the port separator.
+    if (out.host.find(':') != std::string::npos) {
+      ok = ok && out.host.front() == '[' && out.host.back() == ']';
+    }
+  }
+  if (!ok) {
+    fail<TransportError>("bad tcp address '{}': expected host:port, e.g. 127.0.0.1:0 (port 0: any "
+                         "free port) or [::1]:5555",
+                         address);
+  }
+  return out;
+}
+
+class ZmqTransport final : public Transport {
+ public:
+  explicit ZmqTransport(const TransportOptions& options)
+      : options_(options), context_(std::make_shared<Context>()) {
+    if (options_.kind == TransportOptions::Kind::kTcp) {
+      tcp_ = parse_tcp_address(options_.tcp_address);
+    }
+  }
+
+  [[nodiscard]] std::unique_ptr<Listener> listen(const std::string& name) override {
+    check_name(name);
+    Socket socket(context_, zmq::socket_type::router, options_.max_payload);
+    const std::string address = reserve_address(name);
+    try {
+      if (options_.kind == TransportOptions::Kind::kTcp && tcp_.host.starts_with('[')) {
+        socket.raw().set(zmq::sockopt::ipv6, true);
+      }
+      socket.raw().bind(address);
+    } catch (const zmq::error_t& e) {
+      release(name, address);
+      fail<TransportError>("cannot listen on {}: {}", address, e.what());
+    }
+    // With port 0 the address says "*"; the socket knows the port it got.
+    socket.set_endpoint(options_.kind == TransportOptions::Kind::kTcp
+                            ? socket.raw().get(zmq::sockopt::last_endpoint)
+                            : address);
+    return zmq_detail::make_listener(std::move(socket));
+  }
+
+  [[nodiscard]] std::unique_ptr<Connection> connect(const std::string& endpoint,
+                                                    const std::string& identity) override {
+    const bool known_scheme = std::any_of(
+        std::begin(kSchemes), std::end(kSchemes), [&](std::string_view scheme) {
+          return endpoint.size() > scheme.size() && endpoint.starts_with(scheme);
+        });
+    if (!known_scheme) {
+      fail<TransportError>("cannot connect to '{}': an endpoint starts with inproc://, ipc:// or "
+                           "tcp://",
+                           zmq_detail::printable(endpoint));
+    }
+    // ZeroMQ reserves routing ids that start with a zero byte for the ones it makes up.
+    if (identity.empty() || identity.size() > kMaxIdentityLength || identity.front() == '\0') {
+      fail<TransportError>("cannot connect to {} as '{}': an identity is 1 to {} bytes and does "
+                           "not start with a zero byte",
+                           endpoint, zmq_detail::printable(identity), kMaxIdentityLength);
+    }
+    Socket socket(context_, zmq::socket_type::dealer, options_.max_payload, identity);
+    if (endpoint.starts_with("tcp://[")) socket.raw().set(zmq::sockopt::ipv6, true);
+    try {
+      // Asynchronous: returns at once and (re)connects in the background; messages sent
+      // meanwhile are queued.
+      socket.raw().connect(endpoint);
+    } catch (const zmq::error_t& e) {
+      fail<TransportError>("cannot connect to {}: {}", endpoint, e.what());
+    }
+    socket.set_endpoint(endpoint);
+    return zmq_detail::make_connection(std::move(socket));
+  }
+
+ private:
+  static constexpr std::string_view kSchemes[] = {"inproc://", "ipc://", "tcp://"};
+
+  // The address to bind for `name`. Names are unique per Transport for inproc and ipc: ZeroMQ
+  // silently replaces an ipc socket file that is in use, and a closed listener's file is
+  // unlinked asynchronously, so reusing a name could cut off a live listener.
+  // tcp: a configured port can be bound once, so the first listener gets it (the one peers are
+  // told about, "coord") and later ones ("hb") a free port on the same host, which peers learn
+  // from the first.
+  [[nodiscard]] std::string reserve_address(const std::string& name) {
+    using Kind = TransportOptions::Kind;
+    std::lock_guard lock(mutex_);
+    if (options_.kind == Kind::kTcp) {
+      const bool fixed = tcp_.port != 0 && !fixed_port_taken_;
+      fixed_port_taken_ = fixed_port_taken_ || fixed;
+      return fmt::format("tcp://{}:{}", tcp_.host, fixed ? std::to_string(tcp_.port) : "*");
+    }
+    if (!names_.insert(name).second) {
+      fail<TransportError>("cannot listen as '{}': the name is already used by this transport",
+                           name);
+    }
+    if (options_.kind == Kind::kInproc) {
+      return fmt::format("inproc://dt-{:x}-{}", options_.job_id, name);
+    }
+    if (!dir_) dir_ = std::make_unique<SocketDir>();
+    return fmt::format("ipc://{}/{}.sock", dir_->path().string(), name);
+  }
+
+  // Undoes reserve_address() after a failed bind.
+  void release(const std::string& name, const std::string& address) {
+    std::lock_guard lock(mutex_);
+    names_.erase(name);
+    if (tcp_.port != 0 && address.ends_with(fmt::format(":{}", tcp_.port))) {
+      fixed_port_taken_ = false;
+    }
+  }
+
+  TransportOptions options_;
+  TcpAddress tcp_;
+  // Destroyed after dir_: sockets still open keep the context alive through their own reference.
+  std::shared_ptr<Context> context_;
+  std::mutex mutex_;  // guards what follows: listen() may be called from any thread
+  bool fixed_port_taken_ = false;
+  std::set<std::string> names_;
+  std::unique_ptr<SocketDir> dir_;  // created by the first ipc listen()
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_zmq_transport(const TransportOptions& options) {
+  try {
+    return std::make_unique<ZmqTransport>(options);
+  } catch (const zmq::error_t& e) {
+    fail<TransportError>("cannot create a ZeroMQ context: {}", e.what());
+  }
+}
+
+}  // namespace dt::transport
