@@ -3,6 +3,7 @@
 #include "core/util/error.hpp"
 
 #include <cstring>
+#include <limits>
 
 namespace dt::protocol {
 
@@ -74,6 +75,16 @@ const json& field(const Envelope& e, const char* name) {
     fail<ProtocolError>("{} message from rank {} lacks field '{}'", name_of(e.type), e.rank, name);
   }
   return *it;
+}
+
+double number(const Envelope& e, const char* name) {
+  const json& j = field(e, name);
+  if (j.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (!j.is_number()) {
+    fail<ProtocolError>("{} message from rank {}: field '{}' is not a number", name_of(e.type),
+                        e.rank, name);
+  }
+  return j.get<double>();
 }
 
 namespace {
@@ -148,8 +159,7 @@ Envelope make_setup(const Setup& s) {
               {"features", s.source.features},
               {"label", s.source.label},
               {"label_index", s.source.label_index},
-              {"rows", s.source.rows},
-              {"log_level", s.log_level}};
+              {"rows", s.source.rows}};
   std::vector<std::uint64_t> flat;
   flat.reserve(s.segments.size() * 4);
   for (const auto& seg : s.segments) {
@@ -168,7 +178,6 @@ Setup read_setup(const Envelope& e) {
   s.source.label = get<std::string>(e, "label");
   s.source.label_index = get<std::size_t>(e, "label_index");
   s.source.rows = get<std::uint64_t>(e, "rows");
-  s.log_level = get<int>(e, "log_level");
   const auto flat = u64s(e, 0);
   if (flat.size() % 4 != 0) fail<ProtocolError>("setup message: segment array is malformed");
   for (std::size_t i = 0; i < flat.size(); i += 4) {

@@ -53,6 +53,9 @@ struct Envelope {
 
 // Typed field access with errors that name the message and the field.
 [[nodiscard]] const nlohmann::json& field(const Envelope& e, const char* name);
+// A number field; JSON has no NaN or infinity (they travel as null), so null reads as NaN and
+// a diverging worker's loss stays visibly non-finite.
+[[nodiscard]] double number(const Envelope& e, const char* name);
 [[nodiscard]] std::span<const double> doubles(const Envelope& e, std::size_t index,
                                               std::size_t expected_count);
 [[nodiscard]] std::span<const double> doubles(const Envelope& e, std::size_t index);
@@ -73,7 +76,6 @@ struct Setup {
   std::string heartbeat_endpoint;
   data::SourceInfo source;  // csv index omitted: workers get byte offsets through segments
   std::vector<data::Segment> segments;
-  int log_level = 2;
 };
 [[nodiscard]] Envelope make_setup(const Setup& setup);
 [[nodiscard]] Setup read_setup(const Envelope& e);

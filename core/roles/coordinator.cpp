@@ -160,7 +160,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     const std::string config_yaml = config::to_yaml(config);
     for (int r = 0; r < ranks; ++r) {
       protocol::Setup setup{config_yaml, heartbeat.endpoint(), plan.source,
-                            plan.segments[static_cast<std::size_t>(r)], options.log_level};
+                            plan.segments[static_cast<std::size_t>(r)]};
       setup.source.csv.reset();  // workers seek by the byte offsets in their segments
       listener->send(protocol::peer_name(static_cast<std::uint32_t>(r)),
                      protocol::encode(protocol::make_setup(setup), job), deadline_in(kSendDeadline));
@@ -201,15 +201,16 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     double loss = 0, correct = 0, squared = 0;
     std::uint64_t rows = 0;
     for (const auto& e : session.gather(protocol::Type::kEvaluation)) {
-      loss += protocol::field(e, "loss_sum").get<double>();
-      correct += protocol::field(e, "correct").get<double>();
-      squared += protocol::field(e, "squared_error_sum").get<double>();
+      loss += protocol::number(e, "loss_sum");
+      correct += protocol::number(e, "correct");
+      squared += protocol::number(e, "squared_error_sum");
       rows += protocol::field(e, "rows").get<std::uint64_t>();
     }
     result.final = to_metrics(task, loss, correct, squared, rows);
     result.validation = session.evaluate_validation(params);
 
     session.broadcast({.type = protocol::Type::kStop});
+    session.expect_exits();
     const auto reports = session.gather(protocol::Type::kReport);
     for (std::size_t r = 0; r < reports.size(); ++r) {
       result.workers[r].report = protocol::read_report(reports[r]);

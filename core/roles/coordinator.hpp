@@ -126,6 +126,8 @@ class CoordinatorSession {
                    const std::vector<double>& worker_loss_sum,
                    const std::vector<std::uint64_t>& worker_rows);
   void add_samples(std::uint64_t rows) noexcept { result_.samples += rows; }
+  // From now on a worker that exits successfully is finishing, not failing.
+  void expect_exits() noexcept { exits_expected_ = true; }
 
   // Validation metrics of `params` on the held-out rows (nullopt without a split).
   [[nodiscard]] std::optional<Metrics> evaluate_validation(const std::vector<double>& params);
@@ -148,6 +150,7 @@ class CoordinatorSession {
   RunResult& result_;
   std::optional<data::Shard> validation_;
   std::int64_t start_ms_ = 0;
+  bool exits_expected_ = false;
   // Accumulated since the last log row.
   double window_loss_ = 0;
   std::uint64_t window_rows_ = 0;

@@ -67,6 +67,7 @@ void CoordinatorSession::fail_worker(int rank, const std::string& what) {
 
 void CoordinatorSession::check_workers() {
   for (const auto& exit : pool_.poll()) {
+    if (exits_expected_ && exit.status.success()) continue;
     // Give an error report the worker sent just before exiting a moment to arrive: it says more
     // than the exit code.
     const auto until = deadline_in(std::chrono::milliseconds(200));

@@ -110,7 +110,6 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
     const auto startup_deadline = Clock::now() + kStartupTimeout;
     auto setup = protocol::read_setup(expect(
         receive_from(*connection, options, nullptr, 0, startup_deadline), protocol::Type::kSetup));
-    if (log::level() < log::Level::kDebug) log::set_level(static_cast<log::Level>(setup.log_level));
     const auto config = config::parse(setup.config_yaml, "<config from the coordinator>", "/");
     const auto timeout_ms = static_cast<std::int64_t>(config.fault_tolerance.worker_timeout_ms);
     HeartbeatClient heartbeat(transport, setup.heartbeat_endpoint, options.job_id, options.rank,
@@ -161,8 +160,12 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
       }
     }
   } catch (const Error& e) {
+    if (e.exit_code() == ExitCode::kInterrupted) {
+      log::info("{}", e.what());
+      return static_cast<int>(e.exit_code());
+    }
     log::error("{}", e.what());
-    if (connection && e.exit_code() != ExitCode::kInterrupted) {
+    if (connection) {
       try {
         const char* kind = e.exit_code() == ExitCode::kBadInput ? "data" : e.kind();
         auto msg = protocol::make_error({kind, e.what(), static_cast<int>(e.exit_code())});

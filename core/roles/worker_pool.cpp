@@ -2,6 +2,7 @@
 
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
+#include "core/util/log.hpp"
 
 #include <unistd.h>
 
@@ -19,7 +20,8 @@ class ProcessPool final : public WorkerPool {
     const std::vector<std::string> args = {
         "worker", "--connect", endpoint, "--rank", std::to_string(rank),
         "--job", fmt::format("{:016x}", options_.job_id), "--log-level",
-        std::to_string(options_.log_level)};
+        // A worker's log is its own file, not the terminal: it always says what it did.
+        std::to_string(std::max(options_.log_level, static_cast<int>(log::Level::kInfo)))};
     launcher_.spawn(rank, options_.program, args,
                     options_.log_dir / fmt::format("{}.log", rank));
   }

@@ -1,0 +1,31 @@
+"""Every example in configs/ validates, runs and meets its own `expect:` (exit 0)."""
+
+import json
+
+import harness as h
+
+
+def test_every_example_config_runs(tmp):
+    configs = sorted(h.source("configs").glob("*.yaml"))
+    assert len(configs) >= 5, configs
+    for cfg in configs:
+        r = h.run("validate", cfg)
+        assert r.code == 0, (cfg.name, r)
+        out = tmp / cfg.stem
+        r = h.run("run", cfg, "--json", "--set", f"output.dir={out}")
+        assert r.code == 0, (cfg.name, r)
+        summary = r.json()
+        assert summary["status"] == "ok" and summary["expect"]["met"], (cfg.name, summary)
+        assert summary["expect"]["failures"] == []
+        for name in ("model.json", "loss.csv", "summary.json", "loss.svg", "config.resolved.yaml"):
+            assert (out / name).stat().st_size > 0, (cfg.name, name)
+        assert json.loads((out / "summary.json").read_text())["final_loss"] == summary["final_loss"]
+        # The resolved config is a complete config: running it reproduces the model.
+        again = tmp / (cfg.stem + "-again")
+        r = h.run("run", out / "config.resolved.yaml", "--set", f"output.dir={again}")
+        assert r.code == 0, (cfg.name, r)
+        assert (again / "model.json").read_bytes() == (out / "model.json").read_bytes(), cfg.name
+
+
+if __name__ == "__main__":
+    h.main([test_every_example_config_runs])

@@ -1,0 +1,190 @@
+// The coordinator, workers, protocol, heartbeats and launcher. Multi-worker runs use the inproc
+// transport: workers are threads over real ZeroMQ sockets, the same code as processes, faster.
+
+#include "core/config/config.hpp"
+#include "core/data/dataset.hpp"
+#include "core/launcher.hpp"
+#include "core/protocol.hpp"
+#include "core/roles/coordinator.hpp"
+#include "core/roles/heartbeat.hpp"
+#include "core/util/error.hpp"
+#include "core/util/files.hpp"
+#include "transports/transport.hpp"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+namespace {
+
+using dt::config::Config;
+
+Config inproc_config(int workers, const std::string& extra = "") {
+  return dt::config::parse(
+      "version: 1\nseed: 5\nmodel: {type: linear_regression}\n"
+      "data: {synthetic: {kind: linear, rows: 301, features: 4, noise: 0.3}, normalize: none}\n"
+      "shards: {count: " + std::to_string(workers) + ", strategy: round_robin}\n"
+      "training: {epochs: 1, batch_size: full, shuffle: false, optimizer: {type: sgd, lr: 0.1}}\n"
+      "transport: {type: inproc}\n" + extra,
+      "test.yaml", "/tmp");
+}
+
+dt::roles::RunResult train(const Config& config) {
+  const auto plan = dt::roles::make_plan(config);
+  return dt::roles::run_coordinator(config, plan, {"/nonexistent", 1});
+}
+
+}  // namespace
+
+TEST_CASE("roles: one full-batch step equals the closed-form gradient step, for any worker count") {
+  // From zero parameters the MSE gradient is -(2/n) X^T y for the weights and -(2/n) sum(y) for
+  // the bias, so one SGD step lands at lr * (2/n) [X^T y; sum y].
+  const Config config = inproc_config(1);
+  const auto& spec = *config.data.synthetic;
+  dt::data::RowMatrix x(spec.rows, spec.features);
+  Eigen::VectorXd y(spec.rows);
+  dt::data::synthesize(spec, config.seed, 0, static_cast<std::uint64_t>(spec.rows), x, y);
+  const double scale = 0.1 * 2.0 / static_cast<double>(spec.rows);
+  const Eigen::VectorXd w = scale * (x.transpose() * y);
+  const double b = scale * y.sum();
+
+  for (int workers : {1, 2, 3}) {
+    CAPTURE(workers);
+    const auto result = train(inproc_config(workers));
+    REQUIRE(result.status == "ok");
+    REQUIRE(result.params.size() == 5);
+    for (int j = 0; j < 4; ++j) CHECK(result.params[static_cast<std::size_t>(j)] == doctest::Approx(w(j)).epsilon(1e-12));
+    CHECK(result.params[4] == doctest::Approx(b).epsilon(1e-12));
+    CHECK(result.steps == 1);
+    CHECK(result.workers.size() == static_cast<std::size_t>(workers));
+    std::uint64_t rows = 0;
+    for (const auto& worker : result.workers) rows += worker.rows;
+    CHECK(rows == 301);
+    // The final loss is the loss of the final parameters over every training row.
+    const Eigen::VectorXd residual = x * w + Eigen::VectorXd::Constant(spec.rows, b) - y;
+    REQUIRE(result.final);
+    CHECK(result.final->loss == doctest::Approx(residual.squaredNorm() / 301.0).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("roles: the log has a row per log step and the validation split is evaluated") {
+  const auto result = train(dt::config::parse(
+      "version: 1\nmodel: {type: logistic_regression}\n"
+      "data: {synthetic: {kind: logistic, rows: 400, features: 3}, validation: 0.25}\n"
+      "shards: {count: 2}\ntraining: {epochs: 3, batch_size: 100}\n"
+      "transport: {type: inproc}\noutput: {log_every: {steps: 2}}\n",
+      "t.yaml", "/tmp"));
+  REQUIRE(result.status == "ok");
+  CHECK(result.steps == 9);  // 300 training rows / 100 per batch, 3 epochs
+  REQUIRE(result.log.size() == 5);  // steps 2, 4, 6, 8 and the last one, 9
+  CHECK(result.log.back().step == 9);
+  CHECK(result.validation_rows == 100);
+  REQUIRE(result.validation);
+  CHECK(result.validation->rows == 100);
+  CHECK(result.validation->accuracy.has_value());
+  for (const auto& row : result.log) {
+    CHECK(row.validation_loss.has_value());
+    CHECK(row.worker_loss.size() == 2);
+  }
+}
+
+TEST_CASE("roles: a diverging run fails with the step and what to do") {
+  const auto config = inproc_config(2, "");
+  auto bad = config;
+  bad.training.optimizer.lr = 1e6;
+  bad.training.epochs = 50;
+  try {
+    (void)train(bad);
+    FAIL("expected a TrainingError");
+  } catch (const dt::TrainingError& e) {
+    CHECK(std::string(e.what()).find("training diverged at step") != std::string::npos);
+    CHECK(std::string(e.what()).find("lower training.optimizer.lr (now 1000000)") != std::string::npos);
+  }
+}
+
+TEST_CASE("protocol: exchanges round-trip and bad messages are refused by name") {
+  dt::protocol::Setup setup;
+  setup.config_yaml = "version: 1\n";
+  setup.heartbeat_endpoint = "inproc://hb";
+  setup.source.columns = {"a", "b", "y"};
+  setup.source.features = {"a", "b"};
+  setup.source.label = "y";
+  setup.source.label_index = 2;
+  setup.source.rows = 10;
+  setup.segments = {{0, 3, 6, 2}, {7, 2, 40, 9}};
+  const auto message = dt::protocol::encode(dt::protocol::make_setup(setup), 42);
+  const auto back = dt::protocol::read_setup(dt::protocol::decode(message, 42));
+  CHECK(back.config_yaml == setup.config_yaml);
+  CHECK(back.source.features == setup.source.features);
+  REQUIRE(back.segments.size() == 2);
+  CHECK(back.segments[1].byte_offset == 40);
+  CHECK(back.segments[1].line == 9);
+
+  CHECK_THROWS_WITH_AS((void)dt::protocol::decode(message, 43),
+                       "setup message from rank 4294967295 belongs to job 000000000000002a, not "
+                       "this job 000000000000002b",
+                       dt::ProtocolError);
+  dt::protocol::Loaded loaded;
+  loaded.rows = 3;
+  loaded.stats.count = 3;
+  loaded.stats.mean = {1.0, 2.0};
+  loaded.stats.m2 = loaded.stats.min = loaded.stats.max = {0.0, 0.0};
+  const auto env = dt::protocol::decode(dt::protocol::encode(dt::protocol::make_loaded(loaded), 1), 1);
+  CHECK(dt::protocol::read_loaded(env, 2).stats.mean == std::vector<double>{1.0, 2.0});
+  CHECK_THROWS_AS((void)dt::protocol::read_loaded(env, 3), dt::ProtocolError);  // wrong width
+  dt::protocol::Envelope empty{.type = dt::protocol::Type::kGradient, .rank = 2};
+  CHECK_THROWS_WITH_AS((void)dt::protocol::field(empty, "rows"),
+                       "gradient message from rank 2 lacks field 'rows'", dt::ProtocolError);
+}
+
+TEST_CASE("heartbeats: the server hears the client and the client hears the answers") {
+  dt::transport::TransportOptions options;
+  options.kind = dt::transport::TransportOptions::Kind::kInproc;
+  options.job_id = 7;
+  auto transport = dt::transport::make_zmq_transport(options);
+  dt::roles::HeartbeatServer server(*transport, 7, 2);
+  CHECK(server.silent_ms(1) == -1);
+  dt::roles::HeartbeatClient client(*transport, server.endpoint(), 7, 1,
+                                    std::chrono::milliseconds(10));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (server.silent_ms(1) < 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(server.silent_ms(1) >= 0);
+  CHECK(server.silent_ms(1) < 1000);
+  CHECK(server.silent_ms(0) == -1);  // rank 0 never pinged
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(client.silent_ms() < 1000);
+}
+
+TEST_CASE("launcher: exit codes and signals are reported, logs captured, children reaped") {
+  const dt::files::TempDir dir("dt-launcher-test");
+  dt::Launcher launcher;
+  const auto failing = launcher.spawn(0, "/bin/sh", {"-c", "echo before the end; exit 3"},
+                                      dir.path() / "0.log");
+  const auto sleeper = launcher.spawn(1, "/bin/sh", {"-c", "sleep 30"}, dir.path() / "1.log");
+  CHECK(launcher.pid_of(1) == sleeper);
+  std::vector<dt::ChildExit> exits;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (exits.empty() && std::chrono::steady_clock::now() < deadline) {
+    exits = launcher.poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(exits.size() == 1);
+  CHECK(exits[0].pid == failing);
+  CHECK(exits[0].status.describe() == "exited with code 3");
+  CHECK(dt::tail_of(dir.path() / "0.log", 3) == "before the end");
+  CHECK(launcher.running(1));
+  ::kill(sleeper, SIGKILL);
+  REQUIRE(launcher.wait_all(std::chrono::seconds(10)));
+  CHECK_FALSE(launcher.running(1));
+  CHECK(launcher.poll().empty());  // every exit is reported once
+
+  dt::Launcher other;
+  other.spawn(0, "/bin/sh", {"-c", "sleep 30"}, dir.path() / "2.log");
+  other.stop_all(std::chrono::milliseconds(2000));
+  CHECK_FALSE(other.running(0));
+  CHECK(dt::ExitStatus{0, SIGKILL}.describe() == "was killed by signal 9 (SIGKILL)");
+}
