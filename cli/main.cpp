@@ -2,6 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "core/util/error.hpp"
+#include "core/util/files.hpp"
 #include "core/util/log.hpp"
 
 #include <unistd.h>
@@ -16,14 +17,8 @@ int Globals::log_level() const {
 }
 
 void print(std::string_view text) {
-  const char* p = text.data();
-  std::size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(STDOUT_FILENO, p, left);
-    if (n <= 0) return;
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  // A closed pipe (`disttrain gen ... | head`) is not an error worth a message.
+  (void)files::write_fd(STDOUT_FILENO, text);
 }
 
 }  // namespace dt::cli

@@ -3,6 +3,7 @@
 #include "core/util/error.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -52,7 +53,14 @@ pid_t Launcher::spawn(int rank, const std::filesystem::path& program,
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t parent = ::getpid();
 
+  // Signals stay blocked across fork so that no handler of the parent (the coordinator's Ctrl-C
+  // flag, a test framework's crash reporter) ever runs in the child before exec; the child
+  // resets every disposition to the default and only then unblocks.
+  sigset_t all, previous;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
   const pid_t pid = ::fork();
+  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (pid < 0) {
     const int err = errno;
     ::close(log_fd);
@@ -63,12 +71,10 @@ pid_t Launcher::spawn(int rank, const std::filesystem::path& program,
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the coordinator died before prctl took effect
+    for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);  // SIGKILL/SIGSTOP just fail
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::signal(SIGPIPE, SIG_DFL);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);

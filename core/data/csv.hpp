@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,7 @@ struct CsvField {
 class CsvReader {
  public:
   CsvReader(const std::filesystem::path& path, std::uint64_t byte_offset, std::uint64_t line);
-  ~CsvReader();
+  ~CsvReader();  // defined where Impl is complete
   CsvReader(const CsvReader&) = delete;
   CsvReader& operator=(const CsvReader&) = delete;
   // Reads the next record into `fields` (reusing its storage); false at end of file.
@@ -48,7 +49,7 @@ class CsvReader {
  private:
   struct Impl;
   std::filesystem::path path_;
-  Impl* impl_;  // owned; pimpl keeps <fstream> and buffers out of this header
+  std::unique_ptr<Impl> impl_;  // pimpl keeps the file handle and buffers out of this header
 };
 
 // Parses a numeric cell: plain decimal or exponent notation, surrounding spaces allowed.

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 namespace dt::data {
@@ -337,14 +338,16 @@ RecordReader::Parse RecordReader::parse(std::vector<FieldView>& fields) {
 }  // namespace detail
 
 struct CsvReader::Impl {
-  detail::RecordReader reader;
+  Impl(const std::filesystem::path& path, std::uint64_t byte_offset, std::uint64_t line)
+      : reader(path, byte_offset, line) {}
+  detail::RecordReader reader;  // neither copied nor moved: it owns the open file
 };
 
 CsvReader::CsvReader(const std::filesystem::path& path, std::uint64_t byte_offset,
                      std::uint64_t line)
-    : path_(path), impl_(new Impl{detail::RecordReader(path, byte_offset, line)}) {}
+    : path_(path), impl_(std::make_unique<Impl>(path, byte_offset, line)) {}
 
-CsvReader::~CsvReader() { delete impl_; }
+CsvReader::~CsvReader() = default;
 
 bool CsvReader::next(std::vector<CsvField>& fields) { return impl_->reader.next(fields); }
 

@@ -5,6 +5,14 @@
 
 namespace dt::models::detail {
 
+std::vector<ParamBlock> single_output_layout(int inputs) {
+  const auto p = static_cast<std::size_t>(inputs);
+  return {
+      {"weights", {inputs}, 0, p, true},
+      {"bias", {}, p, 1, false},
+  };
+}
+
 AffineModel::AffineModel(ModelSpec spec, std::vector<ParamBlock> layout)
     : spec_(std::move(spec)),
       layout_(std::move(layout)),

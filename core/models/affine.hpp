@@ -35,4 +35,8 @@ class AffineModel final : public Model {
   RowMatrix scratch_;  // grows to the largest batch seen, never shrinks
 };
 
+// The layout of a one-output affine model (linear and logistic regression): "weights" [inputs]
+// and "bias" [] (a scalar), the shapes of numpy's and sklearn's coef_ / intercept_ for one target.
+[[nodiscard]] std::vector<ParamBlock> single_output_layout(int inputs);
+
 }  // namespace dt::models::detail

@@ -7,12 +7,7 @@
 namespace dt::models::detail {
 
 std::unique_ptr<Model> make_logistic_regression(const ModelSpec& spec) {
-  const auto p = static_cast<std::size_t>(spec.inputs);
-  std::vector<ParamBlock> layout{
-      {"weights", {spec.inputs}, 0, p, true},
-      {"bias", {}, p, 1, false},
-  };
-  return std::make_unique<AffineModel>(spec, std::move(layout));
+  return std::make_unique<AffineModel>(spec, single_output_layout(spec.inputs));
 }
 
 }  // namespace dt::models::detail

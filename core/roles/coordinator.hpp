@@ -151,6 +151,7 @@ class CoordinatorSession {
   std::optional<data::Shard> validation_;
   std::int64_t start_ms_ = 0;
   bool exits_expected_ = false;
+  bool progress_bar_ = false;
   // Accumulated since the last log row.
   double window_loss_ = 0;
   std::uint64_t window_rows_ = 0;

@@ -6,6 +6,8 @@
 #include "core/util/signals.hpp"
 #include "transports/transport.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace dt::roles {
@@ -31,6 +33,7 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       job_id_(job_id),
       result_(result),
       start_ms_(steady_ms()),
+      progress_bar_(::isatty(STDERR_FILENO) == 1 && log::level() >= log::Level::kWarn),
       window_worker_loss_(plan.shard_rows.size()),
       window_worker_rows_(plan.shard_rows.size()) {}
 
@@ -165,9 +168,16 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
     row.validation_loss = v->loss;
     row.validation_metric = v->accuracy ? v->accuracy : v->mse;
   }
-  log::info("step {}/{} epoch {:.2f} loss {:.6g}{}", step, total_steps(), row.epoch,
-            row.train_loss,
-            row.validation_loss ? fmt::format(" validation {:.6g}", *row.validation_loss) : "");
+  const std::string progress =
+      fmt::format("step {}/{} epoch {:.2f} loss {:.6g}{}", step, total_steps(), row.epoch,
+                  row.train_loss,
+                  row.validation_loss ? fmt::format(" validation {:.6g}", *row.validation_loss) : "");
+  if (log::level() >= log::Level::kInfo) {
+    log::info("{}", progress);
+  } else if (progress_bar_) {
+    // One line rewritten in place, only on a terminal (never in a file or a pipe).
+    log::progress(step == total_steps() ? "" : progress);
+  }
   result_.log.push_back(std::move(row));
   window_loss_ = 0;
   window_rows_ = 0;

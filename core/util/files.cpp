@@ -17,20 +17,25 @@ namespace dt::files {
 namespace {
 
 void write_fully(int fd, std::string_view content, const std::filesystem::path& path) {
+  if (!write_fd(fd, content)) fail<IoError>("cannot write {}: {}", path.string(), std::strerror(errno));
+}
+
+}  // namespace
+
+bool write_fd(int fd, std::string_view content) noexcept {
   const char* p = content.data();
   std::size_t left = content.size();
   while (left > 0) {
     const ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      fail<IoError>("cannot write {}: {}", path.string(), std::strerror(errno));
+      return false;
     }
     p += n;
     left -= static_cast<std::size_t>(n);
   }
+  return true;
 }
-
-}  // namespace
 
 void write_atomic(const std::filesystem::path& path, std::string_view content) {
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
@@ -73,9 +78,14 @@ std::string read_all(const std::filesystem::path& path) {
   return out.str();
 }
 
-TempDir::TempDir(std::string_view prefix) {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = fmt::format("{}/{}XXXXXX", base && *base ? base : "/tmp", prefix);
+std::filesystem::path temp_root() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir && *tmpdir ? tmpdir : "/tmp";
+}
+
+TempDir::TempDir(std::string_view prefix, std::optional<std::filesystem::path> base) {
+  std::string tmpl =
+      fmt::format("{}/{}XXXXXX", base ? base->string() : temp_root().string(), prefix);
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   if (::mkdtemp(name.data()) == nullptr) {

@@ -1,5 +1,7 @@
 #include "core/util/log.hpp"
 
+#include "core/util/files.hpp"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +25,12 @@ void set_prefix(std::string prefix) {
 
 void set_thread_prefix(std::string prefix) { t_prefix = std::move(prefix); }
 
+void progress(std::string_view line) {
+  std::string text = "\r\x1b[2K";  // carriage return, erase the line
+  text += line;
+  (void)files::write_fd(STDERR_FILENO, text);
+}
+
 void write(Level level, std::string_view message) {
   std::string line;
   if (!t_prefix.empty()) {
@@ -35,14 +43,7 @@ void write(Level level, std::string_view message) {
   if (level == Level::kWarn) line += "warning: ";
   line += message;
   line += '\n';
-  const char* p = line.data();
-  std::size_t left = line.size();
-  while (left > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n <= 0) break;
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  (void)files::write_fd(STDERR_FILENO, line);
 }
 
 }  // namespace dt::log

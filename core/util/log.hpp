@@ -17,6 +17,8 @@ void set_prefix(std::string prefix);
 // Overrides the prefix for the calling thread only (workers running as threads of a run).
 void set_thread_prefix(std::string prefix);
 void write(Level level, std::string_view message);
+// Rewrites the current terminal line with `line` ("" clears it): a progress display.
+void progress(std::string_view line);
 
 template <class... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) {

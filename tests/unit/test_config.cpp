@@ -7,16 +7,14 @@
 
 #include "core/config/config.hpp"
 #include "core/util/error.hpp"
+#include "tests/unit/harness.hpp"
 
 using namespace dt::config;
 
 namespace {
 
-constexpr const char* kMinimal = "version: 1\ndata:\n  path: data.csv\n";
-
-Config parse_text(const std::string& text, const std::vector<Override>& overrides = {}) {
-  return parse(text, "test.yaml", "/tmp", overrides);
-}
+using dt::test::kMinimal;
+using dt::test::parse_text;
 
 // Field by field, so a failure names the field (the structs have no operator==).
 void check_equal(const Config& a, const Config& b) {
@@ -284,7 +282,8 @@ TEST_CASE("config: to_yaml writes every default and reads back to an equal confi
 TEST_CASE("config: to_yaml text of a small config") {
   const Config c = parse_text(
       "version: 1\nname: demo\ndata: {path: d.csv}\nshards: {count: 2}\n"
-      "training: {optimizer: {lr: 1e-3}}\nexpect: {final_loss: {max: 3000}}\n");
+      "training: {optimizer: {lr: 1e-3}}\noutput: {dir: /tmp/runs/demo}\n"
+      "expect: {final_loss: {max: 3000}}\n");
   CHECK(to_yaml(c) == R"(version: 1
 name: demo
 seed: 0

@@ -5,6 +5,7 @@
 
 #include "core/config/config.hpp"
 #include "core/util/error.hpp"
+#include "tests/unit/harness.hpp"
 
 using namespace dt::config;
 
@@ -14,12 +15,8 @@ namespace {
 std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
   std::vector<Override> overrides;
   for (const auto& s : sets) overrides.push_back(parse_override(s));
-  try {
-    (void)parse(text, "test.yaml", "/tmp", overrides);
-  } catch (const dt::ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return dt::test::message_of<dt::ConfigError>(
+      [&] { (void)dt::test::parse_text(text, overrides); });
 }
 
 // `body` after a valid header: line 3 of the file is the first line of `body`.
@@ -27,244 +24,276 @@ std::string with_header(const std::string& body) {
   return "version: 1\ndata: {path: a.csv}\n" + body;
 }
 
+// A config text, the exact message parsing it throws, and the --set overrides parsed with it.
+struct Case {
+  std::string yaml;
+  std::string expected;
+  std::vector<std::string> sets = {};
+};
+
+void check_errors(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    CAPTURE(c.yaml);
+    CHECK(error_of(c.yaml, c.sets) == c.expected);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("config errors: unknown keys, with a suggestion when one is close") {
-  CHECK(error_of("version: 1\ntraning:\n  epochs: 5\n") ==
-        "test.yaml:2:1: unknown key 'traning' (did you mean 'training'?)");
-  CHECK(error_of(with_header("training:\n  optimizer:\n    lr: 0.1\n    momentun: 0.9\n")) ==
-        "test.yaml:6:5: unknown key 'training.optimizer.momentun' (did you mean "
-        "'training.optimizer.momentum'?)");
-  CHECK(
-      error_of(with_header("model:\n  colour: red\n")) ==
-      "test.yaml:4:3: unknown key 'model.colour' (expected type, hidden, activation, task or l2)");
-  CHECK(error_of(with_header("output: {log_every: {step: 5}}\n")) ==
-        "test.yaml:3:22: unknown key 'output.log_every.step' (did you mean "
-        "'output.log_every.steps'?)");
-  CHECK(error_of(with_header("seed: 1\nseed: 2\n")) ==
-        "test.yaml:4:1: duplicate key 'seed' (keep only one)");
+  check_errors({
+      {"version: 1\ntraning:\n  epochs: 5\n",
+       "test.yaml:2:1: unknown key 'traning' (did you mean 'training'?)"},
+      {with_header("training:\n  optimizer:\n    lr: 0.1\n    momentun: 0.9\n"),
+       "test.yaml:6:5: unknown key 'training.optimizer.momentun' (did you mean "
+       "'training.optimizer.momentum'?)"},
+      {with_header("model:\n  colour: red\n"),
+       "test.yaml:4:3: unknown key 'model.colour' (expected type, hidden, activation, task or l2)"},
+      {with_header("output: {log_every: {step: 5}}\n"),
+       "test.yaml:3:22: unknown key 'output.log_every.step' (did you mean "
+       "'output.log_every.steps'?)"},
+      {with_header("seed: 1\nseed: 2\n"), "test.yaml:4:1: duplicate key 'seed' (keep only one)"},
+  });
 }
 
 TEST_CASE("config errors: expect takes the known metric names") {
-  CHECK(error_of(with_header("expect:\n  acuracy: {min: 0.9}\n")) ==
-        "test.yaml:4:3: unknown key 'expect.acuracy' (did you mean 'expect.accuracy'?)");
-  CHECK(error_of(with_header("expect:\n  speed: {min: 1}\n")) ==
-        "test.yaml:4:3: unknown key 'expect.speed' (expected final_loss, mse, accuracy, log_loss, "
-        "validation_loss, validation_mse, validation_accuracy or validation_log_loss)");
-  CHECK(error_of(with_header("expect:\n  mse: {below: 1}\n")) ==
-        "test.yaml:4:9: unknown key 'expect.mse.below' (expected min or max)");
-  CHECK(error_of(with_header("expect:\n  mse: {}\n")) ==
-        "test.yaml:4:8: expect.mse: set min, max or both, e.g. {max: 0.5}");
-  CHECK(error_of(with_header("expect:\n  mse: 0.5\n")) ==
-        "test.yaml:4:8: expect.mse: expected a map, got 0.5");
-  CHECK(error_of(with_header("expect:\n  mse: {min: 2, max: 1}\n")) ==
-        "test.yaml:4:22: expect.mse.max: 1 is below expect.mse.min (2); no result can meet both");
-  CHECK(error_of(with_header("expect:\n  mse: {max: low}\n")) ==
-        "test.yaml:4:14: expect.mse.max: expected a number, got 'low'");
+  check_errors({
+      {with_header("expect:\n  acuracy: {min: 0.9}\n"),
+       "test.yaml:4:3: unknown key 'expect.acuracy' (did you mean 'expect.accuracy'?)"},
+      {with_header("expect:\n  speed: {min: 1}\n"),
+       "test.yaml:4:3: unknown key 'expect.speed' (expected final_loss, mse, accuracy, log_loss, "
+       "validation_loss, validation_mse, validation_accuracy or validation_log_loss)"},
+      {with_header("expect:\n  mse: {below: 1}\n"),
+       "test.yaml:4:9: unknown key 'expect.mse.below' (expected min or max)"},
+      {with_header("expect:\n  mse: {}\n"),
+       "test.yaml:4:8: expect.mse: set min, max or both, e.g. {max: 0.5}"},
+      {with_header("expect:\n  mse: 0.5\n"), "test.yaml:4:8: expect.mse: expected a map, got 0.5"},
+      {with_header("expect:\n  mse: {min: 2, max: 1}\n"),
+       "test.yaml:4:22: expect.mse.max: 1 is below expect.mse.min (2); no result can meet both"},
+      {with_header("expect:\n  mse: {max: low}\n"),
+       "test.yaml:4:14: expect.mse.max: expected a number, got 'low'"},
+  });
 }
 
 TEST_CASE("config errors: wrong types and out-of-range numbers") {
-  CHECK(error_of("version: 1\nseed: abc\n") ==
-        "test.yaml:2:7: seed: expected a non-negative integer, got 'abc'");
-  CHECK(error_of("version: 1\nseed: -3\n") ==
-        "test.yaml:2:7: seed: expected a non-negative integer, got -3");
-  CHECK(error_of(with_header("training:\n  optimizer:\n    lr: -1\n")) ==
-        "test.yaml:5:9: training.optimizer.lr: expected a number greater than 0, got -1");
-  CHECK(error_of(with_header("training: {optimizer: {lr: fast}}\n")) ==
-        "test.yaml:3:28: training.optimizer.lr: expected a number greater than 0, got 'fast'");
-  CHECK(error_of(with_header("training: {optimizer: {lr: .nan}}\n")) ==
-        "test.yaml:3:28: training.optimizer.lr: expected a number greater than 0, got '.nan'");
-  CHECK(error_of(with_header("training: {optimizer: {lr: }}\n")) ==
-        "test.yaml:3:28: training.optimizer.lr: expected a number greater than 0, got an empty "
-        "value");
-  CHECK(error_of(with_header("training: {epochs: 0}\n")) ==
-        "test.yaml:3:20: training.epochs: expected a positive integer, got 0");
-  CHECK(error_of(with_header("training: {epochs: 2.5}\n")) ==
-        "test.yaml:3:20: training.epochs: expected a positive integer, got 2.5");
-  CHECK(error_of(with_header("training: {epochs: 99999999999}\n")) ==
-        "test.yaml:3:20: training.epochs: expected a positive integer no larger than 2147483647, "
-        "got 99999999999");
-  CHECK(error_of(with_header("training: {epochs: [5]}\n")) ==
-        "test.yaml:3:20: training.epochs: expected a positive integer, got a list");
-  CHECK(error_of(with_header("training: {shuffle: yes}\n")) ==
-        "test.yaml:3:21: training.shuffle: expected true or false, got 'yes'");
-  CHECK(error_of(with_header("training: {batch_size: all}\n")) ==
-        "test.yaml:3:24: training.batch_size: expected a positive integer or full, got 'all'");
-  CHECK(error_of(with_header("training: {batch_size: 0}\n")) ==
-        "test.yaml:3:24: training.batch_size: expected a positive integer or full, got 0");
-  CHECK(error_of(with_header("data2: 1\n")) ==
-        "test.yaml:3:1: unknown key 'data2' (did you mean 'data'?)");
-  CHECK(error_of("version: 1\ndata: {path: a.csv, validation: 1}\n") ==
-        "test.yaml:2:33: data.validation: expected a number in [0, 1), got 1");
-  CHECK(error_of("version: 1\ndata: {synthetic: {kind: blobs, classes: 1}}\n") ==
-        "test.yaml:2:42: data.synthetic.classes: expected an integer >= 2, got 1");
-  CHECK(error_of(with_header("model: {l2: -0.1}\n")) ==
-        "test.yaml:3:13: model.l2: expected a non-negative number, got -0.1");
-  CHECK(error_of(with_header("fault_tolerance: {heartbeat_ms: 5}\n")) ==
-        "test.yaml:3:33: fault_tolerance.heartbeat_ms: expected an integer >= 10, got 5");
-  CHECK(error_of(with_header("name: [a]\n")) ==
-        "test.yaml:3:7: name: expected a string, got a list");
-  CHECK(error_of(with_header("data: {path: ''}\n")) ==
-        "test.yaml:3:1: duplicate key 'data' (keep only one)");
-  CHECK(error_of("version: 1\ndata: {path: ''}\n") ==
-        "test.yaml:2:14: data.path: expected a non-empty string, got ''");
+  check_errors({
+      {"version: 1\nseed: abc\n",
+       "test.yaml:2:7: seed: expected a non-negative integer, got 'abc'"},
+      {"version: 1\nseed: -3\n", "test.yaml:2:7: seed: expected a non-negative integer, got -3"},
+      {with_header("training:\n  optimizer:\n    lr: -1\n"),
+       "test.yaml:5:9: training.optimizer.lr: expected a number greater than 0, got -1"},
+      {with_header("training: {optimizer: {lr: fast}}\n"),
+       "test.yaml:3:28: training.optimizer.lr: expected a number greater than 0, got 'fast'"},
+      {with_header("training: {optimizer: {lr: .nan}}\n"),
+       "test.yaml:3:28: training.optimizer.lr: expected a number greater than 0, got '.nan'"},
+      {with_header("training: {optimizer: {lr: }}\n"),
+       "test.yaml:3:28: training.optimizer.lr: expected a number greater than 0, got an empty "
+       "value"},
+      {with_header("training: {epochs: 0}\n"),
+       "test.yaml:3:20: training.epochs: expected a positive integer, got 0"},
+      {with_header("training: {epochs: 2.5}\n"),
+       "test.yaml:3:20: training.epochs: expected a positive integer, got 2.5"},
+      {with_header("training: {epochs: 99999999999}\n"),
+       "test.yaml:3:20: training.epochs: expected a positive integer no larger than 2147483647, "
+       "got 99999999999"},
+      {with_header("training: {epochs: [5]}\n"),
+       "test.yaml:3:20: training.epochs: expected a positive integer, got a list"},
+      {with_header("training: {shuffle: yes}\n"),
+       "test.yaml:3:21: training.shuffle: expected true or false, got 'yes'"},
+      {with_header("training: {batch_size: all}\n"),
+       "test.yaml:3:24: training.batch_size: expected a positive integer or full, got 'all'"},
+      {with_header("training: {batch_size: 0}\n"),
+       "test.yaml:3:24: training.batch_size: expected a positive integer or full, got 0"},
+      {with_header("data2: 1\n"), "test.yaml:3:1: unknown key 'data2' (did you mean 'data'?)"},
+      {"version: 1\ndata: {path: a.csv, validation: 1}\n",
+       "test.yaml:2:33: data.validation: expected a number in [0, 1), got 1"},
+      {"version: 1\ndata: {synthetic: {kind: blobs, classes: 1}}\n",
+       "test.yaml:2:42: data.synthetic.classes: expected an integer >= 2, got 1"},
+      {with_header("model: {l2: -0.1}\n"),
+       "test.yaml:3:13: model.l2: expected a non-negative number, got -0.1"},
+      {with_header("fault_tolerance: {heartbeat_ms: 5}\n"),
+       "test.yaml:3:33: fault_tolerance.heartbeat_ms: expected an integer >= 10, got 5"},
+      {with_header("name: [a]\n"), "test.yaml:3:7: name: expected a string, got a list"},
+      {with_header("data: {path: ''}\n"), "test.yaml:3:1: duplicate key 'data' (keep only one)"},
+      {"version: 1\ndata: {path: ''}\n",
+       "test.yaml:2:14: data.path: expected a non-empty string, got ''"},
+  });
 }
 
 TEST_CASE("config errors: sections of the wrong shape") {
-  CHECK(error_of(with_header("training: 5\n")) ==
-        "test.yaml:3:11: training: expected a map, got 5");
-  CHECK(error_of("version: 1\ndata: [a.csv]\n") ==
-        "test.yaml:2:7: data: expected a map, got a list");
-  CHECK(error_of("- version: 1\n") ==
-        "test.yaml:1:1: expected a map of keys at the top level, got a list");
-  CHECK(error_of(with_header("model: {type: {name: mlp}}\n")) ==
-        "test.yaml:3:15: model.type: expected linear_regression, logistic_regression, "
-        "softmax_regression or mlp, got a map");
-  CHECK(
-      error_of(with_header("model: {type: mlp, hidden: 64}\n")) ==
-      "test.yaml:3:28: model.hidden: expected a non-empty list of positive integers like [64, 32], "
-      "got 64");
-  CHECK(
-      error_of(with_header("model: {type: mlp, hidden: []}\n")) ==
-      "test.yaml:3:28: model.hidden: expected a non-empty list of positive integers like [64, 32], "
-      "got an empty list");
-  CHECK(error_of(with_header("model:\n  type: mlp\n  hidden: [8, -1]\n")) ==
-        "test.yaml:5:15: model.hidden[1]: expected a positive integer, got -1");
+  check_errors({
+      {with_header("training: 5\n"), "test.yaml:3:11: training: expected a map, got 5"},
+      {"version: 1\ndata: [a.csv]\n", "test.yaml:2:7: data: expected a map, got a list"},
+      {"- version: 1\n", "test.yaml:1:1: expected a map of keys at the top level, got a list"},
+      {with_header("model: {type: {name: mlp}}\n"),
+       "test.yaml:3:15: model.type: expected linear_regression, logistic_regression, "
+       "softmax_regression or mlp, got a map"},
+      {with_header("model: {type: mlp, hidden: 64}\n"),
+       "test.yaml:3:28: model.hidden: expected a non-empty list of positive integers like "
+       "[64, 32], got 64"},
+      {with_header("model: {type: mlp, hidden: []}\n"),
+       "test.yaml:3:28: model.hidden: expected a non-empty list of positive integers like "
+       "[64, 32], got an empty list"},
+      {with_header("model:\n  type: mlp\n  hidden: [8, -1]\n"),
+       "test.yaml:5:15: model.hidden[1]: expected a positive integer, got -1"},
+  });
 }
 
 TEST_CASE("config errors: unknown and unavailable values") {
-  CHECK(error_of(with_header("model:\n  type: linear\n")) ==
-        "test.yaml:4:9: model.type: unknown value 'linear' (expected linear_regression, "
-        "logistic_regression, softmax_regression or mlp; did you mean 'linear_regression'?)");
-  CHECK(error_of(with_header("model: {type: tree}\n")) ==
-        "test.yaml:3:15: model.type: unknown value 'tree' (expected linear_regression, "
-        "logistic_regression, softmax_regression or mlp)");
-  CHECK(error_of(with_header("model: {type: mlp, activation: relux}\n")) ==
-        "test.yaml:3:32: model.activation: unknown value 'relux' (expected relu, tanh or sigmoid; "
-        "did you mean 'relu'?)");
-  CHECK(
-      error_of(with_header("aggregation: {mode: async}\n")) ==
-      "test.yaml:3:21: aggregation.mode: 'async' is not available in this version; use gradients");
-  CHECK(error_of(with_header("aggregation: {topology: ring}\n")) ==
-        "test.yaml:3:25: aggregation.topology: 'ring' is not available in this version; use star");
-  CHECK(error_of(with_header("aggregation: {servers: 2}\n")) ==
-        "test.yaml:3:24: aggregation.servers: 2 servers are not available in this version; use 1");
-  CHECK(error_of(with_header("shards: {strategy: dirichlet}\n")) ==
-        "test.yaml:3:20: shards.strategy: 'dirichlet' is not available in this version; use "
-        "contiguous, round_robin or random");
-  CHECK(error_of(with_header("transport: {type: udp}\n")) ==
-        "test.yaml:3:19: transport.type: unknown value 'udp' (expected inproc, ipc or tcp)");
+  check_errors({
+      {with_header("model:\n  type: linear\n"),
+       "test.yaml:4:9: model.type: unknown value 'linear' (expected linear_regression, "
+       "logistic_regression, softmax_regression or mlp; did you mean 'linear_regression'?)"},
+      {with_header("model: {type: tree}\n"),
+       "test.yaml:3:15: model.type: unknown value 'tree' (expected linear_regression, "
+       "logistic_regression, softmax_regression or mlp)"},
+      {with_header("model: {type: mlp, activation: relux}\n"),
+       "test.yaml:3:32: model.activation: unknown value 'relux' (expected relu, tanh or sigmoid; "
+       "did you mean 'relu'?)"},
+      {with_header("aggregation: {mode: async}\n"),
+       "test.yaml:3:21: aggregation.mode: 'async' is not available in this version; use gradients"},
+      {with_header("aggregation: {topology: ring}\n"),
+       "test.yaml:3:25: aggregation.topology: 'ring' is not available in this version; use star"},
+      {with_header("aggregation: {servers: 2}\n"),
+       "test.yaml:3:24: aggregation.servers: 2 servers are not available in this version; use 1"},
+      {with_header("shards: {strategy: dirichlet}\n"),
+       "test.yaml:3:20: shards.strategy: 'dirichlet' is not available in this version; use "
+       "contiguous, round_robin or random"},
+      {with_header("transport: {type: udp}\n"),
+       "test.yaml:3:19: transport.type: unknown value 'udp' (expected inproc, ipc or tcp)"},
+  });
 }
 
 TEST_CASE("config errors: the required keys and the data source") {
-  CHECK(error_of("") == "test.yaml: missing required key 'version' (add 'version: 1' at the top)");
-  CHECK(error_of("name: x\n") ==
-        "test.yaml:1:1: missing required key 'version' (add 'version: 1' at the top)");
-  CHECK(error_of("version: 2\n") ==
-        "test.yaml:1:10: version: expected 1 (the schema version this disttrain reads), got 2");
-  CHECK(error_of("version: 1\nname: x\n") ==
-        "test.yaml:1:1: data: missing a data source; set data.path to a CSV file or "
-        "data.synthetic to generate rows");
-  CHECK(error_of("version: 1\ndata:\n  normalize: none\n") ==
-        "test.yaml:3:3: data: missing a data source; set data.path to a CSV file or "
-        "data.synthetic to generate rows");
-  CHECK(error_of("version: 1\ndata:\n  path: a.csv\n  synthetic: {kind: linear}\n") ==
-        "test.yaml:4:14: data.synthetic: cannot be used together with data.path; set exactly one "
-        "of them");
-  CHECK(error_of("version: 1\ndata:\n  synthetic: {rows: 10}\n") ==
-        "test.yaml:3:14: missing required key 'data.synthetic.kind' (expected linear, logistic or "
-        "blobs)");
+  check_errors({
+      {"", "test.yaml: missing required key 'version' (add 'version: 1' at the top)"},
+      {"name: x\n", "test.yaml:1:1: missing required key 'version' (add 'version: 1' at the top)"},
+      {"version: 2\n",
+       "test.yaml:1:10: version: expected 1 (the schema version this disttrain reads), got 2"},
+      {"version: 1\nname: x\n",
+       "test.yaml:1:1: data: missing a data source; set data.path to a CSV file or "
+       "data.synthetic to generate rows"},
+      {"version: 1\ndata:\n  normalize: none\n",
+       "test.yaml:3:3: data: missing a data source; set data.path to a CSV file or "
+       "data.synthetic to generate rows"},
+      {"version: 1\ndata:\n  path: a.csv\n  synthetic: {kind: linear}\n",
+       "test.yaml:4:14: data.synthetic: cannot be used together with data.path; set exactly one "
+       "of them"},
+      {"version: 1\ndata:\n  synthetic: {rows: 10}\n",
+       "test.yaml:3:14: missing required key 'data.synthetic.kind' (expected linear, logistic or "
+       "blobs)"},
+  });
 }
 
 TEST_CASE("config errors: keys that do not apply to the chosen type") {
-  CHECK(error_of(with_header("model:\n  type: linear_regression\n  hidden: [8]\n")) ==
-        "test.yaml:5:11: model.hidden: applies to mlp only, but model.type is linear_regression; "
-        "remove it");
-  CHECK(error_of(with_header("model: {activation: tanh}\n")) ==
-        "test.yaml:3:21: model.activation: applies to mlp only, but model.type is "
-        "linear_regression; remove it");
-  CHECK(error_of(with_header("model: {type: logistic_regression, task: binary}\n")) ==
-        "test.yaml:3:42: model.task: logistic_regression fixes the task to binary; remove it (it "
-        "applies to mlp only)");
-  CHECK(error_of("version: 1\ndata: {synthetic: {kind: linear, classes: 3}}\n") ==
-        "test.yaml:2:43: data.synthetic.classes: applies to kind blobs only, but "
-        "data.synthetic.kind is linear; remove it");
-  CHECK(error_of("version: 1\ndata: {synthetic: {kind: linear}, label: y}\n") ==
-        "test.yaml:2:42: data.label: names a column of the data.path file; remove it with "
-        "data.synthetic");
-  CHECK(error_of(with_header("training: {optimizer: {type: adam, momentum: 0.9}}\n")) ==
-        "test.yaml:3:46: training.optimizer.momentum: applies to sgd only, but "
-        "training.optimizer.type is adam; remove it");
-  CHECK(error_of(with_header("training: {optimizer: {beta1: 0.9}}\n")) ==
-        "test.yaml:3:31: training.optimizer.beta1: applies to adam only, but "
-        "training.optimizer.type is sgd; remove it");
+  check_errors({
+      {with_header("model:\n  type: linear_regression\n  hidden: [8]\n"),
+       "test.yaml:5:11: model.hidden: applies to mlp only, but model.type is linear_regression; "
+       "remove it"},
+      {with_header("model: {activation: tanh}\n"),
+       "test.yaml:3:21: model.activation: applies to mlp only, but model.type is "
+       "linear_regression; remove it"},
+      {with_header("model: {type: logistic_regression, task: binary}\n"),
+       "test.yaml:3:42: model.task: logistic_regression fixes the task to binary; remove it (it "
+       "applies to mlp only)"},
+      {"version: 1\ndata: {synthetic: {kind: linear, classes: 3}}\n",
+       "test.yaml:2:43: data.synthetic.classes: applies to kind blobs only, but "
+       "data.synthetic.kind is linear; remove it"},
+      {"version: 1\ndata: {synthetic: {kind: linear}, label: y}\n",
+       "test.yaml:2:42: data.label: names a column of the data.path file; remove it with "
+       "data.synthetic"},
+      {with_header("training: {optimizer: {type: adam, momentum: 0.9}}\n"),
+       "test.yaml:3:46: training.optimizer.momentum: applies to sgd only, but "
+       "training.optimizer.type is adam; remove it"},
+      {with_header("training: {optimizer: {beta1: 0.9}}\n"),
+       "test.yaml:3:31: training.optimizer.beta1: applies to adam only, but "
+       "training.optimizer.type is sgd; remove it"},
+  });
 }
 
 TEST_CASE("config errors: name, address and timeouts") {
-  CHECK(error_of(with_header("name: my run\n")) ==
-        "test.yaml:3:7: name: expected letters, digits, '-', '_' and '.' only (it names the output "
-        "folder), got 'my run'");
-  CHECK(error_of(with_header("name: ..\n")) ==
-        "test.yaml:3:7: name: '..' cannot name a folder; use letters or digits");
-  CHECK(error_of(with_header("transport: {address: localhost}\n")) ==
-        "test.yaml:3:22: transport.address: expected host:port with a port from 0 to 65535, got "
-        "'localhost'");
-  CHECK(error_of(with_header("transport: {address: 'h:65536'}\n")) ==
-        "test.yaml:3:22: transport.address: expected host:port with a port from 0 to 65535, got "
-        "'h:65536'");
-  CHECK(error_of(with_header("transport: {address: '::1:80'}\n")) ==
-        "test.yaml:3:22: transport.address: expected host:port with a port from 0 to 65535, got "
-        "'::1:80'");
-  CHECK(error_of(with_header("fault_tolerance: {heartbeat_ms: 100, worker_timeout_ms: 150}\n")) ==
-        "test.yaml:3:57: fault_tolerance.worker_timeout_ms: expected an integer >= 200 (twice "
-        "fault_tolerance.heartbeat_ms), got 150");
-  CHECK(error_of(with_header("fault_tolerance: {heartbeat_ms: 2000}\n")) ==
-        "test.yaml:3:33: fault_tolerance.heartbeat_ms: needs fault_tolerance.worker_timeout_ms >= "
-        "4000 (twice the heartbeat), but it is 3000 (the default); set "
-        "fault_tolerance.worker_timeout_ms");
+  check_errors({
+      {with_header("name: my run\n"),
+       "test.yaml:3:7: name: expected letters, digits, '-', '_' and '.' only (it names the output "
+       "folder), got 'my run'"},
+      {with_header("name: ..\n"),
+       "test.yaml:3:7: name: '..' cannot name a folder; use letters or digits"},
+      {with_header("transport: {address: localhost}\n"),
+       "test.yaml:3:22: transport.address: expected host:port with a port from 0 to 65535, got "
+       "'localhost'"},
+      {with_header("transport: {address: 'h:65536'}\n"),
+       "test.yaml:3:22: transport.address: expected host:port with a port from 0 to 65535, got "
+       "'h:65536'"},
+      {with_header("transport: {address: '::1:80'}\n"),
+       "test.yaml:3:22: transport.address: expected host:port with a port from 0 to 65535, got "
+       "'::1:80'"},
+      {with_header("fault_tolerance: {heartbeat_ms: 100, worker_timeout_ms: 150}\n"),
+       "test.yaml:3:57: fault_tolerance.worker_timeout_ms: expected an integer >= 200 (twice "
+       "fault_tolerance.heartbeat_ms), got 150"},
+      {with_header("fault_tolerance: {heartbeat_ms: 2000}\n"),
+       "test.yaml:3:33: fault_tolerance.heartbeat_ms: needs fault_tolerance.worker_timeout_ms >= "
+       "4000 (twice the heartbeat), but it is 3000 (the default); set "
+       "fault_tolerance.worker_timeout_ms"},
+  });
 }
 
 TEST_CASE("config errors: invalid YAML names its position") {
-  CHECK(error_of("version: 1\ndata: [a, b\nname: x\n") ==
-        "test.yaml:3:5: invalid YAML: end of sequence flow not found");
-  CHECK(error_of("version: 1\nmodel:\n  type: mlp\n l2: 2\n") ==
-        "test.yaml:4:2: invalid YAML: end of map not found");
-  CHECK(error_of("version: 1\nname: a: b\n") == "test.yaml:2:8: invalid YAML: illegal map value");
+  check_errors({
+      {"version: 1\ndata: [a, b\nname: x\n",
+       "test.yaml:3:5: invalid YAML: end of sequence flow not found"},
+      {"version: 1\nmodel:\n  type: mlp\n l2: 2\n",
+       "test.yaml:4:2: invalid YAML: end of map not found"},
+      {"version: 1\nname: a: b\n", "test.yaml:2:8: invalid YAML: illegal map value"},
+  });
 }
 
 TEST_CASE("config errors: errors in --set values name the override") {
   const std::string minimal = "version: 1\ndata: {path: a.csv}\ntraining: {epochs: 5}\n";
-  CHECK(error_of(minimal, {"traning.epochs=5"}) ==
-        "--set traning.epochs=5: unknown key 'traning' (did you mean 'training'?)");
-  CHECK(error_of(minimal, {"training.optimizer.lrr=0.1"}) ==
-        "--set training.optimizer.lrr=0.1: unknown key 'training.optimizer.lrr' (did you mean "
-        "'training.optimizer.lr'?)");
-  CHECK(
-      error_of(minimal, {"expect.acuracy.min=1"}) ==
-      "--set expect.acuracy.min=1: unknown key 'expect.acuracy' (did you mean 'expect.accuracy'?)");
-  CHECK(error_of(minimal, {"seed.x=1"}) ==
-        "--set seed.x=1: 'seed' is a value, not a section; use --set seed=<value>");
-  CHECK(error_of(minimal, {"training..epochs=1"}) ==
-        "--set training..epochs=1: expected a key path like training.optimizer.lr");
-  CHECK(error_of(minimal, {"training.optimizer.lr=abc"}) ==
-        "--set training.optimizer.lr=abc: training.optimizer.lr: expected a number greater than 0, "
-        "got 'abc'");
-  CHECK(error_of(minimal, {"training.epochs=0"}) ==
-        "--set training.epochs=0: training.epochs: expected a positive integer, got 0");
-  CHECK(error_of(minimal, {"training={epochs: 5, shufle: true}"}) ==
-        "--set training={epochs: 5, shufle: true}: unknown key 'training.shufle' (did you mean "
-        "'training.shuffle'?)");
-  CHECK(error_of(minimal, {"model.hidden=[32,"}) ==
-        "--set model.hidden=[32,: invalid YAML: end of sequence flow not found");
-  CHECK(error_of("version: 1\n", {"data.synthetic.rows=5"}) ==
-        "--set data.synthetic.rows=5: missing required key 'data.synthetic.kind' (expected linear, "
-        "logistic or blobs)");
-  CHECK(error_of("version: 1\ndata: {path: a.csv}\ntraining: 5\n", {"training.epochs=3"}) ==
-        "test.yaml:3:11: training: expected a map, got 5");
-  // A later override of a parent replaces what an earlier one wrote below it.
-  CHECK(error_of(minimal, {"training.epochs=0", "training={epochs: -2}"}) ==
-        "--set training={epochs: -2}: training.epochs: expected a positive integer, got -2");
-  // The file keeps its positions next to overrides.
-  CHECK(error_of(minimal + "seed: x\n", {"training.epochs=3"}) ==
-        "test.yaml:4:7: seed: expected a non-negative integer, got 'x'");
+  check_errors({
+      {minimal,
+       "--set traning.epochs=5: unknown key 'traning' (did you mean 'training'?)",
+       {"traning.epochs=5"}},
+      {minimal,
+       "--set training.optimizer.lrr=0.1: unknown key 'training.optimizer.lrr' (did you mean "
+       "'training.optimizer.lr'?)",
+       {"training.optimizer.lrr=0.1"}},
+      {minimal,
+       "--set expect.acuracy.min=1: unknown key 'expect.acuracy' (did you mean 'expect.accuracy'?)",
+       {"expect.acuracy.min=1"}},
+      {minimal,
+       "--set seed.x=1: 'seed' is a value, not a section; use --set seed=<value>",
+       {"seed.x=1"}},
+      {minimal,
+       "--set training..epochs=1: expected a key path like training.optimizer.lr",
+       {"training..epochs=1"}},
+      {minimal,
+       "--set training.optimizer.lr=abc: training.optimizer.lr: expected a number greater than 0, "
+       "got 'abc'",
+       {"training.optimizer.lr=abc"}},
+      {minimal,
+       "--set training.epochs=0: training.epochs: expected a positive integer, got 0",
+       {"training.epochs=0"}},
+      {minimal,
+       "--set training={epochs: 5, shufle: true}: unknown key 'training.shufle' (did you mean "
+       "'training.shuffle'?)",
+       {"training={epochs: 5, shufle: true}"}},
+      {minimal,
+       "--set model.hidden=[32,: invalid YAML: end of sequence flow not found",
+       {"model.hidden=[32,"}},
+      {"version: 1\n",
+       "--set data.synthetic.rows=5: missing required key 'data.synthetic.kind' (expected linear, "
+       "logistic or blobs)",
+       {"data.synthetic.rows=5"}},
+      {"version: 1\ndata: {path: a.csv}\ntraining: 5\n",
+       "test.yaml:3:11: training: expected a map, got 5",
+       {"training.epochs=3"}},
+      // A later override of a parent replaces what an earlier one wrote below it.
+      {minimal,
+       "--set training={epochs: -2}: training.epochs: expected a positive integer, got -2",
+       {"training.epochs=0", "training={epochs: -2}"}},
+      // The file keeps its positions next to overrides.
+      {minimal + "seed: x\n",
+       "test.yaml:4:7: seed: expected a non-negative integer, got 'x'",
+       {"training.epochs=3"}},
+  });
 }

@@ -7,16 +7,14 @@
 #include "core/config/config.hpp"
 #include "core/util/error.hpp"
 #include "core/util/files.hpp"
+#include "tests/unit/harness.hpp"
 
 using namespace dt::config;
 
 namespace {
 
-constexpr const char* kMinimal = "version: 1\ndata:\n  path: data.csv\n";
-
-Config parse_text(const std::string& text, const std::vector<Override>& overrides = {}) {
-  return parse(text, "test.yaml", "/tmp", overrides);
-}
+using dt::test::kMinimal;
+using dt::test::parse_text;
 
 Override set(const std::string& text) { return parse_override(text); }
 

@@ -3,7 +3,7 @@
 #include "core/data/csv.hpp"
 #include "core/data/dataset.hpp"
 #include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -16,29 +16,19 @@ namespace {
 
 using dt::data::LabelKind;
 using dt::data::RowMatrix;
+using dt::test::data_error;
 using Rows = std::vector<std::uint64_t>;
 
-template <class F>
-std::string data_error(F&& f) {
-  try {
-    f();
-  } catch (const dt::DataError& e) {
-    return e.what();
-  }
-  return "<no DataError>";
-}
-
+// A CSV file and a config that reads it.
 struct CsvConfig {
-  dt::files::TempDir dir{"dt-test-data"};
+  dt::test::CsvFile file;
   dt::config::Config config;
-  explicit CsvConfig(const std::string& content, std::optional<std::string> label = std::nullopt) {
-    config.data.path = dir.path() / "data.csv";
+  explicit CsvConfig(const std::string& content, std::optional<std::string> label = std::nullopt)
+      : file(content) {
+    config.data.path = file.path;
     config.data.label = std::move(label);
-    dt::files::write_atomic(config.data.path, content);
   }
-  [[nodiscard]] std::string at(const std::string& rest) const {
-    return config.data.path.string() + rest;
-  }
+  [[nodiscard]] std::string at(const std::string& rest) const { return file.at(rest); }
   // Loads every row as one shard.
   [[nodiscard]] dt::data::Shard load_all(LabelKind kind) const {
     const auto source = dt::data::describe_source(config);

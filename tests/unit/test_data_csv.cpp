@@ -3,6 +3,7 @@
 #include "core/data/csv.hpp"
 #include "core/util/error.hpp"
 #include "core/util/files.hpp"
+#include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -20,26 +21,8 @@ namespace {
 using dt::data::CsvField;
 using dt::data::CsvReader;
 using dt::data::index_csv;
-
-struct CsvFile {
-  dt::files::TempDir dir{"dt-test-csv"};
-  std::filesystem::path path;
-  explicit CsvFile(const std::string& content, const std::string& name = "data.csv")
-      : path(dir.path() / name) {
-    dt::files::write_atomic(path, content);
-  }
-  [[nodiscard]] std::string at(const std::string& rest) const { return path.string() + rest; }
-};
-
-template <class F>
-std::string data_error(F&& f) {
-  try {
-    f();
-  } catch (const dt::DataError& e) {
-    return e.what();
-  }
-  return "<no DataError>";
-}
+using dt::test::CsvFile;
+using dt::test::data_error;
 
 std::vector<std::string> texts(const std::vector<CsvField>& fields) {
   std::vector<std::string> out;

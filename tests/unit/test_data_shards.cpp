@@ -3,7 +3,7 @@
 #include "core/data/csv.hpp"
 #include "core/data/dataset.hpp"
 #include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -17,17 +17,8 @@ namespace {
 using dt::config::ShardStrategy;
 using dt::data::plan_shards;
 using dt::data::validation_rows;
+using dt::test::data_error;
 using Rows = std::vector<std::uint64_t>;
-
-template <class F>
-std::string data_error(F&& f) {
-  try {
-    f();
-  } catch (const dt::DataError& e) {
-    return e.what();
-  }
-  return "<no DataError>";
-}
 
 // Checks the invariants every plan must have and returns the shard sizes.
 std::vector<std::size_t> check_partition(const std::vector<Rows>& shards, std::uint64_t rows,
@@ -127,10 +118,8 @@ TEST_CASE("to_segments: runs of consecutive rows, with offsets from the index") 
   CHECK(segments[2].byte_offset == 0);
   CHECK(dt::data::to_segments({}, std::nullopt).empty());
 
-  const dt::files::TempDir dir("dt-test-shards");
-  const auto path = dir.path() / "d.csv";
-  dt::files::write_atomic(path, "a,b\n1,2\n\"3\n\",4\n5,6\n");
-  const auto index = dt::data::index_csv(path);
+  const dt::test::CsvFile csv("a,b\n1,2\n\"3\n\",4\n5,6\n", "d.csv");
+  const auto index = dt::data::index_csv(csv.path);
   const auto with_csv = dt::data::to_segments({1, 2}, index);
   REQUIRE(with_csv.size() == 1);
   CHECK(with_csv[0].byte_offset == 8);

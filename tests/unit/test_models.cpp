@@ -3,7 +3,7 @@
 
 #include "core/models/model.hpp"
 #include "core/util/error.hpp"
-#include "core/util/random.hpp"
+#include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>
 
@@ -23,57 +23,10 @@ using dt::models::BatchResult;
 using dt::models::Model;
 using dt::models::ModelSpec;
 using dt::models::RowMatrix;
-
-constexpr std::uint64_t kTestStream = 1000;  // test data never shares a stream with the code
-
-ModelSpec spec_of(ModelType type, int inputs, int classes = 0, std::vector<int> hidden = {},
-                  Activation activation = Activation::kRelu, Task task = Task::kRegression,
-                  double l2 = 0.0) {
-  ModelSpec spec;
-  spec.config.type = type;
-  spec.config.hidden = std::move(hidden);
-  spec.config.activation = activation;
-  spec.config.task = task;
-  spec.config.l2 = l2;
-  spec.inputs = inputs;
-  spec.classes = classes;
-  return spec;
-}
-
-struct Batch {
-  RowMatrix x;
-  Eigen::VectorXd y;
-};
-
-Batch random_batch(Eigen::Index rows, Eigen::Index inputs, Task task, int classes,
-                   std::uint64_t seed) {
-  Batch b{RowMatrix(rows, inputs), Eigen::VectorXd(rows)};
-  for (Eigen::Index i = 0; i < rows; ++i) {
-    for (Eigen::Index j = 0; j < inputs; ++j) {
-      b.x(i, j) = dt::random::normal(seed, kTestStream, static_cast<std::uint64_t>(i),
-                                     static_cast<std::uint64_t>(j));
-    }
-    const double u = dt::random::uniform(seed, kTestStream + 1, static_cast<std::uint64_t>(i));
-    switch (task) {
-      case Task::kRegression:
-        b.y(i) = 4.0 * u - 2.0;
-        break;
-      case Task::kBinary:
-        b.y(i) = u < 0.5 ? 0.0 : 1.0;
-        break;
-      case Task::kMulticlass:
-        b.y(i) = std::floor(u * classes);
-        break;
-    }
-  }
-  return b;
-}
-
-std::vector<double> random_params(std::size_t n, std::uint64_t seed, double scale) {
-  std::vector<double> p(n);
-  for (std::size_t k = 0; k < n; ++k) p[k] = scale * dt::random::normal(seed, kTestStream + 2, k);
-  return p;
-}
+using dt::test::Batch;
+using dt::test::random_batch;
+using dt::test::random_params;
+using dt::test::spec_of;
 
 // |a - b| <= tol * max(1, |a|, |b|): relative for large values, absolute near zero.
 bool close(double a, double b, double tol) {
@@ -153,18 +106,6 @@ void check_model(const ModelSpec& spec, std::uint64_t seed) {
   check_regularization_gradient(*model, params);
 }
 
-const char* activation_name(Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kTanh:
-      return "tanh";
-    case Activation::kSigmoid:
-      return "sigmoid";
-  }
-  return "?";
-}
-
 }  // namespace
 
 TEST_CASE("models: convex model gradients match central finite differences") {
@@ -184,7 +125,7 @@ TEST_CASE("models: mlp gradients match central finite differences for every acti
   for (const auto activation : {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}) {
     for (const auto task : {Task::kRegression, Task::kBinary, Task::kMulticlass}) {
       for (const auto& hidden : {std::vector<int>{5}, std::vector<int>{4, 3}}) {
-        INFO("activation ", activation_name(activation), " task ", static_cast<int>(task),
+        INFO("activation ", dt::config::name_of(activation), " task ", static_cast<int>(task),
              " hidden layers ", hidden.size());
         const int classes = task == Task::kMulticlass ? 3 : 0;
         check_model(spec_of(ModelType::kMlp, 4, classes, hidden, activation, task, 0.2), ++seed);

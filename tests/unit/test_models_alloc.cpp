@@ -5,7 +5,7 @@
 
 #include "core/models/model.hpp"
 #include "core/models/optim.hpp"
-#include "core/util/random.hpp"
+#include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>
 
@@ -52,17 +52,10 @@ using dt::config::ModelType;
 using dt::config::Task;
 using dt::models::RowMatrix;
 
+// With an l2 term, so that the regularization gradient is on the path.
 dt::models::ModelSpec spec_of(ModelType type, int inputs, int classes, std::vector<int> hidden,
                               Activation activation, Task task) {
-  dt::models::ModelSpec spec;
-  spec.config.type = type;
-  spec.config.hidden = std::move(hidden);
-  spec.config.activation = activation;
-  spec.config.task = task;
-  spec.config.l2 = 0.01;
-  spec.inputs = inputs;
-  spec.classes = classes;
-  return spec;
+  return dt::test::spec_of(type, inputs, classes, std::move(hidden), activation, task, 0.01);
 }
 
 }  // namespace
@@ -92,13 +85,9 @@ TEST_CASE("models: the training hot path allocates nothing once warmed up") {
     std::vector<double> grad(params.size(), 0.0);
     for (const Eigen::Index rows : {64, 256}) {
       CAPTURE(rows);
-      RowMatrix x(rows, kInputs);
+      const RowMatrix x = dt::test::random_features(rows, kInputs, 5);
       Eigen::VectorXd y(rows);
       for (Eigen::Index i = 0; i < rows; ++i) {
-        for (Eigen::Index j = 0; j < kInputs; ++j) {
-          x(i, j) = dt::random::normal(5, 1000, static_cast<std::uint64_t>(i),
-                                       static_cast<std::uint64_t>(j));
-        }
         y(i) = static_cast<double>(i % (spec.classes > 0 ? spec.classes : 2));
       }
       (void)model->loss_and_gradient(params, x, y, grad);  // warm up: sizes the scratch

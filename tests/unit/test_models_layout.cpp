@@ -4,6 +4,7 @@
 #include "core/models/model.hpp"
 #include "core/util/error.hpp"
 #include "core/util/random.hpp"
+#include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>
 
@@ -18,22 +19,8 @@ namespace {
 using dt::config::Activation;
 using dt::config::ModelType;
 using dt::config::Task;
-using dt::models::ModelSpec;
 using dt::models::RowMatrix;
-
-ModelSpec spec_of(ModelType type, int inputs, int classes = 0, std::vector<int> hidden = {},
-                  Activation activation = Activation::kRelu, Task task = Task::kRegression,
-                  double l2 = 0.0) {
-  ModelSpec spec;
-  spec.config.type = type;
-  spec.config.hidden = std::move(hidden);
-  spec.config.activation = activation;
-  spec.config.task = task;
-  spec.config.l2 = l2;
-  spec.inputs = inputs;
-  spec.classes = classes;
-  return spec;
-}
+using dt::test::spec_of;
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // TEST_CASE_TEMPLATE below runs once for inproc, ipc and tcp on 127.0.0.1 port 0.
 
 #include "core/util/error.hpp"
+#include "tests/unit/harness.hpp"
 #include "transports/transport.hpp"
 
 #include <doctest/doctest.h>
@@ -22,41 +23,20 @@
 namespace {
 
 using namespace std::chrono_literals;
+using dt::test::Inproc;
+using dt::test::Ipc;
+using dt::test::kPatience;
+using dt::test::make_transport;
+using dt::test::Tcp;
 using dt::transport::Connection;
 using dt::transport::deadline_in;
 using dt::transport::Incoming;
 using dt::transport::Listener;
-using dt::transport::Transport;
 using dt::transport::TransportOptions;
 using dt::wire::Bytes;
 using dt::wire::Message;
 
-struct Inproc {
-  static constexpr auto kKind = TransportOptions::Kind::kInproc;
-};
-struct Ipc {
-  static constexpr auto kKind = TransportOptions::Kind::kIpc;
-};
-struct Tcp {
-  static constexpr auto kKind = TransportOptions::Kind::kTcp;
-};
-
-template <class K>
-TransportOptions options_for() {
-  TransportOptions options;
-  options.kind = K::kKind;
-  options.job_id = 0xC0FFEE;
-  options.tcp_address = "127.0.0.1:0";
-  return options;
-}
-
-template <class K>
-std::unique_ptr<Transport> make() {
-  return dt::transport::make_zmq_transport(options_for<K>());
-}
-
-// Generous for a sanitizer build on a loaded machine; a pass takes milliseconds.
-constexpr auto kPatience = 2s;
+constexpr std::uint64_t kJobId = 0xC0FFEE;
 
 Bytes pattern(std::size_t size, unsigned seed) {
   Bytes out(size);
@@ -68,7 +48,7 @@ Message make_message(std::uint16_t type, std::uint32_t rank, std::uint64_t step,
                      std::vector<Bytes> payload) {
   Message m;
   m.header.type = type;
-  m.header.job_id = 0xC0FFEE;
+  m.header.job_id = kJobId;
   m.header.rank = rank;
   m.header.step = step;
   m.payload = std::move(payload);
@@ -96,15 +76,9 @@ void check_same(const Message& got, const Message& sent) {
 
 }  // namespace
 
-TYPE_TO_STRING(Inproc);
-TYPE_TO_STRING(Ipc);
-TYPE_TO_STRING(Tcp);
-
-#define DT_ALL_TRANSPORTS Inproc, Ipc, Tcp
-
 TEST_CASE_TEMPLATE("transport: a header and several payload frames arrive byte-exact, both ways",
                    K, DT_ALL_TRANSPORTS) {
-  auto transport = make<K>();
+  auto transport = make_transport<K>(kJobId);
   auto listener = transport->listen("coord");
   auto connection = transport->connect(listener->endpoint(), "w0");
 
@@ -141,7 +115,7 @@ TEST_CASE_TEMPLATE("transport: a header and several payload frames arrive byte-e
 TEST_CASE_TEMPLATE("transport: many peers, replies routed back by identity", K,
                    DT_ALL_TRANSPORTS) {
   constexpr int kPeers = 8;
-  auto transport = make<K>();
+  auto transport = make_transport<K>(kJobId);
   auto listener = transport->listen("coord");
   const std::string endpoint = listener->endpoint();
 
@@ -194,7 +168,7 @@ TEST_CASE_TEMPLATE("transport: many peers, replies routed back by identity", K,
 
 TEST_CASE_TEMPLATE("transport: receive returns nothing once the deadline passes", K,
                    DT_ALL_TRANSPORTS) {
-  auto transport = make<K>();
+  auto transport = make_transport<K>(kJobId);
   auto listener = transport->listen("coord");
   auto connection = transport->connect(listener->endpoint(), "w0");
 
@@ -215,7 +189,7 @@ TEST_CASE_TEMPLATE("transport: receive returns nothing once the deadline passes"
 
 TEST_CASE_TEMPLATE("transport: a send to an unknown or departed peer fails with its name", K,
                    DT_ALL_TRANSPORTS) {
-  auto transport = make<K>();
+  auto transport = make_transport<K>(kJobId);
   auto listener = transport->listen("coord");
   const std::string expected =
       "send to peer 'w3' on " + listener->endpoint() + ": peer unknown or disconnected";
@@ -243,7 +217,7 @@ TEST_CASE_TEMPLATE("transport: a send to an unknown or departed peer fails with 
 }
 
 TEST_CASE_TEMPLATE("transport: counters add up on both sides", K, DT_ALL_TRANSPORTS) {
-  auto transport = make<K>();
+  auto transport = make_transport<K>(kJobId);
   auto listener = transport->listen("coord");
   auto connection = transport->connect(listener->endpoint(), "w0");
 
@@ -276,7 +250,7 @@ TEST_CASE_TEMPLATE("transport: counters add up on both sides", K, DT_ALL_TRANSPO
 
 TEST_CASE_TEMPLATE("transport: a send that cannot be queued times out with the deadline", K,
                    DT_ALL_TRANSPORTS) {
-  auto transport = make<K>();
+  auto transport = make_transport<K>(kJobId);
   // Nobody listens here: messages queue up to the high-water mark, then sends must wait.
   std::string nowhere = "inproc://dt-nobody";
   if (K::kKind == TransportOptions::Kind::kIpc) nowhere = "ipc:///nonexistent-dir/dt-nobody.sock";
@@ -297,7 +271,7 @@ TEST_CASE_TEMPLATE("transport: a send that cannot be queued times out with the d
 }
 
 TEST_CASE("transport: a listener's send to a peer that does not read times out") {
-  auto transport = make<Inproc>();
+  auto transport = make_transport<Inproc>(kJobId);
   auto listener = transport->listen("coord");
   auto connection = transport->connect(listener->endpoint(), "w0");
   connection->send(make_message(1, 0, 0, {}), deadline_in(kPatience));
@@ -315,7 +289,7 @@ TEST_CASE("transport: a listener's send to a peer that does not read times out")
 }
 
 TEST_CASE("transport: inproc peers may connect before the listener binds") {
-  auto transport = make<Inproc>();
+  auto transport = make_transport<Inproc>(kJobId);
   auto connection = transport->connect("inproc://dt-c0ffee-coord", "w0");
   connection->send(make_message(1, 0, 5, {pattern(10, 1)}), deadline_in(kPatience));
   auto listener = transport->listen("coord");
@@ -328,7 +302,7 @@ TEST_CASE("transport: inproc peers may connect before the listener binds") {
 TEST_CASE("transport: the ipc socket directory lives exactly as long as the transport") {
   std::filesystem::path dir;
   {
-    auto transport = make<Ipc>();
+    auto transport = make_transport<Ipc>(kJobId);
     auto listener = transport->listen("coord");
     const std::string& endpoint = listener->endpoint();
     REQUIRE(endpoint.starts_with("ipc://"));
@@ -353,7 +327,7 @@ TEST_CASE("transport: a long TMPDIR falls back to /tmp for ipc sockets") {
   ::setenv("TMPDIR", long_dir.c_str(), 1);
   std::string endpoint;
   {
-    auto transport = make<Ipc>();
+    auto transport = make_transport<Ipc>(kJobId);
     auto listener = transport->listen("coord");
     endpoint = listener->endpoint();
     // And it works.
@@ -371,7 +345,7 @@ TEST_CASE("transport: a long TMPDIR falls back to /tmp for ipc sockets") {
 }
 
 TEST_CASE("transport: tcp reports the real port and names the address when bind fails") {
-  auto transport = make<Tcp>();
+  auto transport = make_transport<Tcp>(kJobId);
   auto listener = transport->listen("coord");
   const std::string& endpoint = listener->endpoint();
   REQUIRE(endpoint.starts_with("tcp://127.0.0.1:"));
@@ -379,7 +353,7 @@ TEST_CASE("transport: tcp reports the real port and names the address when bind 
   CHECK(port > 0);
   CHECK(port < 65536);
 
-  TransportOptions same_port = options_for<Tcp>();
+  TransportOptions same_port = dt::test::options_for<Tcp>(kJobId);
   same_port.tcp_address = "127.0.0.1:" + std::to_string(port);
   auto other = dt::transport::make_zmq_transport(same_port);
   const std::string expected =
@@ -404,7 +378,7 @@ TEST_CASE("transport: tcp reports the real port and names the address when bind 
   }
   CHECK(bound);
 
-  TransportOptions bad = options_for<Tcp>();
+  TransportOptions bad = dt::test::options_for<Tcp>(kJobId);
   bad.tcp_address = "localhost";
   CHECK_THROWS_WITH_AS((void)dt::transport::make_zmq_transport(bad),
                        "bad tcp address 'localhost': expected host:port, e.g. 127.0.0.1:0 (port 0: "
@@ -415,7 +389,7 @@ TEST_CASE("transport: tcp reports the real port and names the address when bind 
 }
 
 TEST_CASE("transport: names, endpoints and identities are checked") {
-  auto transport = make<Inproc>();
+  auto transport = make_transport<Inproc>(kJobId);
   auto listener = transport->listen("coord");
   CHECK_THROWS_WITH_AS((void)transport->listen("coord"),
                        "cannot listen as 'coord': the name is already used by this transport",
@@ -443,7 +417,7 @@ TEST_CASE("transport: names, endpoints and identities are checked") {
 }
 
 TEST_CASE("transport: a payload over the limit is refused before it is sent") {
-  TransportOptions options = options_for<Inproc>();
+  TransportOptions options = dt::test::options_for<Inproc>(kJobId);
   options.max_payload = 1024;
   auto transport = dt::transport::make_zmq_transport(options);
   auto listener = transport->listen("coord");
@@ -463,7 +437,7 @@ TEST_CASE("transport: sockets may outlive their transport") {
   std::unique_ptr<Listener> listener;
   std::unique_ptr<Connection> connection;
   {
-    auto transport = make<Inproc>();
+    auto transport = make_transport<Inproc>(kJobId);
     listener = transport->listen("coord");
     connection = transport->connect(listener->endpoint(), "w0");
   }
@@ -480,7 +454,7 @@ TEST_CASE("transport: a signal ends a receive early so the caller can look at it
   struct sigaction previous {};
   REQUIRE(::sigaction(SIGUSR1, &action, &previous) == 0);
 
-  auto transport = make<Inproc>();
+  auto transport = make_transport<Inproc>(kJobId);
   auto listener = transport->listen("coord");
   const pthread_t receiver = ::pthread_self();
   std::atomic<bool> done{false};

@@ -5,6 +5,7 @@
 
 #include "core/util/error.hpp"
 #include "core/util/files.hpp"
+#include "tests/unit/harness.hpp"
 #include "transports/transport.hpp"
 
 #include <doctest/doctest.h>
@@ -24,32 +25,17 @@
 namespace {
 
 using namespace std::chrono_literals;
+using dt::test::Inproc;
+using dt::test::Ipc;
+using dt::test::kPatience;
+using dt::test::make_transport;
+using dt::test::Tcp;
 using dt::transport::deadline_in;
-using dt::transport::Transport;
 using dt::transport::TransportOptions;
 using dt::wire::Bytes;
 using dt::wire::Message;
 
-struct Inproc {
-  static constexpr auto kKind = TransportOptions::Kind::kInproc;
-};
-struct Ipc {
-  static constexpr auto kKind = TransportOptions::Kind::kIpc;
-};
-struct Tcp {
-  static constexpr auto kKind = TransportOptions::Kind::kTcp;
-};
-
-template <class K>
-TransportOptions options_for() {
-  TransportOptions options;
-  options.kind = K::kKind;
-  options.job_id = 0xBAD;
-  options.tcp_address = "127.0.0.1:0";
-  return options;
-}
-
-constexpr auto kPatience = 2s;
+constexpr std::uint64_t kJobId = 0xBAD;
 
 Message valid_message(std::uint64_t step, std::size_t payload_bytes = 16) {
   Message m;
@@ -114,13 +100,9 @@ Bytes header_frame(std::uint64_t payload_size, std::uint16_t version = dt::wire:
 
 }  // namespace
 
-TYPE_TO_STRING(Inproc);
-TYPE_TO_STRING(Ipc);
-TYPE_TO_STRING(Tcp);
-
 TEST_CASE_TEMPLATE("transport garbage: a raw peer's malformed frames are dropped and logged once",
                    K, Ipc, Tcp) {
-  auto transport = dt::transport::make_zmq_transport(options_for<K>());
+  auto transport = make_transport<K>(kJobId);
   auto listener = transport->listen("coord");
 
   zmq::context_t context;
@@ -157,9 +139,9 @@ TEST_CASE_TEMPLATE("transport garbage: a raw peer's malformed frames are dropped
                        ": header frame is 3 bytes, expected 40") == 1);
 }
 
-TEST_CASE_TEMPLATE("transport garbage: every kind drops another protocol version", K, Inproc, Ipc,
-                   Tcp) {
-  auto transport = dt::transport::make_zmq_transport(options_for<K>());
+TEST_CASE_TEMPLATE("transport garbage: every kind drops another protocol version", K,
+                   DT_ALL_TRANSPORTS) {
+  auto transport = make_transport<K>(kJobId);
   auto listener = transport->listen("coord");
   auto connection = transport->connect(listener->endpoint(), "old");
   Message old = valid_message(1);
@@ -178,11 +160,11 @@ TEST_CASE_TEMPLATE("transport garbage: every kind drops another protocol version
 
 TEST_CASE_TEMPLATE("transport garbage: a declared payload over the listener's limit is dropped", K,
                    Ipc, Tcp) {
-  TransportOptions small = options_for<K>();
+  TransportOptions small = dt::test::options_for<K>(kJobId);
   small.max_payload = 1024;
   auto transport = dt::transport::make_zmq_transport(small);
   auto listener = transport->listen("coord");
-  auto sender_transport = dt::transport::make_zmq_transport(options_for<K>());
+  auto sender_transport = make_transport<K>(kJobId);
   auto connection = sender_transport->connect(listener->endpoint(), "big");
   StderrCapture capture;
   connection->send(valid_message(1, 2000), deadline_in(kPatience));
@@ -196,7 +178,7 @@ TEST_CASE_TEMPLATE("transport garbage: a declared payload over the listener's li
 }
 
 TEST_CASE_TEMPLATE("transport garbage: a connection drops malformed replies", K, Ipc, Tcp) {
-  auto transport = dt::transport::make_zmq_transport(options_for<K>());
+  auto transport = make_transport<K>(kJobId);
   // A stranger's ROUTER stands where the coordinator should be.
   zmq::context_t context;
   zmq::socket_t router(context, zmq::socket_type::router);
@@ -314,7 +296,7 @@ std::string zmtp_ready(const std::string& id) {
 }  // namespace
 
 TEST_CASE("transport garbage: random bytes and a bogus greeting on the tcp port harm nothing") {
-  auto transport = dt::transport::make_zmq_transport(options_for<Tcp>());
+  auto transport = make_transport<Tcp>(kJobId);
   auto listener = transport->listen("coord");
   std::mt19937 random(12345);
   {
@@ -350,7 +332,7 @@ TEST_CASE("transport garbage: random bytes and a bogus greeting on the tcp port 
 }
 
 TEST_CASE("transport garbage: a huge frame size is refused before ZeroMQ allocates it") {
-  auto transport = dt::transport::make_zmq_transport(options_for<Tcp>());
+  auto transport = make_transport<Tcp>(kJobId);
   auto listener = transport->listen("coord");
   RawTcp raw(listener->endpoint());
   // Greetings first, as libzmq peers do (libzmq 4.3 sometimes closes a connection whose

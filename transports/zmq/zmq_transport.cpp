@@ -2,20 +2,17 @@
 // and owns what they share (the context, the ipc socket directory).
 
 #include "core/util/error.hpp"
+#include "core/util/files.hpp"
 #include "transports/transport.hpp"
 #include "transports/zmq/zmq_socket.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
-#include <vector>
-
-#include <stdlib.h>  // mkdtemp
+#include <string_view>
 
 namespace dt::transport {
 namespace {
@@ -41,37 +38,15 @@ void check_name(const std::string& name) {
   }
 }
 
-// The private directory that holds a Transport's ipc socket files, removed with them when the
-// Transport goes. Like files::TempDir, but the base may differ from $TMPDIR: a socket path must
-// fit in sun_path, and $TMPDIR can be long (macOS-style /var/folders/..., CI work dirs).
-class SocketDir {
- public:
-  SocketDir() {
-    const char* tmpdir = std::getenv("TMPDIR");
-    std::string base = tmpdir && *tmpdir ? tmpdir : "/tmp";
-    const std::size_t longest = base.size() + 1 + kDirPrefix.size() + 6 + 1 + kMaxNameLength +
-                                std::string_view(".sock").size();
-    if (longest > kMaxIpcPath) base = "/tmp";
-    std::string tmpl = fmt::format("{}/{}XXXXXX", base, kDirPrefix);
-    std::vector<char> name(tmpl.begin(), tmpl.end());
-    name.push_back('\0');
-    if (::mkdtemp(name.data()) == nullptr) {
-      fail<TransportError>("cannot create a directory for ipc sockets ({}): {}", tmpl,
-                           std::strerror(errno));
-    }
-    path_ = name.data();
-  }
-  ~SocketDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  SocketDir(const SocketDir&) = delete;
-  SocketDir& operator=(const SocketDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+// Where a Transport's ipc socket directory goes: temp_root(), unless a socket path under it
+// could overflow sun_path ($TMPDIR can be long: macOS-style /var/folders/..., CI work dirs), then
+// /tmp.
+std::filesystem::path socket_base() {
+  const std::filesystem::path base = files::temp_root();
+  const std::size_t longest = base.native().size() + 1 + kDirPrefix.size() + 6 + 1 +
+                              kMaxNameLength + std::string_view(".sock").size();
+  return longest > kMaxIpcPath ? std::filesystem::path("/tmp") : base;
+}
 
 struct TcpAddress {
   std::string host;  // as given, "[::1]" keeps its brackets
@@ -184,7 +159,15 @@ class ZmqTransport final : public Transport {
     if (options_.kind == Kind::kInproc) {
       return fmt::format("inproc://dt-{:x}-{}", options_.job_id, name);
     }
-    if (!dir_) dir_ = std::make_unique<SocketDir>();
+    if (!dir_) {
+      try {
+        dir_.emplace(kDirPrefix, socket_base());
+      } catch (const IoError& e) {
+        TransportError error(e.message());  // listen() fails with TransportError only
+        error.add_context("cannot create a directory for ipc sockets");
+        throw error;
+      }
+    }
     return fmt::format("ipc://{}/{}.sock", dir_->path().string(), name);
   }
 
@@ -204,7 +187,9 @@ class ZmqTransport final : public Transport {
   std::mutex mutex_;  // guards what follows: listen() may be called from any thread
   bool fixed_port_taken_ = false;
   std::set<std::string> names_;
-  std::unique_ptr<SocketDir> dir_;  // created by the first ipc listen()
+  // The directory of the ipc socket files: made by the first ipc listen(), removed with them
+  // when the Transport goes.
+  std::optional<files::TempDir> dir_;
 };
 
 }  // namespace
