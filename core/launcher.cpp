@@ -90,7 +90,8 @@ pid_t Launcher::spawn(int rank, const std::filesystem::path& program,
 }
 
 std::vector<ChildExit> Launcher::poll() {
-  std::vector<ChildExit> exits;
+  std::vector<ChildExit> exits = std::move(unreported_);
+  unreported_.clear();
   for (auto& c : children_) {
     if (c.reaped) continue;
     int status = 0;
@@ -122,7 +123,8 @@ bool Launcher::running(int rank) const {
 bool Launcher::wait_all(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    (void)poll();
+    // Keep what this reaps for the next poll(): a caller may still want the exit codes.
+    for (auto& exit : poll()) unreported_.push_back(exit);
     bool all = true;
     for (const auto& c : children_) all = all && c.reaped;
     if (all) return true;

@@ -63,6 +63,7 @@ class Launcher {
     ExitStatus status;
   };
   std::vector<Child> children_;
+  std::vector<ChildExit> unreported_;  // reaped by wait_all, not yet returned by poll
 };
 
 // The path of the running executable (/proc/self/exe), to re-execute it as a worker.

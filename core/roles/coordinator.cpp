@@ -220,6 +220,14 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
                 kExitTimeout.count());
       pool->stop_all();
     }
+    for (const auto& exit : pool->poll()) {
+      if (exit.status.success()) continue;
+      // The model is complete, but a worker that ends badly after its work (a sanitizer
+      // report, a crash in teardown) is a bug worth seeing.
+      result.warnings.push_back(fmt::format("worker {} (pid {}) {} after it finished", exit.rank,
+                                            exit.pid, exit.status.describe()));
+      log::warn("{}", result.warnings.back());
+    }
     result.status = "ok";
   } catch (Error& e) {
     result.status = e.exit_code() == ExitCode::kInterrupted ? "interrupted" : "failed";

@@ -17,6 +17,9 @@ def test_every_example_config_runs(tmp):
         summary = r.json()
         assert summary["status"] == "ok" and summary["expect"]["met"], (cfg.name, summary)
         assert summary["expect"]["failures"] == []
+        # No constant column in the examples, and no worker that ended badly after its work
+        # (under the debug-asan preset that is where a sanitizer report would show).
+        assert summary["warnings"] == [], (cfg.name, summary["warnings"])
         for name in ("model.json", "loss.csv", "summary.json", "loss.svg", "config.resolved.yaml"):
             assert (out / name).stat().st_size > 0, (cfg.name, name)
         assert json.loads((out / "summary.json").read_text())["final_loss"] == summary["final_loss"]

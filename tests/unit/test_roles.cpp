@@ -180,7 +180,12 @@ TEST_CASE("launcher: exit codes and signals are reported, logs captured, childre
   ::kill(sleeper, SIGKILL);
   REQUIRE(launcher.wait_all(std::chrono::seconds(10)));
   CHECK_FALSE(launcher.running(1));
-  CHECK(launcher.poll().empty());  // every exit is reported once
+  // wait_all keeps what it reaped for poll, and every exit is reported once.
+  const auto late = launcher.poll();
+  REQUIRE(late.size() == 1);
+  CHECK(late[0].pid == sleeper);
+  CHECK(late[0].status.describe() == "was killed by signal 9 (SIGKILL)");
+  CHECK(launcher.poll().empty());
 
   dt::Launcher other;
   other.spawn(0, "/bin/sh", {"-c", "sleep 30"}, dir.path() / "2.log");
