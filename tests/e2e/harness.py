@@ -49,10 +49,10 @@ class Result:
         return f"exit {self.code}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
 
-def run(*args, timeout=120, cwd=None, stdin=None):
+def run(*args, timeout=120, cwd=None, stdin=None, env=None):
     """Runs disttrain with args; fails the test on timeout (killing the whole process group)."""
     start = time.monotonic()
-    proc = subprocess.Popen([binary(), *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([binary(), *map(str, args)], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL if stdin is None else stdin,
                             text=True, start_new_session=True)
     try:
@@ -68,6 +68,13 @@ def write_config(folder, text, name="config.yaml"):
     path = Path(folder) / name
     path.write_text(text)
     return path
+
+
+def private_tmpdir(folder):
+    """An environment whose TMPDIR is a fresh folder, to check that a run leaves nothing there."""
+    tmpdir = Path(folder) / "tmpdir"
+    tmpdir.mkdir(parents=True)
+    return tmpdir, dict(os.environ, TMPDIR=str(tmpdir))
 
 
 def children_of(pid):

@@ -22,8 +22,8 @@ output: {{dir: {out}}}
 """
 
 
-def start(cfg):
-    return subprocess.Popen([h.binary(), "run", str(cfg)], stdout=subprocess.PIPE,
+def start(cfg, env=None):
+    return subprocess.Popen([h.binary(), "run", str(cfg)], stdout=subprocess.PIPE, env=env,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -41,7 +41,8 @@ def finish(proc, timeout):
 def test_killed_worker_fails_the_run_fast(tmp):
     for transport in ("ipc", "tcp"):
         cfg = h.write_config(tmp, LONG_RUN.format(transport=transport, out=tmp / transport))
-        proc = start(cfg)
+        tmpdir, env = h.private_tmpdir(tmp / transport)
+        proc = start(cfg, env)
         workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
                              20, "4 worker processes")
         time.sleep(1.0)  # well into training
@@ -57,11 +58,30 @@ def test_killed_worker_fails_the_run_fast(tmp):
         summary = (tmp / transport / "summary.json").read_text()
         assert '"status": "failed"' in summary and "SIGKILL" in summary
         assert not (tmp / transport / "model.json").exists()
+        assert list(tmpdir.iterdir()) == [], "socket files or temp folders left behind"
+
+
+def test_hung_worker_is_found_by_its_silence(tmp):
+    cfg = h.write_config(tmp, LONG_RUN.format(transport="ipc", out=tmp / "run")
+                         + "fault_tolerance: {heartbeat_ms: 100, worker_timeout_ms: 1000}\n")
+    proc = start(cfg)
+    workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
+                         20, "4 worker processes")
+    time.sleep(0.5)
+    os.kill(workers[1], signal.SIGSTOP)  # alive to waitpid, silent on the network
+    stopped_at = time.monotonic()
+    out, err = finish(proc, 20)
+    assert proc.returncode == 3, (proc.returncode, err)
+    assert time.monotonic() - stopped_at < 4, "a 1000 ms timeout took too long to fire"
+    assert f"worker 1 (pid {workers[1]}) sent no heartbeat for" in err, err
+    assert "(fault_tolerance.worker_timeout_ms = 1000)" in err, err
+    h.assert_gone(workers)
 
 
 def test_ctrl_c_stops_everything_with_130(tmp):
     cfg = h.write_config(tmp, LONG_RUN.format(transport="ipc", out=tmp / "run"))
-    proc = start(cfg)
+    tmpdir, env = h.private_tmpdir(tmp)
+    proc = start(cfg, env)
     workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
                          20, "4 worker processes")
     time.sleep(0.5)
@@ -71,6 +91,7 @@ def test_ctrl_c_stops_everything_with_130(tmp):
     assert "interrupted" in err, err
     h.assert_gone(workers)
     assert '"status": "interrupted"' in (tmp / "run" / "summary.json").read_text()
+    assert list(tmpdir.iterdir()) == [], "socket files or temp folders left behind"
 
 
 def test_bad_config_exits_2_with_location(tmp):
@@ -125,6 +146,7 @@ expect: {{final_loss: {{max: 1.0e-9}}}}
 
 
 if __name__ == "__main__":
-    h.main([test_killed_worker_fails_the_run_fast, test_ctrl_c_stops_everything_with_130,
+    h.main([test_killed_worker_fails_the_run_fast, test_hung_worker_is_found_by_its_silence,
+            test_ctrl_c_stops_everything_with_130,
             test_bad_config_exits_2_with_location, test_bad_csv_exits_2_with_file_line_column,
             test_expect_not_met_exits_1])
