@@ -98,7 +98,8 @@ std::vector<Key> build_keys() {
        "`inproc`: workers are threads of one process; `ipc`: local processes; `tcp`: "
        "processes over TCP."},
       {"transport.address", "host:port", "127.0.0.1:0", "",
-       "Where the coordinator listens with `tcp`; port `0` picks a free port."},
+       "Where the coordinator listens with `tcp`; port `0` picks a free port. Loopback only "
+       "(127.x.x.x or [::1]) until authentication exists."},
       // fault_tolerance
       {"fault_tolerance.heartbeat_ms", "integer >= 10", "200", "",
        "Milliseconds between heartbeats."},

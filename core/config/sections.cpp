@@ -190,12 +190,25 @@ bool valid_address(const std::string& address) {
   return bracketed || host.find_first_of(":[]") == std::string::npos;
 }
 
+// Loopback only: 127.0.0.0/8 or [::1]. A training port open to the network would take
+// gradients from anyone until authentication (transport.security) exists.
+bool loopback_host(const std::string& address) {
+  const std::string host = address.substr(0, address.rfind(':'));
+  return host.starts_with("127.") || host == "[::1]";
+}
+
 TransportConfig parse_transport(const Section& s) {
   TransportConfig c;
   c.type = s.choice("type", c.type, kTransportTypes);
   c.address = s.string("address", c.address);
   if (!valid_address(c.address)) {
     s.fail("address", fmt::format("expected host:port with a port from 0 to 65535, got {}",
+                                  describe(s.node("address"))));
+  }
+  if (!loopback_host(c.address)) {
+    s.fail("address", fmt::format("{} is not a loopback address; this version listens on "
+                                  "127.0.0.1 or [::1] only, because it has no authentication for "
+                                  "connections from other machines yet; use 127.0.0.1:PORT",
                                   describe(s.node("address"))));
   }
   return c;

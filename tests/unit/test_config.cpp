@@ -95,7 +95,7 @@ training:
   shuffle: false
 transport:
   type: tcp
-  address: 0.0.0.0:5555
+  address: 127.0.0.2:5555
 fault_tolerance:
   heartbeat_ms: 50
   worker_timeout_ms: 100
@@ -180,7 +180,7 @@ TEST_CASE("config: every section of a full file") {
   CHECK(c.training.optimizer.epsilon == 1e-6);
   CHECK_FALSE(c.training.shuffle);
   CHECK(c.transport.type == TransportType::kTcp);
-  CHECK(c.transport.address == "0.0.0.0:5555");
+  CHECK(c.transport.address == "127.0.0.2:5555");
   CHECK(c.fault_tolerance.heartbeat_ms == 50);
   CHECK(c.fault_tolerance.worker_timeout_ms == 100);
   // output.dir is relative to the working directory, not to the config.

@@ -227,6 +227,10 @@ TEST_CASE("config errors: name, address and timeouts") {
       {with_header("transport: {address: '::1:80'}\n"),
        "test.yaml:3:22: transport.address: expected host:port with a port from 0 to 65535, got "
        "'::1:80'"},
+      {with_header("transport: {address: '0.0.0.0:5555'}\n"),
+       "test.yaml:3:22: transport.address: '0.0.0.0:5555' is not a loopback address; this "
+       "version listens on 127.0.0.1 or [::1] only, because it has no authentication for "
+       "connections from other machines yet; use 127.0.0.1:PORT"},
       {with_header("fault_tolerance: {heartbeat_ms: 100, worker_timeout_ms: 150}\n"),
        "test.yaml:3:57: fault_tolerance.worker_timeout_ms: expected an integer >= 200 (twice "
        "fault_tolerance.heartbeat_ms), got 150"},
