@@ -7,7 +7,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace dt::cli {
 
@@ -17,8 +19,11 @@ int Globals::log_level() const {
 }
 
 void print(std::string_view text) {
-  // A closed pipe (`disttrain gen ... | head`) is not an error worth a message.
-  (void)files::write_fd(STDOUT_FILENO, text);
+  // A closed pipe (`disttrain gen ... | head`) ends the output quietly; any other failure
+  // (a full disk) must not pass for success.
+  if (!files::write_fd(STDOUT_FILENO, text) && errno != EPIPE) {
+    fail<IoError>("cannot write to standard output: {}", std::strerror(errno));
+  }
 }
 
 }  // namespace dt::cli

@@ -85,7 +85,26 @@ SavedModel read_model(const std::filesystem::path& path) {
     r.bad("normalization has a different length than features");
   }
 
-  const auto built = models::make_model(m.spec);
+  if (m.features.empty()) r.bad("'features' is empty");
+  const auto task = config::task_of(m.spec.config);
+  if (task == Task::kBinary && m.classes.size() != 2) r.bad("a binary model needs 2 classes");
+  if (task == Task::kMulticlass && m.classes.size() < 2) {
+    r.bad("a multiclass model needs 2 or more classes");
+  }
+  constexpr int kMaxWidth = 1 << 20;  // far beyond any model this tool trains
+  for (int h : m.spec.config.hidden) {
+    if (h < 1 || h > kMaxWidth) r.bad(fmt::format("hidden layer size {} is out of range", h));
+  }
+  if (m.features.size() > static_cast<std::size_t>(kMaxWidth) ||
+      m.classes.size() > static_cast<std::size_t>(kMaxWidth)) {
+    r.bad("too many features or classes");
+  }
+  std::unique_ptr<models::Model> built;
+  try {
+    built = models::make_model(m.spec);
+  } catch (const Error& e) {
+    r.bad(e.what());
+  }
   m.params.assign(built->parameter_count(), 0.0);
   const json& params = r.at(j, "parameters");
   if (!params.is_array() || params.size() != built->layout().size()) {

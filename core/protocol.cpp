@@ -34,7 +34,9 @@ std::string peer_name(std::uint32_t rank) { return fmt::format("w{}", rank); }
 wire::Message encode(const Envelope& envelope, std::uint64_t job_id) {
   wire::Message m;
   m.payload.reserve(envelope.arrays.size() + 1);
-  m.payload.push_back(wire::to_bytes(envelope.fields.dump()));
+  // Text from data files may not be UTF-8; replacing such bytes keeps encoding total.
+  m.payload.push_back(wire::to_bytes(
+      envelope.fields.dump(-1, ' ', false, json::error_handler_t::replace)));
   for (const auto& a : envelope.arrays) m.payload.push_back(a);
   std::uint64_t size = 0;
   for (const auto& f : m.payload) size += f.size();
@@ -85,6 +87,15 @@ double number(const Envelope& e, const char* name) {
                         e.rank, name);
   }
   return j.get<double>();
+}
+
+std::uint64_t count(const Envelope& e, const char* name) {
+  const json& j = field(e, name);
+  if (!j.is_number_unsigned()) {
+    fail<ProtocolError>("{} message from rank {}: field '{}' is not a non-negative integer",
+                        name_of(e.type), e.rank, name);
+  }
+  return j.get<std::uint64_t>();
 }
 
 namespace {

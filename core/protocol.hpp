@@ -56,6 +56,8 @@ struct Envelope {
 // A number field; JSON has no NaN or infinity (they travel as null), so null reads as NaN and
 // a diverging worker's loss stays visibly non-finite.
 [[nodiscard]] double number(const Envelope& e, const char* name);
+// A non-negative integer field (ProtocolError otherwise).
+[[nodiscard]] std::uint64_t count(const Envelope& e, const char* name);
 [[nodiscard]] std::span<const double> doubles(const Envelope& e, std::size_t index,
                                               std::size_t expected_count);
 [[nodiscard]] std::span<const double> doubles(const Envelope& e, std::size_t index);

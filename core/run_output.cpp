@@ -12,11 +12,24 @@ namespace dt::output {
 
 using nlohmann::ordered_json;
 
+std::string json_text(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::filesystem::path prepare_run_dir(const config::Config& config) {
   const auto dir = config.output.dir;
   std::error_code ec;
   std::filesystem::create_directories(dir / "workers", ec);
   if (ec) fail<IoError>("cannot create the output folder {}: {}", dir.string(), ec.message());
+  // A previous run's files must not pass for this run's (an old model.json beside a new
+  // "failed" summary). Only the files a run writes are removed, nothing else in the folder.
+  for (const char* name : {"model.json", "summary.json", "loss.csv", "loss.svg",
+                           "config.resolved.yaml"}) {
+    std::filesystem::remove(dir / name, ec);
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "workers", ec)) {
+    if (entry.path().extension() == ".log") std::filesystem::remove(entry.path(), ec);
+  }
   return dir;
 }
 
@@ -158,11 +171,11 @@ void write_results(const std::filesystem::path& dir, const config::Config& confi
     const auto model = models::make_model({config.model,
                                            static_cast<int>(result.source.features.size()),
                                            static_cast<int>(result.classes.size())});
-    files::write_atomic(dir / "model.json", model_json(config, result, *model).dump(1) + "\n");
+    files::write_atomic(dir / "model.json", json_text(model_json(config, result, *model), 1) + "\n");
   }
   // Last, so a reader that sees summary.json sees the files it describes.
   files::write_atomic(dir / "summary.json",
-                      summary_json(config, result, expect_failures).dump(2) + "\n");
+                      json_text(summary_json(config, result, expect_failures), 2) + "\n");
 }
 
 std::vector<std::string> check_expectations(const config::Config& config,
@@ -182,6 +195,10 @@ std::vector<std::string> check_expectations(const config::Config& config,
     if (!value) {
       failures.push_back(fmt::format("{} was not measured in this run{}", metric,
                                      validation ? " (set data.validation to hold out rows)" : ""));
+      continue;
+    }
+    if (!std::isfinite(*value)) {
+      failures.push_back(fmt::format("{} is {}, not a finite number", metric, *value));
       continue;
     }
     if (bound.max && *value > *bound.max) {

@@ -15,6 +15,10 @@
 
 namespace dt::output {
 
+// JSON as text. Strings from data files (class names, error messages quoting a cell) may not be
+// UTF-8; such bytes become U+FFFD instead of failing the whole output. indent -1: one line.
+[[nodiscard]] std::string json_text(const nlohmann::ordered_json& j, int indent = -1);
+
 // The run folder: output.dir with workers/ inside, created if missing.
 [[nodiscard]] std::filesystem::path prepare_run_dir(const config::Config& config);
 

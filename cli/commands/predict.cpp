@@ -34,7 +34,7 @@ int eval(const InferenceArgs& args) {
   if (m.accuracy) j["accuracy"] = *m.accuracy;
   if (m.log_loss) j["log_loss"] = *m.log_loss;
   if (args.json) {
-    print(j.dump() + "\n");
+    print(output::json_text(j) + "\n");
   } else {
     std::string line = fmt::format("{} rows: loss {:.6g}", m.rows, m.loss);
     if (m.mse) line += fmt::format(", mse {:.6g}", *m.mse);

@@ -35,7 +35,7 @@ std::string human_line(const config::Config& config, const roles::RunResult& r,
                      failures.empty() ? "" : fmt::format(" (expect not met: {})", fmt::join(failures, "; ")));
 }
 
-int run(const RunArgs& args, const Globals& globals) {
+int train(const RunArgs& args, const Globals& globals, bool& printed) {
   signals::install_interrupt_handlers();
   log::set_prefix("coordinator");
   std::vector<config::Override> overrides;
@@ -59,7 +59,8 @@ int run(const RunArgs& args, const Globals& globals) {
     if (args.json) {
       nlohmann::ordered_json j = output::summary_json(config, result, {});
       j["exit_code"] = static_cast<int>(e.exit_code());
-      print(j.dump() + "\n");
+      print(output::json_text(j) + "\n");
+      printed = true;
     }
     if (e.exit_code() == ExitCode::kInterrupted) {
       log::error("interrupted; workers stopped. Outputs so far are in {}", dir.string());
@@ -70,11 +71,29 @@ int run(const RunArgs& args, const Globals& globals) {
   output::write_results(dir, config, result, failures);
   for (const auto& f : failures) log::error("expect not met: {}", f);
   if (args.json) {
-    print(output::summary_json(config, result, failures).dump() + "\n");
+    print(output::json_text(output::summary_json(config, result, failures)) + "\n");
   } else {
     print(human_line(config, result, failures));
   }
   return failures.empty() ? 0 : static_cast<int>(ExitCode::kExpectNotMet);
+}
+
+// With --json, stdout carries exactly one JSON object whatever happens, even when the run
+// fails before it starts (bad config: exit 2).
+int run(const RunArgs& args, const Globals& globals) {
+  bool printed = false;
+  try {
+    return train(args, globals, printed);
+  } catch (const Error& e) {
+    if (args.json && !printed) {
+      nlohmann::ordered_json j;
+      j["status"] = e.exit_code() == ExitCode::kInterrupted ? "interrupted" : "failed";
+      j["error"] = e.what();
+      j["exit_code"] = static_cast<int>(e.exit_code());
+      print(output::json_text(j) + "\n");
+    }
+    throw;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "core/config/config.hpp"
 #include "core/models/model.hpp"
 #include "core/roles/coordinator.hpp"
+#include "core/run_output.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,9 +27,12 @@ int validate(const ValidateArgs& args) {
   const auto task = config::task_of(config.model);
   const auto kind = data::label_kind(task);
 
-  // Load every shard as the workers would, so that every cell is checked.
+  // Load every shard as the workers would, and the held-out rows as the coordinator would, so
+  // that every cell is checked.
   std::vector<std::string> labels;
-  for (const auto& segments : plan.segments) {
+  auto all_segments = plan.segments;
+  all_segments.push_back(data::to_segments(plan.validation_rows, plan.source.csv));
+  for (const auto& segments : all_segments) {
     const auto shard = data::load_shard(config, plan.source, segments, kind);
     if (kind == data::LabelKind::kCategorical) {
       const auto d = data::distinct_labels(shard);
@@ -71,7 +75,7 @@ int validate(const ValidateArgs& args) {
   j["steps"] = steps;
   j["output_dir"] = config.output.dir.string();
   if (args.json) {
-    print(j.dump() + "\n");
+    print(output::json_text(j) + "\n");
     return 0;
   }
   std::string out = fmt::format(

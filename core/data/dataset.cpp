@@ -62,6 +62,11 @@ struct LabelSink {
         if (text.empty()) {
           fail<DataError>("{}: label '{}': empty cell; expected a class", where(), label);
         }
+        // Class names travel between processes and into model.json: they must be text.
+        if (!text::valid_utf8(text)) {
+          fail<DataError>("{}: label '{}': the class name is not valid UTF-8; save the file as "
+                          "UTF-8", where(), label);
+        }
         shard.raw_labels.emplace_back(text);
         return;
     }
@@ -220,6 +225,12 @@ SourceInfo describe_source(const config::Config& config) {
     if (data.path.empty()) fail<DataError>("data: no data source; set data.path or data.synthetic");
     info.csv = index_csv(data.path);
     info.columns = info.csv->columns;
+    for (const auto& column : info.columns) {
+      if (!text::valid_utf8(column)) {
+        fail<DataError>("{}:1: a column name is not valid UTF-8; save the file as UTF-8",
+                        data.path.string());
+      }
+    }
     info.rows = info.csv->rows();
     origin = data.path.string();
   }

@@ -47,7 +47,7 @@ class GradientsMode final : public Mode {
         for (std::size_t i = 0; i < p; ++i) grad[i] += g[i];
         const auto ri = static_cast<std::size_t>(r);
         worker_loss[ri] = protocol::number(reply, "loss_sum");
-        worker_rows[ri] = protocol::field(reply, "rows").get<std::uint64_t>();
+        worker_rows[ri] = protocol::count(reply, "rows");
         loss_sum += worker_loss[ri];
         rows += worker_rows[ri];
       }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 
 namespace dt::roles {
 
@@ -58,8 +59,8 @@ std::vector<protocol::Hello> wait_for_hellos(transport::Listener& listener, Work
         const auto e = protocol::decode(in->message, job);
         if (e.type != protocol::Type::kHello) continue;
         const auto hello = protocol::read_hello(e);
-        const auto r = static_cast<int>(hello.rank);
-        if (r >= ranks || in->peer != protocol::peer_name(hello.rank) || hellos[hello.rank]) {
+        if (hello.rank >= static_cast<std::uint32_t>(ranks) ||
+            in->peer != protocol::peer_name(hello.rank) || hellos[hello.rank]) {
           log::warn("ignored a hello from '{}' claiming rank {}", in->peer, hello.rank);
           continue;
         }
@@ -93,10 +94,9 @@ std::vector<protocol::Hello> wait_for_hellos(transport::Listener& listener, Work
 // functions of ALL training rows, identical in every process.
 protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
                                 const std::vector<protocol::Envelope>& replies,
-                                RunResult& result) {
+                                std::vector<std::string> labels, RunResult& result) {
   const auto features = plan.source.features.size();
   data::ColumnStats stats;
-  std::vector<std::string> labels;
   for (std::size_t r = 0; r < replies.size(); ++r) {
     const auto loaded = protocol::read_loaded(replies[r], features);
     if (loaded.rows != plan.shard_rows[r]) {
@@ -174,7 +174,13 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
 
     std::vector<double> params;
     CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
-    const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded), result);
+    // The class list covers the held-out rows too: a class seen only there is still a class.
+    std::vector<std::string> labels;
+    if (validation && kind == data::LabelKind::kCategorical) {
+      labels = data::distinct_labels(*validation);
+    }
+    const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
+                                       std::move(labels), result);
     session.broadcast(protocol::make_finalize(finalize));
     result.normalization = finalize.normalization;
     result.classes = finalize.classes;
@@ -204,9 +210,15 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       loss += protocol::number(e, "loss_sum");
       correct += protocol::number(e, "correct");
       squared += protocol::number(e, "squared_error_sum");
-      rows += protocol::field(e, "rows").get<std::uint64_t>();
+      rows += protocol::count(e, "rows");
     }
     result.final = to_metrics(task, loss, correct, squared, rows);
+    // The per-step check sees the loss before each update; this one sees the last update's.
+    if (!std::isfinite(result.final->loss)) {
+      fail<TrainingError>("training diverged: the final model's loss over the training rows is "
+                          "{}; lower training.optimizer.lr (now {}) or normalize the data",
+                          result.final->loss, config.training.optimizer.lr);
+    }
     result.validation = session.evaluate_validation(params);
 
     session.broadcast({.type = protocol::Type::kStop});
@@ -220,14 +232,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
                 kExitTimeout.count());
       pool->stop_all();
     }
-    for (const auto& exit : pool->poll()) {
-      if (exit.status.success()) continue;
-      // The model is complete, but a worker that ends badly after its work (a sanitizer
-      // report, a crash in teardown) is a bug worth seeing.
-      result.warnings.push_back(fmt::format("worker {} (pid {}) {} after it finished", exit.rank,
-                                            exit.pid, exit.status.describe()));
-      log::warn("{}", result.warnings.back());
-    }
+    for (const auto& exit : pool->poll()) session.note_late_exit(exit);
     result.status = "ok";
   } catch (Error& e) {
     result.status = e.exit_code() == ExitCode::kInterrupted ? "interrupted" : "failed";

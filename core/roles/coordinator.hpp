@@ -4,6 +4,7 @@
 // (run_output does) and never includes ZeroMQ (transports/ does).
 
 #include "core/config/config.hpp"
+#include "core/launcher.hpp"
 #include "core/data/dataset.hpp"
 #include "core/models/model.hpp"
 #include "core/models/optim.hpp"
@@ -126,8 +127,10 @@ class CoordinatorSession {
                    const std::vector<double>& worker_loss_sum,
                    const std::vector<std::uint64_t>& worker_rows);
   void add_samples(std::uint64_t rows) noexcept { result_.samples += rows; }
-  // From now on a worker that exits successfully is finishing, not failing.
+  // From now on a worker that exits is finishing, not failing (a bad exit is a warning).
   void expect_exits() noexcept { exits_expected_ = true; }
+  // Records a worker that exited badly after its work was done, as a warning.
+  void note_late_exit(const ChildExit& exit);
 
   // Validation metrics of `params` on the held-out rows (nullopt without a split).
   [[nodiscard]] std::optional<Metrics> evaluate_validation(const std::vector<double>& params);
@@ -137,6 +140,7 @@ class CoordinatorSession {
 
  private:
   [[noreturn]] void fail_worker(int rank, const std::string& what);
+  [[noreturn]] void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
 
   const config::Config& config_;

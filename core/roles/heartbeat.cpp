@@ -42,7 +42,10 @@ void HeartbeatServer::loop(std::unique_ptr<transport::Listener> listener) {
       auto incoming = listener->receive(deadline_in(kPollSlice));
       if (!incoming) continue;
       const auto ping = protocol::decode(incoming->message, job_id_);
-      if (ping.type != protocol::Type::kPing || ping.rank >= last_seen_ms_.size()) continue;
+      if (ping.type != protocol::Type::kPing || ping.rank >= last_seen_ms_.size() ||
+          incoming->peer != fmt::format("h{}", ping.rank)) {
+        continue;  // only rank r's own heartbeat socket speaks for rank r
+      }
       last_seen_ms_[ping.rank].store(steady_ms());
       protocol::Envelope pong{.type = protocol::Type::kPong};
       listener->send(incoming->peer, protocol::encode(pong, job_id_), deadline_in(kSendDeadline));

@@ -68,9 +68,29 @@ void CoordinatorSession::fail_worker(int rank, const std::string& what) {
   throw TrainingError(message);
 }
 
+void CoordinatorSession::raise_worker_error(int rank, const protocol::WorkerError& error) {
+  // Bad data found by a worker is still bad input (exit 2), but the message says whose rows.
+  if (error.exit_code == static_cast<int>(ExitCode::kBadInput)) {
+    throw DataError(fmt::format("worker {} (pid {}): {}", rank, pool_.pid_of(rank), error.message));
+  }
+  fail_worker(rank, "failed: " + error.message);
+}
+
+void CoordinatorSession::note_late_exit(const ChildExit& exit) {
+  if (exit.status.success()) return;
+  // The model is complete, but a worker that ends badly after its work (a sanitizer report,
+  // a crash in teardown) is a bug worth seeing.
+  result_.warnings.push_back(fmt::format("worker {} (pid {}) {} after it finished", exit.rank,
+                                         exit.pid, exit.status.describe()));
+  log::warn("{}", result_.warnings.back());
+}
+
 void CoordinatorSession::check_workers() {
   for (const auto& exit : pool_.poll()) {
-    if (exits_expected_ && exit.status.success()) continue;
+    if (exits_expected_) {
+      note_late_exit(exit);
+      continue;
+    }
     // Give an error report the worker sent just before exiting a moment to arrive: it says more
     // than the exit code.
     const auto until = deadline_in(std::chrono::milliseconds(200));
@@ -78,9 +98,7 @@ void CoordinatorSession::check_workers() {
       try {
         const auto e = protocol::decode(in->message, job_id_);
         if (e.type == protocol::Type::kError && static_cast<int>(e.rank) == exit.rank) {
-          const auto err = protocol::read_error(e);
-          if (err.exit_code == static_cast<int>(ExitCode::kBadInput)) throw DataError(err.message);
-          fail_worker(exit.rank, "failed: " + err.message);
+          raise_worker_error(exit.rank, protocol::read_error(e));
         }
       } catch (const ProtocolError&) {
       }
@@ -105,17 +123,13 @@ std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) 
         log::warn("dropped a message from '{}': {}", in->peer, err.what());
         continue;
       }
-      const auto r = static_cast<int>(e.rank);
-      if (r >= n || in->peer != protocol::peer_name(e.rank)) {
+      if (e.rank >= static_cast<std::uint32_t>(n) || in->peer != protocol::peer_name(e.rank)) {
         log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
                   in->peer, e.rank);
         continue;
       }
-      if (e.type == protocol::Type::kError) {
-        const auto err = protocol::read_error(e);
-        if (err.exit_code == static_cast<int>(ExitCode::kBadInput)) throw DataError(err.message);
-        fail_worker(r, "failed: " + err.message);
-      }
+      const auto r = static_cast<int>(e.rank);
+      if (e.type == protocol::Type::kError) raise_worker_error(r, protocol::read_error(e));
       if (e.type != type || got[static_cast<std::size_t>(r)]) {
         fail<ProtocolError>("worker {} sent a {} message while the coordinator waited for {}", r,
                             protocol::name_of(e.type), protocol::name_of(type));

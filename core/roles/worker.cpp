@@ -178,6 +178,15 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
     return static_cast<int>(e.exit_code());
   } catch (const std::exception& e) {
     log::error("internal error: {}", e.what());
+    if (connection) {
+      try {
+        auto msg = protocol::make_error({"internal", fmt::format("internal error: {}", e.what()),
+                                         static_cast<int>(ExitCode::kTrainingFailed)});
+        msg.rank = options.rank;
+        connection->send(protocol::encode(msg, options.job_id), deadline_in(kPollSlice * 20));
+      } catch (const Error&) {
+      }
+    }
     return static_cast<int>(ExitCode::kTrainingFailed);
   }
 }

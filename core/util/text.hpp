@@ -17,6 +17,8 @@ namespace dt::text {
                                             const std::vector<std::string>& candidates);
 // Shortest text that reads back to the same double ("0.1", "1e-09", "nan").
 [[nodiscard]] std::string format_double(double value);
+// Whether `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+[[nodiscard]] bool valid_utf8(std::string_view s) noexcept;
 // "a, b or c"
 [[nodiscard]] std::string join_or(const std::vector<std::string>& words);
 

@@ -36,7 +36,7 @@ def source(*parts):
 class Result:
     def __init__(self, proc, stdout, stderr, seconds):
         self.code = proc.returncode
-        self.stdout = stdout
+        self.stdout = stdout or ""
         self.stderr = stderr
         self.seconds = seconds
 
@@ -49,10 +49,10 @@ class Result:
         return f"exit {self.code}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
 
 
-def run(*args, timeout=120, cwd=None, stdin=None, env=None):
+def run(*args, timeout=120, cwd=None, stdin=None, env=None, stdout=subprocess.PIPE):
     """Runs disttrain with args; fails the test on timeout (killing the whole process group)."""
     start = time.monotonic()
-    proc = subprocess.Popen([binary(), *map(str, args)], cwd=cwd, env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([binary(), *map(str, args)], cwd=cwd, env=env, stdout=stdout,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL if stdin is None else stdin,
                             text=True, start_new_session=True)
     try:
@@ -92,6 +92,12 @@ def children_of(pid):
         if int(fields[1]) == pid:
             kids.append(int(entry.name))
     return sorted(kids)
+
+
+def rank_of(pid):
+    """The --rank a worker process was started with (from its command line)."""
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return int(args[args.index(b"--rank") + 1])
 
 
 def alive(pid):

@@ -59,6 +59,13 @@ def test_predict_and_eval_match_training(tmp):
     probs = np.array([[float(v) for v in row[1:]] for row in out[1:]])
     assert np.allclose(probs.sum(axis=1), 1.0)
 
+    broken = json.loads(model.read_text())
+    broken["classes"] = ["only-one"]
+    (tmp / "broken.json").write_text(json.dumps(broken))
+    r = h.run("predict", tmp / "broken.json", data)
+    assert r.code == 2, r
+    assert "broken.json: a multiclass model needs 2 or more classes" in r.stderr, r.stderr
+
     missing = tmp / "missing.csv"
     missing.write_text("x0,x1,x3\n1,2,3\n")
     r = h.run("predict", model, missing)
@@ -89,6 +96,9 @@ def test_gen_is_deterministic_and_validated(tmp):
     lines = a.stdout.splitlines()
     assert lines[0] == "x0,x1,x2,y" and len(lines) == 301
     assert {l.rsplit(",", 1)[1] for l in lines[1:]} == {"0", "1", "2", "3"}
+    with open("/dev/full", "w") as full:
+        r = h.run("gen", "linear", "--rows", "10000", stdout=full)
+    assert r.code == 3 and "cannot write to standard output: No space left on device" in r.stderr, r
     r = h.run("gen", "linera", "--rows", "5")
     assert r.code == 2 and "did you mean 'linear'?" in r.stderr, r
 

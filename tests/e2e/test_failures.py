@@ -46,7 +46,7 @@ def test_killed_worker_fails_the_run_fast(tmp):
         workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
                              20, "4 worker processes")
         time.sleep(1.0)  # well into training
-        victim = workers[2]
+        victim = next(pid for pid in workers if h.rank_of(pid) == 2)
         os.kill(victim, signal.SIGKILL)
         killed_at = time.monotonic()
         out, err = finish(proc, 20)
@@ -68,12 +68,13 @@ def test_hung_worker_is_found_by_its_silence(tmp):
     workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
                          20, "4 worker processes")
     time.sleep(0.5)
-    os.kill(workers[1], signal.SIGSTOP)  # alive to waitpid, silent on the network
+    victim = next(pid for pid in workers if h.rank_of(pid) == 1)
+    os.kill(victim, signal.SIGSTOP)  # alive to waitpid, silent on the network
     stopped_at = time.monotonic()
     out, err = finish(proc, 20)
     assert proc.returncode == 3, (proc.returncode, err)
     assert time.monotonic() - stopped_at < 4, "a 1000 ms timeout took too long to fire"
-    assert f"worker 1 (pid {workers[1]}) sent no heartbeat for" in err, err
+    assert f"worker 1 (pid {victim}) sent no heartbeat for" in err, err
     assert "(fault_tolerance.worker_timeout_ms = 1000)" in err, err
     h.assert_gone(workers)
 
@@ -102,6 +103,9 @@ def test_bad_config_exits_2_with_location(tmp):
     assert f"{cfg}:4:9: model.type: unknown value 'linear_regresion'" in r.stderr, r.stderr
     assert "did you mean 'linear_regression'?" in r.stderr, r.stderr
     assert r.stdout == ""
+    r = h.run("run", cfg, "--json")
+    assert r.code == 2 and r.json()["exit_code"] == 2 and r.json()["status"] == "failed", r
+    assert "did you mean 'linear_regression'?" in r.json()["error"]
     cfg2 = h.write_config(tmp, "version: 1\ntraning: {epochs: 2}\ndata: {synthetic: {kind: linear}}\n", "b.yaml")
     r = h.run("validate", cfg2)
     assert r.code == 2 and f"{cfg2}:2:1: unknown key 'traning' (did you mean 'training'?)" in r.stderr, r
@@ -116,11 +120,21 @@ def test_bad_csv_exits_2_with_file_line_column(tmp):
     r = h.run("run", cfg)
     assert r.code == 2 and f"{csv}:3:1: row has 2 fields, the header has 3" in r.stderr, r
     assert not (tmp / "run").exists(), "bad data found before start leaves no run folder"
+    # A good run first: its model.json must not survive a failed run into the same folder.
+    csv.write_text("a,b,y\n1,2,3\n4,5,6\n7,8,9\n10,11,12\n")
+    assert h.run("run", cfg).code == 0 and (tmp / "run" / "model.json").exists()
     # Cell errors are found by the worker that owns the row, and reported through the coordinator.
     csv.write_text("a,b,y\n1,2,3\n4,oops,6\n7,8,9\n10,11,12\n")
     r = h.run("run", cfg)
     assert r.code == 2, r
+    assert f"worker 0 (pid " in r.stderr, r.stderr
     assert f"{csv}:3:3: column 'b': 'oops' is not a number" in r.stderr, r.stderr
+    assert not (tmp / "run" / "model.json").exists(), "a stale model.json beside a failed summary"
+    assert '"status": "failed"' in (tmp / "run" / "summary.json").read_text()
+    csv.write_bytes(b"a,b,y\n1,2,caf\xe9\n4,5,tea\n7,8,tea\n10,11,milk\n")
+    r = h.run("run", cfg, "--set", "model.type=softmax_regression")
+    assert r.code == 2, r
+    assert f"{csv}:2:5: label 'y': the class name is not valid UTF-8" in r.stderr, r.stderr
     csv.write_text("a,b,y\n1,2,0\n4,5,1\n7,8,2\n10,11,1\n")
     r = h.run("run", cfg, "--set", "model.type=logistic_regression")
     assert r.code == 2 and f"{csv}:4:5: label 'y': 2 is not 0 or 1" in r.stderr, r

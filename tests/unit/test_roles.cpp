@@ -104,6 +104,20 @@ TEST_CASE("roles: a diverging run fails with the step and what to do") {
   }
 }
 
+TEST_CASE("roles: a final model that is not finite fails the run even after the last step") {
+  auto config = inproc_config(2, "");
+  config.training.optimizer.lr = 1e300;  // one step from zero lands near 1e300: the loss overflows
+  try {
+    (void)train(config);
+    FAIL("expected a TrainingError");
+  } catch (const dt::TrainingError& e) {
+    INFO(std::string(e.what()));
+    CHECK(std::string(e.what()) ==
+          "training diverged: the final model's loss over the training rows is nan; lower "
+          "training.optimizer.lr (now 1e+300) or normalize the data");
+  }
+}
+
 TEST_CASE("protocol: exchanges round-trip and bad messages are refused by name") {
   dt::protocol::Setup setup;
   setup.config_yaml = "version: 1\n";
