@@ -80,19 +80,22 @@ def test_hung_worker_is_found_by_its_silence(tmp):
 
 
 def test_ctrl_c_stops_everything_with_130(tmp):
-    cfg = h.write_config(tmp, LONG_RUN.format(transport="ipc", out=tmp / "run"))
-    tmpdir, env = h.private_tmpdir(tmp)
-    proc = start(cfg, env)
-    workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
-                         20, "4 worker processes")
-    time.sleep(0.5)
-    os.kill(proc.pid, signal.SIGINT)
-    out, err = finish(proc, 15)
-    assert proc.returncode == 130, (proc.returncode, err)
-    assert "interrupted" in err, err
-    h.assert_gone(workers)
-    assert '"status": "interrupted"' in (tmp / "run" / "summary.json").read_text()
-    assert list(tmpdir.iterdir()) == [], "socket files or temp folders left behind"
+    for sig, transport in ((signal.SIGINT, "ipc"), (signal.SIGTERM, "tcp"), (signal.SIGINT, "inproc")):
+        out = tmp / f"{transport}-{sig}"
+        cfg = h.write_config(tmp, LONG_RUN.format(transport=transport, out=out))
+        tmpdir, env = h.private_tmpdir(out)
+        proc = start(cfg, env)
+        h.wait_for(lambda: (out / "config.resolved.yaml").exists(), 20, "the run to start")
+        time.sleep(0.8)
+        workers = h.children_of(proc.pid)
+        assert len(workers) == (0 if transport == "inproc" else 4), workers
+        os.kill(proc.pid, sig)
+        _, err = finish(proc, 15)
+        assert proc.returncode == 130, (transport, proc.returncode, err)
+        assert "interrupted" in err, err
+        h.assert_gone(workers)
+        assert '"status": "interrupted"' in (out / "summary.json").read_text()
+        assert list(tmpdir.iterdir()) == [], "socket files or temp folders left behind"
 
 
 def test_bad_config_exits_2_with_location(tmp):
