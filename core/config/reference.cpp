@@ -19,9 +19,10 @@ std::string reference_markdown() {
       "\n"
       "<!-- Generated from core/config/schema.cpp by `disttrain reference`; do not edit. -->\n"
       "\n"
-      "Schema version 1. Paths are relative to the folder of the config file. Unknown keys are\n"
-      "errors. Any key can be overridden from the shell with `--set key.path=value`, where the\n"
-      "value is YAML: `--set training.optimizer.lr=0.1`, `--set model.hidden=[32,16]`.\n";
+      "Schema version 1. `data.path` is relative to the folder of the config file; `output.dir`\n"
+      "to the directory disttrain runs in. Unknown keys are errors. Any key can be overridden\n"
+      "from the shell with `--set key.path=value`, where the value is YAML:\n"
+      "`--set training.optimizer.lr=0.1`, `--set model.hidden=[32,16]`.\n";
   for (const schema::SectionDoc& section : schema::sections()) {
     out += section.name.empty() ? "\n## Top level\n" : fmt::format("\n## `{}`\n", section.name);
     out += fmt::format("\n{}\n\n", section.description);
