@@ -100,6 +100,12 @@ def rank_of(pid):
     return int(args[args.index(b"--rank") + 1])
 
 
+def worker_processes(proc, count, timeout=20):
+    """Waits until the coordinator `proc` has `count` worker processes; returns their pids."""
+    return wait_for(lambda: len(children_of(proc.pid)) == count and children_of(proc.pid),
+                    timeout, f"{count} worker processes")
+
+
 def alive(pid):
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

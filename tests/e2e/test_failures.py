@@ -43,8 +43,7 @@ def test_killed_worker_fails_the_run_fast(tmp):
         cfg = h.write_config(tmp, LONG_RUN.format(transport=transport, out=tmp / transport))
         tmpdir, env = h.private_tmpdir(tmp / transport)
         proc = start(cfg, env)
-        workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
-                             20, "4 worker processes")
+        workers = h.worker_processes(proc, 4)
         time.sleep(1.0)  # well into training
         victim = next(pid for pid in workers if h.rank_of(pid) == 2)
         os.kill(victim, signal.SIGKILL)
@@ -65,8 +64,7 @@ def test_hung_worker_is_found_by_its_silence(tmp):
     cfg = h.write_config(tmp, LONG_RUN.format(transport="ipc", out=tmp / "run")
                          + "fault_tolerance: {heartbeat_ms: 100, worker_timeout_ms: 1000}\n")
     proc = start(cfg)
-    workers = h.wait_for(lambda: len(h.children_of(proc.pid)) == 4 and h.children_of(proc.pid),
-                         20, "4 worker processes")
+    workers = h.worker_processes(proc, 4)
     time.sleep(0.5)
     victim = next(pid for pid in workers if h.rank_of(pid) == 1)
     os.kill(victim, signal.SIGSTOP)  # alive to waitpid, silent on the network
@@ -77,6 +75,16 @@ def test_hung_worker_is_found_by_its_silence(tmp):
     assert f"worker 1 (pid {victim}) sent no heartbeat for" in err, err
     assert "(fault_tolerance.worker_timeout_ms = 1000)" in err, err
     h.assert_gone(workers)
+
+
+def test_coordinator_killed_leaves_no_worker(tmp):
+    cfg = h.write_config(tmp, LONG_RUN.format(transport="ipc", out=tmp / "run"))
+    proc = start(cfg)
+    workers = h.worker_processes(proc, 4)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)  # no handler runs: the kernel's PR_SET_PDEATHSIG must act
+    proc.communicate(timeout=10)
+    h.assert_gone(workers, within=5)
 
 
 def test_ctrl_c_stops_everything_with_130(tmp):
@@ -164,6 +172,6 @@ expect: {{final_loss: {{max: 1.0e-9}}}}
 
 if __name__ == "__main__":
     h.main([test_killed_worker_fails_the_run_fast, test_hung_worker_is_found_by_its_silence,
-            test_ctrl_c_stops_everything_with_130,
+            test_coordinator_killed_leaves_no_worker, test_ctrl_c_stops_everything_with_130,
             test_bad_config_exits_2_with_location, test_bad_csv_exits_2_with_file_line_column,
             test_expect_not_met_exits_1])
