@@ -31,13 +31,13 @@ const char* name_of(Type type) {
 
 std::string peer_name(std::uint32_t rank) { return fmt::format("w{}", rank); }
 
-wire::Message encode(const Envelope& envelope, std::uint64_t job_id) {
+wire::Message encode(Envelope envelope, std::uint64_t job_id) {
   wire::Message m;
   m.payload.reserve(envelope.arrays.size() + 1);
   // Text from data files may not be UTF-8; replacing such bytes keeps encoding total.
   m.payload.push_back(wire::to_bytes(
       envelope.fields.dump(-1, ' ', false, json::error_handler_t::replace)));
-  for (const auto& a : envelope.arrays) m.payload.push_back(a);
+  for (auto& a : envelope.arrays) m.payload.push_back(std::move(a));
   std::uint64_t size = 0;
   for (const auto& f : m.payload) size += f.size();
   m.header.type = static_cast<std::uint16_t>(envelope.type);

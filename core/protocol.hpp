@@ -47,7 +47,9 @@ struct Envelope {
   std::vector<wire::Bytes> arrays;
 };
 
-[[nodiscard]] wire::Message encode(const Envelope& envelope, std::uint64_t job_id);
+// Takes the envelope by value: its array frames (parameters, gradients) move into the message
+// instead of being copied a second time.
+[[nodiscard]] wire::Message encode(Envelope envelope, std::uint64_t job_id);
 // ProtocolError for an unknown type, a missing or non-object JSON frame, or a job id mismatch.
 [[nodiscard]] Envelope decode(const wire::Message& message, std::uint64_t job_id);
 

@@ -35,7 +35,7 @@ class GradientsMode final : public Mode {
     for (std::uint64_t step = 0; step < steps; ++step) {
       protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
       request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
-      session.broadcast(request);
+      session.broadcast(std::move(request));
       const auto replies = session.gather(protocol::Type::kGradient);
 
       std::fill(grad.begin(), grad.end(), 0.0);

@@ -203,7 +203,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
 
     protocol::Envelope evaluate{.type = protocol::Type::kEvaluate, .step = result.steps};
     evaluate.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
-    session.broadcast(evaluate);
+    session.broadcast(std::move(evaluate));
     double loss = 0, correct = 0, squared = 0;
     std::uint64_t rows = 0;
     for (const auto& e : session.gather(protocol::Type::kEvaluation)) {

@@ -117,7 +117,7 @@ class CoordinatorSession {
   [[nodiscard]] std::uint64_t total_steps() const noexcept;
 
   // Sends one message to every worker.
-  void broadcast(const protocol::Envelope& envelope);
+  void broadcast(protocol::Envelope envelope);
   // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
   // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);

@@ -47,8 +47,8 @@ double CoordinatorSession::elapsed_seconds() const {
   return static_cast<double>(steady_ms() - start_ms_) / 1000.0;
 }
 
-void CoordinatorSession::broadcast(const protocol::Envelope& envelope) {
-  const auto message = protocol::encode(envelope, job_id_);
+void CoordinatorSession::broadcast(protocol::Envelope envelope) {
+  const auto message = protocol::encode(std::move(envelope), job_id_);
   for (int r = 0; r < ranks(); ++r) {
     try {
       listener_.send(protocol::peer_name(static_cast<std::uint32_t>(r)), message,

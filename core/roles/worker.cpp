@@ -215,7 +215,8 @@ protocol::Envelope WorkerSession::receive() {
 void WorkerSession::send(protocol::Envelope envelope) {
   const auto start = Clock::now();
   envelope.rank = options_.rank;
-  connection_.send(protocol::encode(envelope, options_.job_id), deadline_in(kSendDeadline));
+  connection_.send(protocol::encode(std::move(envelope), options_.job_id),
+                   deadline_in(kSendDeadline));
   comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
