@@ -22,7 +22,7 @@ constexpr int kPeerTimeoutFactor = 10;  // times worker_timeout_ms, when that is
 }  // namespace
 
 bool needs_peer_links(const config::Config& config) {
-  return config.aggregation.topology != config::Topology::kStar;
+  return config.aggregation.topology == config::Topology::kRing || config.parallelism.tensor > 1;
 }
 
 std::unique_ptr<collectives::PeerLinks> open_peer_links(transport::Transport& transport,
