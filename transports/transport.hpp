@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,6 +99,10 @@ struct TransportOptions {
   std::string tcp_address = "127.0.0.1:0";  // tcp: host:port to bind listeners on
   std::uint64_t job_id = 0;
   std::uint64_t max_payload = wire::kDefaultMaxPayload;
+  // ipc only: put listeners' socket files in this existing folder, which its owner removes,
+  // instead of a private temporary one removed with the Transport. Worker processes that listen
+  // (peer links) use the coordinator's folder, so a worker killed outright leaves nothing behind.
+  std::filesystem::path ipc_dir;
 };
 
 [[nodiscard]] std::unique_ptr<Transport> make_zmq_transport(const TransportOptions& options);

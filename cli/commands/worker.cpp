@@ -8,6 +8,7 @@
 #include "transports/transport.hpp"
 
 #include <charconv>
+#include <filesystem>
 
 namespace dt::cli {
 namespace {
@@ -30,7 +31,12 @@ int work(const WorkerArgs& args) {
   }
   transport::TransportOptions options;
   options.job_id = job;
-  if (args.connect.starts_with("ipc://")) options.kind = transport::TransportOptions::Kind::kIpc;
+  if (args.connect.starts_with("ipc://")) {
+    options.kind = transport::TransportOptions::Kind::kIpc;
+    // Listeners of this worker (peer links) go next to the coordinator's socket: its folder is
+    // private to the run and removed by the coordinator, even when this worker is killed.
+    options.ipc_dir = std::filesystem::path(args.connect.substr(6)).parent_path();
+  }
   else if (args.connect.starts_with("tcp://")) options.kind = transport::TransportOptions::Kind::kTcp;
   else fail<UsageError>("--connect expects ipc://PATH or tcp://HOST:PORT, got '{}'", args.connect);
   auto transport = transport::make_zmq_transport(options);

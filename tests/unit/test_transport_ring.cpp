@@ -4,6 +4,7 @@
 // stale frames never count.
 
 #include "core/util/error.hpp"
+#include "core/util/files.hpp"
 #include "core/util/random.hpp"
 #include "tests/unit/harness.hpp"
 #include "transports/collectives/ring.hpp"
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -252,4 +254,27 @@ TEST_CASE("ring: stale, foreign and stray frames are dropped, never summed") {
   CHECK(data[0] == std::vector<double>(4, 4.0));
   CHECK(data[1] == std::vector<double>(4, 4.0));
   CHECK(links[0]->stats().messages_dropped >= 1);
+}
+
+TEST_CASE("transport: ipc listeners go into ipc_dir when given, and it is left to its owner") {
+  dt::files::TempDir owner("dt-test-ipcdir", std::filesystem::path("/tmp"));
+  auto options = dt::test::options_for<dt::test::Ipc>(kJobId);
+  options.ipc_dir = owner.path();
+  {
+    auto transport = dt::transport::make_zmq_transport(options);
+    auto listener = transport->listen("p3");
+    CHECK(listener->endpoint() == "ipc://" + (owner.path() / "p3.sock").string());
+    auto connection = transport->connect(listener->endpoint(), "p1");
+    dt::wire::Message m;
+    m.header = {.type = 99, .job_id = kJobId, .rank = 1};
+    connection->send(m, dt::transport::deadline_in(1s));
+    const auto got = listener->receive(dt::transport::deadline_in(dt::test::kPatience));
+    REQUIRE(got);
+    CHECK(got->peer == "p1");
+  }
+  CHECK(std::filesystem::is_directory(owner.path()));  // the Transport does not remove it
+  options.ipc_dir = owner.path() / std::string(120, 'x');
+  auto transport = dt::transport::make_zmq_transport(options);
+  CHECK(dt::test::message_of<dt::TransportError>([&] { (void)transport->listen("p0"); })
+            .find("the socket path would exceed 100 bytes") != std::string::npos);
 }

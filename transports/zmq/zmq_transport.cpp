@@ -159,6 +159,14 @@ class ZmqTransport final : public Transport {
     if (options_.kind == Kind::kInproc) {
       return fmt::format("inproc://dt-{:x}-{}", options_.job_id, name);
     }
+    if (!options_.ipc_dir.empty()) {
+      const auto path = options_.ipc_dir / (name + ".sock");
+      if (path.native().size() > kMaxIpcPath) {
+        fail<TransportError>("cannot listen as '{}' in {}: the socket path would exceed {} bytes",
+                             name, options_.ipc_dir.string(), kMaxIpcPath);
+      }
+      return fmt::format("ipc://{}", path.string());
+    }
     if (!dir_) {
       try {
         dir_.emplace(kDirPrefix, socket_base());
