@@ -25,6 +25,11 @@ const char* name_of(Type type) {
     case Type::kError: return "error";
     case Type::kPing: return "ping";
     case Type::kPong: return "pong";
+    case Type::kServers: return "servers";
+    case Type::kPull: return "pull";
+    case Type::kPush: return "push";
+    case Type::kSlice: return "slice";
+    case Type::kDone: return "done";
   }
   return "unknown";
 }

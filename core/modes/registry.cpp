@@ -7,7 +7,9 @@ namespace dt::modes {
 
 std::unique_ptr<Mode> make_mode(const config::AggregationConfig& aggregation) {
   switch (aggregation.mode) {
-    case config::AggregationMode::kGradients: return make_gradients_mode();
+    case config::AggregationMode::kGradients:
+      // K > 1 parameter servers; K = 1 keeps the coordinator as the one server.
+      return aggregation.servers > 1 ? make_sharded_gradients_mode() : make_gradients_mode();
   }
   fail<ConfigError>("aggregation.mode '{}' is not available", config::name_of(aggregation.mode));
 }

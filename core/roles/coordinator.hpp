@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,7 @@ struct RunResult {
   double train_seconds = 0;
   std::vector<WorkerStats> workers;
   std::vector<std::string> warnings;
+  nlohmann::json aggregation = nlohmann::json::object();
 };
 
 // The plan `validate` prints and `run` follows.
@@ -114,6 +116,7 @@ class CoordinatorSession {
   [[nodiscard]] models::Model& model() noexcept { return *model_; }
   void set_model(std::unique_ptr<models::Model> model) { model_ = std::move(model); }
   [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
+  [[nodiscard]] RunResult& result() noexcept { return result_; }
   [[nodiscard]] std::uint64_t total_steps() const noexcept;
 
   // Sends one message to every worker.
@@ -121,6 +124,18 @@ class CoordinatorSession {
   // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
   // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
+  // The same, calling `on_idle` every poll slice (~50 ms) without a message, e.g. to check on
+  // threads of the coordinator (parameter servers) and to log their progress.
+  [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type,
+                                                       const std::function<void()>& on_idle);
+  // One round of the supervision gather does while it waits: Ctrl-C, worker exits, heartbeats.
+  // For modes that wait on something other than the workers' messages (parameter servers).
+  void supervise();
+
+  // The run's transport (for modes that open sockets of their own, such as parameter servers).
+  [[nodiscard]] transport::Transport& transport() const;
+  void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
+  [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
 
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
   void record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
@@ -148,6 +163,7 @@ class CoordinatorSession {
   std::unique_ptr<models::Model> model_;
   std::vector<double>& params_;
   transport::Listener& listener_;
+  transport::Transport* transport_ = nullptr;
   WorkerPool& pool_;
   HeartbeatServer& heartbeat_;
   std::uint64_t job_id_;

@@ -108,6 +108,29 @@ void CoordinatorSession::check_workers() {
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) {
+  return gather(type, {});
+}
+
+transport::Transport& CoordinatorSession::transport() const {
+  if (transport_ == nullptr) fail<TrainingError>("internal error: the session has no transport");
+  return *transport_;
+}
+
+void CoordinatorSession::supervise() {
+  if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+  check_workers();
+  const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
+  for (int r = 0; r < ranks(); ++r) {
+    const std::int64_t silent = heartbeat_.silent_ms(r);
+    if (silent > timeout) {
+      fail_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
+                                 "= {})", silent, timeout));
+    }
+  }
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
+                                                           const std::function<void()>& on_idle) {
   const int n = ranks();
   std::vector<std::optional<protocol::Envelope>> got(static_cast<std::size_t>(n));
   int remaining = n;
@@ -139,6 +162,7 @@ std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) 
       continue;
     }
     check_workers();
+    if (on_idle) on_idle();
     for (int r = 0; r < n; ++r) {
       if (got[static_cast<std::size_t>(r)]) continue;
       std::int64_t silent = heartbeat_.silent_ms(r);
