@@ -8,7 +8,6 @@
 
 namespace dt::roles {
 
-using transport::Clock;
 using transport::deadline_in;
 
 namespace {
@@ -92,10 +91,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
         std::lock_guard lock(mu_);
         stats_.traffic = listener->counters();
       }
-      if (!in) {
-        check_round_deadline();
-        continue;
-      }
+      if (!in) continue;
       protocol::Envelope e;
       try {
         e = protocol::decode(in->message, options_.job_id);
@@ -174,7 +170,14 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
   std::copy(g.begin(), g.end(), pending_[r].begin());
   pending_rows_[r] = protocol::count(e, "rows");
   have_[r] = true;
-  if (received_++ == 0) round_start_ = Clock::now();
+  ++received_;
+  {
+    std::lock_guard lock(mu_);
+    stats_.missing.clear();
+    for (int rank = 0; rank < options_.workers; ++rank) {
+      if (!have_[static_cast<std::size_t>(rank)]) stats_.missing.push_back(rank);
+    }
+  }
   if (received_ < options_.workers) return;
   apply_round();
   for (int rank = 0; rank < options_.workers; ++rank) reply(rank);
@@ -202,6 +205,7 @@ void ParameterServer::apply_round() {
   ++stats_.version;
   std::fill(have_.begin(), have_.end(), false);
   received_ = 0;
+  stats_.missing.clear();
   cv_.notify_all();
 }
 
@@ -278,20 +282,6 @@ void ParameterServer::reply(int rank) {
   s.arrays.push_back(wire::to_bytes(std::span<const double>(slice_)));
   listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
                   protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));
-}
-
-void ParameterServer::check_round_deadline() const {
-  if (options_.asynchronous || received_ == 0) return;
-  const auto waited =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - round_start_).count();
-  if (waited <= options_.timeout_ms) return;
-  std::vector<int> missing;
-  for (int r = 0; r < options_.workers; ++r) {
-    if (!have_[static_cast<std::size_t>(r)]) missing.push_back(r);
-  }
-  fail<TimeoutError>("step {}: no gradient from worker(s) {} within {} ms of the first "
-                     "(fault_tolerance.worker_timeout_ms)",
-                     stats_.version + 1, fmt::join(missing, ", "), options_.timeout_ms);
 }
 
 }  // namespace dt::roles

@@ -18,6 +18,10 @@
 // reply (the next pull) is held while the stale-synchronous bound forbids the worker to start
 // its next step. Version = pushes applied.
 //
+// Liveness: a server waits for workers as long as the coordinator lets it: the coordinator
+// supervises the workers (exits, heartbeats) and bounds its own waits on the servers; every
+// socket wait of a server is a short poll that also watches for the stop.
+//
 // Threading: the server thread owns the socket and the optimizer; the coordinator thread reads
 // the slice, the version, the update log and the statistics under the mutex, and learns of a
 // failed server through check() (the failure is also kept for the summary).
@@ -55,7 +59,6 @@ struct ServerOptions {
   bool asynchronous = false;
   config::OptimizerConfig optimizer;
   std::vector<double> l2;  // per key of the range: the L2 coefficient (0 for biases)
-  std::int64_t timeout_ms = 3000;  // sync: a round, once started, completes within this
   std::uint64_t job_id = 0;
   // async only
   std::vector<std::uint64_t> worker_steps;  // steps each worker will push
@@ -78,6 +81,7 @@ struct ServerStats {
   StalenessStats staleness;
   std::uint64_t max_clock_gap = 0;
   std::vector<std::uint64_t> worker_steps;                 // completed, per rank
+  std::vector<int> missing;  // sync: ranks whose push of a started round has not arrived
   std::vector<std::vector<std::uint64_t>> staleness_of;    // per rank, per local step
 };
 
@@ -112,7 +116,6 @@ class ParameterServer {
   void apply_round();
   void release_held();
   void reply(int rank);
-  void check_round_deadline() const;
   [[nodiscard]] std::string name() const;
 
   transport::Listener* listener_ = nullptr;  // the thread's, while it runs
@@ -127,7 +130,6 @@ class ParameterServer {
   std::vector<std::uint64_t> pending_rows_;
   std::vector<bool> have_;
   int received_ = 0;
-  transport::Clock::time_point round_start_{};
   std::vector<double> grad_;
   std::vector<double> before_;
   std::optional<StepClock> clock_;

@@ -46,7 +46,6 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     o.asynchronous = async.has_value();
     o.optimizer = config.training.optimizer;
     o.l2.assign(l2.begin() + first, l2.begin() + last);
-    o.timeout_ms = config.fault_tolerance.worker_timeout_ms;
     o.job_id = session.job_id();
     if (async) {
       o.worker_steps = async->worker_steps;
@@ -85,9 +84,13 @@ void ServerGroup::wait_version(std::uint64_t version, std::int64_t timeout_ms) {
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
       if (waited > timeout_ms) {
+        const auto st = s->stats();
         fail<TimeoutError>("parameter server {} (keys [{}, {})) did not reach update {} within "
-                           "{} ms (it is at {})", s->options().index, s->options().range.begin,
-                           s->options().range.end, version, timeout_ms, s->stats().version);
+                           "{} ms (it is at {}{})", s->options().index, s->options().range.begin,
+                           s->options().range.end, version, timeout_ms, st.version,
+                           st.missing.empty() ? std::string()
+                                              : fmt::format("; no gradient from worker(s) {}",
+                                                            fmt::join(st.missing, ", ")));
       }
     }
   }
