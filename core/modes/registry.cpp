@@ -5,13 +5,24 @@
 
 namespace dt::modes {
 
-std::unique_ptr<Mode> make_mode(const config::AggregationConfig& aggregation) {
+std::unique_ptr<Mode> make_mode(const config::Config& config) {
+  const auto& aggregation = config.aggregation;
   switch (aggregation.mode) {
     case config::AggregationMode::kGradients:
-      // K > 1 parameter servers; K = 1 keeps the coordinator as the one server.
-      return aggregation.servers > 1 ? make_sharded_gradients_mode() : make_gradients_mode();
+      if (aggregation.topology == config::Topology::kStar && config.parallelism.tensor == 1) {
+        // K > 1 parameter servers; K = 1 keeps the coordinator as the one server.
+        return aggregation.servers > 1 ? make_sharded_gradients_mode() : make_gradients_mode();
+      }
+      break;
+    case config::AggregationMode::kAsync:
+      return make_async_mode();
+    case config::AggregationMode::kParameters:
+      break;
   }
-  fail<ConfigError>("aggregation.mode '{}' is not available", config::name_of(aggregation.mode));
+  fail<ConfigError>("aggregation.mode {} with topology {}, {} servers and parallelism.tensor {} "
+                    "is not available yet",
+                    config::name_of(aggregation.mode), config::name_of(aggregation.topology),
+                    aggregation.servers, config.parallelism.tensor);
 }
 
 }  // namespace dt::modes

@@ -10,6 +10,8 @@
 #include "core/models/optim.hpp"
 #include "core/protocol.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -75,6 +77,7 @@ struct RunResult {
   double train_seconds = 0;
   std::vector<WorkerStats> workers;
   std::vector<std::string> warnings;
+  // The mode's own statistics, written into summary.json as "aggregation" when not empty.
   nlohmann::json aggregation = nlohmann::json::object();
 };
 
@@ -118,6 +121,12 @@ class CoordinatorSession {
   [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
   [[nodiscard]] RunResult& result() noexcept { return result_; }
   [[nodiscard]] std::uint64_t total_steps() const noexcept;
+  // For modes whose steps are not global steps (async: one step per applied worker batch):
+  // the step count that ends training and the steps that make one epoch, for the log.
+  void set_schedule(std::uint64_t total_steps, std::uint64_t steps_per_epoch) noexcept {
+    schedule_total_ = total_steps;
+    schedule_per_epoch_ = steps_per_epoch;
+  }
 
   // Sends one message to every worker.
   void broadcast(protocol::Envelope envelope);
@@ -164,6 +173,8 @@ class CoordinatorSession {
   std::vector<double>& params_;
   transport::Listener& listener_;
   transport::Transport* transport_ = nullptr;
+  std::uint64_t schedule_total_ = 0;      // 0: epochs * plan.steps_per_epoch
+  std::uint64_t schedule_per_epoch_ = 0;  // 0: plan.steps_per_epoch
   WorkerPool& pool_;
   HeartbeatServer& heartbeat_;
   std::uint64_t job_id_;

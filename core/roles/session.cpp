@@ -38,6 +38,7 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       window_worker_rows_(plan.shard_rows.size()) {}
 
 std::uint64_t CoordinatorSession::total_steps() const noexcept {
+  if (schedule_total_ > 0) return schedule_total_;
   return static_cast<std::uint64_t>(config_.training.epochs) * plan_.steps_per_epoch;
 }
 
@@ -194,7 +195,8 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
 
   LogRow row;
   row.step = step;
-  row.epoch = static_cast<double>(step) / static_cast<double>(plan_.steps_per_epoch);
+  const auto per_epoch = schedule_per_epoch_ > 0 ? schedule_per_epoch_ : plan_.steps_per_epoch;
+  row.epoch = static_cast<double>(step) / static_cast<double>(per_epoch);
   row.seconds = elapsed_seconds();
   row.train_loss = window_rows_ > 0 ? window_loss_ / static_cast<double>(window_rows_) : 0.0;
   for (std::size_t r = 0; r < window_worker_loss_.size(); ++r) {
