@@ -8,6 +8,9 @@ without a bound the fast workers run far ahead, with one they never run more tha
 
 import json
 import os
+import signal
+import subprocess
+import time
 
 import numpy as np
 
@@ -169,9 +172,35 @@ def test_bad_server_count_and_bad_delay_hook_are_clear_errors(tmp):
     assert "DISTTRAIN_TEST_DELAY_MS='1=20'" in r.stderr, r.stderr
 
 
+def test_a_dead_straggler_fails_the_run_while_the_others_are_held(tmp):
+    # Lock-step: workers 0 and 2 wait on every step for the slow worker 1. Killing it must end
+    # the run (exit 3, naming it) instead of leaving the others held forever.
+    cfg = async_config(tmp, aggregation="{mode: async, servers: 2, async: {max_staleness: 0}}",
+                       training="{epochs: 50, batch_size: 32, optimizer: {type: sgd, lr: 0.05}}")
+    proc = subprocess.Popen([h.binary(), "run", str(cfg)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=delayed("1:40"),
+                            start_new_session=True)
+    try:
+        workers = h.worker_processes(proc, 3)
+        time.sleep(1.0)  # well into training
+        victim = next(pid for pid in workers if h.rank_of(pid) == 1)
+        os.kill(victim, signal.SIGKILL)
+        out, err = proc.communicate(timeout=30)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert proc.returncode == 3, (proc.returncode, err)
+    assert f"worker 1 (pid {victim}) was killed by signal 9 (SIGKILL)" in err, err
+    h.assert_gone(workers)
+    summary = json.loads((tmp / "run" / "summary.json").read_text())
+    assert summary["status"] == "failed"
+
+
 if __name__ == "__main__":
     h.main([test_async_converges_on_linear_and_logistic,
             test_staleness_bound_holds_with_a_straggler,
             test_async_with_two_servers_converges_over_tcp,
             test_sharded_gradients_equal_one_server_and_split_the_traffic,
-            test_bad_server_count_and_bad_delay_hook_are_clear_errors])
+            test_bad_server_count_and_bad_delay_hook_are_clear_errors,
+            test_a_dead_straggler_fails_the_run_while_the_others_are_held])
