@@ -107,6 +107,13 @@ std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
       for (auto& shard : shards) std::sort(shard.begin(), shard.end());
       return shards;
     }
+    case config::ShardStrategy::kByLabel:
+    case config::ShardStrategy::kDirichlet:
+    case config::ShardStrategy::kFiles:
+      // These need the label column or the files: make_plan calls plan_by_label,
+      // plan_dirichlet or describe_files instead.
+      fail<DataError>("plan_shards cannot plan by_label, dirichlet or files shards; they are "
+                      "planned from the labels or the files (make_plan)");
   }
   fail<DataError>("unknown shard strategy {}", static_cast<int>(strategy));
 }

@@ -13,7 +13,10 @@ def params(run_dir):
     return np.concatenate([np.ravel(np.asarray(p["data"], dtype=float)) for p in model["parameters"]])
 
 
-def config(tmp, shards, data=None, extra="", name="config.yaml"):
+TRAINING = "{epochs: 4, batch_size: 60, optimizer: {type: adam, lr: 0.05}}"
+
+
+def config(tmp, shards, data=None, training=TRAINING, name="config.yaml"):
     data = data if data is not None else f"{{path: {h.source('data', 'blobs.csv')}}}"
     return h.write_config(tmp, f"""
 version: 1
@@ -23,9 +26,8 @@ model: {{type: softmax_regression}}
 data: {data}
 shards: {shards}
 transport: {{type: ipc}}
-training: {{epochs: 4, batch_size: 60, optimizer: {{type: adam, lr: 0.05}}}}
+training: {training}
 output: {{dir: {tmp}/run}}
-{extra}
 """, name)
 
 
@@ -154,14 +156,14 @@ def split_blobs(tmp, sizes, header=None):
 def test_files_equal_the_contiguous_split(tmp):
     # With no validation split and no shuffling, worker r of a contiguous plan trains on exactly
     # the rows of client file r: the models must be the same bits.
-    common = "training: {epochs: 3, batch_size: 75, shuffle: false, optimizer: {type: adam, lr: 0.05}}"
-    contiguous = config(tmp, "{count: 3, strategy: contiguous}", extra=common, name="c.yaml")
+    common = "{epochs: 3, batch_size: 75, shuffle: false, optimizer: {type: adam, lr: 0.05}}"
+    contiguous = config(tmp, "{count: 3, strategy: contiguous}", training=common, name="c.yaml")
     r = h.run("run", contiguous, "--set", f"output.dir={tmp}/contiguous")
     assert r.code == 0, r
     files = split_blobs(tmp, [500, 500, 500])
     listed = ", ".join(str(p) for p in files)
     federated = config(tmp, f"{{count: 3, strategy: files, files: [{listed}]}}", data="{label: y}",
-                       extra=common, name="f.yaml")
+                       training=common, name="f.yaml")
     r = h.run("validate", federated, "--json")
     assert r.code == 0, r
     plan = r.json()

@@ -285,3 +285,63 @@ TEST_CASE("read_labels: synthetic labels equal the generated ones, in chunks") {
   for (Eigen::Index i = 0; i < y.size(); ++i) same = same && labels.ids[static_cast<std::size_t>(i)] == y(i);
   CHECK(same);
 }
+
+TEST_CASE("describe_files: every file indexed, headers checked against the first") {
+  dt::files::TempDir dir("dt-test-files");
+  const auto write = [&](const std::string& name, const std::string& text) {
+    const auto path = dir.path() / name;
+    dt::files::write_atomic(path, text);
+    return path;
+  };
+  const auto a = write("a.csv", "x0,x1,y\n1,2,0\n3,4,1\n");
+  const auto b = write("b.csv", "x0,x1,y\n5,6,1\n");
+  dt::config::Config config;
+  config.shards.strategy = dt::config::ShardStrategy::kFiles;
+  config.shards.count = 2;
+  config.shards.files = {a, b};
+  const auto parts = dt::data::describe_files(config);
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0].file == a);
+  CHECK(parts[1].file == b);
+  CHECK(parts[0].rows == 2);
+  CHECK(parts[1].rows == 1);
+  CHECK(parts[1].label == "y");
+  CHECK(parts[1].features == std::vector<std::string>{"x0", "x1"});
+  CHECK(dt::data::first_rows(parts) == Rows{0, 2});
+  // A worker has no index: it loads its rows through the file path and the segment offsets.
+  auto worker_source = parts[1];
+  const auto segments = dt::data::to_segments({0}, worker_source.csv);
+  worker_source.csv.reset();
+  const auto shard = dt::data::load_shard(config, worker_source, segments, LabelKind::kBinary);
+  CHECK(shard.x(0, 1) == 6.0);
+  CHECK(shard.y(0) == 1.0);
+
+  const auto other = write("c.csv", "x0,z1,y\n5,6,1\n");
+  config.shards.files = {a, other};
+  CHECK(data_error([&] { (void)dt::data::describe_files(config); }) ==
+        fmt::format("{}:1: the header does not match {} (shards.files[0]): it lacks 'x1' and it "
+                    "has 'z1' too; every file of shards.files needs the same columns in the same "
+                    "order",
+                    other.string(), a.string()));
+  const auto no_label = write("d.csv", "x0,x1\n5,6\n");
+  config.shards.files = {a, no_label};
+  CHECK(data_error([&] { (void)dt::data::describe_files(config); }) ==
+        fmt::format("{}:1: the header does not match {} (shards.files[0]): it lacks 'y' (2 "
+                    "columns, not 3); every file of shards.files needs the same columns in the "
+                    "same order",
+                    no_label.string(), a.string()));
+  const auto swapped = write("e.csv", "x1,x0,y\n5,6,1\n");
+  config.shards.files = {a, swapped};
+  CHECK(data_error([&] { (void)dt::data::describe_files(config); })
+            .find("column 1 is 'x1' where the first file has 'x0' (same columns, another order)") !=
+        std::string::npos);
+  config.shards.files = {a, b, b};
+  CHECK(data_error([&] { (void)dt::data::describe_files(config); }) ==
+        "shards.count is 2 but shards.files lists 3 files; with strategy files each worker trains "
+        "on one file");
+  // The label named in the config must be in the files (the first file's message).
+  config.shards.files = {a, b};
+  config.data.label = "target";
+  CHECK(data_error([&] { (void)dt::data::describe_files(config); })
+            .starts_with(a.string() + ": no column 'target'"));
+}
