@@ -99,10 +99,6 @@ std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
       for (std::size_t j = 0; j < training.size(); ++j) shards[j % workers].push_back(training[j]);
       return shards;
     }
-    case config::ShardStrategy::kByLabel:
-    case config::ShardStrategy::kDirichlet:
-    case config::ShardStrategy::kFiles:
-      break;
     case config::ShardStrategy::kRandom: {
       random::Generator gen(seed, random::stream::kShardPlan);
       random::shuffle(std::span<std::uint64_t>(training), gen);
@@ -119,7 +115,8 @@ std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
       fail<DataError>("plan_shards cannot plan by_label, dirichlet or files shards; they are "
                       "planned from the labels or the files (make_plan)");
   }
-  fail<ConfigError>("shards.strategy {} is not available yet", config::name_of(strategy));
+  // Not config::name_of: dt_data does not link dt_config (unit_data links dt_data alone).
+  fail<DataError>("unknown shard strategy {}", static_cast<int>(strategy));
 }
 
 std::vector<Segment> to_segments(const std::vector<std::uint64_t>& rows,
