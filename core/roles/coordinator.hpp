@@ -83,14 +83,26 @@ struct RunResult {
 
 // The plan `validate` prints and `run` follows.
 struct Plan {
-  data::SourceInfo source;
+  data::SourceInfo source;  // strategy files: the columns of every file, rows of all files
+  // Strategy files: rank r's own file (its index, rows and path); empty for other strategies.
+  std::vector<data::SourceInfo> rank_sources;
+  // Held-out source rows (strategy files: numbered across the files in order).
   std::vector<std::uint64_t> validation_rows;
   std::vector<std::vector<data::Segment>> segments;  // per rank
   std::vector<std::uint64_t> shard_rows;             // per rank
   std::uint64_t train_rows = 0;
   std::uint64_t steps_per_epoch = 0;
+  std::vector<std::string> warnings;  // e.g. an empty shard; the run lists them in its summary
+
+  // The source rank r's segments refer to.
+  [[nodiscard]] const data::SourceInfo& source_of(std::size_t rank) const {
+    return rank_sources.empty() ? source : rank_sources.at(rank);
+  }
 };
 [[nodiscard]] Plan make_plan(const config::Config& config);
+// The held-out rows, loaded (from every file with strategy files), labels not yet assigned.
+[[nodiscard]] data::Shard load_validation(const config::Config& config, const Plan& plan,
+                                          data::LabelKind kind);
 
 struct CoordinatorOptions {
   std::filesystem::path worker_log_dir;  // workers/<rank>.log
