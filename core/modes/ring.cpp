@@ -223,6 +223,10 @@ class RingMode final : public Mode {
                     {"peer_messages_dropped", peer.messages_dropped}};
     if (session.rank() == 0) reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
     session.send(std::move(reply));
+    // worker_stats count every socket: the ring's traffic and time join the coordinator link's
+    // (the ring is done by now; summary.json's "aggregation" has them on their own).
+    session.add_bytes(peer.bytes_sent, peer.bytes_received);
+    session.add_comm_seconds(ring.seconds);
   }
 
   // Worker side.
