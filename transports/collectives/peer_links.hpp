@@ -34,7 +34,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <tuple>
 #include <vector>
 
 namespace dt::collectives {
