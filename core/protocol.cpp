@@ -25,6 +25,8 @@ const char* name_of(Type type) {
     case Type::kError: return "error";
     case Type::kPing: return "ping";
     case Type::kPong: return "pong";
+    case Type::kRound: return "round";
+    case Type::kRoundResult: return "round result";
   }
   return "unknown";
 }

@@ -33,6 +33,9 @@ enum class Type : std::uint16_t {
   kError = 12,      // worker -> coordinator: I failed, here is why (then exits)
   kPing = 13,       // heartbeat, both ways
   kPong = 14,
+  // parameters mode (20-24): one round of local training, both ways carrying whole models.
+  kRound = 20,        // coordinator -> client: the merged parameters; train this round's steps
+  kRoundResult = 21,  // client -> coordinator: my parameters, rows trained, loss sum, steps
 };
 
 [[nodiscard]] const char* name_of(Type type);

@@ -115,12 +115,20 @@ class CoordinatorSession {
   void set_model(std::unique_ptr<models::Model> model) { model_ = std::move(model); }
   [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
   [[nodiscard]] std::uint64_t total_steps() const noexcept;
+  // For modes whose steps are not global-batch steps (batch_size per worker): the steps of one
+  // epoch on their axis. total_steps() and the log's epoch column follow it.
+  void set_steps_per_epoch(std::uint64_t steps) noexcept { steps_per_epoch_ = steps; }
 
   // Sends one message to every worker.
   void broadcast(protocol::Envelope envelope);
+  // Sends one message (encoded once) to each of `ranks`.
+  void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
   // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
   // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
+  // The same from `ranks` only (ascending), in their order; every worker is still supervised.
+  [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type,
+                                                       const std::vector<int>& ranks);
 
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
   void record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
@@ -135,6 +143,10 @@ class CoordinatorSession {
   // Validation metrics of `params` on the held-out rows (nullopt without a split).
   [[nodiscard]] std::optional<Metrics> evaluate_validation(const std::vector<double>& params);
   void set_validation(data::Shard shard) { validation_ = std::move(shard); }
+  // The held-out rows (normalized, classes assigned), or nullptr without a split.
+  [[nodiscard]] const data::Shard* validation() const noexcept {
+    return validation_ ? &*validation_ : nullptr;
+  }
   [[nodiscard]] double elapsed_seconds() const;
   void start_clock();
 
@@ -156,6 +168,7 @@ class CoordinatorSession {
   std::int64_t start_ms_ = 0;
   bool exits_expected_ = false;
   bool progress_bar_ = false;
+  std::uint64_t steps_per_epoch_;
   // Accumulated since the last log row.
   double window_loss_ = 0;
   std::uint64_t window_rows_ = 0;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 
 namespace dt::roles {
 
@@ -34,11 +35,12 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       result_(result),
       start_ms_(steady_ms()),
       progress_bar_(::isatty(STDERR_FILENO) == 1 && log::level() >= log::Level::kWarn),
+      steps_per_epoch_(plan.steps_per_epoch),
       window_worker_loss_(plan.shard_rows.size()),
       window_worker_rows_(plan.shard_rows.size()) {}
 
 std::uint64_t CoordinatorSession::total_steps() const noexcept {
-  return static_cast<std::uint64_t>(config_.training.epochs) * plan_.steps_per_epoch;
+  return static_cast<std::uint64_t>(config_.training.epochs) * steps_per_epoch_;
 }
 
 void CoordinatorSession::start_clock() { start_ms_ = steady_ms(); }
@@ -48,8 +50,14 @@ double CoordinatorSession::elapsed_seconds() const {
 }
 
 void CoordinatorSession::broadcast(protocol::Envelope envelope) {
+  std::vector<int> all(static_cast<std::size_t>(ranks()));
+  std::iota(all.begin(), all.end(), 0);
+  broadcast(std::move(envelope), all);
+}
+
+void CoordinatorSession::broadcast(protocol::Envelope envelope, const std::vector<int>& ranks) {
   const auto message = protocol::encode(std::move(envelope), job_id_);
-  for (int r = 0; r < ranks(); ++r) {
+  for (const int r : ranks) {
     try {
       listener_.send(protocol::peer_name(static_cast<std::uint32_t>(r)), message,
                      deadline_in(kSendDeadline));
@@ -108,9 +116,18 @@ void CoordinatorSession::check_workers() {
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) {
+  std::vector<int> all(static_cast<std::size_t>(ranks()));
+  std::iota(all.begin(), all.end(), 0);
+  return gather(type, all);
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
+                                                           const std::vector<int>& wanted) {
   const int n = ranks();
   std::vector<std::optional<protocol::Envelope>> got(static_cast<std::size_t>(n));
-  int remaining = n;
+  std::vector<bool> expected(static_cast<std::size_t>(n), false);
+  for (const int r : wanted) expected[static_cast<std::size_t>(r)] = true;
+  auto remaining = static_cast<int>(wanted.size());
   const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
   const std::int64_t wait_start = steady_ms();
   while (remaining > 0) {
@@ -130,7 +147,8 @@ std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) 
       }
       const auto r = static_cast<int>(e.rank);
       if (e.type == protocol::Type::kError) raise_worker_error(r, protocol::read_error(e));
-      if (e.type != type || got[static_cast<std::size_t>(r)]) {
+      if (e.type != type || got[static_cast<std::size_t>(r)] ||
+          !expected[static_cast<std::size_t>(r)]) {
         fail<ProtocolError>("worker {} sent a {} message while the coordinator waited for {}", r,
                             protocol::name_of(e.type), protocol::name_of(type));
       }
@@ -150,14 +168,15 @@ std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) 
     }
   }
   std::vector<protocol::Envelope> out;
-  out.reserve(got.size());
-  for (auto& g : got) out.push_back(std::move(*g));
+  out.reserve(wanted.size());
+  for (const int r : wanted) out.push_back(std::move(*got[static_cast<std::size_t>(r)]));
   return out;
 }
 
 void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
                                      const std::vector<double>& worker_loss_sum,
                                      const std::vector<std::uint64_t>& worker_rows) {
+  const std::uint64_t previous = result_.steps;
   result_.steps = step;
   window_loss_ += loss_sum;
   window_rows_ += rows;
@@ -166,11 +185,13 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
     window_worker_rows_[r] += worker_rows[r];
   }
   const auto every = static_cast<std::uint64_t>(config_.output.log_every_steps);
-  if (step % every != 0 && step != total_steps()) return;
+  // A row when the step crosses a multiple of log_every (modes that advance several steps per
+  // call, as parameters mode does per round, still log at the cadence asked for), and at the end.
+  if (step / every == previous / every && step != total_steps()) return;
 
   LogRow row;
   row.step = step;
-  row.epoch = static_cast<double>(step) / static_cast<double>(plan_.steps_per_epoch);
+  row.epoch = static_cast<double>(step) / static_cast<double>(steps_per_epoch_);
   row.seconds = elapsed_seconds();
   row.train_loss = window_rows_ > 0 ? window_loss_ / static_cast<double>(window_rows_) : 0.0;
   for (std::size_t r = 0; r < window_worker_loss_.size(); ++r) {
