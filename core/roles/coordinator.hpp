@@ -10,6 +10,8 @@
 #include "core/models/optim.hpp"
 #include "core/protocol.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -74,6 +76,8 @@ struct RunResult {
   double train_seconds = 0;
   std::vector<WorkerStats> workers;
   std::vector<std::string> warnings;
+  // The mode's own statistics, written into summary.json as "aggregation" when not empty.
+  nlohmann::json aggregation = nlohmann::json::object();
 };
 
 // The plan `validate` prints and `run` follows.
@@ -114,6 +118,7 @@ class CoordinatorSession {
   [[nodiscard]] models::Model& model() noexcept { return *model_; }
   void set_model(std::unique_ptr<models::Model> model) { model_ = std::move(model); }
   [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
+  [[nodiscard]] RunResult& result() noexcept { return result_; }
   [[nodiscard]] std::uint64_t total_steps() const noexcept;
   // For modes whose steps are not global-batch steps (batch_size per worker): the steps of one
   // epoch on their axis. total_steps() and the log's epoch column follow it.
