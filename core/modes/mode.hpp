@@ -30,5 +30,6 @@ class Mode {
 
 // One factory per mode, each in its own file.
 [[nodiscard]] std::unique_ptr<Mode> make_gradients_mode();
+[[nodiscard]] std::unique_ptr<Mode> make_parameters_mode();
 
 }  // namespace dt::modes

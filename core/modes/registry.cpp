@@ -15,6 +15,8 @@ std::unique_ptr<Mode> make_mode(const config::Config& config) {
       }
       break;
     case config::AggregationMode::kParameters:
+      // The config refuses servers > 1, ring and tensor parallelism with this mode.
+      return make_parameters_mode();
     case config::AggregationMode::kAsync:
       break;
   }
