@@ -169,9 +169,8 @@ class ParametersMode final : public Mode {
 
     const auto* validation = session.validation();
     if (needs_validation(pc.merge) && (validation == nullptr || validation->y.size() == 0)) {
-      fail<ConfigError>("aggregation.parameters.merge {} scores each worker's model on the "
-                        "validation rows, but data.validation leaves none; hold out more rows "
-                        "(data.validation) or choose another merge rule",
+      // make_plan refuses such a config before anything starts; this guards the dereference.
+      fail<ConfigError>("aggregation.parameters.merge {} needs validation rows and there are none",
                         config::name_of(pc.merge));
     }
 

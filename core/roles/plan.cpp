@@ -1,4 +1,6 @@
 #include "core/roles/coordinator.hpp"
+#include "core/util/error.hpp"
+#include "core/util/text.hpp"
 
 #include <algorithm>
 
@@ -9,6 +11,17 @@ Plan make_plan(const config::Config& config) {
   plan.source = data::describe_source(config);
   plan.validation_rows =
       data::validation_rows(plan.source.rows, config.data.validation_fraction, config.seed);
+  // The config check sees data.validation > 0; only the data tells whether it rounds to no row.
+  const auto merge = config.aggregation.parameters.merge;
+  if (config.aggregation.mode == config::AggregationMode::kParameters &&
+      (merge == config::MergeRule::kBest || merge == config::MergeRule::kValidationWeighted) &&
+      plan.validation_rows.empty()) {
+    fail<ConfigError>("aggregation.parameters.merge {} scores each worker's model on the "
+                      "validation rows, but data.validation {} of {} rows holds out none; raise "
+                      "data.validation or use merge weighted_average",
+                      config::name_of(merge), text::format_double(config.data.validation_fraction),
+                      plan.source.rows);
+  }
   const auto shards = data::plan_shards(plan.source.rows, plan.validation_rows,
                                         config.shards.count, config.shards.strategy, config.seed);
   for (const auto& rows : shards) {
