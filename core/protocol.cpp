@@ -27,6 +27,11 @@ const char* name_of(Type type) {
     case Type::kPong: return "pong";
     case Type::kRound: return "round";
     case Type::kRoundResult: return "round result";
+    case Type::kServers: return "servers";
+    case Type::kPull: return "pull";
+    case Type::kPush: return "push";
+    case Type::kSlice: return "slice";
+    case Type::kDone: return "done";
   }
   return "unknown";
 }

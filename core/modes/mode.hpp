@@ -31,5 +31,7 @@ class Mode {
 // One factory per mode, each in its own file.
 [[nodiscard]] std::unique_ptr<Mode> make_gradients_mode();
 [[nodiscard]] std::unique_ptr<Mode> make_parameters_mode();
+[[nodiscard]] std::unique_ptr<Mode> make_sharded_gradients_mode();  // gradients, servers > 1
+[[nodiscard]] std::unique_ptr<Mode> make_async_mode();
 
 }  // namespace dt::modes

@@ -165,7 +165,7 @@ class ParametersMode final : public Mode {
     const std::size_t p = params.size();
     const int ranks = session.ranks();
     const auto schedule = make_schedule(config, session.plan());
-    session.set_steps_per_epoch(schedule.steps_per_epoch);
+    session.set_schedule(schedule.total_steps, schedule.steps_per_epoch);
 
     const auto* validation = session.validation();
     if (needs_validation(pc.merge) && (validation == nullptr || validation->y.size() == 0)) {
@@ -214,7 +214,7 @@ class ParametersMode final : public Mode {
       request.fields[schedule.sync_steps > 0 ? "steps" : "epochs"] = schedule.amount(r);
       request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
       session.broadcast(std::move(request), clients);
-      const auto replies = session.gather(protocol::Type::kRoundResult, clients);
+      const auto replies = session.gather_from(protocol::Type::kRoundResult, clients);
 
       std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
       std::fill(worker_rows.begin(), worker_rows.end(), 0);

@@ -9,16 +9,16 @@ std::unique_ptr<Mode> make_mode(const config::Config& config) {
   const auto& aggregation = config.aggregation;
   switch (aggregation.mode) {
     case config::AggregationMode::kGradients:
-      if (aggregation.topology == config::Topology::kStar && config.parallelism.tensor == 1 &&
-          aggregation.servers == 1) {
-        return make_gradients_mode();
+      if (aggregation.topology == config::Topology::kStar && config.parallelism.tensor == 1) {
+        // K > 1 parameter servers; K = 1 keeps the coordinator as the one server.
+        return aggregation.servers > 1 ? make_sharded_gradients_mode() : make_gradients_mode();
       }
       break;
     case config::AggregationMode::kParameters:
       // The config refuses servers > 1, ring and tensor parallelism with this mode.
       return make_parameters_mode();
     case config::AggregationMode::kAsync:
-      break;
+      return make_async_mode();
   }
   fail<ConfigError>("aggregation.mode {} with topology {}, {} servers and parallelism.tensor {} "
                     "is not available yet",

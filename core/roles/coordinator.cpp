@@ -174,6 +174,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
 
     std::vector<double> params;
     CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
+    session.set_transport(*transport);
     // The class list covers the held-out rows too: a class seen only there is still a class.
     std::vector<std::string> labels;
     if (validation && kind == data::LabelKind::kCategorical) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,9 +121,12 @@ class CoordinatorSession {
   [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
   [[nodiscard]] RunResult& result() noexcept { return result_; }
   [[nodiscard]] std::uint64_t total_steps() const noexcept;
-  // For modes whose steps are not global-batch steps (batch_size per worker): the steps of one
-  // epoch on their axis. total_steps() and the log's epoch column follow it.
-  void set_steps_per_epoch(std::uint64_t steps) noexcept { steps_per_epoch_ = steps; }
+  // For modes whose steps are not global steps (async: one step per applied worker batch):
+  // the step count that ends training and the steps that make one epoch, for the log.
+  void set_schedule(std::uint64_t total_steps, std::uint64_t steps_per_epoch) noexcept {
+    schedule_total_ = total_steps;
+    schedule_per_epoch_ = steps_per_epoch;
+  }
 
   // Sends one message to every worker.
   void broadcast(protocol::Envelope envelope);
@@ -131,9 +135,22 @@ class CoordinatorSession {
   // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
   // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
-  // The same from `ranks` only (ascending), in their order; every worker is still supervised.
+  // The same, calling `on_idle` every poll slice (~50 ms) without a message, e.g. to check on
+  // threads of the coordinator (parameter servers) and to log their progress.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type,
-                                                       const std::vector<int>& ranks);
+                                                       const std::function<void()>& on_idle);
+  // One message of `type` from each of `ranks` (ascending) only, in their order; the other
+  // workers are still supervised (exits, heartbeats) while they idle.
+  [[nodiscard]] std::vector<protocol::Envelope> gather_from(protocol::Type type,
+                                                            const std::vector<int>& ranks);
+  // One round of the supervision gather does while it waits: Ctrl-C, worker exits, heartbeats.
+  // For modes that wait on something other than the workers' messages (parameter servers).
+  void supervise();
+
+  // The run's transport (for modes that open sockets of their own, such as parameter servers).
+  [[nodiscard]] transport::Transport& transport() const;
+  void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
+  [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
 
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
   void record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
@@ -159,12 +176,18 @@ class CoordinatorSession {
   [[noreturn]] void fail_worker(int rank, const std::string& what);
   [[noreturn]] void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
+  [[nodiscard]] std::vector<protocol::Envelope> gather_impl(protocol::Type type,
+                                                            const std::vector<int>& wanted,
+                                                            const std::function<void()>& on_idle);
 
   const config::Config& config_;
   const Plan& plan_;
   std::unique_ptr<models::Model> model_;
   std::vector<double>& params_;
   transport::Listener& listener_;
+  transport::Transport* transport_ = nullptr;
+  std::uint64_t schedule_total_ = 0;      // 0: epochs * plan.steps_per_epoch
+  std::uint64_t schedule_per_epoch_ = 0;  // 0: plan.steps_per_epoch
   WorkerPool& pool_;
   HeartbeatServer& heartbeat_;
   std::uint64_t job_id_;
@@ -173,7 +196,6 @@ class CoordinatorSession {
   std::int64_t start_ms_ = 0;
   bool exits_expected_ = false;
   bool progress_bar_ = false;
-  std::uint64_t steps_per_epoch_;
   // Accumulated since the last log row.
   double window_loss_ = 0;
   std::uint64_t window_rows_ = 0;

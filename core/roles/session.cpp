@@ -35,12 +35,12 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       result_(result),
       start_ms_(steady_ms()),
       progress_bar_(::isatty(STDERR_FILENO) == 1 && log::level() >= log::Level::kWarn),
-      steps_per_epoch_(plan.steps_per_epoch),
       window_worker_loss_(plan.shard_rows.size()),
       window_worker_rows_(plan.shard_rows.size()) {}
 
 std::uint64_t CoordinatorSession::total_steps() const noexcept {
-  return static_cast<std::uint64_t>(config_.training.epochs) * steps_per_epoch_;
+  if (schedule_total_ > 0) return schedule_total_;
+  return static_cast<std::uint64_t>(config_.training.epochs) * plan_.steps_per_epoch;
 }
 
 void CoordinatorSession::start_clock() { start_ms_ = steady_ms(); }
@@ -116,13 +116,41 @@ void CoordinatorSession::check_workers() {
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) {
-  std::vector<int> all(static_cast<std::size_t>(ranks()));
-  std::iota(all.begin(), all.end(), 0);
-  return gather(type, all);
+  return gather(type, {});
+}
+
+transport::Transport& CoordinatorSession::transport() const {
+  if (transport_ == nullptr) fail<TrainingError>("internal error: the session has no transport");
+  return *transport_;
+}
+
+void CoordinatorSession::supervise() {
+  if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+  check_workers();
+  const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
+  for (int r = 0; r < ranks(); ++r) {
+    const std::int64_t silent = heartbeat_.silent_ms(r);
+    if (silent > timeout) {
+      fail_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
+                                 "= {})", silent, timeout));
+    }
+  }
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
-                                                           const std::vector<int>& wanted) {
+                                                           const std::function<void()>& on_idle) {
+  std::vector<int> all(static_cast<std::size_t>(ranks()));
+  std::iota(all.begin(), all.end(), 0);
+  return gather_impl(type, all, on_idle);
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather_from(protocol::Type type,
+                                                                const std::vector<int>& ranks) {
+  return gather_impl(type, ranks, {});
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
+    protocol::Type type, const std::vector<int>& wanted, const std::function<void()>& on_idle) {
   const int n = ranks();
   std::vector<std::optional<protocol::Envelope>> got(static_cast<std::size_t>(n));
   std::vector<bool> expected(static_cast<std::size_t>(n), false);
@@ -157,6 +185,7 @@ std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
       continue;
     }
     check_workers();
+    if (on_idle) on_idle();
     for (int r = 0; r < n; ++r) {
       if (got[static_cast<std::size_t>(r)]) continue;
       std::int64_t silent = heartbeat_.silent_ms(r);
@@ -191,7 +220,8 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
 
   LogRow row;
   row.step = step;
-  row.epoch = static_cast<double>(step) / static_cast<double>(steps_per_epoch_);
+  const auto per_epoch = schedule_per_epoch_ > 0 ? schedule_per_epoch_ : plan_.steps_per_epoch;
+  row.epoch = static_cast<double>(step) / static_cast<double>(per_epoch);
   row.seconds = elapsed_seconds();
   row.train_loss = window_rows_ > 0 ? window_loss_ / static_cast<double>(window_rows_) : 0.0;
   for (std::size_t r = 0; r < window_worker_loss_.size(); ++r) {
