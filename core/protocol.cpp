@@ -25,6 +25,8 @@ const char* name_of(Type type) {
     case Type::kError: return "error";
     case Type::kPing: return "ping";
     case Type::kPong: return "pong";
+    case Type::kTensorSetup: return "tensor setup";
+    case Type::kTensorReady: return "tensor ready";
   }
   return "unknown";
 }

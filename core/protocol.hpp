@@ -33,6 +33,9 @@ enum class Type : std::uint16_t {
   kError = 12,      // worker -> coordinator: I failed, here is why (then exits)
   kPing = 13,       // heartbeat, both ways
   kPong = 14,
+  // Tensor parallelism (30-34, see core/modes/tensor.cpp).
+  kTensorSetup = 30,  // coordinator -> worker: your slice (tensor, slice, replica, model inputs)
+  kTensorReady = 31,  // worker -> coordinator: slice built, its columns checked
 };
 
 [[nodiscard]] const char* name_of(Type type);

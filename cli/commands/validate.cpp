@@ -30,7 +30,11 @@ int validate(const ValidateArgs& args) {
   // Load every shard as the workers would, and the held-out rows as the coordinator would, so
   // that every cell is checked.
   std::vector<std::string> labels;
-  auto all_segments = plan.segments;
+  // The T ranks of a tensor-parallel group share one shard: load it once.
+  std::vector<std::vector<data::Segment>> all_segments;
+  for (std::size_t r = 0; r < plan.segments.size(); r += static_cast<std::size_t>(plan.tensor)) {
+    all_segments.push_back(plan.segments[r]);
+  }
   all_segments.push_back(data::to_segments(plan.validation_rows, plan.source.csv));
   for (const auto& segments : all_segments) {
     const auto shard = data::load_shard(config, plan.source, segments, kind);
@@ -53,6 +57,13 @@ int validate(const ValidateArgs& args) {
                       {"first_row", seg.empty() ? 0 : seg.front().first_row},
                       {"last_row", seg.empty() ? 0 : seg.back().first_row + seg.back().count - 1},
                       {"segments", seg.size()}});
+    if (plan.tensor > 1) {  // rank r is replica r / T, slice r % T (core/roles/tensor_plan.hpp)
+      shards.back()["replica"] = r / static_cast<std::size_t>(plan.tensor);
+      shards.back()["slice"] = r % static_cast<std::size_t>(plan.tensor);
+      if (!plan.columns.empty()) {
+        shards.back()["feature_columns"] = {plan.columns[r].begin, plan.columns[r].end};
+      }
+    }
   }
   nlohmann::ordered_json j;
   j["valid"] = true;
@@ -68,7 +79,8 @@ int validate(const ValidateArgs& args) {
   j["parameters"] = model->parameter_count();
   j["mode"] = config::name_of(config.aggregation.mode);
   j["transport"] = config::name_of(config.transport.type);
-  j["workers"] = config.shards.count;
+  j["workers"] = plan.segments.size();
+  if (plan.tensor > 1) j["tensor"] = plan.tensor;
   j["strategy"] = config::name_of(config.shards.strategy);
   j["shards"] = shards;
   j["steps_per_epoch"] = plan.steps_per_epoch;
@@ -89,14 +101,25 @@ int validate(const ValidateArgs& args) {
       plan.source.features.size(), plan.source.label,
       classes.empty() ? "" : fmt::format(", {} classes", classes.size()), plan.train_rows,
       plan.validation_rows.size(), config::name_of(config.model.type), model->parameter_count(),
-      config::name_of(config.aggregation.mode), config.shards.count,
+      config::name_of(config.aggregation.mode), plan.segments.size(),
       config::name_of(config.transport.type), plan.steps_per_epoch, config.training.epochs, steps,
       config::name_of(config.shards.strategy));
   for (const auto& s : shards) {
-    out += fmt::format("  rank {}: {} rows (source rows {}..{}, {} segment{})\n",
+    std::string tensor;
+    if (s.contains("slice")) {
+      tensor = fmt::format(", replica {} slice {}", s["replica"].get<std::size_t>(),
+                           s["slice"].get<std::size_t>());
+      if (s.contains("feature_columns")) {
+        const auto c = s["feature_columns"];
+        tensor += fmt::format(" features {}..{}", c[0].get<std::int64_t>(),
+                              c[1].get<std::int64_t>() - 1);
+      }
+    }
+    out += fmt::format("  rank {}: {} rows (source rows {}..{}, {} segment{}{})\n",
                        s["rank"].get<std::size_t>(), s["rows"].get<std::uint64_t>(),
                        s["first_row"].get<std::uint64_t>(), s["last_row"].get<std::uint64_t>(),
-                       s["segments"].get<std::size_t>(), s["segments"].get<std::size_t>() == 1 ? "" : "s");
+                       s["segments"].get<std::size_t>(), s["segments"].get<std::size_t>() == 1 ? "" : "s",
+                       tensor);
   }
   out += fmt::format("output:     {}\n", config.output.dir.string());
   print(out);

@@ -8,6 +8,7 @@
 #include "core/data/dataset.hpp"
 #include "core/models/model.hpp"
 #include "core/models/optim.hpp"
+#include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
 
 #include <sys/types.h>
@@ -84,6 +85,9 @@ struct Plan {
   std::vector<std::uint64_t> shard_rows;             // per rank
   std::uint64_t train_rows = 0;
   std::uint64_t steps_per_epoch = 0;
+  // parallelism.tensor: rank r is replica r / tensor, slice r % tensor (tensor_plan.hpp).
+  int tensor = 1;
+  std::vector<models::Range> columns;  // per rank: the feature columns it loads; empty: all
 };
 [[nodiscard]] Plan make_plan(const config::Config& config);
 
@@ -118,6 +122,8 @@ class CoordinatorSession {
 
   // Sends one message to every worker.
   void broadcast(protocol::Envelope envelope);
+  // Sends one message to one worker.
+  void send_to(int rank, protocol::Envelope envelope);
   // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
   // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);

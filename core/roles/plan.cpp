@@ -1,4 +1,5 @@
 #include "core/roles/coordinator.hpp"
+#include "core/roles/tensor_plan.hpp"
 
 #include <algorithm>
 
@@ -16,6 +17,7 @@ Plan make_plan(const config::Config& config) {
     plan.shard_rows.push_back(rows.size());
     plan.train_rows += rows.size();
   }
+  expand_for_tensor(config, plan);  // D shards -> D * T ranks when parallelism.tensor > 1
   const auto batch = static_cast<std::uint64_t>(std::max<std::int64_t>(1, config.training.batch_size));
   plan.steps_per_epoch = config.training.full_batch ? 1 : (plan.train_rows + batch - 1) / batch;
   plan.steps_per_epoch = std::max<std::uint64_t>(1, plan.steps_per_epoch);
