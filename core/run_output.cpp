@@ -93,7 +93,7 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   j["name"] = config.name;
   j["model"] = config::name_of(config.model.type);
   j["mode"] = config::name_of(config.aggregation.mode);
-  j["workers"] = config.shards.count;
+  j["workers"] = config::worker_count(config);
   j["output_dir"] = config.output.dir.string();
   if (result.final) {
     j["final_loss"] = result.final->loss;
@@ -132,6 +132,8 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
                                          {"max", percentile_or_zero(p, 3)}}}});
   }
   j["worker_stats"] = workers;
+  // The mode's own statistics (staleness, servers, rounds, ...), when it has any.
+  if (!result.aggregation.empty()) j["aggregation"] = result.aggregation;
   j["failures"] = result.error.empty() ? ordered_json::array() : ordered_json::array({result.error});
   j["warnings"] = result.warnings;
   j["expect"] = {{"met", expect_failures.empty()}, {"failures", expect_failures}};
@@ -165,7 +167,7 @@ void write_resolved_config(const std::filesystem::path& dir, const config::Confi
 void write_results(const std::filesystem::path& dir, const config::Config& config,
                    const roles::RunResult& result,
                    const std::vector<std::string>& expect_failures) {
-  files::write_atomic(dir / "loss.csv", loss_csv(result, config.shards.count));
+  files::write_atomic(dir / "loss.csv", loss_csv(result, config::worker_count(config)));
   files::write_atomic(dir / "loss.svg", loss_svg(result, config.name));
   if (result.status == "ok") {
     const auto model = models::make_model({config.model,

@@ -30,7 +30,7 @@ std::string human_line(const config::Config& config, const roles::RunResult& r,
   }
   return fmt::format("{}: {} {} on {} workers ({}), {} steps in {:.2f} s, {}; {}{}\n", config.name,
                      r.status == "ok" ? "trained" : r.status, config::name_of(config.model.type),
-                     config.shards.count, config::name_of(config.aggregation.mode), r.steps,
+                     config::worker_count(config), config::name_of(config.aggregation.mode), r.steps,
                      r.wall_seconds, metrics, config.output.dir.string(),
                      failures.empty() ? "" : fmt::format(" (expect not met: {})", fmt::join(failures, "; ")));
 }

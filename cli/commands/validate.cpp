@@ -79,7 +79,7 @@ int validate(const ValidateArgs& args) {
   j["parameters"] = model->parameter_count();
   j["mode"] = config::name_of(config.aggregation.mode);
   j["transport"] = config::name_of(config.transport.type);
-  j["workers"] = plan.segments.size();
+  j["workers"] = config::worker_count(config);
   if (plan.tensor > 1) j["tensor"] = plan.tensor;
   j["strategy"] = config::name_of(config.shards.strategy);
   j["shards"] = shards;
@@ -101,7 +101,7 @@ int validate(const ValidateArgs& args) {
       plan.source.features.size(), plan.source.label,
       classes.empty() ? "" : fmt::format(", {} classes", classes.size()), plan.train_rows,
       plan.validation_rows.size(), config::name_of(config.model.type), model->parameter_count(),
-      config::name_of(config.aggregation.mode), plan.segments.size(),
+      config::name_of(config.aggregation.mode), config::worker_count(config),
       config::name_of(config.transport.type), plan.steps_per_epoch, config.training.epochs, steps,
       config::name_of(config.shards.strategy));
   for (const auto& s : shards) {

@@ -18,9 +18,11 @@ enum class Activation { kRelu, kTanh, kSigmoid };
 enum class Task { kRegression, kBinary, kMulticlass };
 enum class Normalize { kNone, kStandard, kMinmax };
 enum class SyntheticKind { kLinear, kLogistic, kBlobs };
-enum class ShardStrategy { kContiguous, kRoundRobin, kRandom };
-enum class AggregationMode { kGradients };
-enum class Topology { kStar };
+enum class ShardStrategy { kContiguous, kRoundRobin, kRandom, kByLabel, kDirichlet, kFiles };
+enum class AggregationMode { kGradients, kParameters, kAsync };
+enum class Topology { kStar, kRing };
+enum class MergeRule { kWeightedAverage, kAverage, kMedian, kTrimmedMean, kBest, kValidationWeighted };
+enum class OptimizerState { kReset, kKeep };
 enum class OptimizerType { kSgd, kAdam };
 enum class TransportType { kInproc, kIpc, kTcp };
 
@@ -49,14 +51,41 @@ struct DataConfig {
 };
 
 struct ShardsConfig {
-  int count = 0;  // absent in the file: the number of cores; always >= 1 after parsing
+  // Data-parallel replicas D (absent in the file: the number of cores, or the number of files
+  // with strategy files); always >= 1 after parsing. Workers = count * parallelism.tensor.
+  int count = 0;
   ShardStrategy strategy = ShardStrategy::kContiguous;
+  int labels_per_worker = 2;                 // by_label only
+  double alpha = 0.5;                        // dirichlet only
+  std::vector<std::filesystem::path> files;  // files only; absolute
+};
+
+// aggregation.parameters: model averaging (FedAvg, local SGD).
+struct ParametersConfig {
+  std::int64_t sync_every_steps = 0;  // sync_every: {steps: K}; 0 when given in epochs
+  int sync_every_epochs = 1;          // sync_every: {epochs: E}; used when sync_every_steps == 0
+  MergeRule merge = MergeRule::kWeightedAverage;
+  double trim = 0.1;               // trimmed_mean: share cut at each end, [0, 0.5)
+  double clients_per_round = 1.0;  // (0, 1]
+  OptimizerState optimizer_state = OptimizerState::kReset;
+};
+
+// aggregation.async: asynchronous SGD with an optional staleness bound.
+struct AsyncConfig {
+  std::optional<int> max_staleness;  // absent = unbounded; 0 = lock-step
+  bool staleness_lr = false;         // divide the step by (1 + staleness)
 };
 
 struct AggregationConfig {
   AggregationMode mode = AggregationMode::kGradients;
   Topology topology = Topology::kStar;
   int servers = 1;
+  ParametersConfig parameters;
+  AsyncConfig async;
+};
+
+struct ParallelismConfig {
+  int tensor = 1;  // ranks each model is split over
 };
 
 struct OptimizerConfig {
@@ -104,6 +133,7 @@ struct Config {
   DataConfig data;
   ShardsConfig shards;
   AggregationConfig aggregation;
+  ParallelismConfig parallelism;
   TrainingConfig training;
   TransportConfig transport;
   FaultToleranceConfig fault_tolerance;
@@ -149,8 +179,13 @@ struct Override {
 [[nodiscard]] const char* name_of(ShardStrategy v);
 [[nodiscard]] const char* name_of(AggregationMode v);
 [[nodiscard]] const char* name_of(Topology v);
+[[nodiscard]] const char* name_of(MergeRule v);
+[[nodiscard]] const char* name_of(OptimizerState v);
 [[nodiscard]] const char* name_of(OptimizerType v);
 [[nodiscard]] const char* name_of(TransportType v);
+
+// Worker processes of a run: shards.count * parallelism.tensor.
+[[nodiscard]] int worker_count(const Config& config);
 
 // The task a model type implies (mlp: its `task` key).
 [[nodiscard]] Task task_of(const ModelConfig& model);

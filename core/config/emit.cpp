@@ -4,6 +4,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
+
 #include "core/config/config.hpp"
 #include "core/util/text.hpp"
 
@@ -31,6 +33,12 @@ class Writer {
   void put(const char* key, const std::vector<int>& values) {
     out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const int v : values) out_ << v;
+    out_ << YAML::EndSeq;
+  }
+
+  void put(const char* key, const std::vector<std::filesystem::path>& paths) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    for (const auto& p : paths) out_ << p.string();
     out_ << YAML::EndSeq;
   }
 
@@ -64,7 +72,7 @@ void write_model(Writer& w, const ModelConfig& m) {
 
 void write_data(Writer& w, const DataConfig& d) {
   w.begin("data");
-  if (!d.synthetic) w.put("path", d.path.string());
+  if (!d.synthetic && !d.path.empty()) w.put("path", d.path.string());
   if (d.label) w.put("label", *d.label);
   w.put("normalize", name_of(d.normalize));
   w.put("validation", d.validation_fraction);
@@ -76,6 +84,46 @@ void write_data(Writer& w, const DataConfig& d) {
     w.put("features", s.features);
     if (s.kind == SyntheticKind::kBlobs) w.put("classes", s.classes);
     w.put("noise", s.noise);
+    w.end();
+  }
+  w.end();
+}
+
+void write_shards(Writer& w, const ShardsConfig& s) {
+  w.begin("shards");
+  w.put("count", s.count);
+  w.put("strategy", name_of(s.strategy));
+  if (s.strategy == ShardStrategy::kByLabel) w.put("labels_per_worker", s.labels_per_worker);
+  if (s.strategy == ShardStrategy::kDirichlet) w.put("alpha", s.alpha);
+  if (s.strategy == ShardStrategy::kFiles) w.put("files", s.files);
+  w.end();
+}
+
+void write_aggregation(Writer& w, const AggregationConfig& a) {
+  w.begin("aggregation");
+  w.put("mode", name_of(a.mode));
+  w.put("topology", name_of(a.topology));
+  w.put("servers", a.servers);
+  if (a.mode == AggregationMode::kParameters) {
+    const ParametersConfig& p = a.parameters;
+    w.begin("parameters");
+    w.begin("sync_every");
+    if (p.sync_every_steps > 0) {
+      w.put("steps", p.sync_every_steps);
+    } else {
+      w.put("epochs", p.sync_every_epochs);
+    }
+    w.end();
+    w.put("merge", name_of(p.merge));
+    if (p.merge == MergeRule::kTrimmedMean) w.put("trim", p.trim);
+    w.put("clients_per_round", p.clients_per_round);
+    w.put("optimizer_state", name_of(p.optimizer_state));
+    w.end();
+  }
+  if (a.mode == AggregationMode::kAsync) {
+    w.begin("async");
+    if (a.async.max_staleness) w.put("max_staleness", *a.async.max_staleness);
+    w.put("staleness_lr", a.async.staleness_lr);
     w.end();
   }
   w.end();
@@ -115,15 +163,11 @@ std::string to_yaml(const Config& c) {
   write_model(w, c.model);
   write_data(w, c.data);
 
-  w.begin("shards");
-  w.put("count", c.shards.count);
-  w.put("strategy", name_of(c.shards.strategy));
-  w.end();
+  write_shards(w, c.shards);
+  write_aggregation(w, c.aggregation);
 
-  w.begin("aggregation");
-  w.put("mode", name_of(c.aggregation.mode));
-  w.put("topology", name_of(c.aggregation.topology));
-  w.put("servers", c.aggregation.servers);
+  w.begin("parallelism");
+  w.put("tensor", c.parallelism.tensor);
   w.end();
 
   write_training(w, c.training);

@@ -21,19 +21,19 @@ inline constexpr std::array kNormalizations{Normalize::kNone, Normalize::kStanda
                                             Normalize::kMinmax};
 inline constexpr std::array kSyntheticKinds{SyntheticKind::kLinear, SyntheticKind::kLogistic,
                                             SyntheticKind::kBlobs};
-inline constexpr std::array kShardStrategies{ShardStrategy::kContiguous, ShardStrategy::kRoundRobin,
-                                             ShardStrategy::kRandom};
-inline constexpr std::array kAggregationModes{AggregationMode::kGradients};
-inline constexpr std::array kTopologies{Topology::kStar};
+inline constexpr std::array kShardStrategies{
+    ShardStrategy::kContiguous, ShardStrategy::kRoundRobin, ShardStrategy::kRandom,
+    ShardStrategy::kByLabel,    ShardStrategy::kDirichlet,  ShardStrategy::kFiles};
+inline constexpr std::array kAggregationModes{AggregationMode::kGradients,
+                                              AggregationMode::kParameters, AggregationMode::kAsync};
+inline constexpr std::array kTopologies{Topology::kStar, Topology::kRing};
+inline constexpr std::array kMergeRules{MergeRule::kWeightedAverage, MergeRule::kAverage,
+                                        MergeRule::kMedian,          MergeRule::kTrimmedMean,
+                                        MergeRule::kBest,            MergeRule::kValidationWeighted};
+inline constexpr std::array kOptimizerStates{OptimizerState::kReset, OptimizerState::kKeep};
 inline constexpr std::array kOptimizerTypes{OptimizerType::kSgd, OptimizerType::kAdam};
 inline constexpr std::array kTransportTypes{TransportType::kInproc, TransportType::kIpc,
                                             TransportType::kTcp};
-
-// Values DESIGN.md promises but this version does not implement yet. Naming them apart from
-// plain typos lets the error say "not available in this version" instead of "unknown value".
-inline constexpr std::array<const char*, 3> kLaterShardStrategies{"by_label", "dirichlet", "files"};
-inline constexpr std::array<const char*, 2> kLaterAggregationModes{"parameters", "async"};
-inline constexpr std::array<const char*, 1> kLaterTopologies{"ring"};
 
 template <class E, std::size_t N>
 [[nodiscard]] std::vector<std::string> names_of(const std::array<E, N>& values) {

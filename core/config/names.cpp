@@ -75,6 +75,12 @@ const char* name_of(ShardStrategy v) {
       return "round_robin";
     case ShardStrategy::kRandom:
       return "random";
+    case ShardStrategy::kByLabel:
+      return "by_label";
+    case ShardStrategy::kDirichlet:
+      return "dirichlet";
+    case ShardStrategy::kFiles:
+      return "files";
   }
   return "?";
 }
@@ -83,6 +89,10 @@ const char* name_of(AggregationMode v) {
   switch (v) {
     case AggregationMode::kGradients:
       return "gradients";
+    case AggregationMode::kParameters:
+      return "parameters";
+    case AggregationMode::kAsync:
+      return "async";
   }
   return "?";
 }
@@ -91,6 +101,36 @@ const char* name_of(Topology v) {
   switch (v) {
     case Topology::kStar:
       return "star";
+    case Topology::kRing:
+      return "ring";
+  }
+  return "?";
+}
+
+const char* name_of(MergeRule v) {
+  switch (v) {
+    case MergeRule::kWeightedAverage:
+      return "weighted_average";
+    case MergeRule::kAverage:
+      return "average";
+    case MergeRule::kMedian:
+      return "median";
+    case MergeRule::kTrimmedMean:
+      return "trimmed_mean";
+    case MergeRule::kBest:
+      return "best";
+    case MergeRule::kValidationWeighted:
+      return "validation_weighted";
+  }
+  return "?";
+}
+
+const char* name_of(OptimizerState v) {
+  switch (v) {
+    case OptimizerState::kReset:
+      return "reset";
+    case OptimizerState::kKeep:
+      return "keep";
   }
   return "?";
 }
@@ -116,6 +156,8 @@ const char* name_of(TransportType v) {
   }
   return "?";
 }
+
+int worker_count(const Config& config) { return config.shards.count * config.parallelism.tensor; }
 
 Task task_of(const ModelConfig& model) {
   switch (model.type) {

@@ -28,7 +28,8 @@ std::string join_path(std::string_view parent, std::string_view name) {
 std::vector<Key> build_keys() {
   using detail::kActivations, detail::kAggregationModes, detail::kModelTypes,
       detail::kNormalizations, detail::kOptimizerTypes, detail::kShardStrategies,
-      detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes;
+      detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes,
+      detail::kMergeRules, detail::kOptimizerStates;
   return {
       // top level
       {"version", "integer", "", "required", "Schema version of this file; must be `1`."},
@@ -49,7 +50,7 @@ std::vector<Key> build_keys() {
       // data
       {"data.path", "path", "", "none",
        "CSV file with a header row, relative to the config file's folder. Set this or "
-       "`data.synthetic`."},
+       "`data.synthetic` (or neither with `shards.strategy: files`)."},
       {"data.label", "string", "", "the last column",
        "Name of the label column (with `data.path` only)."},
       {"data.normalize", one_of(kNormalizations), "standard", "",
@@ -65,18 +66,61 @@ std::vector<Key> build_keys() {
       {"data.synthetic.noise", "number >= 0", "0.1", "", "Noise level of the generated data."},
       // shards
       {"shards.count", "integer >= 1", "", "the number of cores",
-       "Data-parallel workers, each training on its own shard of the rows."},
+       "Data-parallel workers (replicas), each training on its own shard of the rows. With "
+       "`parallelism.tensor: T` the run has count × T workers. With `strategy: files` it must "
+       "equal the number of files (and defaults to it)."},
       {"shards.strategy", one_of(kShardStrategies), "contiguous", "",
-       "How rows are dealt to the shards: in blocks, in turn, or by a seeded shuffle "
-       "(`by_label`, `dirichlet` and `files` come in a later version)."},
+       "How rows are dealt to the shards: in blocks, in turn, by a seeded shuffle, by class "
+       "(`by_label`: each worker sees only `labels_per_worker` classes), by seeded Dirichlet "
+       "class proportions (`dirichlet`), or one CSV file per worker (`files`). The last three "
+       "make non-IID shards for federated experiments."},
+      {"shards.labels_per_worker", "integer >= 1", "2", "",
+       "Classes each worker sees (`by_label` only)."},
+      {"shards.alpha", "number > 0", "0.5", "",
+       "Concentration of the Dirichlet class proportions (`dirichlet` only): small values give "
+       "each worker few classes, large values near-uniform shards."},
+      {"shards.files", "list of paths", "", "required with `strategy: files`",
+       "One CSV file per worker, relative to the config file's folder; all must have the same "
+       "columns (`files` only)."},
       // aggregation
       {"aggregation.mode", one_of(kAggregationModes), "gradients", "",
-       "Workers average their gradients every step (`parameters` and `async` come in a later "
-       "version)."},
+       "`gradients`: the workers' gradients are averaged every step (synchronous SGD); "
+       "`parameters`: workers train locally and their models are merged every `sync_every` "
+       "(model averaging, FedAvg); `async`: each gradient is applied as it arrives "
+       "(asynchronous parameter server)."},
       {"aggregation.topology", one_of(kTopologies), "star", "",
-       "Gradients are summed through a parameter server (`ring` comes in a later version)."},
-      {"aggregation.servers", "`1`", "1", "",
-       "Parameter-server shards (more than one comes in a later version)."},
+       "`star`: gradients go through parameter server(s); `ring`: the workers all-reduce among "
+       "themselves (`gradients` only)."},
+      {"aggregation.servers", "integer >= 1", "1", "",
+       "Parameter-server shards: the parameter vector is split into this many key ranges, each "
+       "held by its own server (`star` topology, `gradients` and `async` modes)."},
+      {"aggregation.parameters.sync_every.steps", "integer >= 1", "", "none",
+       "Merge after this many local steps (`parameters` only; set `steps` or `epochs`)."},
+      {"aggregation.parameters.sync_every.epochs", "integer >= 1", "1", "",
+       "Merge after this many local epochs (`parameters` only)."},
+      {"aggregation.parameters.merge", one_of(kMergeRules), "weighted_average", "",
+       "How the worker models are merged: averaged weighted by rows trained (FedAvg), plain "
+       "average, coordinate-wise median, trimmed mean, the one with the lowest validation loss, "
+       "or weighted by validation quality (`parameters` only; the last two need "
+       "`data.validation`)."},
+      {"aggregation.parameters.trim", "number in [0, 0.5)", "0.1", "",
+       "Share of the workers' values cut at each end of every coordinate (`trimmed_mean` only)."},
+      {"aggregation.parameters.clients_per_round", "number in (0, 1]", "1", "",
+       "Share of the workers sampled (seeded) to train in each round, as FedAvg does "
+       "(`parameters` only)."},
+      {"aggregation.parameters.optimizer_state", one_of(kOptimizerStates), "reset", "",
+       "What a worker's optimizer state (momentum, Adam moments) does after a merge: `reset` "
+       "starts it afresh from the merged model, `keep` carries it on (`parameters` only)."},
+      {"aggregation.async.max_staleness", "integer >= 0", "", "unbounded",
+       "How many steps the fastest worker may run ahead of the slowest (stale-synchronous "
+       "parallel); `0` is lock-step (`async` only)."},
+      {"aggregation.async.staleness_lr", "`true` or `false`", "false", "",
+       "Divide each update by 1 + its staleness (`async` only)."},
+      // parallelism
+      {"parallelism.tensor", "integer >= 1", "1", "",
+       "Ranks each model is split over (tensor parallelism: by input feature for linear models, "
+       "by hidden unit for `mlp`); `shards.count` replicas of T ranks each train together "
+       "(`gradients` mode, `star` topology)."},
       // training
       {"training.epochs", "integer >= 1", "20", "", "Passes over the training rows."},
       {"training.batch_size", "integer >= 1 or `full`", "64", "",
@@ -126,6 +170,7 @@ std::vector<SectionDoc> build_sections() {
       {"data", "Where the rows come from: exactly one of `data.path` and `data.synthetic`."},
       {"shards", "How the rows are split among the data-parallel workers."},
       {"aggregation", "How the workers combine their work."},
+      {"parallelism", "Splitting one model over several workers."},
       {"training", "The optimization loop."},
       {"transport", "How the coordinator and the workers talk."},
       {"fault_tolerance", "Detecting lost workers."},

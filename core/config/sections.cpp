@@ -89,14 +89,19 @@ SyntheticConfig parse_synthetic(const Section& s) {
   return c;
 }
 
-DataConfig parse_data(const Section& s, const fs::path& base_dir) {
+DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_files) {
   DataConfig d;
   const bool from_file = s.has("path");
   const bool generated = s.has("synthetic");
   if (from_file && generated) {
     s.fail("synthetic", "cannot be used together with data.path; set exactly one of them");
   }
-  if (!from_file && !generated) {
+  if (from_files && (from_file || generated)) {
+    s.fail(from_file ? "path" : "synthetic",
+           "cannot be used with shards.strategy files, where each worker reads its own file "
+           "from shards.files; remove it");
+  }
+  if (!from_file && !generated && !from_files) {
     s.fail_here(
         "missing a data source; set data.path to a CSV file or data.synthetic to "
         "generate rows");
@@ -113,24 +118,132 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir) {
   return d;
 }
 
-ShardsConfig parse_shards(const Section& s) {
+ShardsConfig parse_shards(const Section& s, const fs::path& base_dir) {
   ShardsConfig c;
+  c.strategy = s.choice("strategy", c.strategy, kShardStrategies);
+  const char* strategy = name_of(c.strategy);
+  if (c.strategy == ShardStrategy::kByLabel) {
+    c.labels_per_worker = to_int(s.integer("labels_per_worker", c.labels_per_worker, 1));
+  } else if (s.has("labels_per_worker")) {
+    s.fail_not_applicable("labels_per_worker", "by_label", "shards.strategy", strategy);
+  }
+  if (c.strategy == ShardStrategy::kDirichlet) {
+    c.alpha = s.number("alpha", c.alpha, Range::kPositive);
+  } else if (s.has("alpha")) {
+    s.fail_not_applicable("alpha", "dirichlet", "shards.strategy", strategy);
+  }
+  if (c.strategy == ShardStrategy::kFiles) {
+    if (!s.has("files")) {
+      s.fail_missing("files", "strategy files needs one CSV per worker, e.g. files: [a.csv, b.csv]");
+    }
+    const YAML::Node list = s.node("files");
+    if (!list.IsSequence() || list.size() == 0) {
+      s.fail("files", fmt::format("expected a non-empty list of CSV paths like [a.csv, b.csv], "
+                                  "got {}",
+                                  describe(list)));
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string path = fmt::format("{}[{}]", s.path("files"), i);
+      c.files.push_back(resolve(base_dir, s.reader().string(list[i], path)));
+    }
+  } else if (s.has("files")) {
+    s.fail_not_applicable("files", "files", "shards.strategy", strategy);
+  }
+  if (c.strategy == ShardStrategy::kFiles) {
+    const int files = static_cast<int>(c.files.size());
+    c.count = to_int(s.integer("count", files, 1));
+    if (c.count != files) {
+      s.fail("count", fmt::format("is {} but shards.files lists {} files; with strategy files "
+                                  "each worker trains on one file: remove count or make them agree",
+                                  c.count, files));
+    }
+    return c;
+  }
   // hardware_concurrency() may report 0 when it cannot tell; one worker still trains.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   c.count = to_int(s.integer("count", cores, 1));
-  c.strategy = s.choice("strategy", c.strategy, kShardStrategies, kLaterShardStrategies);
+  return c;
+}
+
+ParametersConfig parse_parameters(const Section& s) {
+  ParametersConfig c;
+  if (s.has("sync_every")) {
+    const Section every = s.section("sync_every");
+    const bool steps = every.has("steps");
+    const bool epochs = every.has("epochs");
+    if (steps && epochs) {
+      every.fail("epochs", "cannot be used together with sync_every.steps; set one of them");
+    }
+    if (!steps && !epochs) every.fail_here("set steps or epochs, e.g. {steps: 50} or {epochs: 1}");
+    if (steps) c.sync_every_steps = every.integer("steps", 1, 1, INT64_MAX);
+    if (epochs) c.sync_every_epochs = to_int(every.integer("epochs", 1, 1));
+  }
+  c.merge = s.choice("merge", c.merge, kMergeRules);
+  if (c.merge == MergeRule::kTrimmedMean) {
+    c.trim = s.number("trim", c.trim, Range::kNonNegative);
+    if (c.trim >= 0.5) {
+      s.fail("trim", fmt::format("expected a share in [0, 0.5) cut at each end, got {}; 0.5 or "
+                                 "more would cut every value",
+                                 text::format_double(c.trim)));
+    }
+  } else if (s.has("trim")) {
+    s.fail_not_applicable("trim", "trimmed_mean", "aggregation.parameters.merge", name_of(c.merge));
+  }
+  c.clients_per_round = s.number("clients_per_round", c.clients_per_round, Range::kPositive);
+  if (c.clients_per_round > 1.0) {
+    s.fail("clients_per_round",
+           fmt::format("expected a share of the workers in (0, 1], got {}",
+                       text::format_double(c.clients_per_round)));
+  }
+  c.optimizer_state = s.choice("optimizer_state", c.optimizer_state, kOptimizerStates);
+  return c;
+}
+
+AsyncConfig parse_async(const Section& s) {
+  AsyncConfig c;
+  if (s.has("max_staleness")) c.max_staleness = to_int(s.integer("max_staleness", 0, 0));
+  c.staleness_lr = s.boolean("staleness_lr", c.staleness_lr);
   return c;
 }
 
 AggregationConfig parse_aggregation(const Section& s) {
   AggregationConfig c;
-  c.mode = s.choice("mode", c.mode, kAggregationModes, kLaterAggregationModes);
-  c.topology = s.choice("topology", c.topology, kTopologies, kLaterTopologies);
+  c.mode = s.choice("mode", c.mode, kAggregationModes);
+  c.topology = s.choice("topology", c.topology, kTopologies);
   c.servers = to_int(s.integer("servers", c.servers, 1));
-  if (c.servers != 1) {
-    s.fail("servers",
-           fmt::format("{} servers are not available in this version; use 1", c.servers));
+  const char* mode = name_of(c.mode);
+  if (c.mode == AggregationMode::kParameters) {
+    c.parameters = parse_parameters(s.section("parameters"));
+  } else if (s.has("parameters")) {
+    s.fail_not_applicable("parameters", "parameters", "aggregation.mode", mode);
   }
+  if (c.mode == AggregationMode::kAsync) {
+    c.async = parse_async(s.section("async"));
+  } else if (s.has("async")) {
+    s.fail_not_applicable("async", "async", "aggregation.mode", mode);
+  }
+  if (c.topology == Topology::kRing && c.mode != AggregationMode::kGradients) {
+    s.fail("topology", fmt::format("ring all-reduces gradients every step, so it needs "
+                                   "aggregation.mode gradients, but the mode is {}; use topology "
+                                   "star with mode {}",
+                                   mode, mode));
+  }
+  if (c.servers > 1 && c.topology == Topology::kRing) {
+    s.fail("servers", fmt::format("{} servers conflict with topology ring, which has no parameter "
+                                  "server; use servers: 1 with ring, or topology star with servers",
+                                  c.servers));
+  }
+  if (c.servers > 1 && c.mode == AggregationMode::kParameters) {
+    s.fail("servers", fmt::format("{} servers conflict with mode parameters, whose merge needs "
+                                  "every worker's whole model in one place; use servers: 1",
+                                  c.servers));
+  }
+  return c;
+}
+
+ParallelismConfig parse_parallelism(const Section& s) {
+  ParallelismConfig c;
+  c.tensor = to_int(s.integer("tensor", c.tensor, 1));
   return c;
 }
 
@@ -267,6 +380,58 @@ std::map<std::string, Bound> parse_expect(const Section& s) {
   return bounds;
 }
 
+// Keys that are each valid but make no sense together. Each message names both keys and what
+// to use instead.
+void check_combinations(const Section& root, const Config& c) {
+  const Section shards = root.section("shards");
+  const Section aggregation = root.section("aggregation");
+  const Section parallelism = root.section("parallelism");
+  const auto task = task_of(c.model);
+  if ((c.shards.strategy == ShardStrategy::kByLabel ||
+       c.shards.strategy == ShardStrategy::kDirichlet) &&
+      task == Task::kRegression) {
+    shards.fail("strategy", fmt::format("{} deals rows by class, but {} is a regression model "
+                                        "with no classes; use contiguous, round_robin or random",
+                                        name_of(c.shards.strategy), name_of(c.model.type)));
+  }
+  if (c.shards.strategy == ShardStrategy::kByLabel && task == Task::kBinary &&
+      c.shards.labels_per_worker > 2) {
+    shards.fail("labels_per_worker",
+                fmt::format("is {} but a binary model has only 2 classes; use 1 or 2",
+                            c.shards.labels_per_worker));
+  }
+  if (c.parallelism.tensor > 1) {
+    if (c.aggregation.mode != AggregationMode::kGradients) {
+      parallelism.fail("tensor", fmt::format("tensor parallelism splits one model whose "
+                                             "gradients are combined every step, so it needs "
+                                             "aggregation.mode gradients, but the mode is {}; "
+                                             "use tensor: 1 with {}",
+                                             name_of(c.aggregation.mode),
+                                             name_of(c.aggregation.mode)));
+    }
+    if (c.aggregation.topology == Topology::kRing) {
+      parallelism.fail("tensor", "tensor parallelism is available with aggregation.topology "
+                                 "star only, not ring; use topology star (or tensor: 1 with ring)");
+    }
+    if (c.aggregation.servers > 1) {
+      parallelism.fail("tensor", fmt::format("tensor parallelism works with one parameter "
+                                             "server, but aggregation.servers is {}; use "
+                                             "servers: 1 (or tensor: 1 with sharded servers)",
+                                             c.aggregation.servers));
+    }
+  }
+  const auto merge = c.aggregation.parameters.merge;
+  if (c.aggregation.mode == AggregationMode::kParameters &&
+      (merge == MergeRule::kBest || merge == MergeRule::kValidationWeighted) &&
+      c.data.validation_fraction <= 0) {
+    aggregation.section("parameters")
+        .fail("merge", fmt::format("{} scores each worker's model on the validation rows, but "
+                                   "data.validation is 0; set data.validation (e.g. 0.1) or use "
+                                   "merge weighted_average",
+                                   name_of(merge)));
+  }
+}
+
 }  // namespace
 
 Config build(const Section& root, const fs::path& base_dir) {
@@ -281,14 +446,17 @@ Config build(const Section& root, const fs::path& base_dir) {
   check_name(root, c.name);
   c.seed = static_cast<std::uint64_t>(root.integer("seed", 0, 0, INT64_MAX));
   c.model = parse_model(root.section("model"));
-  c.data = parse_data(root.section("data"), base_dir);
-  c.shards = parse_shards(root.section("shards"));
+  c.shards = parse_shards(root.section("shards"), base_dir);
+  c.data = parse_data(root.section("data"), base_dir,
+                      c.shards.strategy == ShardStrategy::kFiles);
   c.aggregation = parse_aggregation(root.section("aggregation"));
+  c.parallelism = parse_parallelism(root.section("parallelism"));
   c.training = parse_training(root.section("training"));
   c.transport = parse_transport(root.section("transport"));
   c.fault_tolerance = parse_fault_tolerance(root.section("fault_tolerance"));
   c.output = parse_output(root.section("output"), base_dir, c.name);
   c.expect = parse_expect(root.section("expect"));
+  check_combinations(root, c);
   return c;
 }
 

@@ -92,6 +92,10 @@ std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
       for (std::size_t j = 0; j < training.size(); ++j) shards[j % workers].push_back(training[j]);
       return shards;
     }
+    case config::ShardStrategy::kByLabel:
+    case config::ShardStrategy::kDirichlet:
+    case config::ShardStrategy::kFiles:
+      break;
     case config::ShardStrategy::kRandom: {
       random::Generator gen(seed, random::stream::kShardPlan);
       random::shuffle(std::span<std::uint64_t>(training), gen);
@@ -101,7 +105,7 @@ std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
       return shards;
     }
   }
-  fail<DataError>("unknown shard strategy {}", static_cast<int>(strategy));
+  fail<ConfigError>("shards.strategy {} is not available yet", config::name_of(strategy));
 }
 
 std::vector<Segment> to_segments(const std::vector<std::uint64_t>& rows,

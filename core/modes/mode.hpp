@@ -30,7 +30,8 @@ class Mode {
   }
 };
 
-[[nodiscard]] std::unique_ptr<Mode> make_mode(const config::AggregationConfig& aggregation);
+// Chosen by aggregation.mode, aggregation.topology and parallelism.tensor.
+[[nodiscard]] std::unique_ptr<Mode> make_mode(const config::Config& config);
 
 // One factory per mode, each in its own file.
 [[nodiscard]] std::unique_ptr<Mode> make_gradients_mode();

@@ -5,11 +5,29 @@
 
 namespace dt::modes {
 
-std::unique_ptr<Mode> make_mode(const config::AggregationConfig& aggregation) {
+std::unique_ptr<Mode> make_mode(const config::Config& config) {
+  const auto& aggregation = config.aggregation;
   switch (aggregation.mode) {
-    case config::AggregationMode::kGradients: return make_gradients_mode();
+    case config::AggregationMode::kGradients:
+      // Tensor parallelism is gradients mode over star with the model split; the config
+      // rejects parallelism.tensor > 1 with any other mode or topology.
+      if (aggregation.topology == config::Topology::kStar && config.parallelism.tensor > 1 &&
+          aggregation.servers == 1) {
+        return make_tensor_mode();
+      }
+      if (aggregation.topology == config::Topology::kStar && config.parallelism.tensor == 1 &&
+          aggregation.servers == 1) {
+        return make_gradients_mode();
+      }
+      break;
+    case config::AggregationMode::kParameters:
+    case config::AggregationMode::kAsync:
+      break;
   }
-  fail<ConfigError>("aggregation.mode '{}' is not available", config::name_of(aggregation.mode));
+  fail<ConfigError>("aggregation.mode {} with topology {}, {} servers and parallelism.tensor {} "
+                    "is not available yet",
+                    config::name_of(aggregation.mode), config::name_of(aggregation.topology),
+                    aggregation.servers, config.parallelism.tensor);
 }
 
 }  // namespace dt::modes

@@ -215,7 +215,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     (void)session.gather(protocol::Type::kReady);
 
     const auto train_start = steady_ms();
-    modes::make_mode(config.aggregation)->coordinate(session);
+    modes::make_mode(config)->coordinate(session);
     result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
     result.params = params;
 

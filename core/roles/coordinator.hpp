@@ -11,6 +11,8 @@
 #include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -75,6 +77,8 @@ struct RunResult {
   double train_seconds = 0;
   std::vector<WorkerStats> workers;
   std::vector<std::string> warnings;
+  // The mode's own statistics, written into summary.json as "aggregation" when not empty.
+  nlohmann::json aggregation = nlohmann::json::object();
 };
 
 // The plan `validate` prints and `run` follows.
@@ -118,6 +122,7 @@ class CoordinatorSession {
   [[nodiscard]] models::Model& model() noexcept { return *model_; }
   void set_model(std::unique_ptr<models::Model> model) { model_ = std::move(model); }
   [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
+  [[nodiscard]] RunResult& result() noexcept { return result_; }
   [[nodiscard]] std::uint64_t total_steps() const noexcept;
 
   // Sends one message to every worker.

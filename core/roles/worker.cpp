@@ -141,7 +141,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
 
     WorkerSession session(options, config, *connection, heartbeat, *model, shard,
                           finalize.train_rows, finalize.steps_per_epoch);
-    const auto mode = modes::make_mode(config.aggregation);
+    const auto mode = modes::make_mode(config);
     for (;;) {
       const auto message = session.receive();
       switch (message.type) {
@@ -237,12 +237,27 @@ void WorkerSession::prepare_epoch(std::uint64_t epoch) {
 }
 
 WorkerSession::Batch WorkerSession::batch(std::uint64_t step) {
-  const std::uint64_t epoch = step / steps_per_epoch_;
-  const std::uint64_t s = step % steps_per_epoch_;
+  return slice(step / steps_per_epoch_, step % steps_per_epoch_, steps_per_epoch_);
+}
+
+std::uint64_t WorkerSession::local_steps_per_epoch() const noexcept {
+  const auto& training = config_.training;
+  if (training.full_batch) return 1;
+  const auto batch = static_cast<std::uint64_t>(training.batch_size);
+  return std::max<std::uint64_t>(1, (rows() + batch - 1) / batch);
+}
+
+WorkerSession::Batch WorkerSession::local_batch(std::uint64_t local_step) {
+  const auto per_epoch = local_steps_per_epoch();
+  return slice(local_step / per_epoch, local_step % per_epoch, per_epoch);
+}
+
+WorkerSession::Batch WorkerSession::slice(std::uint64_t epoch, std::uint64_t s,
+                                          std::uint64_t per_epoch) {
   if (epoch != epoch_) prepare_epoch(epoch);
   const std::uint64_t n = rows();
-  const auto begin = static_cast<std::int64_t>(s * n / steps_per_epoch_);
-  const auto end = static_cast<std::int64_t>((s + 1) * n / steps_per_epoch_);
+  const auto begin = static_cast<std::int64_t>(s * n / per_epoch);
+  const auto end = static_cast<std::int64_t>((s + 1) * n / per_epoch);
   const auto count = end - begin;
   if (!config_.training.shuffle) {
     return {shard_.x.middleRows(begin, count), shard_.y.segment(begin, count)};

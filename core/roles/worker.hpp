@@ -66,12 +66,21 @@ class WorkerSession {
   };
   [[nodiscard]] Batch batch(std::uint64_t step);
 
+  // For the modes where training.batch_size is per worker (parameters, async): this worker's
+  // epoch is ceil(rows / batch_size) local steps (1 with `full`), and local step s of an epoch
+  // takes rows [floor(s*n/S), floor((s+1)*n/S)) of that epoch's order, so batch sizes differ by
+  // at most one row and never exceed batch_size.
+  [[nodiscard]] std::uint64_t local_steps_per_epoch() const noexcept;
+  [[nodiscard]] Batch local_batch(std::uint64_t local_step);
+
   // Timing: compute sections are measured by the mode, communication by receive/send.
   void add_compute_seconds(double seconds);
   [[nodiscard]] protocol::Report report() const;
 
  private:
   void prepare_epoch(std::uint64_t epoch);
+  // Rows [floor(s*n/S), floor((s+1)*n/S)) of `epoch`'s order.
+  [[nodiscard]] Batch slice(std::uint64_t epoch, std::uint64_t s, std::uint64_t per_epoch);
 
   const WorkerOptions& options_;
   const config::Config& config_;

@@ -88,6 +88,8 @@ aggregation:
   mode: gradients
   topology: star
   servers: 1
+parallelism:
+  tensor: 1
 training:
   epochs: 5
   batch_size: 128
@@ -301,6 +303,8 @@ aggregation:
   mode: gradients
   topology: star
   servers: 1
+parallelism:
+  tensor: 1
 training:
   epochs: 20
   batch_size: 64

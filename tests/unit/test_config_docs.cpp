@@ -32,13 +32,21 @@ void collect(const YAML::Node& map, const std::string& prefix,
   }
 }
 
-// to_yaml of configs that between them use every key: defaults, mlp + adam + blobs.
+// to_yaml of configs that between them use every key: defaults, mlp + adam + blobs, and the
+// keys of each shard strategy and aggregation mode.
 std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
   std::vector<std::pair<std::string, YAML::Node>> out;
   for (const char* text :
        {"version: 1\ndata: {path: a.csv, label: y}\nexpect: {mse: {min: 0, max: 1}}\n",
         "version: 1\nmodel: {type: mlp}\ndata: {synthetic: {kind: blobs}}\n"
-        "training: {optimizer: {type: adam}}\n"}) {
+        "training: {optimizer: {type: adam}}\n",
+        "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
+        "shards: {strategy: by_label}\naggregation: {mode: async, async: {max_staleness: 2}}\n",
+        "version: 1\nshards: {strategy: files, files: [a.csv]}\n"
+        "aggregation: {mode: parameters, parameters: {sync_every: {steps: 5}, "
+        "merge: trimmed_mean}}\n",
+        "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
+        "shards: {strategy: dirichlet}\naggregation: {mode: parameters}\n"}) {
     collect(YAML::Load(to_yaml(parse(text, "t.yaml", "/tmp"))), "", out);
   }
   return out;

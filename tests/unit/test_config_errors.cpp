@@ -150,17 +150,68 @@ TEST_CASE("config errors: unknown and unavailable values") {
       {with_header("model: {type: mlp, activation: relux}\n"),
        "test.yaml:3:32: model.activation: unknown value 'relux' (expected relu, tanh or sigmoid; "
        "did you mean 'relu'?)"},
-      {with_header("aggregation: {mode: async}\n"),
-       "test.yaml:3:21: aggregation.mode: 'async' is not available in this version; use gradients"},
-      {with_header("aggregation: {topology: ring}\n"),
-       "test.yaml:3:25: aggregation.topology: 'ring' is not available in this version; use star"},
-      {with_header("aggregation: {servers: 2}\n"),
-       "test.yaml:3:24: aggregation.servers: 2 servers are not available in this version; use 1"},
-      {with_header("shards: {strategy: dirichlet}\n"),
-       "test.yaml:3:20: shards.strategy: 'dirichlet' is not available in this version; use "
-       "contiguous, round_robin or random"},
+      {with_header("aggregation: {mode: federated}\n"),
+       "test.yaml:3:21: aggregation.mode: unknown value 'federated' (expected gradients, "
+       "parameters or async)"},
+      {with_header("aggregation: {parameters: {merge: mean}}\n"),
+       "test.yaml:3:27: aggregation.parameters: applies to parameters only, but aggregation.mode "
+       "is gradients; remove it"},
       {with_header("transport: {type: udp}\n"),
        "test.yaml:3:19: transport.type: unknown value 'udp' (expected inproc, ipc or tcp)"},
+  });
+}
+
+TEST_CASE("config errors: keys that conflict name both and what to use instead") {
+  check_errors({
+      {with_header("aggregation: {mode: async, topology: ring}\n"),
+       "test.yaml:3:38: aggregation.topology: ring all-reduces gradients every step, so it needs "
+       "aggregation.mode gradients, but the mode is async; use topology star with mode async"},
+      {with_header("aggregation: {topology: ring, servers: 2}\n"),
+       "test.yaml:3:40: aggregation.servers: 2 servers conflict with topology ring, which has no "
+       "parameter server; use servers: 1 with ring, or topology star with servers"},
+      {with_header("aggregation: {mode: parameters, servers: 3}\n"),
+       "test.yaml:3:42: aggregation.servers: 3 servers conflict with mode parameters, whose merge "
+       "needs every worker's whole model in one place; use servers: 1"},
+      {with_header("aggregation: {mode: async}\nparallelism: {tensor: 2}\n"),
+       "test.yaml:4:23: parallelism.tensor: tensor parallelism splits one model whose gradients "
+       "are combined every step, so it needs aggregation.mode gradients, but the mode is async; "
+       "use tensor: 1 with async"},
+      {with_header("aggregation: {topology: ring}\nparallelism: {tensor: 2}\n"),
+       "test.yaml:4:23: parallelism.tensor: tensor parallelism is available with "
+       "aggregation.topology star only, not ring; use topology star (or tensor: 1 with ring)"},
+      {with_header("aggregation: {mode: parameters, parameters: {merge: best}}\n"),
+       "test.yaml:3:53: aggregation.parameters.merge: best scores each worker's model on the "
+       "validation rows, but data.validation is 0; set data.validation (e.g. 0.1) or use merge "
+       "weighted_average"},
+      {with_header("aggregation: {mode: parameters, parameters: {trim: 0.2}}\n"),
+       "test.yaml:3:52: aggregation.parameters.trim: applies to trimmed_mean only, but "
+       "aggregation.parameters.merge is weighted_average; remove it"},
+      {with_header("aggregation:\n  mode: parameters\n  parameters:\n    merge: trimmed_mean\n"
+                   "    trim: 0.5\n"),
+       "test.yaml:7:11: aggregation.parameters.trim: expected a share in [0, 0.5) cut at each "
+       "end, got 0.5; 0.5 or more would cut every value"},
+      {with_header("aggregation:\n  mode: parameters\n  parameters:\n"
+                   "    sync_every: {steps: 5, epochs: 1}\n"),
+       "test.yaml:6:36: aggregation.parameters.sync_every.epochs: cannot be used together with "
+       "sync_every.steps; set one of them"},
+      {with_header("aggregation: {mode: parameters, parameters: {clients_per_round: 1.5}}\n"),
+       "test.yaml:3:65: aggregation.parameters.clients_per_round: expected a share of the "
+       "workers in (0, 1], got 1.5"},
+      {with_header("shards: {strategy: by_label}\n"),
+       "test.yaml:3:20: shards.strategy: by_label deals rows by class, but linear_regression is "
+       "a regression model with no classes; use contiguous, round_robin or random"},
+      {with_header("shards: {strategy: contiguous, alpha: 0.1}\n"),
+       "test.yaml:3:39: shards.alpha: applies to dirichlet only, but shards.strategy is "
+       "contiguous; remove it"},
+      {"version: 1\ndata: {path: a.csv}\nshards: {strategy: files, files: [a.csv, b.csv]}\n",
+       "test.yaml:2:14: data.path: cannot be used with shards.strategy files, where each worker "
+       "reads its own file from shards.files; remove it"},
+      {"version: 1\nshards: {strategy: files, files: [a.csv, b.csv], count: 3}\n",
+       "test.yaml:2:57: shards.count: is 3 but shards.files lists 2 files; with strategy files "
+       "each worker trains on one file: remove count or make them agree"},
+      {"version: 1\nshards: {strategy: files}\n",
+       "test.yaml:2:9: missing required key 'shards.files' (strategy files needs one CSV per "
+       "worker, e.g. files: [a.csv, b.csv])"},
   });
 }
 
