@@ -1,6 +1,7 @@
 #include "core/protocol.hpp"
 
 #include "core/util/error.hpp"
+#include "transports/collectives/peer_links.hpp"
 
 #include <cstring>
 #include <limits>
@@ -8,6 +9,9 @@
 namespace dt::protocol {
 
 using nlohmann::json;
+
+static_assert(static_cast<std::uint16_t>(Type::kPeerChunk) == collectives::kPeerChunkType,
+              "peer messages and coordinator messages must not share a type number");
 
 const char* name_of(Type type) {
   switch (type) {
@@ -25,6 +29,11 @@ const char* name_of(Type type) {
     case Type::kError: return "error";
     case Type::kPing: return "ping";
     case Type::kPong: return "pong";
+    case Type::kPeers: return "peers";
+    case Type::kPeerChunk: return "peer chunk";
+    case Type::kRingLoss: return "ring loss";
+    case Type::kRingFinish: return "ring finish";
+    case Type::kRingResult: return "ring result";
     case Type::kTensorSetup: return "tensor setup";
     case Type::kTensorReady: return "tensor ready";
   }
@@ -246,6 +255,16 @@ Finalize read_finalize(const Envelope& e, std::size_t features) {
   f.normalization.shift = to_vector(doubles(e, 0, features));
   f.normalization.scale = to_vector(doubles(e, 1, features));
   return f;
+}
+
+Envelope make_peers(const std::vector<std::string>& endpoints) {
+  Envelope e{.type = Type::kPeers};
+  e.fields = {{"endpoints", endpoints}};
+  return e;
+}
+
+std::vector<std::string> read_peers(const Envelope& e) {
+  return get<std::vector<std::string>>(e, "endpoints");
 }
 
 Envelope make_error(const WorkerError& w) {

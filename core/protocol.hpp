@@ -33,6 +33,12 @@ enum class Type : std::uint16_t {
   kError = 12,      // worker -> coordinator: I failed, here is why (then exits)
   kPing = 13,       // heartbeat, both ways
   kPong = 14,
+  // 15-19: peer links and the ring topology (core/roles/peers.cpp, core/modes/ring.cpp).
+  kPeers = 15,       // coordinator -> worker: every worker's peer endpoint, by rank
+  kPeerChunk = 16,   // worker -> worker: a piece of a collective (transports/collectives)
+  kRingLoss = 17,    // worker -> coordinator (ring): my loss sum and rows, after the step
+  kRingFinish = 18,  // coordinator -> worker (ring): training is over, send your parameters
+  kRingResult = 19,  // worker -> coordinator (ring): parameters (rank 0) or their digest, counters
   // Tensor parallelism (30-34, see core/modes/tensor.cpp).
   kTensorSetup = 30,  // coordinator -> worker: your slice (tensor, slice, replica, model inputs)
   kTensorReady = 31,  // worker -> coordinator: slice built, its columns checked
@@ -103,6 +109,11 @@ struct Finalize {
 };
 [[nodiscard]] Envelope make_finalize(const Finalize& finalize);
 [[nodiscard]] Finalize read_finalize(const Envelope& e, std::size_t features);
+
+// kPeers: the peer endpoint of every rank; a worker reports its own in kReady's
+// "peer_endpoint" field (absent when it opened no peer listener).
+[[nodiscard]] Envelope make_peers(const std::vector<std::string>& endpoints);
+[[nodiscard]] std::vector<std::string> read_peers(const Envelope& e);
 
 struct WorkerError {
   std::string kind;  // "data", "config", "training", ...

@@ -37,5 +37,6 @@ class Mode {
 [[nodiscard]] std::unique_ptr<Mode> make_gradients_mode();
 // gradients mode with parallelism.tensor > 1 (core/modes/tensor.cpp).
 [[nodiscard]] std::unique_ptr<Mode> make_tensor_mode();
+[[nodiscard]] std::unique_ptr<Mode> make_ring_mode();  // gradients over aggregation.topology ring
 
 }  // namespace dt::modes

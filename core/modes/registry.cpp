@@ -9,6 +9,7 @@ std::unique_ptr<Mode> make_mode(const config::Config& config) {
   const auto& aggregation = config.aggregation;
   switch (aggregation.mode) {
     case config::AggregationMode::kGradients:
+      if (aggregation.topology == config::Topology::kRing) return make_ring_mode();
       // Tensor parallelism is gradients mode over star with the model split; the config
       // rejects parallelism.tensor > 1 with any other mode or topology.
       if (aggregation.topology == config::Topology::kStar && config.parallelism.tensor > 1 &&

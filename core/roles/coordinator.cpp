@@ -212,7 +212,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
                                           static_cast<int>(finalize.classes.size())}));
     params.assign(session.model().parameter_count(), 0.0);
     session.model().init(params, config.seed);
-    (void)session.gather(protocol::Type::kReady);
+    session.share_peer_endpoints(session.gather(protocol::Type::kReady));
 
     const auto train_start = steady_ms();
     modes::make_mode(config)->coordinate(session);

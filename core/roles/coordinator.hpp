@@ -133,6 +133,10 @@ class CoordinatorSession {
   // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
 
+  // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
+  // they opened peer links (core/roles/peers.hpp); nothing for a star run.
+  void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
+
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
   void record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
                    const std::vector<double>& worker_loss_sum,

@@ -3,6 +3,7 @@
 #include "core/modes/mode.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/heartbeat.hpp"
+#include "core/roles/peers.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 #include "core/util/random.hpp"
@@ -135,18 +136,25 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
     const auto model = models::make_model(
         {config.model, static_cast<int>(setup.source.features.size()),
          static_cast<int>(finalize.classes.size())});
-    connection->send(protocol::encode({.type = protocol::Type::kReady, .rank = options.rank},
-                                      options.job_id),
+    std::unique_ptr<collectives::PeerLinks> peers;
+    if (needs_peer_links(config)) peers = open_peer_links(transport, options, heartbeat, config);
+    protocol::Envelope ready{.type = protocol::Type::kReady, .rank = options.rank};
+    if (peers) ready.fields["peer_endpoint"] = peers->endpoint();
+    connection->send(protocol::encode(std::move(ready), options.job_id),
                      deadline_in(kSendDeadline));
 
     WorkerSession session(options, config, *connection, heartbeat, *model, shard,
                           finalize.train_rows, finalize.steps_per_epoch);
+    session.set_peer_links(peers.get());
     const auto mode = modes::make_mode(config);
     for (;;) {
       const auto message = session.receive();
       switch (message.type) {
         case protocol::Type::kEvaluate:
           if (!mode->evaluate(session, message)) session.send(evaluate_shard(session, message));
+          break;
+        case protocol::Type::kPeers:
+          session.set_peer_endpoints(protocol::read_peers(message));
           break;
         case protocol::Type::kStop: {
           auto report = protocol::make_report(session.report());
