@@ -36,6 +36,11 @@ const char* name_of(Type type) {
     case Type::kRingResult: return "ring result";
     case Type::kTensorSetup: return "tensor setup";
     case Type::kTensorReady: return "tensor ready";
+    case Type::kServers: return "servers";
+    case Type::kPull: return "pull";
+    case Type::kPush: return "push";
+    case Type::kSlice: return "slice";
+    case Type::kDone: return "done";
   }
   return "unknown";
 }
@@ -182,6 +187,7 @@ Envelope make_setup(const Setup& s) {
               {"label", s.source.label},
               {"label_index", s.source.label_index},
               {"rows", s.source.rows}};
+  if (!s.source.file.empty()) e.fields["file"] = s.source.file.string();
   std::vector<std::uint64_t> flat;
   flat.reserve(s.segments.size() * 4);
   for (const auto& seg : s.segments) {
@@ -200,6 +206,7 @@ Setup read_setup(const Envelope& e) {
   s.source.label = get<std::string>(e, "label");
   s.source.label_index = get<std::size_t>(e, "label_index");
   s.source.rows = get<std::uint64_t>(e, "rows");
+  if (e.fields.contains("file")) s.source.file = get<std::string>(e, "file");
   const auto flat = u64s(e, 0);
   if (flat.size() % 4 != 0) fail<ProtocolError>("setup message: segment array is malformed");
   for (std::size_t i = 0; i < flat.size(); i += 4) {

@@ -38,5 +38,7 @@ class Mode {
 // gradients mode with parallelism.tensor > 1 (core/modes/tensor.cpp).
 [[nodiscard]] std::unique_ptr<Mode> make_tensor_mode();
 [[nodiscard]] std::unique_ptr<Mode> make_ring_mode();  // gradients over aggregation.topology ring
+[[nodiscard]] std::unique_ptr<Mode> make_sharded_gradients_mode();  // gradients, servers > 1
+[[nodiscard]] std::unique_ptr<Mode> make_async_mode();
 
 }  // namespace dt::modes

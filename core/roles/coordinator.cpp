@@ -141,6 +141,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   result.source = plan.source;
   result.train_rows = plan.train_rows;
   result.validation_rows = plan.validation_rows.size();
+  result.warnings = plan.warnings;
   const int ranks = static_cast<int>(plan.shard_rows.size());
   const auto task = config::task_of(config.model);
   const auto kind = data::label_kind(task);
@@ -167,22 +168,20 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     const std::string config_yaml = config::to_yaml(config);
     for (int r = 0; r < ranks; ++r) {
       // A tensor-parallel rank of a linear model sees only its own feature columns.
-      protocol::Setup setup{config_yaml, heartbeat.endpoint(),
-                            source_for(plan, static_cast<std::size_t>(r)),
-                            plan.segments[static_cast<std::size_t>(r)]};
+      const auto rank = static_cast<std::size_t>(r);
+      protocol::Setup setup{config_yaml, heartbeat.endpoint(), source_for(plan, rank),
+                            plan.segments[rank]};
       setup.source.csv.reset();  // workers seek by the byte offsets in their segments
       listener->send(protocol::peer_name(static_cast<std::uint32_t>(r)),
                      protocol::encode(protocol::make_setup(setup), job), deadline_in(kSendDeadline));
     }
     // The coordinator holds the validation rows (workers hold only training rows).
     std::optional<data::Shard> validation;
-    if (!plan.validation_rows.empty()) {
-      validation = data::load_shard(config, plan.source,
-                                    data::to_segments(plan.validation_rows, plan.source.csv), kind);
-    }
+    if (!plan.validation_rows.empty()) validation = load_validation(config, plan, kind);
 
     std::vector<double> params;
     CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
+    session.set_transport(*transport);
     // The class list covers the held-out rows too: a class seen only there is still a class.
     std::vector<std::string> labels;
     if (validation && kind == data::LabelKind::kCategorical) {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,17 +84,29 @@ struct RunResult {
 
 // The plan `validate` prints and `run` follows.
 struct Plan {
-  data::SourceInfo source;
+  data::SourceInfo source;  // strategy files: the columns of every file, rows of all files
+  // Strategy files: rank r's own file (its index, rows and path); empty for other strategies.
+  std::vector<data::SourceInfo> rank_sources;
+  // Held-out source rows (strategy files: numbered across the files in order).
   std::vector<std::uint64_t> validation_rows;
   std::vector<std::vector<data::Segment>> segments;  // per rank
   std::vector<std::uint64_t> shard_rows;             // per rank
   std::uint64_t train_rows = 0;
   std::uint64_t steps_per_epoch = 0;
+  std::vector<std::string> warnings;  // e.g. an empty shard; the run lists them in its summary
+
+  // The source rank r's segments refer to.
+  [[nodiscard]] const data::SourceInfo& source_of(std::size_t rank) const {
+    return rank_sources.empty() ? source : rank_sources.at(rank);
+  }
   // parallelism.tensor: rank r is replica r / tensor, slice r % tensor (tensor_plan.hpp).
   int tensor = 1;
   std::vector<models::Range> columns;  // per rank: the feature columns it loads; empty: all
 };
 [[nodiscard]] Plan make_plan(const config::Config& config);
+// The held-out rows, loaded (from every file with strategy files), labels not yet assigned.
+[[nodiscard]] data::Shard load_validation(const config::Config& config, const Plan& plan,
+                                          data::LabelKind kind);
 
 struct CoordinatorOptions {
   std::filesystem::path worker_log_dir;  // workers/<rank>.log
@@ -124,6 +137,12 @@ class CoordinatorSession {
   [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
   [[nodiscard]] RunResult& result() noexcept { return result_; }
   [[nodiscard]] std::uint64_t total_steps() const noexcept;
+  // For modes whose steps are not global steps (async: one step per applied worker batch):
+  // the step count that ends training and the steps that make one epoch, for the log.
+  void set_schedule(std::uint64_t total_steps, std::uint64_t steps_per_epoch) noexcept {
+    schedule_total_ = total_steps;
+    schedule_per_epoch_ = steps_per_epoch;
+  }
 
   // Sends one message to every worker.
   void broadcast(protocol::Envelope envelope);
@@ -132,6 +151,18 @@ class CoordinatorSession {
   // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
   // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
+  // The same, calling `on_idle` every poll slice (~50 ms) without a message, e.g. to check on
+  // threads of the coordinator (parameter servers) and to log their progress.
+  [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type,
+                                                       const std::function<void()>& on_idle);
+  // One round of the supervision gather does while it waits: Ctrl-C, worker exits, heartbeats.
+  // For modes that wait on something other than the workers' messages (parameter servers).
+  void supervise();
+
+  // The run's transport (for modes that open sockets of their own, such as parameter servers).
+  [[nodiscard]] transport::Transport& transport() const;
+  void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
+  [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
 
   // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
   // they opened peer links (core/roles/peers.hpp); nothing for a star run.
@@ -163,6 +194,9 @@ class CoordinatorSession {
   std::unique_ptr<models::Model> model_;
   std::vector<double>& params_;
   transport::Listener& listener_;
+  transport::Transport* transport_ = nullptr;
+  std::uint64_t schedule_total_ = 0;      // 0: epochs * plan.steps_per_epoch
+  std::uint64_t schedule_per_epoch_ = 0;  // 0: plan.steps_per_epoch
   WorkerPool& pool_;
   HeartbeatServer& heartbeat_;
   std::uint64_t job_id_;

@@ -38,6 +38,7 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       window_worker_rows_(plan.shard_rows.size()) {}
 
 std::uint64_t CoordinatorSession::total_steps() const noexcept {
+  if (schedule_total_ > 0) return schedule_total_;
   return static_cast<std::uint64_t>(config_.training.epochs) * plan_.steps_per_epoch;
 }
 
@@ -118,6 +119,29 @@ void CoordinatorSession::check_workers() {
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) {
+  return gather(type, {});
+}
+
+transport::Transport& CoordinatorSession::transport() const {
+  if (transport_ == nullptr) fail<TrainingError>("internal error: the session has no transport");
+  return *transport_;
+}
+
+void CoordinatorSession::supervise() {
+  if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+  check_workers();
+  const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
+  for (int r = 0; r < ranks(); ++r) {
+    const std::int64_t silent = heartbeat_.silent_ms(r);
+    if (silent > timeout) {
+      fail_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
+                                 "= {})", silent, timeout));
+    }
+  }
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
+                                                           const std::function<void()>& on_idle) {
   const int n = ranks();
   std::vector<std::optional<protocol::Envelope>> got(static_cast<std::size_t>(n));
   int remaining = n;
@@ -149,6 +173,7 @@ std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) 
       continue;
     }
     check_workers();
+    if (on_idle) on_idle();
     for (int r = 0; r < n; ++r) {
       if (got[static_cast<std::size_t>(r)]) continue;
       std::int64_t silent = heartbeat_.silent_ms(r);
@@ -180,7 +205,8 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
 
   LogRow row;
   row.step = step;
-  row.epoch = static_cast<double>(step) / static_cast<double>(plan_.steps_per_epoch);
+  const auto per_epoch = schedule_per_epoch_ > 0 ? schedule_per_epoch_ : plan_.steps_per_epoch;
+  row.epoch = static_cast<double>(step) / static_cast<double>(per_epoch);
   row.seconds = elapsed_seconds();
   row.train_loss = window_rows_ > 0 ? window_loss_ / static_cast<double>(window_rows_) : 0.0;
   for (std::size_t r = 0; r < window_worker_loss_.size(); ++r) {

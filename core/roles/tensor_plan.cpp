@@ -15,10 +15,12 @@ void expand_for_tensor(const config::Config& config, Plan& plan) {
   models::check_tensor_split(config.model, features, tensor);
   std::vector<std::vector<data::Segment>> segments;
   std::vector<std::uint64_t> rows;
+  std::vector<data::SourceInfo> sources;  // strategy files: each replica's file
   for (std::size_t d = 0; d < plan.segments.size(); ++d) {
     for (int t = 0; t < tensor; ++t) {
       segments.push_back(plan.segments[d]);
       rows.push_back(plan.shard_rows[d]);
+      if (!plan.rank_sources.empty()) sources.push_back(plan.rank_sources[d]);
       if (models::splits_features(config.model.type)) {
         plan.columns.push_back(models::split_range(features, tensor, t));
       }
@@ -26,6 +28,7 @@ void expand_for_tensor(const config::Config& config, Plan& plan) {
   }
   plan.segments = std::move(segments);
   plan.shard_rows = std::move(rows);
+  plan.rank_sources = std::move(sources);
 }
 
 models::Range columns_of(const Plan& plan, std::size_t rank) {
@@ -34,8 +37,9 @@ models::Range columns_of(const Plan& plan, std::size_t rank) {
 }
 
 data::SourceInfo source_for(const Plan& plan, std::size_t rank) {
-  data::SourceInfo source = plan.source;
+  data::SourceInfo source = plan.source_of(rank);
   if (plan.columns.empty()) return source;
+  // The features by name, in the run's order (every file of strategy files has them all).
   const auto c = columns_of(plan, rank);
   source.features.assign(plan.source.features.begin() + c.begin,
                          plan.source.features.begin() + c.end);

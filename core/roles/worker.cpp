@@ -146,6 +146,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
     WorkerSession session(options, config, *connection, heartbeat, *model, shard,
                           finalize.train_rows, finalize.steps_per_epoch);
     session.set_peer_links(peers.get());
+    session.set_transport(transport);
     const auto mode = modes::make_mode(config);
     for (;;) {
       const auto message = session.receive();
@@ -282,6 +283,22 @@ WorkerSession::Batch WorkerSession::slice(std::uint64_t epoch, std::uint64_t s,
   return {batch_x_.topRows(count), batch_y_.head(count)};
 }
 
+transport::Transport& WorkerSession::transport() const {
+  if (transport_ == nullptr) fail<TrainingError>("internal error: the session has no transport");
+  return *transport_;
+}
+
+void WorkerSession::check_alive() const {
+  check_cancel(options_);
+  const auto silent = heartbeat_.silent_ms();
+  const auto timeout = config_.fault_tolerance.worker_timeout_ms;
+  if (silent > timeout) {
+    fail<TransportError>("lost the coordinator at {}: no answer to heartbeats for {} ms "
+                         "(fault_tolerance.worker_timeout_ms = {})",
+                         options_.endpoint, silent, timeout);
+  }
+}
+
 void WorkerSession::add_compute_seconds(double seconds) {
   compute_seconds_ += seconds;
   ++steps_;
@@ -293,8 +310,8 @@ protocol::Report WorkerSession::report() const {
   r.steps = steps_;
   r.compute_seconds = compute_seconds_;
   r.comm_seconds = comm_seconds_;
-  r.bytes_sent = connection_.counters().bytes_sent;
-  r.bytes_received = connection_.counters().bytes_received;
+  r.bytes_sent = connection_.counters().bytes_sent + extra_bytes_sent_;
+  r.bytes_received = connection_.counters().bytes_received + extra_bytes_received_;
   auto sorted = step_seconds_;
   std::sort(sorted.begin(), sorted.end());
   for (double q : {0.5, 0.9, 0.99, 1.0}) {

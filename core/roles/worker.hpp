@@ -95,6 +95,22 @@ class WorkerSession {
   void set_peer_links(collectives::PeerLinks* links) noexcept { peers_ = links; }
   void set_peer_endpoints(std::vector<std::string> endpoints);
 
+  // The run's transport (for modes that connect to more than the coordinator: parameter
+  // servers) and the job id their messages carry.
+  [[nodiscard]] transport::Transport& transport() const;
+  void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
+  [[nodiscard]] std::uint64_t job_id() const noexcept { return options_.job_id; }
+  // For waits on other peers than the coordinator: throws when the coordinator has stopped
+  // this worker (inproc) or has been silent for worker_timeout_ms (it hosts the servers, so
+  // while it answers heartbeats a long wait is the run's pace, not a failure).
+  void check_alive() const;
+  // Traffic on sockets other than the coordinator connection, for the report.
+  void add_bytes(std::uint64_t sent, std::uint64_t received) noexcept {
+    extra_bytes_sent_ += sent;
+    extra_bytes_received_ += received;
+  }
+  void add_comm_seconds(double seconds) noexcept { comm_seconds_ += seconds; }
+
   // For the modes where training.batch_size is per worker (parameters, async): this worker's
   // epoch is ceil(rows / batch_size) local steps (1 with `full`), and local step s of an epoch
   // takes rows [floor(s*n/S), floor((s+1)*n/S)) of that epoch's order, so batch sizes differ by
@@ -114,6 +130,7 @@ class WorkerSession {
   const WorkerOptions& options_;
   const config::Config& config_;
   transport::Connection& connection_;
+  transport::Transport* transport_ = nullptr;
   HeartbeatClient& heartbeat_;
   models::Model& model_;
   data::Shard& shard_;
@@ -125,6 +142,8 @@ class WorkerSession {
   Eigen::VectorXd batch_y_;
   double compute_seconds_ = 0;
   double comm_seconds_ = 0;
+  std::uint64_t extra_bytes_sent_ = 0;
+  std::uint64_t extra_bytes_received_ = 0;
   std::uint64_t steps_ = 0;
   std::vector<double> step_seconds_;
   collectives::PeerLinks* peers_ = nullptr;  // owned by run_worker

@@ -23,11 +23,13 @@ def test_every_example_config_runs(tmp):
         for name in ("model.json", "loss.csv", "summary.json", "loss.svg", "config.resolved.yaml"):
             assert (out / name).stat().st_size > 0, (cfg.name, name)
         assert json.loads((out / "summary.json").read_text())["final_loss"] == summary["final_loss"]
-        # The resolved config is a complete config: running it reproduces the model.
+        # The resolved config is a complete config: running it reproduces the model (bit for
+        # bit, except in async mode, where the order pushes arrive in is the network's).
         again = tmp / (cfg.stem + "-again")
         r = h.run("run", out / "config.resolved.yaml", "--set", f"output.dir={again}")
         assert r.code == 0, (cfg.name, r)
-        assert (again / "model.json").read_bytes() == (out / "model.json").read_bytes(), cfg.name
+        if summary["mode"] != "async":
+            assert (again / "model.json").read_bytes() == (out / "model.json").read_bytes(), cfg.name
 
 
 if __name__ == "__main__":

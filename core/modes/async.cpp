@@ -1,0 +1,185 @@
+// `async` mode: asynchronous parameter-server SGD (PaddlePaddle's async mode; DataPredict's
+// DistributedGradients applying each child gradient as it arrives). No barrier: each worker
+// loops over its own batches (training.batch_size rows of its shard per step, training.epochs
+// local epochs):
+//
+//   worker -> server k   pull (once, to start)
+//   server k -> worker   keys of server k of the current parameters + their version
+//   worker -> server k   keys of server k of the gradient SUM of its next batch, its rows and
+//                        loss sum, the version it was computed from; this push is also the
+//                        pull of the next step
+//
+// A server applies each push at once: the sum divided by that batch's rows, plus the L2 term,
+// one optimizer step (with staleness_lr the step is divided by 1 + staleness). The staleness of
+// a push at a server is the server's version (pushes it has applied) at apply time minus the
+// version the gradient was computed from. With K servers every server applies every push to
+// its own slice and keeps its own version; a gradient's staleness is the largest over the
+// servers, and staleness_lr scales each slice's step by that server's own staleness.
+//
+// max_staleness s (stale-synchronous parallel): a server holds its reply to a worker about to
+// start its step c until the slowest worker still training has completed at least c - s steps.
+// The clock gap reported is, at every step start, the starting worker's completed steps minus
+// the slowest's: never more than s. A push can then be at most (N - 1)(2s + 1) updates stale.
+//
+// The coordinator is the servers' host: it starts them, supervises the workers (exits,
+// heartbeats) while they train, logs a loss.csv row every log_every applied updates (the mean
+// loss of the batches applied since the previous row; validation on the parameters as they are
+// when the row is written), checks each batch loss for divergence, and gathers the final
+// parameters once every push has been applied.
+
+#include "core/modes/mode.hpp"
+#include "core/roles/coordinator.hpp"
+#include "core/roles/server_group.hpp"
+#include "core/roles/test_delay.hpp"
+#include "core/roles/worker.hpp"
+#include "core/util/error.hpp"
+#include "core/util/text.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+namespace dt::modes {
+namespace {
+
+// Steps per local epoch of a worker with `rows` rows: WorkerSession::local_steps_per_epoch's
+// rule, which the servers check against each worker's own count (its pull says it).
+std::uint64_t local_steps_per_epoch(const config::Config& config, std::uint64_t rows) {
+  if (config.training.full_batch) return 1;
+  const auto batch = static_cast<std::uint64_t>(config.training.batch_size);
+  return std::max<std::uint64_t>(1, (rows + batch - 1) / batch);
+}
+
+// Every push's staleness as the largest over the servers (each server measures its own).
+roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& stats) {
+  roles::StalenessStats out;
+  if (stats.empty()) return out;
+  const auto ranks = stats.front().staleness_of.size();
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const auto steps = stats.front().staleness_of[r].size();
+    for (std::size_t c = 0; c < steps; ++c) {
+      std::uint64_t s = 0;
+      for (const auto& st : stats) s = std::max(s, st.staleness_of[r].at(c));
+      out.add(s);
+    }
+  }
+  return out;
+}
+
+class AsyncMode final : public Mode {
+ public:
+  void coordinate(roles::CoordinatorSession& session) override {
+    auto& params = session.params();
+    const auto& config = session.config();
+    const auto& async = config.aggregation.async;
+    const int ranks = session.ranks();
+    const auto ri = [](int r) { return static_cast<std::size_t>(r); };
+
+    roles::AsyncServing serving;
+    serving.max_staleness = async.max_staleness;
+    serving.staleness_lr = async.staleness_lr;
+    std::uint64_t total = 0;
+    std::uint64_t per_epoch = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const auto local = local_steps_per_epoch(config, session.plan().shard_rows[ri(r)]);
+      serving.worker_steps.push_back(local * static_cast<std::uint64_t>(config.training.epochs));
+      total += serving.worker_steps.back();
+      per_epoch += local;
+    }
+    session.set_schedule(total, per_epoch);
+    roles::ServerGroup servers(session, serving);
+    session.start_clock();
+    servers.announce();  // the workers start training when they learn the servers
+
+    const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);
+    std::vector<double> worker_loss(ri(ranks), 0.0);
+    std::vector<std::uint64_t> worker_rows(ri(ranks), 0);
+    std::uint64_t applied = 0;
+    const auto drain = [&] {
+      servers.check();
+      for (const auto& u : servers.take_log()) {
+        ++applied;
+        if (u.rows > 0 && !std::isfinite(u.loss_sum)) {
+          fail<TrainingError>("training diverged at update {} (worker {}, its step {}): the "
+                              "batch loss is {}; lower training.optimizer.lr (now {}) or "
+                              "normalize the data",
+                              applied, u.rank, u.step + 1,
+                              text::format_double(u.loss_sum / static_cast<double>(u.rows)),
+                              text::format_double(config.training.optimizer.lr));
+        }
+        if (applied % every == 0 || applied == total) servers.copy_params(params);
+        worker_loss[ri(u.rank)] = u.loss_sum;
+        worker_rows[ri(u.rank)] = u.rows;
+        session.add_samples(u.rows);
+        session.record_step(applied, u.loss_sum, u.rows, worker_loss, worker_rows);
+        worker_loss[ri(u.rank)] = 0.0;
+        worker_rows[ri(u.rank)] = 0;
+      }
+    };
+    const auto done = session.gather(protocol::Type::kDone, drain);
+    for (int r = 0; r < ranks; ++r) {
+      const auto steps = protocol::count(done[ri(r)], "steps");
+      if (steps != serving.worker_steps[ri(r)]) {
+        fail<ProtocolError>("worker {} finished after {} steps, {} were planned", r, steps,
+                            serving.worker_steps[ri(r)]);
+      }
+    }
+    servers.wait_version(total, config.fault_tolerance.worker_timeout_ms);
+    drain();
+    servers.copy_params(params);
+    servers.stop();
+
+    const auto stats = servers.stats();
+    std::uint64_t gap = 0;
+    for (const auto& st : stats) gap = std::max(gap, st.max_clock_gap);
+    auto& out = session.result().aggregation;
+    out["servers"] = servers.servers_json();
+    out["max_staleness"] = async.max_staleness ? nlohmann::json(*async.max_staleness) : nlohmann::json();
+    out["staleness_lr"] = async.staleness_lr;
+    out["staleness"] = merged_staleness(stats).to_json();
+    if (async.max_staleness) {
+      out["staleness_bound"] = static_cast<std::uint64_t>(ranks - 1) *
+                               (2 * static_cast<std::uint64_t>(*async.max_staleness) + 1);
+    }
+    out["max_clock_gap"] = gap;
+    out["worker_steps"] = stats.front().worker_steps;
+    out["updates"] = total;
+  }
+
+  void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
+    if (message.type != protocol::Type::kServers) {
+      fail<ProtocolError>("async mode: unexpected {} message from the coordinator",
+                          protocol::name_of(message.type));
+    }
+    auto& model = session.model();
+    const std::size_t p = model.parameter_count();
+    roles::ServerClient client(session, message);
+    const auto delay = roles::test_delay(session.rank());
+    std::vector<double> params(p, 0.0);
+    std::vector<double> grad(p, 0.0);
+    const std::uint64_t steps = session.local_steps_per_epoch() *
+                                static_cast<std::uint64_t>(session.config().training.epochs);
+    client.pull(steps);
+    for (std::uint64_t step = 0; step < steps; ++step) {
+      client.receive(params);  // held by the server while the staleness bound says wait
+      std::fill(grad.begin(), grad.end(), 0.0);
+      const auto start = std::chrono::steady_clock::now();
+      const auto batch = session.local_batch(step);
+      models::BatchResult result;
+      if (batch.y.size() > 0) result = model.loss_and_gradient(params, batch.x, batch.y, grad);
+      if (delay.count() > 0) std::this_thread::sleep_for(delay);
+      session.add_compute_seconds(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      client.push(grad, step, static_cast<std::uint64_t>(batch.y.size()), result.loss_sum);
+    }
+    protocol::Envelope done{.type = protocol::Type::kDone, .step = steps};
+    done.fields = {{"steps", steps}};
+    session.send(std::move(done));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Mode> make_async_mode() { return std::make_unique<AsyncMode>(); }
+
+}  // namespace dt::modes

@@ -1,0 +1,123 @@
+// `gradients` mode with sharded parameter servers (aggregation.servers: K > 1). The same
+// synchronous SGD as gradients.cpp, but the parameters live on K servers, each owning one
+// contiguous key range with its own optimizer state (see core/roles/param_server.hpp):
+//
+//   coordinator -> worker   step s (no payload)
+//   worker -> server k      keys of server k of my gradient sum, my rows (every k)
+//   worker -> coordinator   my rows and loss sum (logging, divergence check)
+//   server k -> worker      keys of server k of the new parameters (every worker)
+//
+// Server k adds the pushes in rank order, divides by the total rows of the round (the sum of
+// the rows the pushes carry: every server computes the same integer the coordinator logs), adds
+// the L2 term and steps its optimizer, so K = 1, 2, 3 give the same parameters up to the
+// order-free elementwise arithmetic: the same bits. The coordinator drives the steps, logs,
+// checks divergence, and assembles the parameters from the servers for validation and the end.
+
+#include "core/modes/mode.hpp"
+#include "core/roles/coordinator.hpp"
+#include "core/roles/server_group.hpp"
+#include "core/roles/test_delay.hpp"
+#include "core/roles/worker.hpp"
+#include "core/util/error.hpp"
+#include "core/util/text.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+namespace dt::modes {
+namespace {
+
+class ShardedGradientsMode final : public Mode {
+ public:
+  void coordinate(roles::CoordinatorSession& session) override {
+    auto& params = session.params();
+    const auto& config = session.config();
+    roles::ServerGroup servers(session, std::nullopt);
+    servers.announce();
+    const int ranks = session.ranks();
+    std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
+    std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
+    const std::uint64_t steps = session.total_steps();
+    const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);
+    const auto timeout = 2 * config.fault_tolerance.worker_timeout_ms;
+    session.start_clock();
+    for (std::uint64_t step = 0; step < steps; ++step) {
+      session.broadcast({.type = protocol::Type::kStep, .step = step});
+      const auto replies = session.gather(protocol::Type::kGradient, [&] { servers.check(); });
+      double loss_sum = 0;
+      std::uint64_t rows = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const auto& reply = replies[static_cast<std::size_t>(r)];
+        const auto ri = static_cast<std::size_t>(r);
+        worker_loss[ri] = protocol::number(reply, "loss_sum");
+        worker_rows[ri] = protocol::count(reply, "rows");
+        loss_sum += worker_loss[ri];
+        rows += worker_rows[ri];
+      }
+      if (rows > 0 && !std::isfinite(loss_sum)) {
+        fail<TrainingError>("training diverged at step {}: the batch loss is {}; lower "
+                            "training.optimizer.lr (now {}) or normalize the data",
+                            step + 1, text::format_double(loss_sum / static_cast<double>(rows)),
+                            text::format_double(config.training.optimizer.lr));
+      }
+      // Every server has applied this step before it is logged (and before the next one).
+      servers.wait_version(step + 1, timeout);
+      if (rows == 0) continue;  // an empty step (only possible with tiny shards)
+      if ((step + 1) % every == 0 || step + 1 == steps) servers.copy_params(params);
+      session.add_samples(rows);
+      session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
+    }
+    servers.copy_params(params);
+    servers.stop();
+    session.result().aggregation["servers"] = servers.servers_json();
+  }
+
+  void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
+    auto& model = session.model();
+    const std::size_t p = model.parameter_count();
+    if (message.type == protocol::Type::kServers) {
+      client_ = std::make_unique<roles::ServerClient>(session, message);
+      delay_ = roles::test_delay(session.rank());
+      params_.assign(p, 0.0);
+      grad_.assign(p, 0.0);
+      client_->pull(0);
+      client_->receive(params_);
+      return;
+    }
+    if (message.type != protocol::Type::kStep || !client_) {
+      fail<ProtocolError>("sharded gradients mode: unexpected {} message from the coordinator{}",
+                          protocol::name_of(message.type),
+                          client_ ? "" : " before the servers were announced");
+    }
+    std::fill(grad_.begin(), grad_.end(), 0.0);
+    const auto start = std::chrono::steady_clock::now();
+    const auto batch = session.batch(message.step);
+    models::BatchResult result;
+    if (batch.y.size() > 0) result = model.loss_and_gradient(params_, batch.x, batch.y, grad_);
+    if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
+    session.add_compute_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+
+    const auto rows = static_cast<std::uint64_t>(batch.y.size());
+    client_->push(grad_, message.step, rows, result.loss_sum);
+    protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
+    reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
+    session.send(std::move(reply));
+    client_->receive(params_);  // the parameters of the next step
+  }
+
+ private:
+  std::unique_ptr<roles::ServerClient> client_;
+  std::vector<double> params_;
+  std::vector<double> grad_;
+  std::chrono::milliseconds delay_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<Mode> make_sharded_gradients_mode() {
+  return std::make_unique<ShardedGradientsMode>();
+}
+
+}  // namespace dt::modes

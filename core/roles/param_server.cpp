@@ -1,0 +1,287 @@
+#include "core/roles/param_server.hpp"
+
+#include "core/models/optim.hpp"
+#include "core/util/error.hpp"
+#include "core/util/log.hpp"
+
+#include <algorithm>
+
+namespace dt::roles {
+
+using transport::deadline_in;
+
+namespace {
+constexpr std::chrono::milliseconds kPollSlice{50};
+constexpr std::chrono::milliseconds kSendDeadline{10000};
+}  // namespace
+
+ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions options,
+                                 std::vector<double> slice)
+    : options_(std::move(options)), slice_(std::move(slice)) {
+  const auto n = options_.range.size();
+  if (slice_.size() != n || options_.l2.size() != n) {
+    fail<TrainingError>("internal error: server {} owns {} keys but got {} values and {} L2 "
+                        "coefficients", options_.index, n, slice_.size(), options_.l2.size());
+  }
+  optimizer_ = models::make_optimizer(options_.optimizer, n);
+  const auto workers = static_cast<std::size_t>(options_.workers);
+  grad_.assign(n, 0.0);
+  stats_.worker_steps.assign(workers, 0);
+  stats_.staleness_of.resize(workers);
+  if (options_.asynchronous) {
+    clock_.emplace(options_.worker_steps, options_.max_staleness);
+    before_.assign(n, 0.0);
+  } else {
+    pending_.assign(workers, std::vector<double>(n, 0.0));
+    pending_rows_.assign(workers, 0);
+    have_.assign(workers, false);
+  }
+  auto listener = transport.listen(fmt::format("ps{}", options_.index));
+  endpoint_ = listener->endpoint();
+  thread_ = std::thread([this, l = std::move(listener)]() mutable { loop(std::move(l)); });
+}
+
+ParameterServer::~ParameterServer() { stop(); }
+
+void ParameterServer::stop() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string ParameterServer::name() const {
+  return fmt::format("parameter server {} (keys [{}, {}))", options_.index, options_.range.begin,
+                     options_.range.end);
+}
+
+bool ParameterServer::wait_version(std::uint64_t version, std::chrono::milliseconds wait) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, wait, [&] { return stats_.version >= version || !error_.empty(); });
+  if (!error_.empty()) throw TrainingError(error_);
+  return stats_.version >= version;
+}
+
+void ParameterServer::copy_slice(std::span<double> params) const {
+  std::lock_guard lock(mu_);
+  std::copy(slice_.begin(), slice_.end(),
+            params.begin() + static_cast<std::ptrdiff_t>(options_.range.begin));
+}
+
+void ParameterServer::check() const {
+  std::lock_guard lock(mu_);
+  if (!error_.empty()) throw TrainingError(error_);
+}
+
+std::vector<AppliedUpdate> ParameterServer::take_log() {
+  std::lock_guard lock(mu_);
+  return std::exchange(log_, {});
+}
+
+ServerStats ParameterServer::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
+  log::set_thread_prefix(fmt::format("server {}", options_.index));
+  listener_ = listener.get();
+  try {
+    while (!stop_.load()) {
+      auto in = listener->receive(deadline_in(kPollSlice));
+      {
+        std::lock_guard lock(mu_);
+        stats_.traffic = listener->counters();
+      }
+      if (!in) continue;
+      protocol::Envelope e;
+      try {
+        e = protocol::decode(in->message, options_.job_id);
+      } catch (const ProtocolError& err) {
+        log::warn("dropped a message from '{}': {}", in->peer, err.what());
+        continue;
+      }
+      if (e.rank >= static_cast<std::uint32_t>(options_.workers) ||
+          in->peer != protocol::peer_name(e.rank)) {
+        log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
+                  in->peer, e.rank);
+        continue;
+      }
+      handle(e);
+    }
+  } catch (const Error& e) {
+    std::lock_guard lock(mu_);
+    error_ = fmt::format("{} failed: {}", name(), e.what());
+    cv_.notify_all();
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    error_ = fmt::format("{} failed: internal error: {}", name(), e.what());
+    cv_.notify_all();
+  }
+  std::lock_guard lock(mu_);
+  stats_.traffic = listener->counters();
+  listener_ = nullptr;
+}
+
+void ParameterServer::handle(const protocol::Envelope& e) {
+  switch (e.type) {
+    case protocol::Type::kPull: on_pull(e); return;
+    case protocol::Type::kPush:
+      if (options_.asynchronous) on_async_push(e); else on_sync_push(e);
+      return;
+    default:
+      fail<ProtocolError>("worker {} sent a {} message to a parameter server", e.rank,
+                          protocol::name_of(e.type));
+  }
+}
+
+void ParameterServer::on_pull(const protocol::Envelope& e) {
+  const auto rank = static_cast<int>(e.rank);
+  if (!options_.asynchronous) {
+    reply(rank);  // the current slice: the start of training, or the latest round
+    return;
+  }
+  const auto steps = protocol::count(e, "steps");
+  if (steps != options_.worker_steps[e.rank]) {
+    fail<ProtocolError>("worker {} plans {} steps, the coordinator planned {}", rank, steps,
+                        options_.worker_steps[e.rank]);
+  }
+  if (clock_->completed(rank) != 0 ||
+      std::find(waiting_.begin(), waiting_.end(), rank) != waiting_.end()) {
+    fail<ProtocolError>("worker {} pulled twice (pulls only start training; pushes continue it)",
+                        rank);
+  }
+  if (clock_->finished(rank)) return;  // nothing to do (an empty plan)
+  waiting_.push_back(rank);
+  release_held();
+}
+
+void ParameterServer::on_sync_push(const protocol::Envelope& e) {
+  const auto r = static_cast<std::size_t>(e.rank);
+  std::uint64_t version = 0;
+  {
+    std::lock_guard lock(mu_);
+    version = stats_.version;
+  }
+  if (e.step != version) {
+    fail<ProtocolError>("worker {} pushed its gradient of step {} while the server is at step {}",
+                        e.rank, e.step + 1, version + 1);
+  }
+  if (have_[r]) fail<ProtocolError>("worker {} pushed step {} twice", e.rank, e.step + 1);
+  const auto g = protocol::doubles(e, 0, options_.range.size());
+  std::copy(g.begin(), g.end(), pending_[r].begin());
+  pending_rows_[r] = protocol::count(e, "rows");
+  have_[r] = true;
+  ++received_;
+  {
+    std::lock_guard lock(mu_);
+    stats_.missing.clear();
+    for (int rank = 0; rank < options_.workers; ++rank) {
+      if (!have_[static_cast<std::size_t>(rank)]) stats_.missing.push_back(rank);
+    }
+  }
+  if (received_ < options_.workers) return;
+  apply_round();
+  for (int rank = 0; rank < options_.workers; ++rank) reply(rank);
+}
+
+// Exactly the arithmetic of the single-server path (gradients.cpp), restricted to the slice:
+// rank-order sum, times 1/rows, plus l2 * w on regularized keys, one optimizer step.
+void ParameterServer::apply_round() {
+  std::fill(grad_.begin(), grad_.end(), 0.0);
+  std::uint64_t rows = 0;
+  const auto n = grad_.size();
+  for (std::size_t r = 0; r < pending_.size(); ++r) {
+    for (std::size_t i = 0; i < n; ++i) grad_[i] += pending_[r][i];
+    rows += pending_rows_[r];
+  }
+  std::lock_guard lock(mu_);
+  if (rows > 0) {  // an empty round (tiny shards) changes nothing, as on the single server
+    const double inv = 1.0 / static_cast<double>(rows);
+    for (double& g : grad_) g *= inv;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (options_.l2[i] != 0.0) grad_[i] += options_.l2[i] * slice_[i];
+    }
+    optimizer_->step(slice_, grad_);
+  }
+  ++stats_.version;
+  std::fill(have_.begin(), have_.end(), false);
+  received_ = 0;
+  stats_.missing.clear();
+  cv_.notify_all();
+}
+
+void ParameterServer::on_async_push(const protocol::Envelope& e) {
+  const auto rank = static_cast<int>(e.rank);
+  const auto r = static_cast<std::size_t>(rank);
+  if (clock_->finished(rank) || e.step != clock_->completed(rank) ||
+      std::find(waiting_.begin(), waiting_.end(), rank) != waiting_.end()) {
+    fail<ProtocolError>("worker {} pushed step {} out of turn (it has completed {} of {} steps{})",
+                        rank, e.step + 1, clock_->completed(rank), options_.worker_steps[r],
+                        clock_->finished(rank) ? "" : ", and its pull is unanswered");
+  }
+  const auto from = protocol::count(e, "version");
+  const auto rows = protocol::count(e, "rows");
+  const double loss_sum = protocol::number(e, "loss_sum");
+  const auto g = protocol::doubles(e, 0, options_.range.size());
+  {
+  std::lock_guard lock(mu_);
+  if (from > stats_.version) {
+    fail<ProtocolError>("worker {} pushed a gradient of version {}, the server is at {}", rank,
+                        from, stats_.version);
+  }
+  const std::uint64_t staleness = stats_.version - from;
+  if (rows > 0) {
+    const double inv = 1.0 / static_cast<double>(rows);
+    const auto n = grad_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      grad_[i] = g[i] * inv;
+      if (options_.l2[i] != 0.0) grad_[i] += options_.l2[i] * slice_[i];
+    }
+    if (options_.staleness_lr && staleness > 0) {
+      // Divide the STEP (not the gradient: adam would undo that) by 1 + staleness; the
+      // optimizer's state still sees the whole gradient.
+      before_ = slice_;
+      optimizer_->step(slice_, grad_);
+      const double scale = 1.0 / (1.0 + static_cast<double>(staleness));
+      for (std::size_t i = 0; i < n; ++i) slice_[i] = before_[i] + (slice_[i] - before_[i]) * scale;
+    } else {
+      optimizer_->step(slice_, grad_);
+    }
+  }
+  ++stats_.version;
+  stats_.staleness.add(staleness);
+  stats_.staleness_of[r].push_back(staleness);
+  clock_->complete(rank);
+  stats_.worker_steps[r] = clock_->completed(rank);
+  if (options_.keep_log) log_.push_back({rank, e.step, loss_sum, rows});
+  cv_.notify_all();
+  }
+  if (!clock_->finished(rank)) waiting_.push_back(rank);  // the push asks for the next step too
+  release_held();
+}
+
+// Answers every held pull the stale-synchronous bound now allows, in arrival order. Called
+// without mu_: the sends happen outside the lock.
+void ParameterServer::release_held() {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (!clock_->may_start(*it)) {
+      ++it;
+      continue;
+    }
+    {
+      std::lock_guard lock(mu_);
+      stats_.max_clock_gap = std::max(stats_.max_clock_gap, clock_->lead(*it));
+    }
+    reply(*it);
+    it = waiting_.erase(it);
+  }
+}
+
+void ParameterServer::reply(int rank) {
+  protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
+  s.fields = {{"server", options_.index}, {"version", stats_.version}};
+  s.arrays.push_back(wire::to_bytes(std::span<const double>(slice_)));
+  listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
+                  protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));
+}
+
+}  // namespace dt::roles

@@ -1,0 +1,147 @@
+#pragma once
+// Parameter servers (aggregation.servers: K, and async mode). Each server owns one contiguous
+// key range of the parameter vector with its own optimizer state for that slice (the
+// optimizers and the L2 term are elementwise, so slicing is exact), and runs as a thread of the
+// coordinator process with its own Listener on the run's transport. Workers connect to every
+// server under their usual identity ("w3"):
+//
+//   worker -> server  pull   (async: "I want to start my next step"; sync: "send me the start")
+//   worker -> server  push   gradient SUM of my batch for your keys + rows + loss sum
+//                            + the version of your slice it was computed from
+//   server -> worker  slice  your keys of the current parameters + their version
+//
+// Synchronous rounds (gradients mode): a server waits for every worker's push of the round,
+// adds them in rank order, divides by the round's total rows (the sum of the rows the pushes
+// carry, the same integer the coordinator sums), adds the L2 term, takes one optimizer step
+// and sends the new slice to every worker. Version = rounds done.
+// Asynchronous (async mode): each push is applied at once, divided by its own rows; the
+// reply (the next pull) is held while the stale-synchronous bound forbids the worker to start
+// its next step. Version = pushes applied.
+//
+// Liveness: a server waits for workers as long as the coordinator lets it: the coordinator
+// supervises the workers (exits, heartbeats) and bounds its own waits on the servers; every
+// socket wait of a server is a short poll that also watches for the stop.
+//
+// Threading: the server thread owns the socket and the optimizer; the coordinator thread reads
+// the slice, the version, the update log and the statistics under the mutex, and learns of a
+// failed server through check() (the failure is also kept for the summary).
+
+#include "core/config/config.hpp"
+#include "core/protocol.hpp"
+#include "core/roles/server_state.hpp"
+#include "transports/transport.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dt::models {
+class Optimizer;
+}
+
+namespace dt::roles {
+
+class CoordinatorSession;
+
+struct ServerOptions {
+  int index = 0;
+  KeyRange range;
+  int workers = 0;
+  bool asynchronous = false;
+  config::OptimizerConfig optimizer;
+  std::vector<double> l2;  // per key of the range: the L2 coefficient (0 for biases)
+  std::uint64_t job_id = 0;
+  // async only
+  std::vector<std::uint64_t> worker_steps;  // steps each worker will push
+  std::optional<int> max_staleness;
+  bool staleness_lr = false;
+  bool keep_log = false;  // record every applied update for the coordinator's loss log
+};
+
+// One push as applied by a server (async mode's loss log).
+struct AppliedUpdate {
+  int rank = 0;
+  std::uint64_t step = 0;  // the worker's local step
+  double loss_sum = 0;
+  std::uint64_t rows = 0;
+};
+
+struct ServerStats {
+  std::uint64_t version = 0;
+  transport::Counters traffic;
+  StalenessStats staleness;
+  std::uint64_t max_clock_gap = 0;
+  std::vector<std::uint64_t> worker_steps;                 // completed, per rank
+  std::vector<int> missing;  // sync: ranks whose push of a started round has not arrived
+  std::vector<std::vector<std::uint64_t>> staleness_of;    // per rank, per local step
+};
+
+class ParameterServer {
+ public:
+  ParameterServer(transport::Transport& transport, ServerOptions options,
+                  std::vector<double> slice);
+  ~ParameterServer();
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
+  [[nodiscard]] const ServerOptions& options() const noexcept { return options_; }
+  // Waits up to `wait` for the version to reach `version`; true when it has. TrainingError
+  // when the server thread has failed.
+  [[nodiscard]] bool wait_version(std::uint64_t version, std::chrono::milliseconds wait);
+  // Writes this server's keys of the current parameters into params[range].
+  void copy_slice(std::span<double> params) const;
+  // TrainingError naming the server when its thread has failed.
+  void check() const;
+  [[nodiscard]] std::vector<AppliedUpdate> take_log();
+  [[nodiscard]] ServerStats stats() const;
+  // Stops the thread and joins it (idempotent).
+  void stop();
+
+ private:
+  void loop(std::unique_ptr<transport::Listener> listener);
+  void handle(const protocol::Envelope& e);
+  void on_pull(const protocol::Envelope& e);
+  void on_sync_push(const protocol::Envelope& e);
+  void on_async_push(const protocol::Envelope& e);
+  void apply_round();
+  void release_held();
+  void reply(int rank);
+  [[nodiscard]] std::string name() const;
+
+  transport::Listener* listener_ = nullptr;  // the thread's, while it runs
+
+  ServerOptions options_;
+  std::string endpoint_;
+  std::unique_ptr<models::Optimizer> optimizer_;
+  std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
+
+  // Thread-only state.
+  std::vector<std::vector<double>> pending_;  // sync: each rank's push of the current round
+  std::vector<std::uint64_t> pending_rows_;
+  std::vector<bool> have_;
+  int received_ = 0;
+  std::vector<double> grad_;
+  std::vector<double> before_;
+  std::optional<StepClock> clock_;
+  std::vector<int> waiting_;  // async: ranks whose pull is held, in arrival order
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  ServerStats stats_;
+  std::vector<AppliedUpdate> log_;
+  std::string error_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace dt::roles

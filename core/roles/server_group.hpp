@@ -1,0 +1,93 @@
+#pragma once
+// Both ends of the parameter servers as the modes use them:
+//   ServerGroup   (coordinator) starts the K server threads on the slices of the session's
+//                 parameters, announces their endpoints to the workers, waits on them under
+//                 the session's supervision, gathers the final parameters and their statistics;
+//   ServerClient  (worker) connects to every server, splits a gradient into the servers' key
+//                 ranges and assembles the slices they send back.
+
+#include "core/roles/param_server.hpp"
+#include "core/roles/server_state.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace dt::transport {
+class Connection;
+}
+
+namespace dt::roles {
+
+class CoordinatorSession;
+class WorkerSession;
+
+struct AsyncServing {
+  std::vector<std::uint64_t> worker_steps;  // steps each worker will push
+  std::optional<int> max_staleness;
+  bool staleness_lr = false;
+};
+
+class ServerGroup {
+ public:
+  // Splits the session's parameters into config.aggregation.servers key ranges (ConfigError
+  // when there are more servers than parameters) and starts one server per range. Synchronous
+  // rounds without `async`.
+  ServerGroup(CoordinatorSession& session, std::optional<AsyncServing> async);
+
+  [[nodiscard]] const std::vector<KeyRange>& ranges() const noexcept { return ranges_; }
+  // Sends every worker the servers' endpoints (a `servers` message).
+  void announce();
+  // TrainingError when a server thread has failed.
+  void check() const;
+  // Waits until every server's version reaches `version`, supervising the workers meanwhile;
+  // TimeoutError after `timeout_ms` (the servers' own timeouts fire first in sync mode).
+  void wait_version(std::uint64_t version, std::int64_t timeout_ms);
+  // The current parameters, assembled from every server's slice.
+  void copy_params(std::vector<double>& params) const;
+  // Server 0's applied updates since the last call (async mode's loss log).
+  [[nodiscard]] std::vector<AppliedUpdate> take_log();
+  [[nodiscard]] std::vector<ServerStats> stats() const;
+  void stop();
+  // [{"index", "keys": [begin, end], "bytes_received", "bytes_sent", "messages_received",
+  //   "messages_sent", "version"}, ...]
+  [[nodiscard]] nlohmann::json servers_json() const;
+
+ private:
+  CoordinatorSession& session_;
+  std::vector<KeyRange> ranges_;
+  std::vector<std::unique_ptr<ParameterServer>> servers_;
+};
+
+class ServerClient {
+ public:
+  // Connects to the servers a `servers` message names.
+  ServerClient(WorkerSession& session, const protocol::Envelope& servers);
+
+  [[nodiscard]] const std::vector<KeyRange>& ranges() const noexcept { return ranges_; }
+  // Asks every server for its slice (`steps`: this worker's planned steps, async mode).
+  void pull(std::uint64_t steps);
+  // Sends every server its keys of `grad_sum` with the batch's rows and loss sum, and the
+  // version of that server's slice the gradient was computed from.
+  void push(std::span<const double> grad_sum, std::uint64_t step, std::uint64_t rows,
+            double loss_sum);
+  // Waits for one slice from every server and writes it into params; supervised by
+  // WorkerSession::check_alive (a wait the stale-synchronous bound holds is not a failure).
+  void receive(std::span<double> params);
+
+ private:
+  void account();
+
+  WorkerSession& session_;
+  std::vector<KeyRange> ranges_;
+  std::vector<std::string> endpoints_;
+  std::vector<std::unique_ptr<transport::Connection>> connections_;
+  std::vector<std::uint64_t> versions_;
+  std::uint64_t sent_ = 0;
+  std::uint64_t received_ = 0;
+};
+
+}  // namespace dt::roles

@@ -1,0 +1,294 @@
+// The pure parts of the parameter servers: key ranges, the stale-synchronous clock, staleness
+// statistics, and the test-delay hook's parsing.
+
+#include "core/roles/server_state.hpp"
+#include "core/roles/test_delay.hpp"
+#include "core/util/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+using dt::roles::KeyRange;
+using dt::roles::StalenessStats;
+using dt::roles::StepClock;
+using dt::roles::split_keys;
+
+TEST_CASE("servers: key ranges are contiguous, cover every key once, and differ by at most one") {
+  CHECK(split_keys(10, 3) == std::vector<KeyRange>{{0, 4}, {4, 7}, {7, 10}});
+  CHECK(split_keys(9, 3) == std::vector<KeyRange>{{0, 3}, {3, 6}, {6, 9}});
+  CHECK(split_keys(5, 1) == std::vector<KeyRange>{{0, 5}});
+  CHECK(split_keys(3, 3) == std::vector<KeyRange>{{0, 1}, {1, 2}, {2, 3}});
+  for (std::size_t count : {1u, 2u, 7u, 64u, 1001u}) {
+    for (int k = 1; k <= static_cast<int>(std::min<std::size_t>(count, 9)); ++k) {
+      CAPTURE(count);
+      CAPTURE(k);
+      const auto ranges = split_keys(count, k);
+      REQUIRE(ranges.size() == static_cast<std::size_t>(k));
+      CHECK(ranges.front().begin == 0);
+      CHECK(ranges.back().end == count);
+      std::size_t lo = count, hi = 0;
+      for (std::size_t i = 0; i < ranges.size(); ++i) {
+        if (i > 0) CHECK(ranges[i].begin == ranges[i - 1].end);
+        lo = std::min(lo, ranges[i].size());
+        hi = std::max(hi, ranges[i].size());
+      }
+      CHECK(lo >= 1);
+      CHECK(hi - lo <= 1);
+    }
+  }
+}
+
+TEST_CASE("servers: more servers than parameters is a config error that says what to do") {
+  try {
+    (void)split_keys(3, 4);
+    FAIL("expected an error");
+  } catch (const dt::ConfigError& e) {
+    CHECK(std::string(e.what()) ==
+          "aggregation.servers is 4 but the model has only 3 parameter(s): every server must own "
+          "at least one; set aggregation.servers to at most 3");
+  }
+  CHECK_THROWS_AS((void)split_keys(3, 0), dt::ConfigError);
+}
+
+TEST_CASE("servers: lock-step (max_staleness 0) lets nobody start step c before all completed c") {
+  StepClock clock({3, 3, 3}, 0);
+  CHECK(clock.may_start(0));
+  clock.complete(0);  // worker 0 completed step 0
+  CHECK_FALSE(clock.may_start(0));  // workers 1 and 2 have not
+  CHECK(clock.may_start(1));
+  clock.complete(1);
+  CHECK_FALSE(clock.may_start(0));
+  clock.complete(2);
+  CHECK(clock.may_start(0));
+  CHECK(clock.lead(0) == 0);
+}
+
+TEST_CASE("servers: max_staleness s lets the fastest worker run exactly s steps ahead") {
+  StepClock clock({10, 10}, 2);
+  int started = 0;
+  while (clock.may_start(0)) {
+    CHECK(clock.lead(0) <= 2);
+    clock.complete(0);
+    ++started;
+  }
+  CHECK(started == 3);  // steps 0, 1, 2 while worker 1 is at 0: it would start step 3 = 0 + 2 + 1
+  CHECK(clock.completed(0) == 3);
+  CHECK(clock.lead(0) == 3);  // after completing; the bound holds at every start
+  CHECK(clock.slowest() == 0u);
+  clock.complete(1);
+  CHECK(clock.may_start(0));
+}
+
+TEST_CASE("servers: unbounded staleness never holds anyone back") {
+  StepClock clock({5, 5}, std::nullopt);
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(clock.may_start(0));
+    clock.complete(0);
+  }
+  CHECK(clock.finished(0));
+  CHECK_FALSE(clock.may_start(0));  // nothing left to start
+  CHECK(clock.lead(1) == 0);
+}
+
+TEST_CASE("servers: a finished worker does not hold back workers with more steps") {
+  StepClock clock({1, 4}, 0);
+  clock.complete(0);
+  CHECK(clock.finished(0));
+  clock.complete(1);
+  CHECK(clock.may_start(1));  // worker 0 is done; only worker 1 is still training
+  CHECK(clock.slowest() == 1u);
+  clock.complete(1);
+  clock.complete(1);
+  clock.complete(1);
+  CHECK(clock.all_finished());
+  CHECK_FALSE(clock.slowest().has_value());
+  CHECK_THROWS_AS(clock.complete(1), dt::TrainingError);
+}
+
+TEST_CASE("servers: a worker with no steps is finished from the start") {
+  StepClock clock({0, 2}, 0);
+  CHECK(clock.finished(0));
+  CHECK(clock.may_start(1));
+  CHECK_THROWS_AS(StepClock({1}, -1), dt::ConfigError);
+}
+
+TEST_CASE("servers: staleness statistics") {
+  StalenessStats s;
+  for (std::uint64_t v : {0u, 2u, 2u, 5u}) s.add(v);
+  CHECK(s.count == 4);
+  CHECK(s.max == 5);
+  CHECK(s.mean() == doctest::Approx(9.0 / 4.0));
+  const auto j = s.to_json();
+  CHECK(j["histogram"]["2"] == 2);
+  CHECK(j["histogram"]["5"] == 1);
+  CHECK(j["max"] == 5);
+  CHECK(StalenessStats{}.mean() == 0.0);
+}
+
+TEST_CASE("servers: the test delay hook parses rank:ms lists and rejects anything else") {
+  using dt::roles::parse_test_delay;
+  using std::chrono::milliseconds;
+  CHECK(parse_test_delay("1:30", 1) == milliseconds(30));
+  CHECK(parse_test_delay("1:30", 0) == milliseconds(0));
+  CHECK(parse_test_delay("0:5,2:50", 2) == milliseconds(50));
+  CHECK(parse_test_delay("0:5,2:50", 0) == milliseconds(5));
+  for (const char* bad : {"", "1", "1:", ":5", "a:5", "1:5,", "1:-5", "1:5ms", "1:700000"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS((void)parse_test_delay(bad, 0), dt::ConfigError);
+  }
+  try {
+    (void)parse_test_delay("1:x", 0);
+  } catch (const dt::ConfigError& e) {
+    CHECK(std::string(e.what()) ==
+          "DISTTRAIN_TEST_DELAY_MS='1:x': '1:x' is not rank:milliseconds (a worker rank and a "
+          "delay of at most 600000 ms, e.g. \"1:30\" or \"0:10,2:50\"); this variable is a test "
+          "hook, unset it for real runs");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One parameter server thread over real inproc sockets, driven by hand-made worker messages.
+
+#include "core/protocol.hpp"
+#include "core/roles/param_server.hpp"
+#include "transports/transport.hpp"
+
+namespace {
+
+constexpr std::uint64_t kJob = 77;
+using dt::protocol::Envelope;
+using dt::protocol::Type;
+using dt::transport::deadline_in;
+
+struct FakeWorker {
+  std::uint32_t rank;
+  std::unique_ptr<dt::transport::Connection> connection;
+
+  FakeWorker(dt::transport::Transport& t, const std::string& endpoint, std::uint32_t r)
+      : rank(r), connection(t.connect(endpoint, dt::protocol::peer_name(r))) {}
+
+  void pull(std::uint64_t steps) {
+    Envelope e{.type = Type::kPull, .rank = rank};
+    e.fields = {{"steps", steps}};
+    connection->send(dt::protocol::encode(std::move(e), kJob), deadline_in(std::chrono::seconds(5)));
+  }
+  void push(std::uint64_t step, std::uint64_t version, std::uint64_t rows,
+            std::vector<double> grad) {
+    Envelope e{.type = Type::kPush, .rank = rank, .step = step};
+    e.fields = {{"rows", rows}, {"loss_sum", 1.0}, {"version", version}};
+    e.arrays.push_back(dt::wire::to_bytes(std::span<const double>(grad)));
+    connection->send(dt::protocol::encode(std::move(e), kJob), deadline_in(std::chrono::seconds(5)));
+  }
+  // The next slice: {version, values}. Fails the test after 5 s.
+  std::pair<std::uint64_t, std::vector<double>> slice() {
+    auto m = connection->receive(deadline_in(std::chrono::seconds(5)));
+    REQUIRE(m.has_value());
+    const auto e = dt::protocol::decode(*m, kJob);
+    REQUIRE(e.type == Type::kSlice);
+    const auto d = dt::protocol::doubles(e, 0);
+    return {dt::protocol::count(e, "version"), {d.begin(), d.end()}};
+  }
+};
+
+std::unique_ptr<dt::transport::Transport> inproc() {
+  dt::transport::TransportOptions o;
+  o.kind = dt::transport::TransportOptions::Kind::kInproc;
+  o.job_id = kJob;
+  return dt::transport::make_zmq_transport(o);
+}
+
+}  // namespace
+
+TEST_CASE("servers: a synchronous round adds the pushes in rank order, divides by all rows, adds "
+          "L2 on regularized keys only, and sends every worker the new slice") {
+  auto transport = inproc();
+  dt::roles::ServerOptions o;
+  o.range = {4, 7};
+  o.workers = 2;
+  o.optimizer.lr = 0.5;
+  o.l2 = {0.1, 0.0, 0.1};  // a bias in the middle
+  o.job_id = kJob;
+  dt::roles::ParameterServer server(*transport, o, {1.0, 1.0, 1.0});
+  FakeWorker w0(*transport, server.endpoint(), 0), w1(*transport, server.endpoint(), 1);
+  w0.pull(0);
+  w1.pull(0);
+  CHECK(w0.slice() == std::pair<std::uint64_t, std::vector<double>>{0, {1.0, 1.0, 1.0}});
+  CHECK(w1.slice().first == 0);
+  w1.push(0, 0, 3, {0.0, 4.0, 4.0});  // arrival order must not matter
+  w0.push(0, 0, 1, {4.0, 8.0, 0.0});
+  // (grad sum / 4 rows) + l2 * w, then w -= 0.5 * g.
+  const std::vector<double> expected{1.0 - 0.5 * (4.0 / 4 + 0.1), 1.0 - 0.5 * (12.0 / 4),
+                                     1.0 - 0.5 * (4.0 / 4 + 0.1)};
+  for (auto* w : {&w0, &w1}) {
+    const auto [version, values] = w->slice();
+    CHECK(version == 1);
+    CHECK(values == expected);
+  }
+  REQUIRE(server.wait_version(1, std::chrono::seconds(5)));
+  std::vector<double> params(7, 0.0);
+  server.copy_slice(params);
+  CHECK(params == std::vector<double>{0, 0, 0, 0, expected[0], expected[1], expected[2]});
+
+  // A push for the wrong step fails the server, and check() says which server and why.
+  w0.push(5, 1, 1, {0.0, 0.0, 0.0});
+  CHECK_THROWS_WITH_AS((void)server.wait_version(99, std::chrono::seconds(5)),
+                       "parameter server 0 (keys [4, 7)) failed: worker 0 pushed its gradient of "
+                       "step 6 while the server is at step 2",
+                       dt::TrainingError);
+  CHECK_THROWS_AS(server.check(), dt::TrainingError);
+}
+
+TEST_CASE("servers: async applies each push at once, measures staleness, and holds a lock-step "
+          "pull until the slowest worker has caught up") {
+  auto transport = inproc();
+  dt::roles::ServerOptions o;
+  o.range = {0, 2};
+  o.workers = 2;
+  o.asynchronous = true;
+  o.optimizer.lr = 1.0;
+  o.l2 = {0.0, 0.0};
+  o.job_id = kJob;
+  o.worker_steps = {2, 2};
+  o.max_staleness = 0;
+  o.keep_log = true;
+  dt::roles::ParameterServer server(*transport, o, {0.0, 0.0});
+  FakeWorker w0(*transport, server.endpoint(), 0), w1(*transport, server.endpoint(), 1);
+  w0.pull(2);
+  w1.pull(2);
+  CHECK(w0.slice().first == 0);
+  CHECK(w1.slice().first == 0);
+
+  w0.push(0, 0, 2, {2.0, 4.0});  // applied at once: w = 0 - 1.0 * {1, 2}
+  REQUIRE(server.wait_version(1, std::chrono::seconds(5)));
+  std::vector<double> params(2);
+  server.copy_slice(params);
+  CHECK(params == std::vector<double>{-1.0, -2.0});
+  // Worker 0's next step is held (worker 1 has not completed step 0), so the slice it gets is
+  // the one after worker 1's push: version 2, not 1.
+  w1.push(0, 0, 1, {1.0, 1.0});  // staleness 1 (computed from version 0, applied at 1)
+  const auto [v0, s0] = w0.slice();
+  CHECK(v0 == 2);
+  CHECK(s0 == std::vector<double>{-2.0, -3.0});
+  CHECK(w1.slice().first == 2);
+
+  w1.push(1, 2, 1, {0.0, 0.0});  // staleness 0
+  REQUIRE(server.wait_version(3, std::chrono::seconds(5)));
+  w0.push(1, 2, 1, {0.0, 0.0});  // staleness 1
+  REQUIRE(server.wait_version(4, std::chrono::seconds(5)));
+  const auto stats = server.stats();
+  CHECK(stats.staleness.count == 4);
+  CHECK(stats.staleness.max == 1);
+  CHECK(stats.staleness.histogram == std::map<std::uint64_t, std::uint64_t>{{0, 2}, {1, 2}});
+  CHECK(stats.staleness_of == std::vector<std::vector<std::uint64_t>>{{0, 1}, {1, 0}});
+  CHECK(stats.max_clock_gap == 0);
+  CHECK(stats.worker_steps == std::vector<std::uint64_t>{2, 2});
+  const auto log = server.take_log();
+  REQUIRE(log.size() == 4);
+  CHECK(log[0].rank == 0);
+  CHECK(log[1].rank == 1);
+  CHECK(log[2].rank == 1);
+  CHECK(log[3].rank == 0);
+  CHECK(log[0].rows == 2);
+  server.check();
+}
