@@ -1,6 +1,7 @@
 #include "core/protocol.hpp"
 
 #include "core/util/error.hpp"
+#include "transports/collectives/peer_links.hpp"
 
 #include <cstring>
 #include <limits>
@@ -8,6 +9,9 @@
 namespace dt::protocol {
 
 using nlohmann::json;
+
+static_assert(static_cast<std::uint16_t>(Type::kPeerChunk) == collectives::kPeerChunkType,
+              "peer messages and coordinator messages must not share a type number");
 
 const char* name_of(Type type) {
   switch (type) {
@@ -27,6 +31,13 @@ const char* name_of(Type type) {
     case Type::kPong: return "pong";
     case Type::kRound: return "round";
     case Type::kRoundResult: return "round result";
+    case Type::kPeers: return "peers";
+    case Type::kPeerChunk: return "peer chunk";
+    case Type::kRingLoss: return "ring loss";
+    case Type::kRingFinish: return "ring finish";
+    case Type::kRingResult: return "ring result";
+    case Type::kTensorSetup: return "tensor setup";
+    case Type::kTensorReady: return "tensor ready";
     case Type::kServers: return "servers";
     case Type::kPull: return "pull";
     case Type::kPush: return "push";
@@ -178,6 +189,7 @@ Envelope make_setup(const Setup& s) {
               {"label", s.source.label},
               {"label_index", s.source.label_index},
               {"rows", s.source.rows}};
+  if (!s.source.file.empty()) e.fields["file"] = s.source.file.string();
   std::vector<std::uint64_t> flat;
   flat.reserve(s.segments.size() * 4);
   for (const auto& seg : s.segments) {
@@ -196,6 +208,7 @@ Setup read_setup(const Envelope& e) {
   s.source.label = get<std::string>(e, "label");
   s.source.label_index = get<std::size_t>(e, "label_index");
   s.source.rows = get<std::uint64_t>(e, "rows");
+  if (e.fields.contains("file")) s.source.file = get<std::string>(e, "file");
   const auto flat = u64s(e, 0);
   if (flat.size() % 4 != 0) fail<ProtocolError>("setup message: segment array is malformed");
   for (std::size_t i = 0; i < flat.size(); i += 4) {
@@ -251,6 +264,16 @@ Finalize read_finalize(const Envelope& e, std::size_t features) {
   f.normalization.shift = to_vector(doubles(e, 0, features));
   f.normalization.scale = to_vector(doubles(e, 1, features));
   return f;
+}
+
+Envelope make_peers(const std::vector<std::string>& endpoints) {
+  Envelope e{.type = Type::kPeers};
+  e.fields = {{"endpoints", endpoints}};
+  return e;
+}
+
+std::vector<std::string> read_peers(const Envelope& e) {
+  return get<std::vector<std::string>>(e, "endpoints");
 }
 
 Envelope make_error(const WorkerError& w) {

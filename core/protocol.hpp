@@ -33,6 +33,12 @@ enum class Type : std::uint16_t {
   kError = 12,      // worker -> coordinator: I failed, here is why (then exits)
   kPing = 13,       // heartbeat, both ways
   kPong = 14,
+  // 15-19: peer links and the ring topology (core/roles/peers.cpp, core/modes/ring.cpp).
+  kPeers = 15,       // coordinator -> worker: every worker's peer endpoint, by rank
+  kPeerChunk = 16,   // worker -> worker: a piece of a collective (transports/collectives)
+  kRingLoss = 17,    // worker -> coordinator (ring): my loss sum and rows, after the step
+  kRingFinish = 18,  // coordinator -> worker (ring): training is over, send your parameters
+  kRingResult = 19,  // worker -> coordinator (ring): parameters (rank 0) or their digest, counters
   // parameters mode (20-24): one round of local training, both ways carrying whole models.
   kRound = 20,        // coordinator -> client: the merged parameters; train this round's steps
   kRoundResult = 21,  // client -> coordinator: my parameters, rows trained, loss sum, steps
@@ -42,6 +48,9 @@ enum class Type : std::uint16_t {
   kPush = 27,     // worker -> server: my gradient sum for your keys, rows, loss sum, version
   kSlice = 28,    // server -> worker: the current slice of the parameters and its version
   kDone = 29,     // worker -> coordinator: async mode: my local epochs are done
+  // Tensor parallelism (30-34, see core/modes/tensor.cpp).
+  kTensorSetup = 30,  // coordinator -> worker: your slice (tensor, slice, replica, model inputs)
+  kTensorReady = 31,  // worker -> coordinator: slice built, its columns checked
 };
 
 [[nodiscard]] const char* name_of(Type type);
@@ -109,6 +118,11 @@ struct Finalize {
 };
 [[nodiscard]] Envelope make_finalize(const Finalize& finalize);
 [[nodiscard]] Finalize read_finalize(const Envelope& e, std::size_t features);
+
+// kPeers: the peer endpoint of every rank; a worker reports its own in kReady's
+// "peer_endpoint" field (absent when it opened no peer listener).
+[[nodiscard]] Envelope make_peers(const std::vector<std::string>& endpoints);
+[[nodiscard]] std::vector<std::string> read_peers(const Envelope& e);
 
 struct WorkerError {
   std::string kind;  // "data", "config", "training", ...

@@ -10,6 +10,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <map>
+
 namespace dt::cli {
 namespace {
 
@@ -18,6 +21,78 @@ struct ValidateArgs {
   std::vector<std::string> sets;
   bool json = false;
 };
+
+// Row counts per label of one loaded shard, before the class list is known (it needs the labels
+// of every shard): raw label texts for categorical tasks, 0/1 counts for binary ones.
+struct LabelTally {
+  std::map<std::string, std::uint64_t> texts;
+  std::uint64_t ones = 0;
+  std::uint64_t rows = 0;
+
+  void add(const data::Shard& shard, data::LabelKind kind) {
+    rows += static_cast<std::uint64_t>(shard.y.size());
+    if (kind == data::LabelKind::kCategorical) {
+      for (const auto& t : shard.raw_labels) ++texts[t];
+    } else if (kind == data::LabelKind::kBinary) {
+      ones += static_cast<std::uint64_t>((shard.y.array() == 1.0).count());
+    }
+  }
+  // {"class": rows, ...} in class order, every class listed (0 when absent).
+  [[nodiscard]] nlohmann::ordered_json by_class(const std::vector<std::string>& classes,
+                                                data::LabelKind kind) const {
+    std::vector<std::uint64_t> counts(classes.size(), 0);
+    if (kind == data::LabelKind::kBinary) {
+      counts = {rows - ones, ones};
+    } else {
+      // Map each text to its class exactly as the run does ("02" is class 2).
+      data::Shard mapping;
+      for (const auto& [text, n] : texts) mapping.raw_labels.push_back(text);
+      data::assign_classes(mapping, classes);
+      std::size_t i = 0;
+      for (const auto& [text, n] : texts) {
+        counts[static_cast<std::size_t>(mapping.y(static_cast<Eigen::Index>(i++)))] += n;
+      }
+    }
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (std::size_t c = 0; c < classes.size(); ++c) j[classes[c]] = counts[c];
+    return j;
+  }
+};
+
+// The per-worker label histogram, classes as columns:
+//   labels:     rows per class
+//     rank          0      1      2
+//     0           375      0      0
+std::string label_table(const std::vector<std::string>& classes,
+                        const nlohmann::ordered_json& shards,
+                        const nlohmann::ordered_json& validation) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"rank"});
+  for (const auto& c : classes) rows.back().push_back(c);
+  for (const auto& s : shards) {
+    rows.push_back({std::to_string(s["rank"].get<std::size_t>())});
+    for (const auto& c : classes) {
+      rows.back().push_back(std::to_string(s["labels"][c].get<std::uint64_t>()));
+    }
+  }
+  if (validation.is_object()) {
+    rows.push_back({"validation"});
+    for (const auto& c : classes) {
+      rows.back().push_back(std::to_string(validation[c].get<std::uint64_t>()));
+    }
+  }
+  std::vector<std::size_t> width(classes.size() + 1, 0);
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out = "labels:     rows per class and worker\n";
+  for (const auto& row : rows) {
+    out += fmt::format("  {:<{}}", row[0], width[0]);
+    for (std::size_t i = 1; i < row.size(); ++i) out += fmt::format("  {:>{}}", row[i], width[i]);
+    out += "\n";
+  }
+  return out;
+}
 
 int validate(const ValidateArgs& args) {
   std::vector<config::Override> overrides;
@@ -28,19 +103,25 @@ int validate(const ValidateArgs& args) {
   const auto kind = data::label_kind(task);
 
   // Load every shard as the workers would, and the held-out rows as the coordinator would, so
-  // that every cell is checked.
-  std::vector<std::string> labels;
-  auto all_segments = plan.segments;
-  all_segments.push_back(data::to_segments(plan.validation_rows, plan.source.csv));
-  for (const auto& segments : all_segments) {
-    const auto shard = data::load_shard(config, plan.source, segments, kind);
-    if (kind == data::LabelKind::kCategorical) {
-      const auto d = data::distinct_labels(shard);
-      labels.insert(labels.end(), d.begin(), d.end());
-    }
+  // that every cell is checked; count each shard's labels on the way.
+  const std::size_t ranks = plan.segments.size();
+  std::vector<LabelTally> tallies(ranks + 1);  // the ranks, then the validation rows
+  for (std::size_t r = 0; r <= ranks; ++r) {
+    const auto shard = r < ranks
+                           ? data::load_shard(config, plan.source_of(r), plan.segments[r], kind)
+                           : roles::load_validation(config, plan, kind);
+    tallies[r].add(shard, kind);
   }
   std::vector<std::string> classes;
-  if (kind == data::LabelKind::kCategorical) classes = data::resolve_classes(labels);
+  if (kind == data::LabelKind::kCategorical) {
+    std::vector<std::string> labels;
+    for (const auto& t : tallies) {
+      for (const auto& [text, n] : t.texts) labels.push_back(text);
+    }
+    classes = data::resolve_classes(labels);
+  } else if (kind == data::LabelKind::kBinary) {
+    classes = {"0", "1"};
+  }
   const auto model = models::make_model(
       {config.model, static_cast<int>(plan.source.features.size()), static_cast<int>(classes.size())});
   const std::uint64_t steps = plan.steps_per_epoch * static_cast<std::uint64_t>(config.training.epochs);
@@ -48,16 +129,31 @@ int validate(const ValidateArgs& args) {
   nlohmann::ordered_json shards = nlohmann::ordered_json::array();
   for (std::size_t r = 0; r < plan.segments.size(); ++r) {
     const auto& seg = plan.segments[r];
-    shards.push_back({{"rank", r},
-                      {"rows", plan.shard_rows[r]},
-                      {"first_row", seg.empty() ? 0 : seg.front().first_row},
-                      {"last_row", seg.empty() ? 0 : seg.back().first_row + seg.back().count - 1},
-                      {"segments", seg.size()}});
+    nlohmann::ordered_json shard = {
+        {"rank", r},
+        {"rows", plan.shard_rows[r]},
+        {"first_row", seg.empty() ? 0 : seg.front().first_row},
+        {"last_row", seg.empty() ? 0 : seg.back().first_row + seg.back().count - 1},
+        {"segments", seg.size()}};
+    if (!plan.rank_sources.empty()) shard["file"] = plan.rank_sources[r].file.string();
+    if (!classes.empty()) shard["labels"] = tallies[r].by_class(classes, kind);
+    if (plan.tensor > 1) {  // rank r is replica r / T, slice r % T (core/roles/tensor_plan.hpp)
+      shard["replica"] = r / static_cast<std::size_t>(plan.tensor);
+      shard["slice"] = r % static_cast<std::size_t>(plan.tensor);
+      if (!plan.columns.empty()) {
+        shard["feature_columns"] = {plan.columns[r].begin, plan.columns[r].end};
+      }
+    }
+    shards.push_back(std::move(shard));
   }
   nlohmann::ordered_json j;
   j["valid"] = true;
   j["config"] = args.config_path;
-  j["data"] = config.data.synthetic ? std::string("synthetic") : config.data.path.string();
+  std::vector<std::string> files;
+  for (const auto& part : plan.rank_sources) files.push_back(part.file.string());
+  j["data"] = config.data.synthetic ? std::string("synthetic")
+              : files.empty()       ? config.data.path.string()
+                                    : fmt::format("{}", fmt::join(files, ", "));
   j["rows"] = plan.source.rows;
   j["features"] = plan.source.features.size();
   j["label"] = plan.source.label;
@@ -69,11 +165,16 @@ int validate(const ValidateArgs& args) {
   j["mode"] = config::name_of(config.aggregation.mode);
   j["transport"] = config::name_of(config.transport.type);
   j["workers"] = config::worker_count(config);
+  if (plan.tensor > 1) j["tensor"] = plan.tensor;
   j["strategy"] = config::name_of(config.shards.strategy);
   j["shards"] = shards;
   j["steps_per_epoch"] = plan.steps_per_epoch;
+  if (!classes.empty() && !plan.validation_rows.empty()) {
+    j["validation_labels"] = tallies[ranks].by_class(classes, kind);
+  }
   j["steps"] = steps;
   j["output_dir"] = config.output.dir.string();
+  j["warnings"] = plan.warnings;
   if (args.json) {
     print(output::json_text(j) + "\n");
     return 0;
@@ -93,11 +194,27 @@ int validate(const ValidateArgs& args) {
       config::name_of(config.transport.type), plan.steps_per_epoch, config.training.epochs, steps,
       config::name_of(config.shards.strategy));
   for (const auto& s : shards) {
-    out += fmt::format("  rank {}: {} rows (source rows {}..{}, {} segment{})\n",
+    std::string tensor;
+    if (s.contains("slice")) {
+      tensor = fmt::format(", replica {} slice {}", s["replica"].get<std::size_t>(),
+                           s["slice"].get<std::size_t>());
+      if (s.contains("feature_columns")) {
+        const auto c = s["feature_columns"];
+        tensor += fmt::format(" features {}..{}", c[0].get<std::int64_t>(),
+                              c[1].get<std::int64_t>() - 1);
+      }
+    }
+    out += fmt::format("  rank {}: {} rows ({}rows {}..{}, {} segment{}{})\n",
                        s["rank"].get<std::size_t>(), s["rows"].get<std::uint64_t>(),
+                       s.contains("file") ? s["file"].get<std::string>() + " " : "source ",
                        s["first_row"].get<std::uint64_t>(), s["last_row"].get<std::uint64_t>(),
-                       s["segments"].get<std::size_t>(), s["segments"].get<std::size_t>() == 1 ? "" : "s");
+                       s["segments"].get<std::size_t>(), s["segments"].get<std::size_t>() == 1 ? "" : "s",
+                       tensor);
   }
+  if (!classes.empty()) {
+    out += label_table(classes, shards, j.value("validation_labels", nlohmann::ordered_json()));
+  }
+  for (const auto& w : plan.warnings) out += fmt::format("warning:    {}\n", w);
   out += fmt::format("output:     {}\n", config.output.dir.string());
   print(out);
   return 0;

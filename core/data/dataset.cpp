@@ -278,6 +278,8 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
 
   if (source.csv) {
     load_csv(source.csv->path, &*source.csv, source, segments, shard, kind);
+  } else if (!source.file.empty()) {
+    load_csv(source.file, nullptr, source, segments, shard, kind);
   } else if (config.data.synthetic) {
     load_synthetic(config, source, segments, shard, kind);
   } else if (!config.data.path.empty()) {

@@ -8,6 +8,7 @@
 #include <Eigen/Dense>
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ struct SourceInfo {
   std::size_t label_index = 0;        // into `columns`
   std::uint64_t rows = 0;
   std::optional<CsvIndex> csv;        // empty for synthetic data
+  // Strategy files: this worker's own CSV (workers get no index, so load_shard needs the path).
+  // Empty otherwise: the source is data.path or data.synthetic.
+  std::filesystem::path file;
 };
 
 // Indexes the CSV (or describes the synthetic source) and resolves the label column.

@@ -2,6 +2,7 @@
 // (rows, seed), so the coordinator only has to send each worker its segments.
 
 #include "core/data/dataset.hpp"
+#include "core/data/non_iid.hpp"
 #include "core/util/error.hpp"
 #include "core/util/random.hpp"
 
@@ -52,10 +53,8 @@ std::vector<std::uint64_t> validation_rows(std::uint64_t rows, double fraction,
   return out;
 }
 
-std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
-                                                    const std::vector<std::uint64_t>& held_out,
-                                                    int count, config::ShardStrategy strategy,
-                                                    std::uint64_t seed) {
+std::vector<std::uint64_t> training_rows(std::uint64_t rows,
+                                         const std::vector<std::uint64_t>& held_out, int count) {
   if (count < 1) fail<DataError>("shards.count must be at least 1, not {}", count);
 
   std::vector<std::uint64_t> sorted_out = held_out;
@@ -72,8 +71,7 @@ std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
     training.push_back(r);
   }
 
-  const auto workers = static_cast<std::size_t>(count);
-  if (training.size() < workers) {
+  if (training.size() < static_cast<std::size_t>(count)) {
     const std::uint64_t held = rows - training.size();
     fail<DataError>(
         "{} training rows cannot be split across {} workers; use fewer shards (shards.count) or "
@@ -82,6 +80,15 @@ std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
         held == 0 ? std::string()
                   : fmt::format(" (data.validation holds out {} of the {} rows)", held, rows));
   }
+  return training;
+}
+
+std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
+                                                    const std::vector<std::uint64_t>& held_out,
+                                                    int count, config::ShardStrategy strategy,
+                                                    std::uint64_t seed) {
+  auto training = training_rows(rows, held_out, count);
+  const auto workers = static_cast<std::size_t>(count);
 
   switch (strategy) {
     case config::ShardStrategy::kContiguous:
@@ -92,10 +99,6 @@ std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
       for (std::size_t j = 0; j < training.size(); ++j) shards[j % workers].push_back(training[j]);
       return shards;
     }
-    case config::ShardStrategy::kByLabel:
-    case config::ShardStrategy::kDirichlet:
-    case config::ShardStrategy::kFiles:
-      break;
     case config::ShardStrategy::kRandom: {
       random::Generator gen(seed, random::stream::kShardPlan);
       random::shuffle(std::span<std::uint64_t>(training), gen);
@@ -104,8 +107,16 @@ std::vector<std::vector<std::uint64_t>> plan_shards(std::uint64_t rows,
       for (auto& shard : shards) std::sort(shard.begin(), shard.end());
       return shards;
     }
+    case config::ShardStrategy::kByLabel:
+    case config::ShardStrategy::kDirichlet:
+    case config::ShardStrategy::kFiles:
+      // These need the label column or the files: make_plan calls plan_by_label,
+      // plan_dirichlet or describe_files instead.
+      fail<DataError>("plan_shards cannot plan by_label, dirichlet or files shards; they are "
+                      "planned from the labels or the files (make_plan)");
   }
-  fail<ConfigError>("shards.strategy {} is not available yet", config::name_of(strategy));
+  // Not config::name_of: dt_data does not link dt_config (unit_data links dt_data alone).
+  fail<DataError>("unknown shard strategy {}", static_cast<int>(strategy));
 }
 
 std::vector<Segment> to_segments(const std::vector<std::uint64_t>& rows,

@@ -6,6 +6,7 @@
 
 #include "core/modes/mode.hpp"
 #include "core/roles/heartbeat.hpp"
+#include "core/roles/tensor_plan.hpp"
 #include "core/roles/worker_pool.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
@@ -95,18 +96,24 @@ std::vector<protocol::Hello> wait_for_hellos(transport::Listener& listener, Work
 protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
                                 const std::vector<protocol::Envelope>& replies,
                                 std::vector<std::string> labels, RunResult& result) {
-  const auto features = plan.source.features.size();
   data::ColumnStats stats;
+  std::vector<data::ColumnStats> tensor_stats;  // per rank, of its own columns
   for (std::size_t r = 0; r < replies.size(); ++r) {
-    const auto loaded = protocol::read_loaded(replies[r], features);
+    const auto loaded =
+        protocol::read_loaded(replies[r], static_cast<std::size_t>(columns_of(plan, r).size()));
     if (loaded.rows != plan.shard_rows[r]) {
       fail<ProtocolError>("worker {} loaded {} rows, its shard has {}", r, loaded.rows,
                           plan.shard_rows[r]);
     }
-    data::merge_into(stats, loaded.stats);
+    if (plan.tensor > 1) {
+      tensor_stats.push_back(loaded.stats);
+    } else {
+      data::merge_into(stats, loaded.stats);
+    }
     labels.insert(labels.end(), loaded.labels.begin(), loaded.labels.end());
     result.workers[r].rows = loaded.rows;
   }
+  if (plan.tensor > 1) stats = merge_tensor_stats(plan, tensor_stats);
   protocol::Finalize f;
   f.normalization = data::make_normalization(config.data.normalize, stats, plan.source.features);
   for (const auto& c : f.normalization.constant_columns) {
@@ -134,6 +141,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   result.source = plan.source;
   result.train_rows = plan.train_rows;
   result.validation_rows = plan.validation_rows.size();
+  result.warnings = plan.warnings;
   const int ranks = static_cast<int>(plan.shard_rows.size());
   const auto task = config::task_of(config.model);
   const auto kind = data::label_kind(task);
@@ -159,18 +167,17 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
 
     const std::string config_yaml = config::to_yaml(config);
     for (int r = 0; r < ranks; ++r) {
-      protocol::Setup setup{config_yaml, heartbeat.endpoint(), plan.source,
-                            plan.segments[static_cast<std::size_t>(r)]};
+      // A tensor-parallel rank of a linear model sees only its own feature columns.
+      const auto rank = static_cast<std::size_t>(r);
+      protocol::Setup setup{config_yaml, heartbeat.endpoint(), source_for(plan, rank),
+                            plan.segments[rank]};
       setup.source.csv.reset();  // workers seek by the byte offsets in their segments
       listener->send(protocol::peer_name(static_cast<std::uint32_t>(r)),
                      protocol::encode(protocol::make_setup(setup), job), deadline_in(kSendDeadline));
     }
     // The coordinator holds the validation rows (workers hold only training rows).
     std::optional<data::Shard> validation;
-    if (!plan.validation_rows.empty()) {
-      validation = data::load_shard(config, plan.source,
-                                    data::to_segments(plan.validation_rows, plan.source.csv), kind);
-    }
+    if (!plan.validation_rows.empty()) validation = load_validation(config, plan, kind);
 
     std::vector<double> params;
     CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
@@ -182,7 +189,16 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     }
     const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
                                        std::move(labels), result);
-    session.broadcast(protocol::make_finalize(finalize));
+    if (plan.columns.empty()) {
+      session.broadcast(protocol::make_finalize(finalize));
+    } else {
+      for (int r = 0; r < ranks; ++r) {  // each rank gets the normalization of its columns
+        auto mine = finalize;
+        mine.normalization =
+            normalization_for(plan, static_cast<std::size_t>(r), finalize.normalization);
+        session.send_to(r, protocol::make_finalize(mine));
+      }
+    }
     result.normalization = finalize.normalization;
     result.classes = finalize.classes;
     if (validation) {
@@ -195,7 +211,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
                                           static_cast<int>(finalize.classes.size())}));
     params.assign(session.model().parameter_count(), 0.0);
     session.model().init(params, config.seed);
-    (void)session.gather(protocol::Type::kReady);
+    session.share_peer_endpoints(session.gather(protocol::Type::kReady));
 
     const auto train_start = steady_ms();
     modes::make_mode(config)->coordinate(session);

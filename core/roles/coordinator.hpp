@@ -8,6 +8,7 @@
 #include "core/data/dataset.hpp"
 #include "core/models/model.hpp"
 #include "core/models/optim.hpp"
+#include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
 
 #include <nlohmann/json.hpp>
@@ -83,14 +84,29 @@ struct RunResult {
 
 // The plan `validate` prints and `run` follows.
 struct Plan {
-  data::SourceInfo source;
+  data::SourceInfo source;  // strategy files: the columns of every file, rows of all files
+  // Strategy files: rank r's own file (its index, rows and path); empty for other strategies.
+  std::vector<data::SourceInfo> rank_sources;
+  // Held-out source rows (strategy files: numbered across the files in order).
   std::vector<std::uint64_t> validation_rows;
   std::vector<std::vector<data::Segment>> segments;  // per rank
   std::vector<std::uint64_t> shard_rows;             // per rank
   std::uint64_t train_rows = 0;
   std::uint64_t steps_per_epoch = 0;
+  std::vector<std::string> warnings;  // e.g. an empty shard; the run lists them in its summary
+
+  // The source rank r's segments refer to.
+  [[nodiscard]] const data::SourceInfo& source_of(std::size_t rank) const {
+    return rank_sources.empty() ? source : rank_sources.at(rank);
+  }
+  // parallelism.tensor: rank r is replica r / tensor, slice r % tensor (tensor_plan.hpp).
+  int tensor = 1;
+  std::vector<models::Range> columns;  // per rank: the feature columns it loads; empty: all
 };
 [[nodiscard]] Plan make_plan(const config::Config& config);
+// The held-out rows, loaded (from every file with strategy files), labels not yet assigned.
+[[nodiscard]] data::Shard load_validation(const config::Config& config, const Plan& plan,
+                                          data::LabelKind kind);
 
 struct CoordinatorOptions {
   std::filesystem::path worker_log_dir;  // workers/<rank>.log
@@ -132,6 +148,8 @@ class CoordinatorSession {
   void broadcast(protocol::Envelope envelope);
   // Sends one message (encoded once) to each of `ranks`.
   void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
+  // Sends one message to one worker.
+  void send_to(int rank, protocol::Envelope envelope);
   // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
   // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
@@ -151,6 +169,10 @@ class CoordinatorSession {
   [[nodiscard]] transport::Transport& transport() const;
   void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
   [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
+
+  // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
+  // they opened peer links (core/roles/peers.hpp); nothing for a star run.
+  void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
 
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
   void record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,

@@ -1,5 +1,10 @@
 #include "core/roles/coordinator.hpp"
+#include "core/roles/tensor_plan.hpp"
+
+#include "core/data/non_iid.hpp"
+#include "core/roles/plan_shards.hpp"
 #include "core/util/error.hpp"
+#include "core/util/log.hpp"
 #include "core/util/text.hpp"
 
 #include <algorithm>
@@ -8,9 +13,12 @@ namespace dt::roles {
 
 Plan make_plan(const config::Config& config) {
   Plan plan;
-  plan.source = data::describe_source(config);
-  plan.validation_rows =
-      data::validation_rows(plan.source.rows, config.data.validation_fraction, config.seed);
+  const auto shards = plan_rows(config, plan);
+  for (std::size_t r = 0; r < shards.size(); ++r) {
+    plan.segments.push_back(data::to_segments(shards[r], plan.source_of(r).csv));
+    plan.shard_rows.push_back(shards[r].size());
+    plan.train_rows += shards[r].size();
+  }
   // The config check sees data.validation > 0; only the data tells whether it rounds to no row.
   const auto merge = config.aggregation.parameters.merge;
   if (config.aggregation.mode == config::AggregationMode::kParameters &&
@@ -20,19 +28,34 @@ Plan make_plan(const config::Config& config) {
                       "validation rows, but data.validation {} of {} rows holds out none; raise "
                       "data.validation or use merge weighted_average",
                       config::name_of(merge), text::format_double(config.data.validation_fraction),
-                      plan.source.rows);
+                      plan.train_rows);
   }
-  const auto shards = data::plan_shards(plan.source.rows, plan.validation_rows,
-                                        config.shards.count, config.shards.strategy, config.seed);
-  for (const auto& rows : shards) {
-    plan.segments.push_back(data::to_segments(rows, plan.source.csv));
-    plan.shard_rows.push_back(rows.size());
-    plan.train_rows += rows.size();
-  }
+  plan.warnings = empty_shard_warnings(config, shards);
+  for (const auto& w : plan.warnings) log::warn("{}", w);
+  expand_for_tensor(config, plan);  // D shards -> D * T ranks when parallelism.tensor > 1
   const auto batch = static_cast<std::uint64_t>(std::max<std::int64_t>(1, config.training.batch_size));
   plan.steps_per_epoch = config.training.full_batch ? 1 : (plan.train_rows + batch - 1) / batch;
   plan.steps_per_epoch = std::max<std::uint64_t>(1, plan.steps_per_epoch);
   return plan;
+}
+
+data::Shard load_validation(const config::Config& config, const Plan& plan, data::LabelKind kind) {
+  if (plan.rank_sources.empty()) {
+    return data::load_shard(config, plan.source,
+                            data::to_segments(plan.validation_rows, plan.source.csv), kind);
+  }
+  // Strategy files: the held-out rows of each file, in file order.
+  data::Shard out;
+  auto it = plan.validation_rows.begin();
+  std::uint64_t first = 0;
+  for (const auto& part : plan.rank_sources) {
+    std::vector<std::uint64_t> rows;
+    for (; it != plan.validation_rows.end() && *it < first + part.rows; ++it) rows.push_back(*it - first);
+    first += part.rows;
+    if (rows.empty()) continue;
+    data::append_rows(out, data::load_shard(config, part, data::to_segments(rows, part.csv), kind));
+  }
+  return out;
 }
 
 models::BatchResult evaluate_rows(models::Model& model, std::span<const double> params,

@@ -68,6 +68,16 @@ void CoordinatorSession::broadcast(protocol::Envelope envelope, const std::vecto
   }
 }
 
+void CoordinatorSession::send_to(int rank, protocol::Envelope envelope) {
+  try {
+    listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
+                   protocol::encode(std::move(envelope), job_id_), deadline_in(kSendDeadline));
+  } catch (const TransportError& e) {
+    check_workers();
+    fail_worker(rank, fmt::format("cannot be reached: {}", e.what()));
+  }
+}
+
 void CoordinatorSession::fail_worker(int rank, const std::string& what) {
   std::string message = fmt::format("worker {} (pid {}) {} at step {}", rank, pool_.pid_of(rank),
                                     what, result_.steps);

@@ -20,6 +20,11 @@ class Transport;
 class Connection;
 }  // namespace dt::transport
 
+namespace dt::collectives {
+class PeerLinks;
+class Ring;
+}  // namespace dt::collectives
+
 namespace dt::roles {
 
 class HeartbeatClient;
@@ -31,6 +36,10 @@ struct WorkerOptions {
   // Set by the coordinator of an inproc run to stop its worker threads at once.
   const std::atomic<bool>* cancel = nullptr;
 };
+
+// Whether a run's workers open peer links (core/roles/peers.hpp): aggregation.topology ring or
+// parallelism.tensor > 1. Star runs open none.
+[[nodiscard]] bool needs_peer_links(const config::Config& config);
 
 // Runs a worker to the end; returns the process exit code. Errors are reported to the
 // coordinator before returning.
@@ -65,6 +74,26 @@ class WorkerSession {
     models::ConstVectorRef y;
   };
   [[nodiscard]] Batch batch(std::uint64_t step);
+
+  // ---- Peer links: direct worker <-> worker collectives (transports/collectives/ring.hpp).
+  // Present only when needs_peer_links(config); usable once the coordinator has sent every
+  // worker's endpoint, which the common loop handles before any training message. Worker ranks
+  // are 0 .. world_size()-1 (the same numbers as rank()).
+  //   group(ranks): the ring over `ranks`, in that order (any subset that includes this
+  //     worker, e.g. a tensor-parallel group {d*T .. d*T+T-1} or a replica group {t, T+t, ...}),
+  //     connected on first use and cached; then group(ranks).allreduce_sum(span) in place.
+  //     Every member must call the same collectives of a group in the same order, and members
+  //     of several groups must agree on one order across groups (or they deadlock until the
+  //     peer timeout). Errors: TrainingError without peer links, TransportError/TimeoutError
+  //     naming the peer from the collective.
+  //   peers(): the links themselves (byte counters via stats(), the endpoint).
+  [[nodiscard]] bool has_peers() const noexcept;
+  [[nodiscard]] collectives::PeerLinks& peers();
+  [[nodiscard]] collectives::Ring& group(const std::vector<std::uint32_t>& ranks);
+  [[nodiscard]] std::uint32_t world_size();
+  // Wiring, done by run_worker.
+  void set_peer_links(collectives::PeerLinks* links) noexcept { peers_ = links; }
+  void set_peer_endpoints(std::vector<std::string> endpoints);
 
   // The run's transport (for modes that connect to more than the coordinator: parameter
   // servers) and the job id their messages carry.
@@ -117,6 +146,7 @@ class WorkerSession {
   std::uint64_t extra_bytes_received_ = 0;
   std::uint64_t steps_ = 0;
   std::vector<double> step_seconds_;
+  collectives::PeerLinks* peers_ = nullptr;  // owned by run_worker
 };
 
 }  // namespace dt::roles

@@ -221,7 +221,7 @@ def test_round_schedule_for_steps_and_epochs(tmp):
     # ceil(5 / 2) = 3 rounds of 2, 2 and 1 local epochs: each worker trains exactly 5 epochs.
     assert a["rounds"] == 3 and a["sync_every"] == {"epochs": 2}
     assert [w["steps"] for w in s["worker_stats"]] == [35, 35, 30]
-    assert s["steps"] == 35 and s["samples_per_second"] > 0
+    assert s["steps"] == 35
     rows = (tmp / "e" / "loss.csv").read_text().splitlines()[1:]
     # log_every 10 steps: round ends at steps 14, 28, 35 each cross a multiple of 10 or end.
     assert [int(r.split(",")[0]) for r in rows] == [14, 28, 35]

@@ -1,0 +1,105 @@
+// Strategy files: one CSV per worker (federated clients). The files are indexed and checked to
+// agree before any worker starts, so that a client with a different schema fails the run with
+// exit 2 instead of a worker failing mid-setup.
+
+#include "core/data/csv.hpp"
+#include "core/data/non_iid.hpp"
+#include "core/util/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dt::data {
+namespace {
+
+// What differs between two headers, for the message: missing and extra columns, or the first
+// column in a different place.
+std::string header_difference(const std::vector<std::string>& want,
+                              const std::vector<std::string>& got) {
+  std::vector<std::string> missing;
+  std::vector<std::string> extra;
+  for (const auto& c : want) {
+    if (std::find(got.begin(), got.end(), c) == got.end()) missing.push_back("'" + c + "'");
+  }
+  for (const auto& c : got) {
+    if (std::find(want.begin(), want.end(), c) == want.end()) extra.push_back("'" + c + "'");
+  }
+  if (!missing.empty() || !extra.empty()) {
+    std::string out;
+    if (!missing.empty()) out += fmt::format("it lacks {}", fmt::join(missing, ", "));
+    if (!extra.empty()) {
+      out += fmt::format("{}it has {} too", out.empty() ? "" : " and ", fmt::join(extra, ", "));
+    }
+    if (want.size() != got.size()) {
+      out += fmt::format(" ({} columns, not {})", got.size(), want.size());
+    }
+    return out;
+  }
+  if (want.size() != got.size()) {  // the same names, one of them twice
+    return fmt::format("it has {} columns, not {} (a column name repeats)", got.size(), want.size());
+  }
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (want[i] != got[i]) {
+      return fmt::format("column {} is '{}' where the first file has '{}' (same columns, "
+                         "another order)",
+                         i + 1, got[i], want[i]);
+    }
+  }
+  return "the headers differ";
+}
+
+}  // namespace
+
+std::vector<SourceInfo> describe_files(const config::Config& config) {
+  const auto& files = config.shards.files;
+  if (files.empty()) {
+    fail<DataError>("shards.strategy files needs shards.files: a list of CSV files, one per "
+                    "worker");
+  }
+  if (config.data.synthetic) {
+    fail<DataError>("shards.strategy files reads shards.files; remove data.synthetic");
+  }
+  if (static_cast<std::size_t>(config.shards.count) != files.size()) {
+    fail<DataError>("shards.count is {} but shards.files lists {} files; with strategy files each "
+                    "worker trains on one file",
+                    config.shards.count, files.size());
+  }
+  std::vector<SourceInfo> out;
+  out.reserve(files.size());
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    // The first file is described like data.path (label lookup, UTF-8 names); the others must
+    // have exactly its header.
+    config::Config one = config;
+    one.data.path = files[k];
+    one.data.synthetic.reset();
+    if (k == 0) {
+      out.push_back(describe_source(one));
+    } else {
+      SourceInfo info = out.front();
+      info.csv = index_csv(files[k]);
+      info.rows = info.csv->rows();
+      if (info.csv->columns != out.front().columns) {
+        fail<DataError>("{}:1: the header does not match {} (shards.files[0]): {}; every file of "
+                        "shards.files needs the same columns in the same order",
+                        files[k].string(), files[0].string(),
+                        header_difference(out.front().columns, info.csv->columns));
+      }
+      out.push_back(std::move(info));
+    }
+    out.back().file = files[k];
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> first_rows(const std::vector<SourceInfo>& parts) {
+  std::vector<std::uint64_t> first;
+  std::uint64_t total = 0;
+  for (const auto& p : parts) {
+    first.push_back(total);
+    total += p.rows;
+  }
+  return first;
+}
+
+}  // namespace dt::data

@@ -1,0 +1,239 @@
+// `gradients` mode over a ring (aggregation.topology: ring): the same synchronous SGD as the
+// star, without a central node on the data path. Every worker starts from the same parameters
+// (model.init from the seed) and keeps its own copy and optimizer. Each step it computes the
+// gradient SUM, row count and loss sum of its part of the global batch (WorkerSession::batch,
+// as in the star), all-reduces [gradient, rows, loss] in one buffer over the ring of all
+// workers (transports/collectives/ring.hpp), divides by the total rows, adds the L2 term and
+// takes the optimizer step: the same arithmetic as the star's coordinator, so every worker
+// holds the same parameters (bit for bit: the all-reduce gives every member the same sum).
+//
+// The coordinator only paces, supervises and logs: per step it sends "step s" (no parameters)
+// and gets each worker's loss and rows (its share, for loss.csv and the divergence check, as in
+// the star). On a log step with a validation split, rank 0 also sends its parameters so the
+// validation loss is of the current model. At the end rank 0 sends the final parameters and
+// every worker a digest of its own, which must all agree.
+//
+// Wire per step: 2(N-1)/N of the P+2 values to the ring successor and as much from the
+// predecessor, per worker; a few bytes to and from the coordinator.
+
+#include "core/modes/mode.hpp"
+#include "core/models/optim.hpp"
+#include "core/roles/coordinator.hpp"
+#include "core/roles/worker.hpp"
+#include "core/util/error.hpp"
+#include "core/util/text.hpp"
+#include "transports/collectives/ring.hpp"
+#include "transports/transport.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace dt::modes {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[nodiscard]] double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// FNV-1a over the parameters' bytes: equal digests say the copies agree bit for bit (up to a
+// 2^-64 accident), without sending every copy to the coordinator.
+[[nodiscard]] std::uint64_t digest(std::span<const double> values) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const double v : values) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof v);
+    for (int i = 0; i < 8; ++i) {
+      h ^= (bits >> (8 * i)) & 0xFF;
+      h *= 0x100000001b3ULL;
+    }
+  }
+  return h;
+}
+
+class RingMode final : public Mode {
+ public:
+  void coordinate(roles::CoordinatorSession& session) override {
+    auto& params = session.params();
+    const std::size_t p = params.size();
+    const int ranks = session.ranks();
+    const auto n = static_cast<std::size_t>(ranks);
+    std::vector<double> worker_loss(n);
+    std::vector<std::uint64_t> worker_rows(n);
+    const std::uint64_t steps = session.total_steps();
+    const auto every = static_cast<std::uint64_t>(session.config().output.log_every_steps);
+    const bool validation = !session.plan().validation_rows.empty();
+    session.start_clock();
+    for (std::uint64_t step = 0; step < steps; ++step) {
+      const std::uint64_t done = step + 1;
+      // record_step evaluates the validation split on exactly these steps.
+      const bool want_params = validation && (done % every == 0 || done == steps);
+      protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
+      request.fields = {{"send_parameters", want_params}};
+      session.broadcast(std::move(request));
+      const auto replies = session.gather(protocol::Type::kRingLoss);
+
+      double loss_sum = 0;
+      std::uint64_t rows = 0;
+      for (std::size_t r = 0; r < n; ++r) {
+        worker_loss[r] = protocol::number(replies[r], "loss_sum");
+        worker_rows[r] = protocol::count(replies[r], "rows");
+        loss_sum += worker_loss[r];
+        rows += worker_rows[r];
+      }
+      if (rows == 0) continue;  // an empty step (only possible with tiny shards)
+      if (!std::isfinite(loss_sum)) {
+        fail<TrainingError>("training diverged at step {}: the batch loss is {}; lower "
+                            "training.optimizer.lr (now {}) or normalize the data",
+                            done, text::format_double(loss_sum / static_cast<double>(rows)),
+                            text::format_double(session.config().training.optimizer.lr));
+      }
+      if (want_params) {
+        const auto got = protocol::doubles(replies[0], 0, p);
+        std::copy(got.begin(), got.end(), params.begin());
+      }
+      session.add_samples(rows);
+      session.record_step(done, loss_sum, rows, worker_loss, worker_rows);
+    }
+    finish(session);
+  }
+
+  void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
+    switch (message.type) {
+      case protocol::Type::kStep: return step(session, message);
+      case protocol::Type::kRingFinish: return report(session, message);
+      default:
+        fail<ProtocolError>("ring topology: unexpected {} message from the coordinator",
+                            protocol::name_of(message.type));
+    }
+  }
+
+ private:
+  // Coordinator: the final parameters from rank 0, checked against every worker's digest;
+  // each worker's ring counters into summary.json's "aggregation".
+  void finish(roles::CoordinatorSession& session) {
+    auto& params = session.params();
+    session.broadcast({.type = protocol::Type::kRingFinish, .step = session.result().steps});
+    const auto results = session.gather(protocol::Type::kRingResult);
+    const auto got = protocol::doubles(results[0], 0, params.size());
+    std::copy(got.begin(), got.end(), params.begin());
+    const std::uint64_t expected = digest(params);
+    nlohmann::json workers = nlohmann::json::array();
+    for (const auto& r : results) {
+      const std::uint64_t d = protocol::count(r, "digest");
+      if (d != expected) {
+        fail<TrainingError>("worker {} ends with other parameters than worker 0 (digest "
+                            "{:016x}, expected {:016x}): the ring replicas diverged",
+                            r.rank, d, expected);
+      }
+      workers.push_back({{"rank", r.rank},
+                         {"allreduces", protocol::count(r, "allreduces")},
+                         {"allreduce_seconds", protocol::number(r, "allreduce_seconds")},
+                         {"values_sent", protocol::count(r, "values_sent")},
+                         {"values_received", protocol::count(r, "values_received")},
+                         {"peer_bytes_sent", protocol::count(r, "peer_bytes_sent")},
+                         {"peer_bytes_received", protocol::count(r, "peer_bytes_received")},
+                         {"peer_messages_dropped", protocol::count(r, "peer_messages_dropped")}});
+    }
+    const auto n = static_cast<double>(session.ranks());
+    session.result().aggregation = {
+        {"topology", "ring"},
+        {"vector_values", params.size() + 2},  // the gradient, rows and loss
+        {"chunk_values", collectives::kDefaultChunkDoubles},
+        {"share_sent_per_step", 2.0 * (n - 1.0) / n},
+        {"replicas_agree", true},
+        {"workers", std::move(workers)}};
+  }
+
+  // Worker: state made on the first step (every worker from the same seed).
+  void prepare(roles::WorkerSession& session) {
+    if (optimizer_) return;
+    auto& model = session.model();
+    const std::size_t p = model.parameter_count();
+    params_.assign(p, 0.0);
+    model.init(params_, session.config().seed);
+    optimizer_ = models::make_optimizer(session.config().training.optimizer, p);
+    buffer_.assign(p + 2, 0.0);
+    std::vector<std::uint32_t> all(session.world_size());
+    std::iota(all.begin(), all.end(), 0U);
+    ring_ = &session.group(all);
+  }
+
+  void step(roles::WorkerSession& session, const protocol::Envelope& message) {
+    prepare(session);
+    auto& model = session.model();
+    const std::size_t p = params_.size();
+    const std::span<double> grad = std::span(buffer_).first(p);
+    std::fill(buffer_.begin(), buffer_.end(), 0.0);
+
+    auto start = Clock::now();
+    const auto batch = session.batch(message.step);
+    models::BatchResult result;
+    if (batch.y.size() > 0) result = model.loss_and_gradient(params_, batch.x, batch.y, grad);
+    buffer_[p] = static_cast<double>(batch.y.size());
+    buffer_[p + 1] = result.loss_sum;
+    double compute = seconds_since(start);
+
+    try {
+      ring_->allreduce_sum(buffer_);
+    } catch (Error& e) {
+      e.add_context(fmt::format("step {}: ring all-reduce of {} values", message.step + 1,
+                                buffer_.size()));
+      throw;
+    }
+
+    start = Clock::now();
+    const double rows = buffer_[p];
+    // The star skips an empty step, and a diverged one fails the run before its update: the
+    // replicas do the same (the coordinator reports the divergence).
+    if (rows > 0 && std::isfinite(buffer_[p + 1])) {
+      const double inv = 1.0 / rows;
+      for (double& g : grad) g *= inv;
+      model.add_regularization_gradient(params_, grad);
+      optimizer_->step(params_, grad);
+    }
+    compute += seconds_since(start);
+    session.add_compute_seconds(compute);
+
+    protocol::Envelope reply{.type = protocol::Type::kRingLoss, .step = message.step};
+    reply.fields = {{"rows", batch.y.size()}, {"loss_sum", result.loss_sum}};
+    const auto want = message.fields.find("send_parameters");
+    if (session.rank() == 0 && want != message.fields.end() && want->is_boolean() &&
+        want->get<bool>()) {
+      reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
+    }
+    session.send(std::move(reply));
+  }
+
+  void report(roles::WorkerSession& session, const protocol::Envelope& message) {
+    prepare(session);
+    const auto peer = session.peers().stats();
+    const auto& ring = ring_->stats();
+    protocol::Envelope reply{.type = protocol::Type::kRingResult, .step = message.step};
+    reply.fields = {{"digest", digest(params_)},
+                    {"allreduces", ring.allreduces},
+                    {"allreduce_seconds", ring.seconds},
+                    {"values_sent", ring.values_sent},
+                    {"values_received", ring.values_received},
+                    {"peer_bytes_sent", peer.bytes_sent},
+                    {"peer_bytes_received", peer.bytes_received},
+                    {"peer_messages_dropped", peer.messages_dropped}};
+    if (session.rank() == 0) reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
+    session.send(std::move(reply));
+  }
+
+  // Worker side.
+  std::vector<double> params_;
+  std::unique_ptr<models::Optimizer> optimizer_;
+  std::vector<double> buffer_;  // [gradient sum, rows, loss sum], all-reduced in place
+  collectives::Ring* ring_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Mode> make_ring_mode() { return std::make_unique<RingMode>(); }
+
+}  // namespace dt::modes

@@ -1,0 +1,245 @@
+#include "transports/collectives/peer_links.hpp"
+
+#include "core/util/error.hpp"
+#include "core/util/log.hpp"
+#include "transports/collectives/ring.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <set>
+
+namespace dt::collectives {
+namespace {
+
+using transport::Clock;
+using transport::deadline_in;
+
+constexpr std::chrono::milliseconds kPollSlice{50};
+// Messages that arrived before they were wanted; more means a peer runs far ahead of what any
+// collective allows (or floods us), which is a protocol error, not a reason to grow memory.
+constexpr std::size_t kMaxMailbox = 65536;
+
+// Frame 0 of every peer message, little-endian (the host order: wire.cpp asserts it):
+//   0 group u64 | 8 phase u32 | 12 chunk u32 | 16 length u64 | 24 offset u64 | 32 count u64
+// Frame 1: `count` doubles. header.rank is the sender, header.step the collective's sequence.
+constexpr std::size_t kControlSize = 40;
+static_assert(std::endian::native == std::endian::little);
+
+template <class T>
+void put(wire::Bytes& out, std::size_t at, T value) {
+  std::memcpy(out.data() + at, &value, sizeof value);
+}
+template <class T>
+[[nodiscard]] T get(const wire::Bytes& in, std::size_t at) {
+  T value;
+  std::memcpy(&value, in.data() + at, sizeof value);
+  return value;
+}
+
+[[nodiscard]] std::string identity_of(std::uint32_t rank) { return fmt::format("p{}", rank); }
+
+}  // namespace
+
+PeerLinks::PeerLinks(transport::Transport& transport,
+                     std::unique_ptr<transport::Listener> listener, PeerOptions options)
+    : transport_(transport), listener_(std::move(listener)), options_(std::move(options)) {
+  if (options_.chunk_doubles == 0) fail<TransportError>("peer links: chunk_doubles must be > 0");
+  outgoing_.header.type = kPeerChunkType;
+  outgoing_.header.job_id = options_.job_id;
+  outgoing_.header.rank = options_.rank;
+  outgoing_.payload.resize(2);
+  outgoing_.payload[0].resize(kControlSize);
+}
+
+PeerLinks::~PeerLinks() = default;
+
+void PeerLinks::set_endpoints(std::vector<std::string> endpoints) {
+  if (options_.rank >= endpoints.size()) {
+    fail<TransportError>("peer links: {} endpoints do not include this member's rank {}",
+                         endpoints.size(), options_.rank);
+  }
+  if (!endpoints_.empty() && endpoints_ != endpoints) {
+    fail<TransportError>("peer links: the peer endpoints changed during the run");
+  }
+  endpoints_ = std::move(endpoints);
+}
+
+std::string PeerLinks::describe(std::uint32_t rank) const {
+  if (rank < endpoints_.size()) return fmt::format("rank {} ({})", rank, endpoints_[rank]);
+  return fmt::format("rank {}", rank);
+}
+
+Ring& PeerLinks::ring(const std::vector<std::uint32_t>& members) {
+  if (auto it = rings_.find(members); it != rings_.end()) return *it->second;
+  if (endpoints_.empty()) {
+    fail<TransportError>("peer links of rank {}: no peer endpoints yet (the coordinator sends them "
+                         "after every worker is ready)", options_.rank);
+  }
+  if (members.empty()) fail<TransportError>("a ring needs at least one member");
+  std::set<std::uint32_t> seen;
+  for (const auto m : members) {
+    if (m >= endpoints_.size()) {
+      fail<TransportError>("ring member {} is not a rank of this job (ranks 0 to {})", m,
+                           endpoints_.size() - 1);
+    }
+    if (!seen.insert(m).second) fail<TransportError>("ring member {} is listed twice", m);
+  }
+  if (!seen.contains(options_.rank)) {
+    fail<TransportError>("rank {} cannot build a ring it is not a member of ({})", options_.rank,
+                         fmt::join(members, ", "));
+  }
+  auto ring = std::make_unique<Ring>(*this, members);
+  for (const auto& [other, r] : rings_) {
+    if (r->id() == ring->id()) {
+      fail<TransportError>("rings ({}) and ({}) hash to the same group id",
+                           fmt::join(other, ", "), fmt::join(members, ", "));
+    }
+  }
+  return *rings_.emplace(members, std::move(ring)).first->second;
+}
+
+transport::Connection& PeerLinks::link(std::uint32_t to) {
+  if (auto it = links_.find(to); it != links_.end()) return *it->second;
+  if (to >= endpoints_.size()) {
+    fail<TransportError>("peer links of rank {}: no endpoint for rank {}", options_.rank, to);
+  }
+  auto connection = transport_.connect(endpoints_[to], identity_of(options_.rank));
+  return *links_.emplace(to, std::move(connection)).first->second;
+}
+
+void PeerLinks::send_chunk(std::uint32_t to, const ChunkKey& key, const ChunkPlace& place,
+                           std::span<const double> values) {
+  outgoing_.header.step = key.seq;
+  auto& control = outgoing_.payload[0];
+  put<std::uint64_t>(control, 0, key.group);
+  put<std::uint32_t>(control, 8, key.phase);
+  put<std::uint32_t>(control, 12, key.chunk);
+  put<std::uint64_t>(control, 16, place.length);
+  put<std::uint64_t>(control, 24, place.offset);
+  put<std::uint64_t>(control, 32, place.count);
+  auto& data = outgoing_.payload[1];
+  data.resize(values.size_bytes());  // keeps its capacity: no allocation once warm
+  if (!values.empty()) std::memcpy(data.data(), values.data(), values.size_bytes());
+  try {
+    link(to).send(outgoing_, deadline_in(options_.timeout));
+  } catch (Error& e) {
+    e.add_context(fmt::format("send to {}", describe(to)));
+    throw;
+  }
+}
+
+void PeerLinks::begin(std::uint64_t group, std::uint64_t seq) {
+  floor_[group] = seq;
+  // Anything older still waiting was never wanted (a peer's stray frame): discard it.
+  for (auto it = mailbox_.begin(); it != mailbox_.end();) {
+    if (it->first.group == group && it->first.seq < seq) {
+      drop(fmt::format("p{}", it->first.from),
+           fmt::format("stale: collective {} of its group, which is at {}", it->first.seq, seq));
+      it = mailbox_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void PeerLinks::drop(const std::string& peer, const std::string& why) {
+  ++dropped_;
+  if (warned_) {
+    log::debug("peer links: dropped a message from '{}': {}", peer, why);
+    return;
+  }
+  warned_ = true;
+  log::warn("peer links: dropped a message from '{}': {} (further drops are logged at debug "
+            "level)", peer, why);
+}
+
+void PeerLinks::file(transport::Incoming in) {
+  const auto& h = in.message.header;
+  if (h.job_id != options_.job_id) {
+    return drop(in.peer, fmt::format("it belongs to job {:016x}, not this job {:016x}", h.job_id,
+                                     options_.job_id));
+  }
+  if (h.type != kPeerChunkType) return drop(in.peer, fmt::format("message type {}", h.type));
+  if (in.peer != identity_of(h.rank)) {
+    return drop(in.peer, fmt::format("it claims to come from rank {}", h.rank));
+  }
+  const auto& p = in.message.payload;
+  if (p.size() != 2 || p[0].size() != kControlSize || p[1].size() % sizeof(double) != 0) {
+    return drop(in.peer, "malformed chunk frames");
+  }
+  const ChunkKey key{get<std::uint64_t>(p[0], 0), h.rank, h.step, get<std::uint32_t>(p[0], 8),
+                     get<std::uint32_t>(p[0], 12)};
+  const ChunkPlace place{get<std::uint64_t>(p[0], 16), get<std::uint64_t>(p[0], 24),
+                         get<std::uint64_t>(p[0], 32)};
+  if (place.count * sizeof(double) != p[1].size()) {
+    return drop(in.peer, "chunk size disagrees with its count");
+  }
+  if (const auto f = floor_.find(key.group); f != floor_.end() && key.seq < f->second) {
+    return drop(in.peer, fmt::format("stale: collective {} of its group, which is at {}", key.seq,
+                                     f->second));
+  }
+  if (mailbox_.contains(key)) return drop(in.peer, "duplicate chunk");
+  if (mailbox_.size() >= kMaxMailbox) {
+    fail<ProtocolError>("peer links of rank {}: more than {} messages arrived before they were "
+                        "wanted (last from '{}')", options_.rank, kMaxMailbox, in.peer);
+  }
+  mailbox_.emplace(key, Pending{place, std::move(in.message)});
+}
+
+PeerLinks::Pending PeerLinks::take(const ChunkKey& key, const ChunkPlace& place,
+                                   const char* what) {
+  const auto start = Clock::now();
+  const auto deadline = start + options_.timeout;
+  for (;;) {
+    if (auto it = mailbox_.find(key); it != mailbox_.end()) {
+      Pending pending = std::move(it->second);
+      mailbox_.erase(it);
+      const auto& got = pending.place;
+      if (got.length != place.length || got.offset != place.offset || got.count != place.count) {
+        fail<ProtocolError>("{}: {} sent values [{}, {}) of a {}-value vector, expected [{}, {}) of "
+                            "{} (do all members reduce vectors of the same length?)",
+                            what, describe(key.from), got.offset, got.offset + got.count,
+                            got.length, place.offset, place.offset + place.count, place.length);
+      }
+      return pending;
+    }
+    if (options_.on_wait) options_.on_wait();
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      fail<TimeoutError>("{}: no message from {} within {} ms (collective {}, phase {}, chunk {})",
+                         what, describe(key.from), options_.timeout.count(), key.seq, key.phase,
+                         key.chunk);
+    }
+    if (auto in = listener_->receive(std::min(deadline, now + kPollSlice))) file(std::move(*in));
+  }
+}
+
+void PeerLinks::receive_chunk(const ChunkKey& key, const ChunkPlace& place, std::span<double> out,
+                              const char* what) {
+  const auto pending = take(key, place, what);
+  const auto values = wire::as_doubles(pending.message.payload[1], out.size());
+  std::copy(values.begin(), values.end(), out.begin());
+}
+
+void PeerLinks::receive_chunk_add(const ChunkKey& key, const ChunkPlace& place,
+                                  std::span<double> out, const char* what) {
+  const auto pending = take(key, place, what);
+  const auto values = wire::as_doubles(pending.message.payload[1], out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] += values[i];
+}
+
+PeerStats PeerLinks::stats() const {
+  PeerStats s;
+  const auto& in = listener_->counters();
+  s.bytes_received = in.bytes_received;
+  s.messages_received = in.messages_received;
+  s.messages_dropped = in.messages_dropped + dropped_;
+  for (const auto& [rank, link] : links_) {
+    s.bytes_sent += link->counters().bytes_sent;
+    s.messages_sent += link->counters().messages_sent;
+  }
+  return s;
+}
+
+}  // namespace dt::collectives

@@ -1,0 +1,153 @@
+#pragma once
+// Direct worker <-> worker links, written on the transport interface only (no ZeroMQ here), and
+// the base that collectives (ring.hpp) are built on.
+//
+// Every member of a job owns one PeerLinks: one Listener that all its peers send to, and one
+// Connection to each peer it sends to (made on first use, then cached). Links are one-way: a
+// member sends on its Connection to the peer's Listener and receives everything on its own
+// Listener, so one listener serves every group a member belongs to (a tensor-parallel group and
+// a data-parallel replica group, say). Messages are sorted by (group, sender, sequence, phase,
+// chunk): a message that arrives before it is wanted (a fast peer already in the next
+// collective, or in another group) waits in a mailbox; one that is older than the group's
+// current collective (a late or stray frame) is dropped, never taken for the current one.
+//
+// Usage (worker side; WorkerSession does steps 1-3 for you, see core/roles/worker.hpp):
+//   1. auto links = PeerLinks(transport, transport.listen("p3"), {.job_id = job, .rank = 3});
+//   2. tell the others links.endpoint(); learn theirs, then links.set_endpoints(all);  // by rank
+//   3. Ring& ring = links.ring({0, 1, 2, 3});   // any ordered subset of ranks that includes 3
+//   4. ring.allreduce_sum(values);              // every member calls it, in the same order
+//
+// Members of several groups must call their collectives in one order that every member agrees
+// with (as with MPI or NCCL communicators): rank 2 waiting in ring A for rank 3 while rank 3
+// waits in ring B for rank 2 is a deadlock that ends in the timeout.
+//
+// Threading: one PeerLinks and its rings are used by one thread. Every wait has a deadline:
+// `timeout` per message, and `on_wait` (called every poll slice while waiting) lets the owner
+// end a wait early by throwing (its own liveness checks: coordinator lost, run cancelled).
+
+#include "transports/transport.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace dt::collectives {
+
+class Ring;
+
+// The wire type of peer messages. core/protocol reserves this number (Type::kPeerChunk) so that
+// no coordinator message ever shares it.
+inline constexpr std::uint16_t kPeerChunkType = 16;
+inline constexpr std::size_t kDefaultChunkDoubles = std::size_t{64} * 1024;  // 512 KiB per message
+
+struct PeerOptions {
+  std::uint64_t job_id = 0;
+  std::uint32_t rank = 0;  // this member's rank in the job
+  // The longest wait for one message from one peer. The coordinator notices a dead worker much
+  // sooner (exit status, heartbeats) and ends the run; this is the backstop for what it cannot
+  // see (two live members waiting on each other), so it must outlast a slow peer's computation.
+  std::chrono::milliseconds timeout{30000};
+  // Doubles per message: a longer vector streams as several messages. Tests use tiny chunks.
+  std::size_t chunk_doubles = kDefaultChunkDoubles;
+  // Called about every 50 ms while a receive waits; throw from it to end the wait.
+  std::function<void()> on_wait;
+};
+
+// Which message a receive wants; `from` is the sender's rank.
+struct ChunkKey {
+  std::uint64_t group = 0;
+  std::uint32_t from = 0;
+  std::uint64_t seq = 0;     // the collective's number within its group (header.step)
+  std::uint32_t phase = 0;   // the algorithm's step within the collective
+  std::uint32_t chunk = 0;   // the piece within the phase
+  friend auto operator<=>(const ChunkKey&, const ChunkKey&) = default;
+};
+
+// Where a chunk's values belong: [offset, offset + count) of a `length`-value vector. Sent with
+// every chunk and checked on receipt, so members that disagree on the vector fail loudly.
+struct ChunkPlace {
+  std::uint64_t length = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t count = 0;
+};
+
+struct PeerStats {
+  std::uint64_t bytes_sent = 0;  // header + payload of every peer message, as Counters count
+  std::uint64_t bytes_received = 0;
+  std::uint64_t messages_sent = 0;
+  std::uint64_t messages_received = 0;
+  std::uint64_t messages_dropped = 0;  // stray, stale or malformed
+};
+
+class PeerLinks {
+ public:
+  // `listener` is this member's own (made by `transport`, named uniquely per transport, e.g.
+  // "p<rank>"); `transport` must outlive this object.
+  PeerLinks(transport::Transport& transport, std::unique_ptr<transport::Listener> listener,
+            PeerOptions options);
+  ~PeerLinks();
+  PeerLinks(const PeerLinks&) = delete;
+  PeerLinks& operator=(const PeerLinks&) = delete;
+
+  [[nodiscard]] const std::string& endpoint() const noexcept { return listener_->endpoint(); }
+  [[nodiscard]] std::uint32_t rank() const noexcept { return options_.rank; }
+  [[nodiscard]] const PeerOptions& options() const noexcept { return options_; }
+  // Every member's endpoint, indexed by rank (this member's own included). Once, before the
+  // first collective.
+  void set_endpoints(std::vector<std::string> endpoints);
+  [[nodiscard]] bool has_endpoints() const noexcept { return !endpoints_.empty(); }
+  [[nodiscard]] std::size_t world_size() const noexcept { return endpoints_.size(); }
+
+  // The ring over `members` (ranks, in ring order; must include this member's rank, no
+  // duplicates), made on first use and cached: every later call with the same list returns the
+  // same Ring. TransportError for a bad member list or before set_endpoints.
+  [[nodiscard]] Ring& ring(const std::vector<std::uint32_t>& members);
+
+  // Building blocks for collectives. send_chunk queues one message to `to` (waits only when
+  // the link is full, up to `timeout`); receive_chunk returns the values of the message `key`
+  // names, checked against `place`, and copies them to `out` (out.size() == place.count).
+  void send_chunk(std::uint32_t to, const ChunkKey& key, const ChunkPlace& place,
+                  std::span<const double> values);
+  void receive_chunk(const ChunkKey& key, const ChunkPlace& place, std::span<double> out,
+                     const char* what);
+  // The same with `out[i] += value[i]`, in index order.
+  void receive_chunk_add(const ChunkKey& key, const ChunkPlace& place, std::span<double> out,
+                         const char* what);
+  // Messages of `group` older than `seq` are stale from now on: dropped on arrival, and any
+  // already waiting are discarded.
+  void begin(std::uint64_t group, std::uint64_t seq);
+
+  [[nodiscard]] PeerStats stats() const;
+  // The transport's name for a peer ("rank 2 (ipc:///tmp/.../p2.sock)"), for messages.
+  [[nodiscard]] std::string describe(std::uint32_t rank) const;
+
+ private:
+  struct Pending {
+    ChunkPlace place;
+    wire::Message message;
+  };
+  [[nodiscard]] transport::Connection& link(std::uint32_t to);
+  [[nodiscard]] Pending take(const ChunkKey& key, const ChunkPlace& place, const char* what);
+  void file(transport::Incoming incoming);  // stash or drop one arrival
+  void drop(const std::string& peer, const std::string& why);
+
+  transport::Transport& transport_;
+  std::unique_ptr<transport::Listener> listener_;
+  PeerOptions options_;
+  std::vector<std::string> endpoints_;
+  std::map<std::uint32_t, std::unique_ptr<transport::Connection>> links_;
+  std::map<ChunkKey, Pending> mailbox_;
+  std::map<std::uint64_t, std::uint64_t> floor_;  // group -> oldest sequence still wanted
+  std::map<std::vector<std::uint32_t>, std::unique_ptr<Ring>> rings_;
+  wire::Message outgoing_;  // reused for every send: no allocation per chunk once warm
+  std::uint64_t dropped_ = 0;
+  bool warned_ = false;
+};
+
+}  // namespace dt::collectives
