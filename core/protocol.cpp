@@ -29,11 +29,15 @@ const char* name_of(Type type) {
     case Type::kError: return "error";
     case Type::kPing: return "ping";
     case Type::kPong: return "pong";
+    case Type::kRound: return "round";
+    case Type::kRoundResult: return "round result";
     case Type::kPeers: return "peers";
     case Type::kPeerChunk: return "peer chunk";
     case Type::kRingLoss: return "ring loss";
     case Type::kRingFinish: return "ring finish";
     case Type::kRingResult: return "ring result";
+    case Type::kTensorSetup: return "tensor setup";
+    case Type::kTensorReady: return "tensor ready";
     case Type::kServers: return "servers";
     case Type::kPull: return "pull";
     case Type::kPush: return "push";

@@ -39,12 +39,18 @@ enum class Type : std::uint16_t {
   kRingLoss = 17,    // worker -> coordinator (ring): my loss sum and rows, after the step
   kRingFinish = 18,  // coordinator -> worker (ring): training is over, send your parameters
   kRingResult = 19,  // worker -> coordinator (ring): parameters (rank 0) or their digest, counters
+  // parameters mode (20-24): one round of local training, both ways carrying whole models.
+  kRound = 20,        // coordinator -> client: the merged parameters; train this round's steps
+  kRoundResult = 21,  // client -> coordinator: my parameters, rows trained, loss sum, steps
   // Parameter servers (aggregation.servers, async mode); see core/roles/param_server.hpp.
   kServers = 25,  // coordinator -> worker: the parameter servers' endpoints, in key order
   kPull = 26,     // worker -> server: send me your slice (async: when I may start my next step)
   kPush = 27,     // worker -> server: my gradient sum for your keys, rows, loss sum, version
   kSlice = 28,    // server -> worker: the current slice of the parameters and its version
   kDone = 29,     // worker -> coordinator: async mode: my local epochs are done
+  // Tensor parallelism (30-34, see core/modes/tensor.cpp).
+  kTensorSetup = 30,  // coordinator -> worker: your slice (tensor, slice, replica, model inputs)
+  kTensorReady = 31,  // worker -> coordinator: slice built, its columns checked
 };
 
 [[nodiscard]] const char* name_of(Type type);

@@ -137,6 +137,13 @@ int validate(const ValidateArgs& args) {
         {"segments", seg.size()}};
     if (!plan.rank_sources.empty()) shard["file"] = plan.rank_sources[r].file.string();
     if (!classes.empty()) shard["labels"] = tallies[r].by_class(classes, kind);
+    if (plan.tensor > 1) {  // rank r is replica r / T, slice r % T (core/roles/tensor_plan.hpp)
+      shard["replica"] = r / static_cast<std::size_t>(plan.tensor);
+      shard["slice"] = r % static_cast<std::size_t>(plan.tensor);
+      if (!plan.columns.empty()) {
+        shard["feature_columns"] = {plan.columns[r].begin, plan.columns[r].end};
+      }
+    }
     shards.push_back(std::move(shard));
   }
   nlohmann::ordered_json j;
@@ -158,6 +165,7 @@ int validate(const ValidateArgs& args) {
   j["mode"] = config::name_of(config.aggregation.mode);
   j["transport"] = config::name_of(config.transport.type);
   j["workers"] = config::worker_count(config);
+  if (plan.tensor > 1) j["tensor"] = plan.tensor;
   j["strategy"] = config::name_of(config.shards.strategy);
   j["shards"] = shards;
   j["steps_per_epoch"] = plan.steps_per_epoch;
@@ -186,11 +194,22 @@ int validate(const ValidateArgs& args) {
       config::name_of(config.transport.type), plan.steps_per_epoch, config.training.epochs, steps,
       config::name_of(config.shards.strategy));
   for (const auto& s : shards) {
-    out += fmt::format("  rank {}: {} rows ({}rows {}..{}, {} segment{})\n",
+    std::string tensor;
+    if (s.contains("slice")) {
+      tensor = fmt::format(", replica {} slice {}", s["replica"].get<std::size_t>(),
+                           s["slice"].get<std::size_t>());
+      if (s.contains("feature_columns")) {
+        const auto c = s["feature_columns"];
+        tensor += fmt::format(" features {}..{}", c[0].get<std::int64_t>(),
+                              c[1].get<std::int64_t>() - 1);
+      }
+    }
+    out += fmt::format("  rank {}: {} rows ({}rows {}..{}, {} segment{}{})\n",
                        s["rank"].get<std::size_t>(), s["rows"].get<std::uint64_t>(),
                        s.contains("file") ? s["file"].get<std::string>() + " " : "source ",
                        s["first_row"].get<std::uint64_t>(), s["last_row"].get<std::uint64_t>(),
-                       s["segments"].get<std::size_t>(), s["segments"].get<std::size_t>() == 1 ? "" : "s");
+                       s["segments"].get<std::size_t>(), s["segments"].get<std::size_t>() == 1 ? "" : "s",
+                       tensor);
   }
   if (!classes.empty()) {
     out += label_table(classes, shards, j.value("validation_labels", nlohmann::ordered_json()));

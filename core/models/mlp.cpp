@@ -5,6 +5,7 @@
 // Xavier normal N(0, 2/(fan_in + fan_out)), biases 0; the weight at flat index k is drawn with
 // random::normal(seed, kInit, k), so every process and platform gets the same bits.
 
+#include "core/models/activation.hpp"
 #include "core/models/detail.hpp"
 #include "core/util/random.hpp"
 
@@ -17,12 +18,6 @@
 namespace dt::models::detail {
 
 namespace {
-
-double stable_sigmoid(double z) noexcept {
-  if (z >= 0.0) return 1.0 / (1.0 + std::exp(-z));
-  const double e = std::exp(z);
-  return e / (1.0 + e);
-}
 
 struct Layer {
   Eigen::Index fan_in = 0;
@@ -152,34 +147,11 @@ class Mlp final : public Model {
 
   template <class Block>
   void activate(Block&& z) const {
-    switch (activation_) {
-      case config::Activation::kRelu:
-        z = z.cwiseMax(0.0);
-        return;
-      case config::Activation::kTanh:
-        z = z.array().tanh().matrix();
-        return;
-      case config::Activation::kSigmoid:
-        z = z.unaryExpr(&stable_sigmoid);
-        return;
-    }
+    detail::activate(activation_, std::forward<Block>(z));
   }
-
-  // delta *= act'(z), written in terms of the activation a = act(z) that forward() kept.
   template <class Delta, class Activations>
   void multiply_by_derivative(Delta&& delta, const Activations& a) const {
-    switch (activation_) {
-      case config::Activation::kRelu:
-        // a > 0 exactly when z > 0: the derivative at 0 is taken as 0.
-        delta.array() *= (a.array() > 0.0).template cast<double>();
-        return;
-      case config::Activation::kTanh:
-        delta.array() *= 1.0 - a.array().square();
-        return;
-      case config::Activation::kSigmoid:
-        delta.array() *= a.array() * (1.0 - a.array());
-        return;
-    }
+    detail::multiply_by_derivative(activation_, std::forward<Delta>(delta), a);
   }
 
   ModelSpec spec_;

@@ -23,6 +23,11 @@ class Mode {
   virtual void coordinate(roles::CoordinatorSession& session) = 0;
   // Handles one message the common worker loop does not know (kStep, ...).
   virtual void work(roles::WorkerSession& session, const protocol::Envelope& message) = 0;
+  // Answers the final kEvaluate itself and returns true, or returns false to let the common
+  // worker loop evaluate the full parameters on the whole shard (the default).
+  virtual bool evaluate(roles::WorkerSession& /*session*/, const protocol::Envelope& /*message*/) {
+    return false;
+  }
 };
 
 // Chosen by aggregation.mode, aggregation.topology and parallelism.tensor.
@@ -30,6 +35,9 @@ class Mode {
 
 // One factory per mode, each in its own file.
 [[nodiscard]] std::unique_ptr<Mode> make_gradients_mode();
+[[nodiscard]] std::unique_ptr<Mode> make_parameters_mode();
+// gradients mode with parallelism.tensor > 1 (core/modes/tensor.cpp).
+[[nodiscard]] std::unique_ptr<Mode> make_tensor_mode();
 [[nodiscard]] std::unique_ptr<Mode> make_ring_mode();  // gradients over aggregation.topology ring
 [[nodiscard]] std::unique_ptr<Mode> make_sharded_gradients_mode();  // gradients, servers > 1
 [[nodiscard]] std::unique_ptr<Mode> make_async_mode();

@@ -10,15 +10,22 @@ std::unique_ptr<Mode> make_mode(const config::Config& config) {
   switch (aggregation.mode) {
     case config::AggregationMode::kGradients:
       if (aggregation.topology == config::Topology::kRing) return make_ring_mode();
+      // Tensor parallelism is gradients mode over star with the model split; the config
+      // rejects parallelism.tensor > 1 with any other mode, topology or servers > 1.
+      if (aggregation.topology == config::Topology::kStar && config.parallelism.tensor > 1 &&
+          aggregation.servers == 1) {
+        return make_tensor_mode();
+      }
       if (aggregation.topology == config::Topology::kStar && config.parallelism.tensor == 1) {
         // K > 1 parameter servers; K = 1 keeps the coordinator as the one server.
         return aggregation.servers > 1 ? make_sharded_gradients_mode() : make_gradients_mode();
       }
       break;
+    case config::AggregationMode::kParameters:
+      // The config refuses servers > 1, ring and tensor parallelism with this mode.
+      return make_parameters_mode();
     case config::AggregationMode::kAsync:
       return make_async_mode();
-    case config::AggregationMode::kParameters:
-      break;
   }
   fail<ConfigError>("aggregation.mode {} with topology {}, {} servers and parallelism.tensor {} "
                     "is not available yet",

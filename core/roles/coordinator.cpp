@@ -6,6 +6,7 @@
 
 #include "core/modes/mode.hpp"
 #include "core/roles/heartbeat.hpp"
+#include "core/roles/tensor_plan.hpp"
 #include "core/roles/worker_pool.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
@@ -95,18 +96,24 @@ std::vector<protocol::Hello> wait_for_hellos(transport::Listener& listener, Work
 protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
                                 const std::vector<protocol::Envelope>& replies,
                                 std::vector<std::string> labels, RunResult& result) {
-  const auto features = plan.source.features.size();
   data::ColumnStats stats;
+  std::vector<data::ColumnStats> tensor_stats;  // per rank, of its own columns
   for (std::size_t r = 0; r < replies.size(); ++r) {
-    const auto loaded = protocol::read_loaded(replies[r], features);
+    const auto loaded =
+        protocol::read_loaded(replies[r], static_cast<std::size_t>(columns_of(plan, r).size()));
     if (loaded.rows != plan.shard_rows[r]) {
       fail<ProtocolError>("worker {} loaded {} rows, its shard has {}", r, loaded.rows,
                           plan.shard_rows[r]);
     }
-    data::merge_into(stats, loaded.stats);
+    if (plan.tensor > 1) {
+      tensor_stats.push_back(loaded.stats);
+    } else {
+      data::merge_into(stats, loaded.stats);
+    }
     labels.insert(labels.end(), loaded.labels.begin(), loaded.labels.end());
     result.workers[r].rows = loaded.rows;
   }
+  if (plan.tensor > 1) stats = merge_tensor_stats(plan, tensor_stats);
   protocol::Finalize f;
   f.normalization = data::make_normalization(config.data.normalize, stats, plan.source.features);
   for (const auto& c : f.normalization.constant_columns) {
@@ -160,8 +167,9 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
 
     const std::string config_yaml = config::to_yaml(config);
     for (int r = 0; r < ranks; ++r) {
+      // A tensor-parallel rank of a linear model sees only its own feature columns.
       const auto rank = static_cast<std::size_t>(r);
-      protocol::Setup setup{config_yaml, heartbeat.endpoint(), plan.source_of(rank),
+      protocol::Setup setup{config_yaml, heartbeat.endpoint(), source_for(plan, rank),
                             plan.segments[rank]};
       setup.source.csv.reset();  // workers seek by the byte offsets in their segments
       listener->send(protocol::peer_name(static_cast<std::uint32_t>(r)),
@@ -181,7 +189,16 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     }
     const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
                                        std::move(labels), result);
-    session.broadcast(protocol::make_finalize(finalize));
+    if (plan.columns.empty()) {
+      session.broadcast(protocol::make_finalize(finalize));
+    } else {
+      for (int r = 0; r < ranks; ++r) {  // each rank gets the normalization of its columns
+        auto mine = finalize;
+        mine.normalization =
+            normalization_for(plan, static_cast<std::size_t>(r), finalize.normalization);
+        session.send_to(r, protocol::make_finalize(mine));
+      }
+    }
     result.normalization = finalize.normalization;
     result.classes = finalize.classes;
     if (validation) {

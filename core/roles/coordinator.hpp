@@ -8,6 +8,7 @@
 #include "core/data/dataset.hpp"
 #include "core/models/model.hpp"
 #include "core/models/optim.hpp"
+#include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
 
 #include <nlohmann/json.hpp>
@@ -98,6 +99,9 @@ struct Plan {
   [[nodiscard]] const data::SourceInfo& source_of(std::size_t rank) const {
     return rank_sources.empty() ? source : rank_sources.at(rank);
   }
+  // parallelism.tensor: rank r is replica r / tensor, slice r % tensor (tensor_plan.hpp).
+  int tensor = 1;
+  std::vector<models::Range> columns;  // per rank: the feature columns it loads; empty: all
 };
 [[nodiscard]] Plan make_plan(const config::Config& config);
 // The held-out rows, loaded (from every file with strategy files), labels not yet assigned.
@@ -142,6 +146,10 @@ class CoordinatorSession {
 
   // Sends one message to every worker.
   void broadcast(protocol::Envelope envelope);
+  // Sends one message (encoded once) to each of `ranks`.
+  void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
+  // Sends one message to one worker.
+  void send_to(int rank, protocol::Envelope envelope);
   // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
   // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
@@ -149,6 +157,10 @@ class CoordinatorSession {
   // threads of the coordinator (parameter servers) and to log their progress.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type,
                                                        const std::function<void()>& on_idle);
+  // One message of `type` from each of `ranks` (ascending) only, in their order; the other
+  // workers are still supervised (exits, heartbeats) while they idle.
+  [[nodiscard]] std::vector<protocol::Envelope> gather_from(protocol::Type type,
+                                                            const std::vector<int>& ranks);
   // One round of the supervision gather does while it waits: Ctrl-C, worker exits, heartbeats.
   // For modes that wait on something other than the workers' messages (parameter servers).
   void supervise();
@@ -175,6 +187,10 @@ class CoordinatorSession {
   // Validation metrics of `params` on the held-out rows (nullopt without a split).
   [[nodiscard]] std::optional<Metrics> evaluate_validation(const std::vector<double>& params);
   void set_validation(data::Shard shard) { validation_ = std::move(shard); }
+  // The held-out rows (normalized, classes assigned), or nullptr without a split.
+  [[nodiscard]] const data::Shard* validation() const noexcept {
+    return validation_ ? &*validation_ : nullptr;
+  }
   [[nodiscard]] double elapsed_seconds() const;
   void start_clock();
 
@@ -182,6 +198,9 @@ class CoordinatorSession {
   [[noreturn]] void fail_worker(int rank, const std::string& what);
   [[noreturn]] void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
+  [[nodiscard]] std::vector<protocol::Envelope> gather_impl(protocol::Type type,
+                                                            const std::vector<int>& wanted,
+                                                            const std::function<void()>& on_idle);
 
   const config::Config& config_;
   const Plan& plan_;

@@ -1,8 +1,11 @@
 #include "core/roles/coordinator.hpp"
+#include "core/roles/tensor_plan.hpp"
 
 #include "core/data/non_iid.hpp"
 #include "core/roles/plan_shards.hpp"
+#include "core/util/error.hpp"
 #include "core/util/log.hpp"
+#include "core/util/text.hpp"
 
 #include <algorithm>
 
@@ -16,8 +19,20 @@ Plan make_plan(const config::Config& config) {
     plan.shard_rows.push_back(shards[r].size());
     plan.train_rows += shards[r].size();
   }
+  // The config check sees data.validation > 0; only the data tells whether it rounds to no row.
+  const auto merge = config.aggregation.parameters.merge;
+  if (config.aggregation.mode == config::AggregationMode::kParameters &&
+      (merge == config::MergeRule::kBest || merge == config::MergeRule::kValidationWeighted) &&
+      plan.validation_rows.empty()) {
+    fail<ConfigError>("aggregation.parameters.merge {} scores each worker's model on the "
+                      "validation rows, but data.validation {} of {} rows holds out none; raise "
+                      "data.validation or use merge weighted_average",
+                      config::name_of(merge), text::format_double(config.data.validation_fraction),
+                      plan.train_rows);
+  }
   plan.warnings = empty_shard_warnings(config, shards);
   for (const auto& w : plan.warnings) log::warn("{}", w);
+  expand_for_tensor(config, plan);  // D shards -> D * T ranks when parallelism.tensor > 1
   const auto batch = static_cast<std::uint64_t>(std::max<std::int64_t>(1, config.training.batch_size));
   plan.steps_per_epoch = config.training.full_batch ? 1 : (plan.train_rows + batch - 1) / batch;
   plan.steps_per_epoch = std::max<std::uint64_t>(1, plan.steps_per_epoch);

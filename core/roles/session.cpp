@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <numeric>
 
 namespace dt::roles {
 
@@ -49,8 +50,14 @@ double CoordinatorSession::elapsed_seconds() const {
 }
 
 void CoordinatorSession::broadcast(protocol::Envelope envelope) {
+  std::vector<int> all(static_cast<std::size_t>(ranks()));
+  std::iota(all.begin(), all.end(), 0);
+  broadcast(std::move(envelope), all);
+}
+
+void CoordinatorSession::broadcast(protocol::Envelope envelope, const std::vector<int>& ranks) {
   const auto message = protocol::encode(std::move(envelope), job_id_);
-  for (int r = 0; r < ranks(); ++r) {
+  for (const int r : ranks) {
     try {
       listener_.send(protocol::peer_name(static_cast<std::uint32_t>(r)), message,
                      deadline_in(kSendDeadline));
@@ -58,6 +65,16 @@ void CoordinatorSession::broadcast(protocol::Envelope envelope) {
       check_workers();  // a dead worker explains the failed send better than the send does
       fail_worker(r, fmt::format("cannot be reached: {}", e.what()));
     }
+  }
+}
+
+void CoordinatorSession::send_to(int rank, protocol::Envelope envelope) {
+  try {
+    listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
+                   protocol::encode(std::move(envelope), job_id_), deadline_in(kSendDeadline));
+  } catch (const TransportError& e) {
+    check_workers();
+    fail_worker(rank, fmt::format("cannot be reached: {}", e.what()));
   }
 }
 
@@ -132,9 +149,23 @@ void CoordinatorSession::supervise() {
 
 std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
                                                            const std::function<void()>& on_idle) {
+  std::vector<int> all(static_cast<std::size_t>(ranks()));
+  std::iota(all.begin(), all.end(), 0);
+  return gather_impl(type, all, on_idle);
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather_from(protocol::Type type,
+                                                                const std::vector<int>& ranks) {
+  return gather_impl(type, ranks, {});
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
+    protocol::Type type, const std::vector<int>& wanted, const std::function<void()>& on_idle) {
   const int n = ranks();
   std::vector<std::optional<protocol::Envelope>> got(static_cast<std::size_t>(n));
-  int remaining = n;
+  std::vector<bool> expected(static_cast<std::size_t>(n), false);
+  for (const int r : wanted) expected[static_cast<std::size_t>(r)] = true;
+  auto remaining = static_cast<int>(wanted.size());
   const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
   const std::int64_t wait_start = steady_ms();
   while (remaining > 0) {
@@ -154,7 +185,8 @@ std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
       }
       const auto r = static_cast<int>(e.rank);
       if (e.type == protocol::Type::kError) raise_worker_error(r, protocol::read_error(e));
-      if (e.type != type || got[static_cast<std::size_t>(r)]) {
+      if (e.type != type || got[static_cast<std::size_t>(r)] ||
+          !expected[static_cast<std::size_t>(r)]) {
         fail<ProtocolError>("worker {} sent a {} message while the coordinator waited for {}", r,
                             protocol::name_of(e.type), protocol::name_of(type));
       }
@@ -175,14 +207,15 @@ std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
     }
   }
   std::vector<protocol::Envelope> out;
-  out.reserve(got.size());
-  for (auto& g : got) out.push_back(std::move(*g));
+  out.reserve(wanted.size());
+  for (const int r : wanted) out.push_back(std::move(*got[static_cast<std::size_t>(r)]));
   return out;
 }
 
 void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
                                      const std::vector<double>& worker_loss_sum,
                                      const std::vector<std::uint64_t>& worker_rows) {
+  const std::uint64_t previous = result_.steps;
   result_.steps = step;
   window_loss_ += loss_sum;
   window_rows_ += rows;
@@ -191,7 +224,9 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
     window_worker_rows_[r] += worker_rows[r];
   }
   const auto every = static_cast<std::uint64_t>(config_.output.log_every_steps);
-  if (step % every != 0 && step != total_steps()) return;
+  // A row when the step crosses a multiple of log_every (modes that advance several steps per
+  // call, as parameters mode does per round, still log at the cadence asked for), and at the end.
+  if (step / every == previous / every && step != total_steps()) return;
 
   LogRow row;
   row.step = step;

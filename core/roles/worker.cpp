@@ -125,7 +125,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
     auto loaded_msg = protocol::make_loaded(loaded);
     loaded_msg.rank = options.rank;
     connection->send(protocol::encode(loaded_msg, options.job_id), deadline_in(kSendDeadline));
-    log::info("loaded {} rows", shard.y.size());
+    log::info("loaded {} rows of {} feature columns", shard.y.size(), shard.x.cols());
 
     const auto finalize = protocol::read_finalize(
         expect(receive_from(*connection, options, &heartbeat, timeout_ms, startup_deadline),
@@ -152,7 +152,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
       const auto message = session.receive();
       switch (message.type) {
         case protocol::Type::kEvaluate:
-          session.send(evaluate_shard(session, message));
+          if (!mode->evaluate(session, message)) session.send(evaluate_shard(session, message));
           break;
         case protocol::Type::kPeers:
           session.set_peer_endpoints(protocol::read_peers(message));
@@ -236,8 +236,12 @@ void WorkerSession::prepare_epoch(std::uint64_t epoch) {
     order_.resize(rows());
   }
   std::iota(order_.begin(), order_.end(), std::uint64_t{0});
+  // Keyed by the data shard, not the rank: the T ranks of a tensor-parallel group share one
+  // shard and must walk it in the same order (rank / tensor is the rank when tensor = 1).
+  const auto shard_index =
+      options_.rank / static_cast<std::uint32_t>(std::max(1, config_.parallelism.tensor));
   random::Generator gen(config_.seed, random::stream::kEpochShuffle,
-                        random::hash(epoch, options_.rank, 0, 0));
+                        random::hash(epoch, shard_index, 0, 0));
   random::shuffle(std::span(order_), gen);
 }
 

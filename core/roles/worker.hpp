@@ -94,6 +94,7 @@ class WorkerSession {
   // Wiring, done by run_worker.
   void set_peer_links(collectives::PeerLinks* links) noexcept { peers_ = links; }
   void set_peer_endpoints(std::vector<std::string> endpoints);
+
   // The run's transport (for modes that connect to more than the coordinator: parameter
   // servers) and the job id their messages carry.
   [[nodiscard]] transport::Transport& transport() const;

@@ -1,0 +1,354 @@
+// `parameters` mode: model averaging (DistributedModelParameters, FedAvg, local SGD).
+//
+// Each worker keeps its own copy of the model and its own optimizer. Training runs in rounds:
+// the coordinator picks the round's clients, sends them the merged parameters (kRound); each
+// trains on its own shard for sync_every (K local steps, or E local epochs) with batches of
+// training.batch_size rows (per worker in this mode) and sends back its parameters, the rows it
+// trained and its loss sum (kRoundResult); the coordinator merges the returned models with
+// aggregation.parameters.merge (merge.hpp) and starts the next round.
+//
+// Wire per round: the parameters down to each of the round's clients, the parameters plus three
+// numbers up from each. Nothing moves between rounds, whatever K is.
+//
+// The schedule, with S_k = ceil(shard_k / batch_size) local steps per epoch for worker k (1 with
+// batch_size full) and S = max_k S_k:
+//   sync_every {steps: K}:  T = training.epochs * S local steps in all, in ceil(T / K) rounds of
+//                           K steps (the last one the remainder). A worker with a smaller shard
+//                           wraps into its next epoch sooner.
+//   sync_every {epochs: E}: ceil(training.epochs / E) rounds of E local epochs (the last one the
+//                           remainder), E * S_k local steps for worker k.
+// The log's step axis is local steps of the largest shard (S per epoch): round r ends at step
+// min((r + 1) K, T), or min((r + 1) E, epochs) * S. A loss.csv row (with a validation pass of the
+// merged model) is written at the end of each round that crosses a multiple of
+// output.log_every, and after the last round; the divergence check runs every round.
+//
+// A worker's position in its data (its local step counter, hence its epoch and its shuffle)
+// continues across rounds, so every row of its shard is seen once per local epoch it trains.
+// With clients_per_round < 1 the round's clients are drawn from the seed (stream
+// kClientSampling, indexed by the round): max(1, floor(fraction * workers)) distinct ranks. A
+// worker not drawn idles through that round: it receives nothing, trains nothing, and its
+// position does not move (it resumes where it stopped the next time it is drawn), so over the
+// run a worker trains about clients_per_round * training.epochs epochs, as in FedAvg where the
+// round count is fixed.
+//
+// Optimizer state after a merge (aggregation.parameters.optimizer_state):
+//   reset (default): each round starts a fresh optimizer at the merged parameters. Momentum and
+//     Adam's moments describe the trajectory of this worker's own pre-merge model; after the
+//     merge the model is somewhere else, so that velocity points the wrong way, and a sampled
+//     client may have skipped many rounds, making its state older still. FedAvg's clients are
+//     stateless for the same reason.
+//   keep: the worker's optimizer carries its state (velocity, moments, Adam's step count) over
+//     from its previous round, as local SGD with persistent momentum does.
+// With plain SGD (no momentum) the two are the same.
+
+#include "core/modes/merge.hpp"
+#include "core/modes/mode.hpp"
+#include "core/models/optim.hpp"
+#include "core/roles/coordinator.hpp"
+#include "core/roles/worker.hpp"
+#include "core/util/error.hpp"
+#include "core/util/random.hpp"
+#include "core/util/text.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace dt::modes {
+namespace {
+
+using config::MergeRule;
+
+// The same count as WorkerSession::local_steps_per_epoch, from the plan's shard size.
+std::uint64_t local_steps_per_epoch(const config::TrainingConfig& training, std::uint64_t rows) {
+  if (training.full_batch) return 1;
+  const auto batch = static_cast<std::uint64_t>(training.batch_size);
+  return std::max<std::uint64_t>(1, (rows + batch - 1) / batch);
+}
+
+struct Schedule {
+  std::uint64_t steps_per_epoch = 1;  // S: the largest shard's local steps per epoch
+  std::uint64_t total_steps = 0;      // training.epochs * S
+  std::uint64_t rounds = 0;
+  std::uint64_t sync_steps = 0;       // K, or 0 with sync_every in epochs
+  std::uint64_t sync_epochs = 0;      // E when sync_steps == 0
+  std::uint64_t epochs = 0;           // training.epochs
+
+  // Local steps (steps form) or local epochs (epochs form) of round r.
+  [[nodiscard]] std::uint64_t amount(std::uint64_t r) const {
+    if (sync_steps > 0) return std::min(sync_steps, total_steps - r * sync_steps);
+    return std::min(sync_epochs, epochs - r * sync_epochs);
+  }
+  // The step (on the log's axis) reached when round r ends.
+  [[nodiscard]] std::uint64_t end_step(std::uint64_t r) const {
+    if (sync_steps > 0) return std::min((r + 1) * sync_steps, total_steps);
+    return std::min((r + 1) * sync_epochs, epochs) * steps_per_epoch;
+  }
+};
+
+Schedule make_schedule(const config::Config& config, const roles::Plan& plan) {
+  const auto& p = config.aggregation.parameters;
+  Schedule s;
+  for (const auto rows : plan.shard_rows) {
+    s.steps_per_epoch = std::max(s.steps_per_epoch, local_steps_per_epoch(config.training, rows));
+  }
+  s.epochs = static_cast<std::uint64_t>(config.training.epochs);
+  s.total_steps = s.epochs * s.steps_per_epoch;
+  if (p.sync_every_steps > 0) {
+    s.sync_steps = static_cast<std::uint64_t>(p.sync_every_steps);
+    s.rounds = (s.total_steps + s.sync_steps - 1) / s.sync_steps;
+  } else {
+    s.sync_epochs = static_cast<std::uint64_t>(std::max(1, p.sync_every_epochs));
+    s.rounds = (s.epochs + s.sync_epochs - 1) / s.sync_epochs;
+  }
+  return s;
+}
+
+// The round's clients, ascending: every rank with fraction 1, otherwise max(1, floor(fraction
+// * n)) distinct ranks drawn by a partial Fisher-Yates shuffle from (seed, round).
+std::vector<int> sample_clients(std::uint64_t seed, std::uint64_t round, int n, double fraction) {
+  std::vector<int> ranks(static_cast<std::size_t>(n));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const auto m = static_cast<std::size_t>(
+      std::max(1.0, std::floor(fraction * static_cast<double>(n) + 1e-9)));
+  if (m >= ranks.size()) return ranks;
+  random::Generator gen(seed, random::stream::kClientSampling, round);
+  for (std::size_t i = 0; i < m; ++i) {
+    const auto j = i + static_cast<std::size_t>(gen.below(ranks.size() - i));
+    std::swap(ranks[i], ranks[j]);
+  }
+  ranks.resize(m);
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+// Sum of |prediction - label| over the rows of a regression shard, in chunks (bounded scratch),
+// in row order.
+double absolute_error(models::Model& model, std::span<const double> params,
+                      const data::Shard& shard) {
+  constexpr std::int64_t kChunkRows = 8192;
+  models::RowMatrix predictions;
+  double total = 0;
+  const auto rows = static_cast<std::int64_t>(shard.y.size());
+  for (std::int64_t begin = 0; begin < rows; begin += kChunkRows) {
+    const auto n = std::min(kChunkRows, rows - begin);
+    model.predict(params, shard.x.middleRows(begin, n), predictions);
+    for (std::int64_t i = 0; i < n; ++i) total += std::abs(predictions(i, 0) - shard.y(begin + i));
+  }
+  return total;
+}
+
+bool needs_validation(MergeRule rule) {
+  return rule == MergeRule::kBest || rule == MergeRule::kValidationWeighted;
+}
+
+merge::Outcome apply_rule(MergeRule rule, double trim, std::span<const merge::Candidate> c,
+                          std::span<double> out) {
+  switch (rule) {
+    case MergeRule::kWeightedAverage: return merge::weighted_average(c, out);
+    case MergeRule::kAverage: return merge::average(c, out);
+    case MergeRule::kMedian: return merge::median(c, out);
+    case MergeRule::kTrimmedMean: return merge::trimmed_mean(c, trim, out);
+    case MergeRule::kBest: return merge::best(c, out);
+    case MergeRule::kValidationWeighted: return merge::validation_weighted(c, out);
+  }
+  fail<TrainingError>("merge rule {} is not implemented", static_cast<int>(rule));
+}
+
+class ParametersMode final : public Mode {
+ public:
+  void coordinate(roles::CoordinatorSession& session) override {
+    const auto& config = session.config();
+    const auto& pc = config.aggregation.parameters;
+    auto& params = session.params();
+    const std::size_t p = params.size();
+    const int ranks = session.ranks();
+    const auto schedule = make_schedule(config, session.plan());
+    session.set_schedule(schedule.total_steps, schedule.steps_per_epoch);
+
+    const auto* validation = session.validation();
+    if (needs_validation(pc.merge) && (validation == nullptr || validation->y.size() == 0)) {
+      // make_plan refuses such a config before anything starts; this guards the dereference.
+      fail<ConfigError>("aggregation.parameters.merge {} needs validation rows and there are none",
+                        config::name_of(pc.merge));
+    }
+
+    auto& summary = session.result().aggregation;
+    summary = {{"mode", "parameters"},
+               {"merge", config::name_of(pc.merge)},
+               {"rounds", schedule.rounds},
+               {"optimizer_state", config::name_of(pc.optimizer_state)},
+               {"clients_per_round", pc.clients_per_round},
+               {"local_steps_per_epoch", nlohmann::json::array()},
+               {"participation", std::vector<std::uint64_t>(static_cast<std::size_t>(ranks), 0)},
+               {"fallback_rounds", 0}};
+    if (schedule.sync_steps > 0) {
+      summary["sync_every"] = {{"steps", schedule.sync_steps}};
+    } else {
+      summary["sync_every"] = {{"epochs", schedule.sync_epochs}};
+    }
+    if (pc.merge == MergeRule::kTrimmedMean) {
+      summary["trim"] = pc.trim;
+      summary["trimmed_per_end"] = merge::trimmed_count(
+          sample_clients(config.seed, 0, ranks, pc.clients_per_round).size(), pc.trim);
+    }
+    for (const auto rows : session.plan().shard_rows) {
+      summary["local_steps_per_epoch"].push_back(local_steps_per_epoch(config.training, rows));
+    }
+    const bool sampling = pc.clients_per_round < 1.0;
+    if (sampling) summary["selected"] = nlohmann::json::array();
+    if (pc.merge == MergeRule::kBest) summary["chosen"] = nlohmann::json::array();
+    if (pc.merge == MergeRule::kValidationWeighted) summary["weights"] = nlohmann::json::array();
+
+    std::vector<double> merged(p);
+    std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
+    std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
+    std::vector<merge::Candidate> candidates;
+    std::vector<double> errors;
+    session.start_clock();
+    for (std::uint64_t r = 0; r < schedule.rounds; ++r) {
+      const auto clients = sample_clients(config.seed, r, ranks, pc.clients_per_round);
+      protocol::Envelope request{.type = protocol::Type::kRound, .step = r};
+      request.fields = {{"round", r}};
+      request.fields[schedule.sync_steps > 0 ? "steps" : "epochs"] = schedule.amount(r);
+      request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+      session.broadcast(std::move(request), clients);
+      const auto replies = session.gather_from(protocol::Type::kRoundResult, clients);
+
+      std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
+      std::fill(worker_rows.begin(), worker_rows.end(), 0);
+      candidates.clear();
+      double loss_sum = 0;
+      std::uint64_t rows = 0;
+      for (std::size_t i = 0; i < clients.size(); ++i) {
+        const auto& reply = replies[i];
+        const int rank = clients[i];
+        const auto ri = static_cast<std::size_t>(rank);
+        worker_loss[ri] = protocol::number(reply, "loss_sum");
+        worker_rows[ri] = protocol::count(reply, "rows");
+        if (!std::isfinite(worker_loss[ri])) {
+          fail<TrainingError>(
+              "training diverged in round {} of {}: worker {}'s local loss is {}; lower "
+              "training.optimizer.lr (now {}), sync more often (aggregation.parameters.sync_every) "
+              "or normalize the data",
+              r + 1, schedule.rounds, rank,
+              text::format_double(worker_loss[ri] / static_cast<double>(std::max<std::uint64_t>(1, worker_rows[ri]))),
+              text::format_double(config.training.optimizer.lr));
+        }
+        loss_sum += worker_loss[ri];
+        rows += worker_rows[ri];
+        candidates.push_back({.rank = rank, .params = protocol::doubles(reply, 0, p),
+                              .rows = worker_rows[ri]});
+        summary["participation"][ri] = summary["participation"][ri].get<std::uint64_t>() + 1;
+      }
+      score(session, pc.merge, candidates, errors);
+
+      merge::Outcome outcome;
+      try {
+        outcome = apply_rule(pc.merge, pc.trim, candidates, merged);
+      } catch (Error& e) {
+        e.add_context(fmt::format("training diverged in round {} of {}", r + 1, schedule.rounds));
+        throw;
+      }
+      params = merged;
+      if (outcome.fallback) summary["fallback_rounds"] = summary["fallback_rounds"].get<int>() + 1;
+      if (sampling) summary["selected"].push_back(clients);
+      if (outcome.chosen) summary["chosen"].push_back(*outcome.chosen);
+      if (pc.merge == MergeRule::kValidationWeighted) summary["weights"].push_back(outcome.weights);
+
+      session.add_samples(rows);
+      session.record_step(schedule.end_step(r), loss_sum, rows, worker_loss, worker_rows);
+    }
+  }
+
+  void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
+    if (message.type != protocol::Type::kRound) {
+      fail<ProtocolError>("parameters mode: unexpected {} message from the coordinator",
+                          protocol::name_of(message.type));
+    }
+    const auto& config = session.config();
+    auto& model = session.model();
+    const std::size_t p = model.parameter_count();
+    const auto merged = protocol::doubles(message, 0, p);
+    params_.assign(merged.begin(), merged.end());
+    grad_.resize(p);
+    if (!optimizer_ ||
+        config.aggregation.parameters.optimizer_state == config::OptimizerState::kReset) {
+      optimizer_ = models::make_optimizer(config.training.optimizer, p);
+    }
+    const std::uint64_t steps = message.fields.contains("steps")
+                                    ? protocol::count(message, "steps")
+                                    : protocol::count(message, "epochs") *
+                                          session.local_steps_per_epoch();
+
+    double loss_sum = 0;
+    std::uint64_t rows = 0;
+    for (std::uint64_t s = 0; s < steps; ++s) {
+      const auto start = std::chrono::steady_clock::now();
+      const auto batch = session.local_batch(local_step_++);
+      const auto n = static_cast<std::uint64_t>(batch.y.size());
+      if (n > 0) {
+        std::fill(grad_.begin(), grad_.end(), 0.0);
+        const auto result = model.loss_and_gradient(params_, batch.x, batch.y, grad_);
+        const double inv = 1.0 / static_cast<double>(n);
+        for (double& g : grad_) g *= inv;
+        model.add_regularization_gradient(params_, grad_);
+        optimizer_->step(params_, grad_);
+        loss_sum += result.loss_sum;
+        rows += n;
+      }
+      session.add_compute_seconds(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      // Diverged: the coordinator fails the run on this loss; the remaining steps would only
+      // spend time on NaNs.
+      if (!std::isfinite(loss_sum)) break;
+    }
+
+    protocol::Envelope reply{.type = protocol::Type::kRoundResult, .step = message.step};
+    reply.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"steps", steps}};
+    reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
+    session.send(std::move(reply));
+  }
+
+ private:
+  // Scores each returned model on the validation rows, for the rules that need it: its mean
+  // loss (best) and its quality (validation_weighted; merge::regression_qualities and
+  // merge::accuracy_quality define it).
+  static void score(roles::CoordinatorSession& session, MergeRule rule,
+                    std::vector<merge::Candidate>& candidates, std::vector<double>& errors) {
+    if (!needs_validation(rule)) return;
+    const auto& validation = *session.validation();
+    auto& model = session.model();
+    const auto rows = static_cast<std::uint64_t>(validation.y.size());
+    const bool regression = model.task() == config::Task::kRegression;
+    errors.clear();
+    for (auto& c : candidates) {
+      if (rule == MergeRule::kBest) {
+        c.validation_loss =
+            roles::evaluate_rows(model, c.params, validation).loss_sum / static_cast<double>(rows);
+      } else if (regression) {
+        errors.push_back(absolute_error(model, c.params, validation));
+      } else {
+        c.quality =
+            merge::accuracy_quality(roles::evaluate_rows(model, c.params, validation).correct, rows);
+      }
+    }
+    if (rule == MergeRule::kValidationWeighted && regression) {
+      const auto q = merge::regression_qualities(errors);
+      for (std::size_t k = 0; k < candidates.size(); ++k) candidates[k].quality = q[k];
+    }
+  }
+
+  // Worker side: this worker's model, optimizer and position in its data, across rounds.
+  std::vector<double> params_;
+  std::vector<double> grad_;
+  std::unique_ptr<models::Optimizer> optimizer_;
+  std::uint64_t local_step_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Mode> make_parameters_mode() { return std::make_unique<ParametersMode>(); }
+
+}  // namespace dt::modes

@@ -1,0 +1,241 @@
+// `gradients` mode with tensor parallelism (parallelism.tensor = T > 1, star topology): D data
+// replicas (shards.count) of T tensor-parallel ranks each, D * T workers; rank r is replica
+// d = r / T and slice t = r % T (core/roles/tensor_plan.hpp). The model's split is
+// models::TensorSlice (core/models/tensor.hpp).
+//
+// Per step:
+//   coordinator -> rank r   its parameter slice (gathered from the full vector);
+//   ranks of a group        all-reduce partial outputs among themselves over direct worker
+//                           links (one per split pair forward, and backward for the mlp);
+//   rank r -> coordinator   the gradient of the values its slice owns (and, from slice 0 of each
+//                           group, the group's rows and loss sum; the T ranks compute the same);
+//   coordinator             sums each slice over the D replicas in replica order into the full
+//                           gradient, divides by the rows, adds the L2 term and takes one
+//                           optimizer step on the full vector, exactly as gradients mode does.
+// The coordinator keeps the merged, unsplit model all along, so model.json, validation and
+// predict never see the split. The final evaluation sends the full vector; each rank slices it.
+
+#include "core/modes/mode.hpp"
+#include "core/models/optim.hpp"
+#include "core/models/tensor.hpp"
+#include "core/roles/coordinator.hpp"
+#include "core/roles/worker.hpp"
+#include "core/util/error.hpp"
+#include "core/util/text.hpp"
+#include "transports/collectives/ring.hpp"
+#include "transports/transport.hpp"
+
+#include <chrono>
+#include <cmath>
+
+namespace dt::modes {
+namespace {
+
+struct Position {
+  int tensor = 1;
+  int slice = 0;
+  int replica = 0;
+};
+
+Position position_of(int rank, int tensor) { return {tensor, rank % tensor, rank / tensor}; }
+
+class TensorMode final : public Mode {
+ public:
+  void coordinate(roles::CoordinatorSession& session) override {
+    const int tensor = session.plan().tensor;
+    const int ranks = session.ranks();
+    if (tensor < 2 || ranks % tensor != 0) {
+      fail<TrainingError>("tensor mode: {} workers cannot form groups of parallelism.tensor = {}",
+                          ranks, tensor);
+    }
+    const int replicas = ranks / tensor;
+    auto& params = session.params();
+    const std::size_t p = params.size();
+    const models::ModelSpec& spec = session.model().spec();
+    std::vector<std::unique_ptr<models::TensorSlice>> slices;
+    for (int t = 0; t < tensor; ++t) slices.push_back(models::make_tensor_slice(spec, tensor, t));
+
+    for (int r = 0; r < ranks; ++r) {
+      const auto pos = position_of(r, tensor);
+      protocol::Envelope setup{.type = protocol::Type::kTensorSetup};
+      setup.fields = {{"tensor", tensor},
+                      {"slice", pos.slice},
+                      {"replica", pos.replica},
+                      {"inputs", spec.inputs},
+                      {"classes", spec.classes}};
+      session.send_to(r, std::move(setup));
+    }
+    (void)session.gather(protocol::Type::kTensorReady);
+
+    auto optimizer = models::make_optimizer(session.config().training.optimizer, p);
+    std::vector<double> grad(p);
+    std::vector<std::vector<double>> slice_params(static_cast<std::size_t>(tensor));
+    for (int t = 0; t < tensor; ++t) slice_params[static_cast<std::size_t>(t)].resize(slices[static_cast<std::size_t>(t)]->size());
+    std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
+    std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
+    const std::uint64_t steps = session.total_steps();
+    session.start_clock();
+    for (std::uint64_t step = 0; step < steps; ++step) {
+      for (int t = 0; t < tensor; ++t) {
+        const auto ut = static_cast<std::size_t>(t);
+        slices[ut]->gather(params, slice_params[ut]);
+      }
+      for (int r = 0; r < ranks; ++r) {
+        protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
+        request.arrays.push_back(wire::to_bytes(
+            std::span<const double>(slice_params[static_cast<std::size_t>(r % tensor)])));
+        session.send_to(r, std::move(request));
+      }
+      const auto replies = session.gather(protocol::Type::kGradient);
+
+      std::fill(grad.begin(), grad.end(), 0.0);
+      double loss_sum = 0;
+      std::uint64_t rows = 0;
+      for (int d = 0; d < replicas; ++d) {
+        const auto& head = replies[static_cast<std::size_t>(d * tensor)];
+        const double group_loss = protocol::number(head, "loss_sum");
+        const std::uint64_t group_rows = protocol::count(head, "rows");
+        loss_sum += group_loss;
+        rows += group_rows;
+        for (int t = 0; t < tensor; ++t) {
+          const auto r = static_cast<std::size_t>(d * tensor + t);
+          const auto& slice = *slices[static_cast<std::size_t>(t)];
+          slice.add_owned(protocol::doubles(replies[r], 0, slice.owned()), grad);
+          // Every rank of a group trained on the group's rows: loss.csv shows the group's loss.
+          worker_loss[r] = group_loss;
+          worker_rows[r] = group_rows;
+        }
+      }
+      if (rows == 0) continue;  // an empty step (only possible with tiny shards)
+      if (!std::isfinite(loss_sum)) {
+        fail<TrainingError>("training diverged at step {}: the batch loss is {}; lower "
+                            "training.optimizer.lr (now {}) or normalize the data",
+                            step + 1, text::format_double(loss_sum / static_cast<double>(rows)),
+                            text::format_double(session.config().training.optimizer.lr));
+      }
+      const double inv = 1.0 / static_cast<double>(rows);
+      for (double& g : grad) g *= inv;
+      session.model().add_regularization_gradient(params, grad);
+      optimizer->step(params, grad);
+      session.add_samples(rows);
+      session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
+    }
+  }
+
+  void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
+    if (message.type == protocol::Type::kTensorSetup) {
+      setup(session, message);
+      return;
+    }
+    if (message.type != protocol::Type::kStep) {
+      fail<ProtocolError>("tensor mode: unexpected {} message from the coordinator",
+                          protocol::name_of(message.type));
+    }
+    auto& slice = ready_slice();
+    const auto params = protocol::doubles(message, 0, slice.size());
+    std::fill(grad_.begin(), grad_.end(), 0.0);
+
+    const auto start = std::chrono::steady_clock::now();
+    const auto batch = session.batch(message.step);
+    // Every rank of the group computes, even on an empty batch: the all-reduces must match up.
+    const auto result = slice.loss_and_gradient(params, batch.x, batch.y, grad_, all_reduce_);
+    session.add_compute_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+
+    protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
+    if (slice.rank() == 0) {
+      reply.fields = {{"rows", batch.y.size()}, {"loss_sum", result.loss_sum}};
+    }
+    reply.arrays.push_back(
+        wire::to_bytes(std::span<const double>(grad_).first(slice.owned())));
+    session.send(std::move(reply));
+  }
+
+  bool evaluate(roles::WorkerSession& session, const protocol::Envelope& message) override {
+    auto& slice = ready_slice();
+    std::vector<double> params(slice.size());
+    slice.gather(protocol::doubles(message, 0), params);
+    // The same chunks on every rank of the group (they hold the same rows).
+    constexpr std::int64_t kChunkRows = 8192;
+    const auto& shard = session.shard();
+    const auto rows = static_cast<std::int64_t>(shard.y.size());
+    models::BatchResult total;
+    for (std::int64_t begin = 0; begin < rows; begin += kChunkRows) {
+      const auto n = std::min(kChunkRows, rows - begin);
+      const auto r = slice.evaluate(params, shard.x.middleRows(begin, n),
+                                    shard.y.segment(begin, n), all_reduce_);
+      total.loss_sum += r.loss_sum;
+      total.correct += r.correct;
+      total.squared_error_sum += r.squared_error_sum;
+    }
+    // The group's sums, counted once (by slice 0): the coordinator adds every rank's reply.
+    const bool counts = slice.rank() == 0;
+    protocol::Envelope reply{.type = protocol::Type::kEvaluation, .step = message.step};
+    reply.fields = {{"rows", counts ? session.rows() : 0},
+                    {"loss_sum", counts ? total.loss_sum : 0.0},
+                    {"correct", counts ? total.correct : 0.0},
+                    {"squared_error_sum", counts ? total.squared_error_sum : 0.0}};
+    session.send(std::move(reply));
+    return true;
+  }
+
+ private:
+  models::TensorSlice& ready_slice() {
+    if (!slice_) {
+      fail<ProtocolError>("tensor mode: a step before the coordinator's tensor setup");
+    }
+    return *slice_;
+  }
+
+  void setup(roles::WorkerSession& session, const protocol::Envelope& message) {
+    const auto get = [&](const char* name) {
+      return static_cast<int>(protocol::count(message, name));
+    };
+    const int tensor = get("tensor");
+    const auto pos = position_of(static_cast<int>(session.rank()), tensor);
+    if (tensor != session.config().parallelism.tensor || get("slice") != pos.slice ||
+        get("replica") != pos.replica) {
+      fail<ProtocolError>("tensor setup for slice {} of replica {} (tensor {}) sent to rank {}",
+                          get("slice"), get("replica"), tensor, session.rank());
+    }
+    models::ModelSpec spec{session.config().model, get("inputs"), get("classes")};
+    slice_ = models::make_tensor_slice(spec, tensor, pos.slice);
+    if (session.shard().x.cols() != slice_->features().size()) {
+      fail<ProtocolError>("tensor slice {} reads {} feature columns but this worker loaded {}",
+                          pos.slice, slice_->features().size(), session.shard().x.cols());
+    }
+    grad_.assign(slice_->size(), 0.0);
+    std::vector<std::uint32_t> members;
+    for (int t = 0; t < tensor; ++t) {
+      members.push_back(static_cast<std::uint32_t>(pos.replica * tensor + t));
+    }
+    all_reduce_ = group_all_reduce(session, members);
+    protocol::Envelope ready{.type = protocol::Type::kTensorReady};
+    ready.fields = {{"parameters", slice_->size()}, {"owned", slice_->owned()}};
+    session.send(std::move(ready));
+  }
+
+  // The sum over the group's members, over direct worker links.
+  static models::GroupAllReduce group_all_reduce(roles::WorkerSession& session,
+                                                 const std::vector<std::uint32_t>& members);
+
+  // Worker side.
+  std::unique_ptr<models::TensorSlice> slice_;
+  std::vector<double> grad_;  // reused every step
+  models::GroupAllReduce all_reduce_;
+};
+
+models::GroupAllReduce TensorMode::group_all_reduce(roles::WorkerSession& session,
+                                                    const std::vector<std::uint32_t>& members) {
+  // The ring over the group's ranks (transports/collectives/ring.hpp): reproducible (a fixed
+  // order per segment) and identical on every member, as TensorSlice requires. Connected now,
+  // so that a missing peer shows before the first step.
+  collectives::Ring& ring = session.group(members);
+  return [&ring](std::span<double> values) { ring.allreduce_sum(values); };
+}
+
+}  // namespace
+
+std::unique_ptr<Mode> make_tensor_mode() { return std::make_unique<TensorMode>(); }
+
+}  // namespace dt::modes
