@@ -7,6 +7,7 @@
 // Wire per step: parameters down to every worker, one gradient up from each.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/worker.hpp"
@@ -52,16 +53,8 @@ class GradientsMode final : public Mode {
         rows += worker_rows[ri];
       }
       if (rows == 0) continue;  // an empty step (only possible with tiny shards)
-      if (!std::isfinite(loss_sum)) {
-        fail<TrainingError>("training diverged at step {}: the batch loss is {}; lower "
-                            "training.optimizer.lr (now {}) or normalize the data",
-                            step + 1, text::format_double(loss_sum / static_cast<double>(rows)),
-                            text::format_double(session.config().training.optimizer.lr));
-      }
-      const double inv = 1.0 / static_cast<double>(rows);
-      for (double& g : grad) g *= inv;
-      session.model().add_regularization_gradient(params, grad);
-      optimizer->step(params, grad);
+      check_batch_loss(session.config(), step + 1, loss_sum, rows);
+      apply_gradient_sum(session, *optimizer, grad, rows);
       session.add_samples(rows);
       session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
     }

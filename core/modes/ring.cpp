@@ -17,6 +17,7 @@
 // predecessor, per worker; a few bytes to and from the coordinator.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/worker.hpp"
@@ -85,12 +86,7 @@ class RingMode final : public Mode {
         rows += worker_rows[r];
       }
       if (rows == 0) continue;  // an empty step (only possible with tiny shards)
-      if (!std::isfinite(loss_sum)) {
-        fail<TrainingError>("training diverged at step {}: the batch loss is {}; lower "
-                            "training.optimizer.lr (now {}) or normalize the data",
-                            done, text::format_double(loss_sum / static_cast<double>(rows)),
-                            text::format_double(session.config().training.optimizer.lr));
-      }
+      check_batch_loss(session.config(), done, loss_sum, rows);
       if (want_params) {
         const auto got = protocol::doubles(replies[0], 0, p);
         std::copy(got.begin(), got.end(), params.begin());

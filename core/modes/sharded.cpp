@@ -14,6 +14,7 @@
 // checks divergence, and assembles the parameters from the servers for validation and the end.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/step.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/server_group.hpp"
 #include "core/roles/test_delay.hpp"
@@ -55,12 +56,7 @@ class ShardedGradientsMode final : public Mode {
         loss_sum += worker_loss[ri];
         rows += worker_rows[ri];
       }
-      if (rows > 0 && !std::isfinite(loss_sum)) {
-        fail<TrainingError>("training diverged at step {}: the batch loss is {}; lower "
-                            "training.optimizer.lr (now {}) or normalize the data",
-                            step + 1, text::format_double(loss_sum / static_cast<double>(rows)),
-                            text::format_double(config.training.optimizer.lr));
-      }
+      check_batch_loss(config, step + 1, loss_sum, rows);
       // Every server has applied this step before it is logged (and before the next one).
       servers.wait_version(step + 1, timeout);
       if (rows == 0) continue;  // an empty step (only possible with tiny shards)

@@ -8,6 +8,7 @@
 #include "core/roles/heartbeat.hpp"
 #include "core/roles/tensor_plan.hpp"
 #include "core/roles/worker_pool.hpp"
+#include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 #include "core/util/random.hpp"
@@ -25,9 +26,7 @@ using transport::deadline_in;
 
 namespace {
 
-constexpr std::chrono::milliseconds kPollSlice{50};
 constexpr std::chrono::milliseconds kConnectTimeout{30000};
-constexpr std::chrono::milliseconds kSendDeadline{10000};
 constexpr std::chrono::milliseconds kExitTimeout{5000};
 
 std::uint64_t new_job_id() {

@@ -1,6 +1,7 @@
 #include "core/roles/param_server.hpp"
 
 #include "core/models/optim.hpp"
+#include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 
@@ -9,11 +10,6 @@
 namespace dt::roles {
 
 using transport::deadline_in;
-
-namespace {
-constexpr std::chrono::milliseconds kPollSlice{50};
-constexpr std::chrono::milliseconds kSendDeadline{10000};
-}  // namespace
 
 ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions options,
                                  std::vector<double> slice)

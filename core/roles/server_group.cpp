@@ -3,6 +3,7 @@
 #include "core/roles/coordinator.hpp"
 #include "core/roles/heartbeat.hpp"
 #include "core/roles/worker.hpp"
+#include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 
@@ -12,8 +13,6 @@ using transport::Clock;
 using transport::deadline_in;
 
 namespace {
-constexpr std::chrono::milliseconds kPollSlice{50};
-constexpr std::chrono::milliseconds kSendDeadline{10000};
 
 // The L2 coefficient of every key: the model's l2 on regularized blocks (weights), 0 elsewhere.
 std::vector<double> l2_per_key(const models::Model& model) {

@@ -1,6 +1,7 @@
 #include "core/roles/coordinator.hpp"
 #include "core/roles/heartbeat.hpp"
 #include "core/roles/worker_pool.hpp"
+#include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 #include "core/util/signals.hpp"
@@ -14,11 +15,6 @@
 namespace dt::roles {
 
 using transport::deadline_in;
-
-namespace {
-constexpr std::chrono::milliseconds kPollSlice{50};
-constexpr std::chrono::milliseconds kSendDeadline{10000};
-}  // namespace
 
 CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan& plan,
                                        std::vector<double>& params,

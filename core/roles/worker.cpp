@@ -4,6 +4,7 @@
 #include "core/roles/coordinator.hpp"
 #include "core/roles/heartbeat.hpp"
 #include "core/roles/peers.hpp"
+#include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 #include "core/util/random.hpp"
@@ -22,8 +23,6 @@ using transport::deadline_in;
 
 namespace {
 
-constexpr std::chrono::milliseconds kPollSlice{50};
-constexpr std::chrono::milliseconds kSendDeadline{10000};
 // Before heartbeats run (the coordinator has not sent their endpoint yet) a worker waits this
 // long for its setup.
 constexpr std::chrono::milliseconds kStartupTimeout{30000};

@@ -1,0 +1,27 @@
+#pragma once
+// What the synchronous modes (gradients star, sharded servers, ring, tensor) do alike with a
+// step's summed gradient, kept in one place so their numbers and messages cannot drift apart.
+
+#include "core/config/config.hpp"
+#include "core/models/optim.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace dt::roles {
+class CoordinatorSession;
+}  // namespace dt::roles
+
+namespace dt::modes {
+
+// A non-finite batch loss stops the run before its update, naming the step (1-based) and the
+// learning rate to lower. Steps without rows are not checked (they have no loss).
+void check_batch_loss(const config::Config& config, std::uint64_t step, double loss_sum,
+                      std::uint64_t rows);
+
+// `grad` holds a gradient SUM over `rows` rows: it becomes the mean, gets the L2 term, and the
+// optimizer takes one step on the session's parameters.
+void apply_gradient_sum(roles::CoordinatorSession& session, models::Optimizer& optimizer,
+                        std::vector<double>& grad, std::uint64_t rows);
+
+}  // namespace dt::modes
