@@ -150,7 +150,10 @@ int validate(const ValidateArgs& args) {
   j["valid"] = true;
   j["config"] = args.config_path;
   std::vector<std::string> files;
-  for (const auto& part : plan.rank_sources) files.push_back(part.file.string());
+  // rank_sources lists each file once per tensor rank of its replica.
+  for (std::size_t r = 0; r < plan.rank_sources.size(); r += static_cast<std::size_t>(plan.tensor)) {
+    files.push_back(plan.rank_sources[r].file.string());
+  }
   j["data"] = config.data.synthetic ? std::string("synthetic")
               : files.empty()       ? config.data.path.string()
                                     : fmt::format("{}", fmt::join(files, ", "));
