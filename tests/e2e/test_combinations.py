@@ -94,6 +94,26 @@ training: {{epochs: 2, batch_size: 60, optimizer: {{type: adam, lr: 0.05}}}}
     assert tensor["validation"]["accuracy"] == plain["validation"]["accuracy"], (tensor, plain)
 
 
+def test_validate_counts_async_steps_as_the_run_does(tmp):
+    # Async batches are per worker: validate printed the global-batch step count (66) while the
+    # run made 3 workers x ceil(450 / 64) x 3 epochs = 72 updates.
+    cfg = config(tmp, f"""
+model: {{type: softmax_regression}}
+data: {{path: {h.source('data', 'blobs.csv')}, validation: 0.1}}
+shards: {{count: 3, strategy: round_robin}}
+aggregation: {{mode: async}}
+training: {{epochs: 3, batch_size: 64, optimizer: {{type: sgd, lr: 0.05}}}}
+""")
+    r = h.run("validate", cfg, "--json")
+    assert r.code == 0, r
+    plan = r.json()
+    assert (plan["steps_per_epoch"], plan["steps"]) == (24, 72), plan
+    r = h.run("validate", cfg)
+    assert "24 steps per epoch x 3 epochs = 72 steps" in r.stdout, r.stdout
+    assert run_json(cfg)["steps"] == 72
+
+
 if __name__ == "__main__":
     h.main([test_tensor_with_an_empty_batch_share,
-            test_files_with_tensor_validate_on_each_files_held_out_rows])
+            test_files_with_tensor_validate_on_each_files_held_out_rows,
+            test_validate_counts_async_steps_as_the_run_does])
