@@ -56,6 +56,32 @@ training: {{epochs: 3, batch_size: 2, shuffle: true, optimizer: {{type: sgd, lr:
     assert close(tensor["final_loss"], star["final_loss"]), (tensor, star)
 
 
+def test_tensor_with_an_empty_dirichlet_shard(tmp):
+    # A dirichlet replica with no rows at all trains (its T ranks compute on empty batches), and
+    # the warning names the replica and its workers, not "worker <replica index>".
+    data = gen(tmp, "blobs", 12, 2, extra=("--classes", "3"))
+    cfg = config(tmp, f"""
+model: {{type: softmax_regression}}
+data: {{path: {data}}}
+shards: {{count: 4, strategy: dirichlet, alpha: 0.01}}
+parallelism: {{tensor: 2}}
+training: {{epochs: 2, batch_size: full, optimizer: {{type: sgd, lr: 0.1}}}}
+""")
+    r = h.run("validate", cfg, "--json")
+    assert r.code == 0, r
+    plan = r.json()
+    empty = [s["replica"] for s in plan["shards"] if s["rows"] == 0 and s["slice"] == 0]
+    assert empty, plan  # the seed gives at least one empty replica
+    expected = [f"shards: replica {d} (workers {2 * d}..{2 * d + 1}) has no training rows "
+                "(dirichlet split)" for d in empty]
+    assert [w.split(";")[0] for w in plan["warnings"]] == expected, plan["warnings"]
+    summary = run_json(cfg)
+    assert summary["status"] == "ok" and summary["workers"] == 8, summary
+    assert [w.split(";")[0] for w in summary["warnings"]] == expected, summary["warnings"]
+    plain = run_json(cfg, "parallelism.tensor=1")
+    assert close(summary["final_loss"], plain["final_loss"]), (summary, plain)
+
+
 def split_file(tmp, source, sizes):
     lines = source.read_text().splitlines()
     header, rows = lines[0], lines[1:]
@@ -114,6 +140,6 @@ training: {{epochs: 3, batch_size: 64, optimizer: {{type: sgd, lr: 0.05}}}}
 
 
 if __name__ == "__main__":
-    h.main([test_tensor_with_an_empty_batch_share,
+    h.main([test_tensor_with_an_empty_batch_share, test_tensor_with_an_empty_dirichlet_shard,
             test_files_with_tensor_validate_on_each_files_held_out_rows,
             test_validate_counts_async_steps_as_the_run_does])
