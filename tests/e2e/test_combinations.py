@@ -15,13 +15,14 @@ def gen(tmp, kind, rows, features, seed=1, name=None, extra=()):
     return path
 
 
-def config(tmp, body, name="config.yaml", run="run"):
+def config(tmp, body, name="config.yaml", output=None):
+    output = output or f"{{dir: {tmp}/run}}"
     return h.write_config(tmp, f"""
 version: 1
 name: combo
 seed: 3
 transport: {{type: ipc}}
-output: {{dir: {tmp}/{run}}}
+output: {output}
 {body}
 """, name)
 
@@ -139,7 +140,34 @@ training: {{epochs: 3, batch_size: 64, optimizer: {{type: sgd, lr: 0.05}}}}
     assert run_json(cfg)["steps"] == 72
 
 
+def validation_column(run_dir):
+    lines = (run_dir / "loss.csv").read_text().splitlines()
+    col = lines[0].split(",").index("validation_loss")
+    return [float(l.split(",")[col]) for l in lines[1:]]
+
+
+def test_async_loss_log_validates_the_parameters_of_each_log_step(tmp):
+    # The async loss log evaluated validation on the servers' parameters at the time the
+    # coordinator drained the update log; on a fast run every row showed the final model. With
+    # one worker async is sequential SGD: its log must match gradients mode's, row by row.
+    cfg = config(tmp, f"""
+model: {{type: linear_regression}}
+data: {{path: {h.source('data', 'linear.csv')}, label: y, validation: 0.2}}
+shards: {{count: 1}}
+training: {{epochs: 2, batch_size: 50, optimizer: {{type: sgd, lr: 0.02}}}}
+""", output="{log_every: {steps: 8}}")
+    sync = run_json(cfg, f"output.dir={tmp}/sync")
+    async_ = run_json(cfg, f"output.dir={tmp}/async", "aggregation.mode=async",
+                      "aggregation.servers=2")
+    assert sync["steps"] == async_["steps"] == 64, (sync, async_)
+    expected, got = validation_column(tmp / "sync"), validation_column(tmp / "async")
+    assert len(got) == len(expected) == 8, (got, expected)
+    assert all(close(a, b) for a, b in zip(got, expected)), (got, expected)
+    assert got[0] > 2 * got[-1], got  # the curve falls: not the final model on every row
+
+
 if __name__ == "__main__":
     h.main([test_tensor_with_an_empty_batch_share, test_tensor_with_an_empty_dirichlet_shard,
             test_files_with_tensor_validate_on_each_files_held_out_rows,
-            test_validate_counts_async_steps_as_the_run_does])
+            test_validate_counts_async_steps_as_the_run_does,
+            test_async_loss_log_validates_the_parameters_of_each_log_step])
