@@ -124,7 +124,20 @@ int validate(const ValidateArgs& args) {
   }
   const auto model = models::make_model(
       {config.model, static_cast<int>(plan.source.features.size()), static_cast<int>(classes.size())});
-  const std::uint64_t steps = plan.steps_per_epoch * static_cast<std::uint64_t>(config.training.epochs);
+  // In async mode batch_size is per worker and every worker's step is one update of the
+  // servers (core/modes/async.cpp): an epoch is the sum of the workers' local steps.
+  std::uint64_t steps_per_epoch = plan.steps_per_epoch;
+  if (config.aggregation.mode == config::AggregationMode::kAsync) {
+    const auto batch =
+        static_cast<std::uint64_t>(std::max<std::int64_t>(1, config.training.batch_size));
+    steps_per_epoch = 0;
+    for (const auto rows : plan.shard_rows) {
+      steps_per_epoch += config.training.full_batch
+                             ? 1
+                             : std::max<std::uint64_t>(1, (rows + batch - 1) / batch);
+    }
+  }
+  const std::uint64_t steps = steps_per_epoch * static_cast<std::uint64_t>(config.training.epochs);
 
   nlohmann::ordered_json shards = nlohmann::ordered_json::array();
   for (std::size_t r = 0; r < plan.segments.size(); ++r) {
@@ -150,7 +163,10 @@ int validate(const ValidateArgs& args) {
   j["valid"] = true;
   j["config"] = args.config_path;
   std::vector<std::string> files;
-  for (const auto& part : plan.rank_sources) files.push_back(part.file.string());
+  // rank_sources lists each file once per tensor rank of its replica.
+  for (std::size_t r = 0; r < plan.rank_sources.size(); r += static_cast<std::size_t>(plan.tensor)) {
+    files.push_back(plan.rank_sources[r].file.string());
+  }
   j["data"] = config.data.synthetic ? std::string("synthetic")
               : files.empty()       ? config.data.path.string()
                                     : fmt::format("{}", fmt::join(files, ", "));
@@ -168,7 +184,7 @@ int validate(const ValidateArgs& args) {
   if (plan.tensor > 1) j["tensor"] = plan.tensor;
   j["strategy"] = config::name_of(config.shards.strategy);
   j["shards"] = shards;
-  j["steps_per_epoch"] = plan.steps_per_epoch;
+  j["steps_per_epoch"] = steps_per_epoch;
   if (!classes.empty() && !plan.validation_rows.empty()) {
     j["validation_labels"] = tallies[ranks].by_class(classes, kind);
   }
@@ -191,7 +207,7 @@ int validate(const ValidateArgs& args) {
       classes.empty() ? "" : fmt::format(", {} classes", classes.size()), plan.train_rows,
       plan.validation_rows.size(), config::name_of(config.model.type), model->parameter_count(),
       config::name_of(config.aggregation.mode), config::worker_count(config),
-      config::name_of(config.transport.type), plan.steps_per_epoch, config.training.epochs, steps,
+      config::name_of(config.transport.type), steps_per_epoch, config.training.epochs, steps,
       config::name_of(config.shards.strategy));
   for (const auto& s : shards) {
     std::string tensor;

@@ -78,6 +78,9 @@ class AsyncMode final : public Mode {
     roles::AsyncServing serving;
     serving.max_staleness = async.max_staleness;
     serving.staleness_lr = async.staleness_lr;
+    // The loss log evaluates validation at every log_every-th update: the servers keep the
+    // parameters of those updates, as they have moved on by the time the log is drained.
+    serving.snapshot_every = static_cast<std::uint64_t>(config.output.log_every_steps);
     std::uint64_t total = 0;
     std::uint64_t per_epoch = 0;
     for (int r = 0; r < ranks; ++r) {
@@ -107,7 +110,7 @@ class AsyncMode final : public Mode {
                               text::format_double(u.loss_sum / static_cast<double>(u.rows)),
                               text::format_double(config.training.optimizer.lr));
         }
-        if (applied % every == 0 || applied == total) servers.copy_params(params);
+        if (applied % every == 0 || applied == total) servers.copy_params_at(applied, params);
         worker_loss[ri(u.rank)] = u.loss_sum;
         worker_rows[ri(u.rank)] = u.rows;
         session.add_samples(u.rows);

@@ -27,6 +27,7 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
   if (options_.asynchronous) {
     clock_.emplace(options_.worker_steps, options_.max_staleness);
     before_.assign(n, 0.0);
+    for (const auto s : options_.worker_steps) total_steps_ += s;
   } else {
     pending_.assign(workers, std::vector<double>(n, 0.0));
     pending_rows_.assign(workers, 0);
@@ -65,6 +66,16 @@ void ParameterServer::copy_slice(std::span<double> params) const {
 void ParameterServer::check() const {
   std::lock_guard lock(mu_);
   if (!error_.empty()) throw TrainingError(error_);
+}
+
+bool ParameterServer::take_snapshot(std::uint64_t version, std::span<double> params) {
+  std::lock_guard lock(mu_);
+  const auto it = snapshots_.find(version);
+  if (it == snapshots_.end()) return false;
+  std::copy(it->second.begin(), it->second.end(),
+            params.begin() + static_cast<std::ptrdiff_t>(options_.range.begin));
+  snapshots_.erase(snapshots_.begin(), std::next(it));
+  return true;
 }
 
 std::vector<AppliedUpdate> ParameterServer::take_log() {
@@ -249,6 +260,10 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   clock_->complete(rank);
   stats_.worker_steps[r] = clock_->completed(rank);
   if (options_.keep_log) log_.push_back({rank, e.step, loss_sum, rows});
+  const auto every = options_.snapshot_every;
+  if (every > 0 && (stats_.version % every == 0 || stats_.version == total_steps_)) {
+    snapshots_.emplace(stats_.version, slice_);
+  }
   cv_.notify_all();
   }
   if (!clock_->finished(rank)) waiting_.push_back(rank);  // the push asks for the next step too

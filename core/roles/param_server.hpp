@@ -36,6 +36,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -65,6 +66,10 @@ struct ServerOptions {
   std::optional<int> max_staleness;
   bool staleness_lr = false;
   bool keep_log = false;  // record every applied update for the coordinator's loss log
+  // Copy the slice after every this many updates (and after the last): the parameters the loss
+  // log's validation must use at that update, since the servers move on before the
+  // coordinator reads them. 0: none.
+  std::uint64_t snapshot_every = 0;
 };
 
 // One push as applied by a server (async mode's loss log).
@@ -100,6 +105,10 @@ class ParameterServer {
   [[nodiscard]] bool wait_version(std::uint64_t version, std::chrono::milliseconds wait);
   // Writes this server's keys of the current parameters into params[range].
   void copy_slice(std::span<double> params) const;
+  // Writes this server's keys as they were right after update `version` (a snapshot kept by
+  // options().snapshot_every) into params[range] and drops the snapshots up to it; false when
+  // there is no such snapshot.
+  [[nodiscard]] bool take_snapshot(std::uint64_t version, std::span<double> params);
   // TrainingError naming the server when its thread has failed.
   void check() const;
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
@@ -139,6 +148,8 @@ class ParameterServer {
   std::condition_variable cv_;
   ServerStats stats_;
   std::vector<AppliedUpdate> log_;
+  std::map<std::uint64_t, std::vector<double>> snapshots_;  // by version; under mu_
+  std::uint64_t total_steps_ = 0;                            // async: every worker's steps
   std::string error_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -48,7 +48,10 @@ data::Shard load_validation(const config::Config& config, const Plan& plan, data
   data::Shard out;
   auto it = plan.validation_rows.begin();
   std::uint64_t first = 0;
-  for (const auto& part : plan.rank_sources) {
+  // With parallelism.tensor, rank_sources repeats each file for the T ranks of its replica:
+  // take every T-th entry, so that the held-out rows are read from the file they belong to.
+  for (std::size_t r = 0; r < plan.rank_sources.size(); r += static_cast<std::size_t>(plan.tensor)) {
+    const auto& part = plan.rank_sources[r];
     std::vector<std::uint64_t> rows;
     for (; it != plan.validation_rows.end() && *it < first + part.rows; ++it) rows.push_back(*it - first);
     first += part.rows;

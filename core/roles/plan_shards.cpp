@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dt::roles {
 namespace {
 
@@ -71,10 +73,16 @@ std::vector<std::string> empty_shard_warnings(const config::Config& config,
   for (std::size_t r = 0; r < shards.size(); ++r) {
     if (!shards[r].empty()) continue;
     const bool dirichlet = config.shards.strategy == config::ShardStrategy::kDirichlet;
+    // Shards are data-parallel replicas; with parallelism.tensor = T replica r is the T workers
+    // r*T .. r*T+T-1 (tensor_plan.hpp), so name those rather than worker r.
+    const auto tensor = static_cast<std::size_t>(std::max(1, config.parallelism.tensor));
+    const auto who = tensor == 1 ? fmt::format("worker {}", r)
+                                 : fmt::format("replica {} (workers {}..{})", r, r * tensor,
+                                               r * tensor + tensor - 1);
     out.push_back(fmt::format(
-        "shards: worker {} has no training rows ({} split); it trains on nothing and weighs 0 in "
+        "shards: {} has no training rows ({} split); it trains on nothing and weighs 0 in "
         "every average; {}",
-        r, config::name_of(config.shards.strategy),
+        who, config::name_of(config.shards.strategy),
         dirichlet ? fmt::format("raise shards.alpha (now {}) or change the seed for a less skewed "
                                 "split", config.shards.alpha)
                   : "its classes have fewer rows than the workers that share them; lower "

@@ -51,6 +51,7 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
       o.max_staleness = async->max_staleness;
       o.staleness_lr = async->staleness_lr;
       o.keep_log = k == 0;
+      o.snapshot_every = async->snapshot_every;
     }
     servers_.push_back(std::make_unique<ParameterServer>(
         session.transport(), std::move(o),
@@ -97,6 +98,12 @@ void ServerGroup::wait_version(std::uint64_t version, std::int64_t timeout_ms) {
 
 void ServerGroup::copy_params(std::vector<double>& params) const {
   for (const auto& s : servers_) s->copy_slice(params);
+}
+
+void ServerGroup::copy_params_at(std::uint64_t version, std::vector<double>& params) {
+  for (const auto& s : servers_) {
+    if (!s->take_snapshot(version, params)) s->copy_slice(params);
+  }
 }
 
 std::vector<AppliedUpdate> ServerGroup::take_log() { return servers_.front()->take_log(); }

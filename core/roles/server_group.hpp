@@ -29,6 +29,7 @@ struct AsyncServing {
   std::vector<std::uint64_t> worker_steps;  // steps each worker will push
   std::optional<int> max_staleness;
   bool staleness_lr = false;
+  std::uint64_t snapshot_every = 0;  // see ServerOptions::snapshot_every
 };
 
 class ServerGroup {
@@ -48,6 +49,9 @@ class ServerGroup {
   void wait_version(std::uint64_t version, std::int64_t timeout_ms);
   // The current parameters, assembled from every server's slice.
   void copy_params(std::vector<double>& params) const;
+  // The parameters right after update `version` (async: a multiple of snapshot_every or the
+  // last), from every server's snapshot; the current ones for a server that kept none.
+  void copy_params_at(std::uint64_t version, std::vector<double>& params);
   // Server 0's applied updates since the last call (async mode's loss log).
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] std::vector<ServerStats> stats() const;

@@ -270,7 +270,9 @@ WorkerSession::Batch WorkerSession::slice(std::uint64_t epoch, std::uint64_t s,
   if (!config_.training.shuffle) {
     return {shard_.x.middleRows(begin, count), shard_.y.segment(begin, count)};
   }
-  if (batch_x_.rows() < count) {
+  // Sized on the first batch, and also for an empty one: a 0-row batch must still have the
+  // shard's columns (a tensor slice checks them even when its replica's share is 0 rows).
+  if (batch_x_.rows() < count || batch_x_.cols() != shard_.x.cols()) {
     batch_x_.resize(count, shard_.x.cols());
     batch_y_.resize(count);
   }
