@@ -20,18 +20,6 @@ struct RunArgs {
   bool json = false;
 };
 
-// "gradients", "gradients, ring", "async, 2 servers", "gradients, tensor 2": the mode with
-// whatever else decides how the workers combine.
-std::string describe_mode(const config::Config& config) {
-  std::string out = config::name_of(config.aggregation.mode);
-  if (config.aggregation.topology != config::Topology::kStar) {
-    out += fmt::format(", {}", config::name_of(config.aggregation.topology));
-  }
-  if (config.aggregation.servers > 1) out += fmt::format(", {} servers", config.aggregation.servers);
-  if (config.parallelism.tensor > 1) out += fmt::format(", tensor {}", config.parallelism.tensor);
-  return out;
-}
-
 std::string human_line(const config::Config& config, const roles::RunResult& r,
                        const std::vector<std::string>& failures) {
   std::string metrics;
@@ -42,7 +30,7 @@ std::string human_line(const config::Config& config, const roles::RunResult& r,
   }
   return fmt::format("{}: {} {} on {} workers ({}), {} steps in {:.2f} s, {}; {}{}\n", config.name,
                      r.status == "ok" ? "trained" : r.status, config::name_of(config.model.type),
-                     config::worker_count(config), describe_mode(config), r.steps,
+                     config::worker_count(config), config::describe_aggregation(config), r.steps,
                      r.wall_seconds, metrics, config.output.dir.string(),
                      failures.empty() ? "" : fmt::format(" (expect not met: {})", fmt::join(failures, "; ")));
 }

@@ -179,6 +179,8 @@ int validate(const ValidateArgs& args) {
   j["model"] = config::name_of(config.model.type);
   j["parameters"] = model->parameter_count();
   j["mode"] = config::name_of(config.aggregation.mode);
+  j["topology"] = config::name_of(config.aggregation.topology);
+  j["servers"] = config.aggregation.servers;
   j["transport"] = config::name_of(config.transport.type);
   j["workers"] = config::worker_count(config);
   if (plan.tensor > 1) j["tensor"] = plan.tensor;
@@ -200,13 +202,13 @@ int validate(const ValidateArgs& args) {
       "data:       {} ({} rows, {} features, label '{}'{})\n"
       "split:      {} training rows, {} validation rows\n"
       "model:      {}, {} parameters\n"
-      "training:   {} mode, {} workers over {}, {} steps per epoch x {} epochs = {} steps\n"
+      "training:   {}; {} workers over {}, {} steps per epoch x {} epochs = {} steps\n"
       "shards:     {}\n",
       args.config_path, j["data"].get<std::string>(), plan.source.rows,
       plan.source.features.size(), plan.source.label,
       classes.empty() ? "" : fmt::format(", {} classes", classes.size()), plan.train_rows,
       plan.validation_rows.size(), config::name_of(config.model.type), model->parameter_count(),
-      config::name_of(config.aggregation.mode), config::worker_count(config),
+      config::describe_aggregation(config), config::worker_count(config),
       config::name_of(config.transport.type), steps_per_epoch, config.training.epochs, steps,
       config::name_of(config.shards.strategy));
   for (const auto& s : shards) {

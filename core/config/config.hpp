@@ -184,6 +184,10 @@ struct Override {
 [[nodiscard]] const char* name_of(OptimizerType v);
 [[nodiscard]] const char* name_of(TransportType v);
 
+// "gradients", "gradients, ring", "async, 2 servers, max_staleness 2", "gradients, tensor 2",
+// "parameters, merge median": the mode with whatever else decides how the workers combine.
+[[nodiscard]] std::string describe_aggregation(const Config& config);
+
 // Worker processes of a run: shards.count * parallelism.tensor.
 [[nodiscard]] int worker_count(const Config& config);
 

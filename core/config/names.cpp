@@ -1,5 +1,7 @@
 #include "core/config/config.hpp"
 
+#include <fmt/format.h>
+
 // The YAML spellings. Each switch covers every enumerator without a default, so -Wswitch
 // (an error under -Werror) flags a value added to config.hpp but not named here.
 
@@ -155,6 +157,21 @@ const char* name_of(TransportType v) {
       return "tcp";
   }
   return "?";
+}
+
+std::string describe_aggregation(const Config& config) {
+  const AggregationConfig& a = config.aggregation;
+  std::string out = name_of(a.mode);
+  if (a.topology != Topology::kStar) out += fmt::format(", {}", name_of(a.topology));
+  if (a.servers > 1) out += fmt::format(", {} servers", a.servers);
+  if (a.mode == AggregationMode::kParameters) {
+    out += fmt::format(", merge {}", name_of(a.parameters.merge));
+  }
+  if (a.mode == AggregationMode::kAsync && a.async.max_staleness) {
+    out += fmt::format(", max_staleness {}", *a.async.max_staleness);
+  }
+  if (config.parallelism.tensor > 1) out += fmt::format(", tensor {}", config.parallelism.tensor);
+  return out;
 }
 
 int worker_count(const Config& config) { return config.shards.count * config.parallelism.tensor; }

@@ -144,7 +144,15 @@ ShardsConfig parse_shards(const Section& s, const fs::path& base_dir) {
     }
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::string path = fmt::format("{}[{}]", s.path("files"), i);
-      c.files.push_back(resolve(base_dir, s.reader().string(list[i], path)));
+      auto file = resolve(base_dir, s.reader().string(list[i], path));
+      const auto same = std::find(c.files.begin(), c.files.end(), file);
+      if (same != c.files.end()) {
+        s.reader().fail(list[i], path,
+                        fmt::format("{} is listed twice (also as {}[{}]); each worker trains on "
+                                    "its own file, so list every file once",
+                                    file.string(), s.path("files"), same - c.files.begin()));
+      }
+      c.files.push_back(std::move(file));
     }
   } else if (s.has("files")) {
     s.fail_not_applicable("files", "files", "shards.strategy", strategy);

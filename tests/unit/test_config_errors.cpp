@@ -209,6 +209,9 @@ TEST_CASE("config errors: keys that conflict name both and what to use instead")
       {"version: 1\nshards: {strategy: files, files: [a.csv, b.csv], count: 3}\n",
        "test.yaml:2:57: shards.count: is 3 but shards.files lists 2 files; with strategy files "
        "each worker trains on one file: remove count or make them agree"},
+      {"version: 1\nshards: {strategy: files, files: [a.csv, ./b.csv, b.csv]}\n",
+       "test.yaml:2:51: shards.files[2]: /tmp/b.csv is listed twice (also as shards.files[1]); "
+       "each worker trains on its own file, so list every file once"},
       {"version: 1\nshards: {strategy: files}\n",
        "test.yaml:2:9: missing required key 'shards.files' (strategy files needs one CSV per "
        "worker, e.g. files: [a.csv, b.csv])"},
