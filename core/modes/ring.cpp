@@ -186,10 +186,7 @@ class RingMode final : public Mode {
     // The star skips an empty step, and a diverged one fails the run before its update: the
     // replicas do the same (the coordinator reports the divergence).
     if (rows > 0 && std::isfinite(buffer_[p + 1])) {
-      const double inv = 1.0 / rows;
-      for (double& g : grad) g *= inv;
-      model.add_regularization_gradient(params_, grad);
-      optimizer_->step(params_, grad);
+      apply_gradient_sum(model, *optimizer_, params_, grad, rows);
     }
     compute += seconds_since(start);
     session.add_compute_seconds(compute);

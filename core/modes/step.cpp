@@ -1,6 +1,5 @@
 #include "core/modes/step.hpp"
 
-#include "core/roles/coordinator.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
@@ -17,12 +16,11 @@ void check_batch_loss(const config::Config& config, std::uint64_t step, double l
                       text::format_double(config.training.optimizer.lr));
 }
 
-void apply_gradient_sum(roles::CoordinatorSession& session, models::Optimizer& optimizer,
-                        std::vector<double>& grad, std::uint64_t rows) {
-  auto& params = session.params();
-  const double inv = 1.0 / static_cast<double>(rows);
+void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer,
+                        std::span<double> params, std::span<double> grad, double rows) {
+  const double inv = 1.0 / rows;
   for (double& g : grad) g *= inv;
-  session.model().add_regularization_gradient(params, grad);
+  model.add_regularization_gradient(params, grad);
   optimizer.step(params, grad);
 }
 

@@ -3,14 +3,11 @@
 // step's summed gradient, kept in one place so their numbers and messages cannot drift apart.
 
 #include "core/config/config.hpp"
+#include "core/models/model.hpp"
 #include "core/models/optim.hpp"
 
 #include <cstdint>
-#include <vector>
-
-namespace dt::roles {
-class CoordinatorSession;
-}  // namespace dt::roles
+#include <span>
 
 namespace dt::modes {
 
@@ -20,8 +17,9 @@ void check_batch_loss(const config::Config& config, std::uint64_t step, double l
                       std::uint64_t rows);
 
 // `grad` holds a gradient SUM over `rows` rows: it becomes the mean, gets the L2 term, and the
-// optimizer takes one step on the session's parameters.
-void apply_gradient_sum(roles::CoordinatorSession& session, models::Optimizer& optimizer,
-                        std::vector<double>& grad, std::uint64_t rows);
+// optimizer takes one step on `params`. The star's coordinator and every ring replica call this
+// same function, so the two topologies differ only in how the sum was added up.
+void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer,
+                        std::span<double> params, std::span<double> grad, double rows);
 
 }  // namespace dt::modes
