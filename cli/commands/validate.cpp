@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "core/config/config.hpp"
 #include "core/models/model.hpp"
+#include "core/modes/mode.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/run_output.hpp"
 
@@ -124,20 +125,9 @@ int validate(const ValidateArgs& args) {
   }
   const auto model = models::make_model(
       {config.model, static_cast<int>(plan.source.features.size()), static_cast<int>(classes.size())});
-  // In async mode batch_size is per worker and every worker's step is one update of the
-  // servers (core/modes/async.cpp): an epoch is the sum of the workers' local steps.
-  std::uint64_t steps_per_epoch = plan.steps_per_epoch;
-  if (config.aggregation.mode == config::AggregationMode::kAsync) {
-    const auto batch =
-        static_cast<std::uint64_t>(std::max<std::int64_t>(1, config.training.batch_size));
-    steps_per_epoch = 0;
-    for (const auto rows : plan.shard_rows) {
-      steps_per_epoch += config.training.full_batch
-                             ? 1
-                             : std::max<std::uint64_t>(1, (rows + batch - 1) / batch);
-    }
-  }
-  const std::uint64_t steps = steps_per_epoch * static_cast<std::uint64_t>(config.training.epochs);
+  const auto count = modes::count_steps(config, plan);
+  const std::uint64_t steps_per_epoch = count.per_epoch;
+  const std::uint64_t steps = count.total;
 
   nlohmann::ordered_json shards = nlohmann::ordered_json::array();
   for (std::size_t r = 0; r < plan.segments.size(); ++r) {
@@ -191,6 +181,7 @@ int validate(const ValidateArgs& args) {
     j["validation_labels"] = tallies[ranks].by_class(classes, kind);
   }
   j["steps"] = steps;
+  if (count.rounds > 0) j["rounds"] = count.rounds;
   j["output_dir"] = config.output.dir.string();
   j["warnings"] = plan.warnings;
   if (args.json) {
@@ -202,7 +193,7 @@ int validate(const ValidateArgs& args) {
       "data:       {} ({} rows, {} features, label '{}'{})\n"
       "split:      {} training rows, {} validation rows\n"
       "model:      {}, {} parameters\n"
-      "training:   {}; {} workers over {}, {} steps per epoch x {} epochs = {} steps\n"
+      "training:   {}; {} workers over {}, {} steps per epoch x {} epochs = {} steps{}\n"
       "shards:     {}\n",
       args.config_path, j["data"].get<std::string>(), plan.source.rows,
       plan.source.features.size(), plan.source.label,
@@ -210,6 +201,7 @@ int validate(const ValidateArgs& args) {
       plan.validation_rows.size(), config::name_of(config.model.type), model->parameter_count(),
       config::describe_aggregation(config), config::worker_count(config),
       config::name_of(config.transport.type), steps_per_epoch, config.training.epochs, steps,
+      count.rounds > 0 ? fmt::format(" in {} rounds", count.rounds) : std::string(),
       config::name_of(config.shards.strategy));
   for (const auto& s : shards) {
     std::string tensor;

@@ -42,14 +42,6 @@
 namespace dt::modes {
 namespace {
 
-// Steps per local epoch of a worker with `rows` rows: WorkerSession::local_steps_per_epoch's
-// rule, which the servers check against each worker's own count (its pull says it).
-std::uint64_t local_steps_per_epoch(const config::Config& config, std::uint64_t rows) {
-  if (config.training.full_batch) return 1;
-  const auto batch = static_cast<std::uint64_t>(config.training.batch_size);
-  return std::max<std::uint64_t>(1, (rows + batch - 1) / batch);
-}
-
 // Every push's staleness as the largest over the servers (each server measures its own).
 roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& stats) {
   roles::StalenessStats out;
@@ -84,7 +76,7 @@ class AsyncMode final : public Mode {
     std::uint64_t total = 0;
     std::uint64_t per_epoch = 0;
     for (int r = 0; r < ranks; ++r) {
-      const auto local = local_steps_per_epoch(config, session.plan().shard_rows[ri(r)]);
+      const auto local = roles::local_steps_per_epoch(config.training, session.plan().shard_rows[ri(r)]);
       serving.worker_steps.push_back(local * static_cast<std::uint64_t>(config.training.epochs));
       total += serving.worker_steps.back();
       per_epoch += local;

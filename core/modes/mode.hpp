@@ -12,6 +12,7 @@
 namespace dt::roles {
 class CoordinatorSession;
 class WorkerSession;
+struct Plan;
 }  // namespace dt::roles
 
 namespace dt::modes {
@@ -36,6 +37,18 @@ class Mode {
 // One factory per mode, each in its own file.
 [[nodiscard]] std::unique_ptr<Mode> make_gradients_mode();
 [[nodiscard]] std::unique_ptr<Mode> make_parameters_mode();
+
+// The steps a run makes, as `validate` prints them and loss.csv counts them: the plan's global
+// steps in gradients mode; every worker's local steps in async (each is one update); the largest
+// shard's local steps, merged in `rounds` rounds, in parameters mode.
+struct StepCount {
+  std::uint64_t per_epoch = 0;
+  std::uint64_t total = 0;
+  std::uint64_t rounds = 0;  // parameters mode only
+};
+[[nodiscard]] StepCount count_steps(const config::Config& config, const roles::Plan& plan);
+[[nodiscard]] StepCount count_parameters_steps(const config::Config& config,
+                                               const roles::Plan& plan);
 // gradients mode with parallelism.tensor > 1 (core/modes/tensor.cpp).
 [[nodiscard]] std::unique_ptr<Mode> make_tensor_mode();
 [[nodiscard]] std::unique_ptr<Mode> make_ring_mode();  // gradients over aggregation.topology ring

@@ -60,13 +60,6 @@ namespace {
 
 using config::MergeRule;
 
-// The same count as WorkerSession::local_steps_per_epoch, from the plan's shard size.
-std::uint64_t local_steps_per_epoch(const config::TrainingConfig& training, std::uint64_t rows) {
-  if (training.full_batch) return 1;
-  const auto batch = static_cast<std::uint64_t>(training.batch_size);
-  return std::max<std::uint64_t>(1, (rows + batch - 1) / batch);
-}
-
 struct Schedule {
   std::uint64_t steps_per_epoch = 1;  // S: the largest shard's local steps per epoch
   std::uint64_t total_steps = 0;      // training.epochs * S
@@ -91,7 +84,7 @@ Schedule make_schedule(const config::Config& config, const roles::Plan& plan) {
   const auto& p = config.aggregation.parameters;
   Schedule s;
   for (const auto rows : plan.shard_rows) {
-    s.steps_per_epoch = std::max(s.steps_per_epoch, local_steps_per_epoch(config.training, rows));
+    s.steps_per_epoch = std::max(s.steps_per_epoch, roles::local_steps_per_epoch(config.training, rows));
   }
   s.epochs = static_cast<std::uint64_t>(config.training.epochs);
   s.total_steps = s.epochs * s.steps_per_epoch;
@@ -194,7 +187,7 @@ class ParametersMode final : public Mode {
           sample_clients(config.seed, 0, ranks, pc.clients_per_round).size(), pc.trim);
     }
     for (const auto rows : session.plan().shard_rows) {
-      summary["local_steps_per_epoch"].push_back(local_steps_per_epoch(config.training, rows));
+      summary["local_steps_per_epoch"].push_back(roles::local_steps_per_epoch(config.training, rows));
     }
     const bool sampling = pc.clients_per_round < 1.0;
     if (sampling) summary["selected"] = nlohmann::json::array();
@@ -348,6 +341,13 @@ class ParametersMode final : public Mode {
 };
 
 }  // namespace
+
+StepCount count_parameters_steps(const config::Config& config, const roles::Plan& plan) {
+  const auto schedule = make_schedule(config, plan);
+  return {.per_epoch = schedule.steps_per_epoch,
+          .total = schedule.total_steps,
+          .rounds = schedule.rounds};
+}
 
 std::unique_ptr<Mode> make_parameters_mode() { return std::make_unique<ParametersMode>(); }
 

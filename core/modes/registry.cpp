@@ -1,6 +1,7 @@
 // The one place that maps aggregation.mode to its implementation.
 
 #include "core/modes/mode.hpp"
+#include "core/roles/coordinator.hpp"
 #include "core/util/error.hpp"
 
 namespace dt::modes {
@@ -31,6 +32,25 @@ std::unique_ptr<Mode> make_mode(const config::Config& config) {
                     "is not available yet",
                     config::name_of(aggregation.mode), config::name_of(aggregation.topology),
                     aggregation.servers, config.parallelism.tensor);
+}
+
+StepCount count_steps(const config::Config& config, const roles::Plan& plan) {
+  const auto epochs = static_cast<std::uint64_t>(config.training.epochs);
+  switch (config.aggregation.mode) {
+    case config::AggregationMode::kParameters:
+      return count_parameters_steps(config, plan);
+    case config::AggregationMode::kAsync: {
+      StepCount count;
+      for (const auto rows : plan.shard_rows) {
+        count.per_epoch += roles::local_steps_per_epoch(config.training, rows);
+      }
+      count.total = count.per_epoch * epochs;
+      return count;
+    }
+    case config::AggregationMode::kGradients:
+      break;
+  }
+  return {.per_epoch = plan.steps_per_epoch, .total = plan.steps_per_epoch * epochs};
 }
 
 }  // namespace dt::modes

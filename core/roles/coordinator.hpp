@@ -104,6 +104,11 @@ struct Plan {
   std::vector<models::Range> columns;  // per rank: the feature columns it loads; empty: all
 };
 [[nodiscard]] Plan make_plan(const config::Config& config);
+
+// Local steps per epoch of a worker with `rows` rows in the modes where training.batch_size is
+// per worker (parameters, async): ceil(rows / batch_size), at least 1; 1 with `full`.
+[[nodiscard]] std::uint64_t local_steps_per_epoch(const config::TrainingConfig& training,
+                                                  std::uint64_t rows);
 // The held-out rows, loaded (from every file with strategy files), labels not yet assigned.
 [[nodiscard]] data::Shard load_validation(const config::Config& config, const Plan& plan,
                                           data::LabelKind kind);

@@ -11,6 +11,12 @@
 
 namespace dt::roles {
 
+std::uint64_t local_steps_per_epoch(const config::TrainingConfig& training, std::uint64_t rows) {
+  if (training.full_batch) return 1;
+  const auto batch = static_cast<std::uint64_t>(training.batch_size);
+  return std::max<std::uint64_t>(1, (rows + batch - 1) / batch);
+}
+
 Plan make_plan(const config::Config& config) {
   Plan plan;
   const auto shards = plan_rows(config, plan);

@@ -249,10 +249,7 @@ WorkerSession::Batch WorkerSession::batch(std::uint64_t step) {
 }
 
 std::uint64_t WorkerSession::local_steps_per_epoch() const noexcept {
-  const auto& training = config_.training;
-  if (training.full_batch) return 1;
-  const auto batch = static_cast<std::uint64_t>(training.batch_size);
-  return std::max<std::uint64_t>(1, (rows() + batch - 1) / batch);
+  return roles::local_steps_per_epoch(config_.training, rows());
 }
 
 WorkerSession::Batch WorkerSession::local_batch(std::uint64_t local_step) {

@@ -140,6 +140,27 @@ training: {{epochs: 3, batch_size: 64, optimizer: {{type: sgd, lr: 0.05}}}}
     assert run_json(cfg)["steps"] == 72
 
 
+def test_validate_counts_parameters_steps_and_rounds_as_the_run_does(tmp):
+    # parameters mode: batches are per worker, and the log's axis is the largest shard's local
+    # steps: ceil(450 / 40) = 12 per epoch, 36 in 3 epochs, merged every 5: ceil(36 / 5) = 8
+    # rounds. validate used to print the global-batch count, ceil(1350 / 40) = 34 per epoch.
+    cfg = config(tmp, f"""
+model: {{type: softmax_regression}}
+data: {{path: {h.source('data', 'blobs.csv')}, validation: 0.1}}
+shards: {{count: 3, strategy: round_robin}}
+aggregation: {{mode: parameters, parameters: {{sync_every: {{steps: 5}}}}}}
+training: {{epochs: 3, batch_size: 40, optimizer: {{type: sgd, lr: 0.05}}}}
+""")
+    r = h.run("validate", cfg, "--json")
+    assert r.code == 0, r
+    plan = r.json()
+    assert (plan["steps_per_epoch"], plan["steps"], plan["rounds"]) == (12, 36, 8), plan
+    r = h.run("validate", cfg)
+    assert "12 steps per epoch x 3 epochs = 36 steps in 8 rounds" in r.stdout, r.stdout
+    summary = run_json(cfg)
+    assert (summary["steps"], summary["aggregation"]["rounds"]) == (36, 8), summary
+
+
 def validation_column(run_dir):
     lines = (run_dir / "loss.csv").read_text().splitlines()
     col = lines[0].split(",").index("validation_loss")
@@ -170,4 +191,5 @@ if __name__ == "__main__":
     h.main([test_tensor_with_an_empty_batch_share, test_tensor_with_an_empty_dirichlet_shard,
             test_files_with_tensor_validate_on_each_files_held_out_rows,
             test_validate_counts_async_steps_as_the_run_does,
+            test_validate_counts_parameters_steps_and_rounds_as_the_run_does,
             test_async_loss_log_validates_the_parameters_of_each_log_step])
