@@ -1,5 +1,6 @@
 #include "core/modes/step.hpp"
 
+#include "core/roles/coordinator.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
@@ -22,6 +23,18 @@ void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer
   for (double& g : grad) g *= inv;
   model.add_regularization_gradient(params, grad);
   optimizer.step(params, grad);
+}
+
+void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,
+                 std::vector<double>& grad, std::uint64_t step, double loss_sum,
+                 std::uint64_t rows, const std::vector<double>& worker_loss,
+                 const std::vector<std::uint64_t>& worker_rows) {
+  if (rows == 0) return;  // an empty step (only possible with tiny shards)
+  check_batch_loss(session.config(), step, loss_sum, rows);
+  apply_gradient_sum(session.model(), optimizer, session.params(), grad,
+                     static_cast<double>(rows));
+  session.add_samples(rows);
+  session.record_step(step, loss_sum, rows, worker_loss, worker_rows);
 }
 
 }  // namespace dt::modes

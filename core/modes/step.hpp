@@ -8,6 +8,11 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
+
+namespace dt::roles {
+class CoordinatorSession;
+}  // namespace dt::roles
 
 namespace dt::modes {
 
@@ -21,5 +26,12 @@ void check_batch_loss(const config::Config& config, std::uint64_t step, double l
 // same function, so the two topologies differ only in how the sum was added up.
 void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer,
                         std::span<double> params, std::span<double> grad, double rows);
+
+// The end of a coordinator-side synchronous step (star, tensor): skips an empty step, checks the
+// loss, applies the mean gradient to the session's parameters, and records the step's losses.
+void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,
+                 std::vector<double>& grad, std::uint64_t step, double loss_sum,
+                 std::uint64_t rows, const std::vector<double>& worker_loss,
+                 const std::vector<std::uint64_t>& worker_rows);
 
 }  // namespace dt::modes

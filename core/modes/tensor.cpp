@@ -107,11 +107,7 @@ class TensorMode final : public Mode {
           worker_rows[r] = group_rows;
         }
       }
-      if (rows == 0) continue;  // an empty step (only possible with tiny shards)
-      check_batch_loss(session.config(), step + 1, loss_sum, rows);
-      apply_gradient_sum(session.model(), *optimizer, params, grad, static_cast<double>(rows));
-      session.add_samples(rows);
-      session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
+      finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
     }
   }
 

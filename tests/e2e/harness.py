@@ -106,6 +106,44 @@ def worker_processes(proc, count, timeout=20):
                     timeout, f"{count} worker processes")
 
 
+# A run long enough to be killed, stopped or interrupted mid-training; `aggregation` picks the
+# mode or topology ("" is the default star).
+LONG_RUN = """
+version: 1
+name: long
+seed: 1
+model: {{type: linear_regression}}
+data: {{synthetic: {{kind: linear, rows: 20000, features: 10}}}}
+shards: {{count: 4}}
+{aggregation}
+training: {{epochs: 100000, batch_size: 64}}
+transport: {{type: {transport}}}
+output: {{dir: {out}}}
+"""
+
+
+def long_run(transport, out, aggregation=""):
+    return LONG_RUN.format(transport=transport, out=out, aggregation=aggregation)
+
+
+def start(cfg, env=None):
+    """`disttrain run cfg` in the background, in its own session (so a stuck run can be killed
+    with its whole process group)."""
+    return subprocess.Popen([binary(), "run", str(cfg)], stdout=subprocess.PIPE, env=env,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def finish(proc, timeout, what="the run"):
+    """Waits for `proc` (from start) with a deadline; kills its group and fails past it."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise AssertionError(f"{what} did not stop within {timeout} s")
+    return out, err
+
+
 def alive(pid):
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -4,51 +4,24 @@ process behind."""
 
 import os
 import signal
-import subprocess
 import time
 
 import harness as h
 
-LONG_RUN = """
-version: 1
-name: long
-seed: 1
-model: {{type: linear_regression}}
-data: {{synthetic: {{kind: linear, rows: 20000, features: 10}}}}
-shards: {{count: 4}}
-training: {{epochs: 100000, batch_size: 64}}
-transport: {{type: {transport}}}
-output: {{dir: {out}}}
-"""
-
-
-def start(cfg, env=None):
-    return subprocess.Popen([h.binary(), "run", str(cfg)], stdout=subprocess.PIPE, env=env,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def finish(proc, timeout):
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise AssertionError(f"the run did not stop within {timeout} s")
-    return out, err
 
 
 
 def test_killed_worker_fails_the_run_fast(tmp):
     for transport in ("ipc", "tcp"):
-        cfg = h.write_config(tmp, LONG_RUN.format(transport=transport, out=tmp / transport))
+        cfg = h.write_config(tmp, h.long_run(transport, tmp / transport))
         tmpdir, env = h.private_tmpdir(tmp / transport)
-        proc = start(cfg, env)
+        proc = h.start(cfg, env)
         workers = h.worker_processes(proc, 4)
         time.sleep(1.0)  # well into training
         victim = next(pid for pid in workers if h.rank_of(pid) == 2)
         os.kill(victim, signal.SIGKILL)
         killed_at = time.monotonic()
-        out, err = finish(proc, 20)
+        out, err = h.finish(proc, 20)
         assert proc.returncode == 3, (proc.returncode, err)
         assert time.monotonic() - killed_at < 5, "the failure took too long to notice"
         assert f"(pid {victim}) was killed by signal 9 (SIGKILL)" in err, err
@@ -61,15 +34,15 @@ def test_killed_worker_fails_the_run_fast(tmp):
 
 
 def test_hung_worker_is_found_by_its_silence(tmp):
-    cfg = h.write_config(tmp, LONG_RUN.format(transport="ipc", out=tmp / "run")
+    cfg = h.write_config(tmp, h.long_run("ipc", tmp / "run")
                          + "fault_tolerance: {heartbeat_ms: 100, worker_timeout_ms: 1000}\n")
-    proc = start(cfg)
+    proc = h.start(cfg)
     workers = h.worker_processes(proc, 4)
     time.sleep(0.5)
     victim = next(pid for pid in workers if h.rank_of(pid) == 1)
     os.kill(victim, signal.SIGSTOP)  # alive to waitpid, silent on the network
     stopped_at = time.monotonic()
-    out, err = finish(proc, 20)
+    out, err = h.finish(proc, 20)
     assert proc.returncode == 3, (proc.returncode, err)
     assert time.monotonic() - stopped_at < 4, "a 1000 ms timeout took too long to fire"
     assert f"worker 1 (pid {victim}) sent no heartbeat for" in err, err
@@ -78,8 +51,8 @@ def test_hung_worker_is_found_by_its_silence(tmp):
 
 
 def test_coordinator_killed_leaves_no_worker(tmp):
-    cfg = h.write_config(tmp, LONG_RUN.format(transport="ipc", out=tmp / "run"))
-    proc = start(cfg)
+    cfg = h.write_config(tmp, h.long_run("ipc", tmp / "run"))
+    proc = h.start(cfg)
     workers = h.worker_processes(proc, 4)
     time.sleep(0.3)
     os.kill(proc.pid, signal.SIGKILL)  # no handler runs: the kernel's PR_SET_PDEATHSIG must act
@@ -90,15 +63,15 @@ def test_coordinator_killed_leaves_no_worker(tmp):
 def test_ctrl_c_stops_everything_with_130(tmp):
     for sig, transport in ((signal.SIGINT, "ipc"), (signal.SIGTERM, "tcp"), (signal.SIGINT, "inproc")):
         out = tmp / f"{transport}-{sig}"
-        cfg = h.write_config(tmp, LONG_RUN.format(transport=transport, out=out))
+        cfg = h.write_config(tmp, h.long_run(transport, out))
         tmpdir, env = h.private_tmpdir(out)
-        proc = start(cfg, env)
+        proc = h.start(cfg, env)
         h.wait_for(lambda: (out / "config.resolved.yaml").exists(), 20, "the run to start")
         time.sleep(0.8)
         workers = h.children_of(proc.pid)
         assert len(workers) == (0 if transport == "inproc" else 4), workers
         os.kill(proc.pid, sig)
-        _, err = finish(proc, 15)
+        _, err = h.finish(proc, 15)
         assert proc.returncode == 130, (transport, proc.returncode, err)
         assert "interrupted" in err, err
         h.assert_gone(workers)

@@ -7,7 +7,6 @@ run fast with its rank named."""
 import json
 import os
 import signal
-import subprocess
 import time
 
 import numpy as np
@@ -148,33 +147,17 @@ training: {{epochs: 2, batch_size: 50}}
 def test_killed_ring_worker_fails_the_run_fast(tmp):
     for transport in ("ipc", "tcp"):
         out = tmp / transport
-        cfg = h.write_config(tmp, f"""
-version: 1
-name: long
-seed: 1
-model: {{type: linear_regression}}
-data: {{synthetic: {{kind: linear, rows: 20000, features: 10}}}}
-shards: {{count: 4}}
-aggregation: {{mode: gradients, topology: ring}}
-training: {{epochs: 100000, batch_size: 64}}
-transport: {{type: {transport}}}
-output: {{dir: {out}}}
-""")
+        cfg = h.write_config(tmp, h.long_run(transport, out,
+                                             "aggregation: {mode: gradients, topology: ring}"))
         tmpdir, env = h.private_tmpdir(out)
-        proc = subprocess.Popen([h.binary(), "run", str(cfg)], stdout=subprocess.PIPE, env=env,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            workers = h.worker_processes(proc, 4)
-            time.sleep(1.0)  # well into training
-            assert proc.poll() is None, proc.communicate()
-            victim = next(pid for pid in workers if h.rank_of(pid) == 2)
-            os.kill(victim, signal.SIGKILL)
-            killed_at = time.monotonic()
-            _, err = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise AssertionError(f"{transport}: the run did not stop within 20 s of the kill")
+        proc = h.start(cfg, env)
+        workers = h.worker_processes(proc, 4)
+        time.sleep(1.0)  # well into training
+        assert proc.poll() is None, proc.communicate()
+        victim = next(pid for pid in workers if h.rank_of(pid) == 2)
+        os.kill(victim, signal.SIGKILL)
+        killed_at = time.monotonic()
+        _, err = h.finish(proc, 20, f"{transport}: the run")
         assert proc.returncode == 3, (proc.returncode, err)
         assert time.monotonic() - killed_at < 5, "the failure took too long to notice"
         assert f"worker 2 (pid {victim}) was killed by signal 9 (SIGKILL)" in err, err
