@@ -62,6 +62,7 @@ wire::Message encode(Envelope envelope, std::uint64_t job_id) {
   m.header.job_id = job_id;
   m.header.rank = envelope.rank;
   m.header.step = envelope.step;
+  m.header.generation = envelope.generation;
   m.header.payload_size = size;
   return m;
 }
@@ -80,6 +81,7 @@ Envelope decode(const wire::Message& message, std::uint64_t job_id) {
   e.type = type;
   e.rank = message.header.rank;
   e.step = message.header.step;
+  e.generation = message.header.generation;
   e.fields = json::parse(wire::as_text(message.payload[0]), nullptr, /*allow_exceptions=*/false);
   if (!e.fields.is_object()) {
     fail<ProtocolError>("{} message from rank {}: fields frame is not a JSON object",

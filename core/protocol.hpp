@@ -61,6 +61,7 @@ struct Envelope {
   Type type{};
   std::uint32_t rank = wire::kCoordinatorRank;
   std::uint64_t step = 0;
+  std::uint32_t generation = 0;  // see transports/wire.hpp
   nlohmann::json fields = nlohmann::json::object();
   std::vector<wire::Bytes> arrays;
 };

@@ -36,7 +36,7 @@ constexpr std::size_t kVersionAt = 4;
 constexpr std::size_t kTypeAt = 6;
 constexpr std::size_t kJobAt = 8;
 constexpr std::size_t kRankAt = 16;
-constexpr std::size_t kReservedAt = 20;
+constexpr std::size_t kGenerationAt = 20;
 constexpr std::size_t kStepAt = 24;
 constexpr std::size_t kPayloadSizeAt = 32;
 static_assert(kPayloadSizeAt + 8 == kHeaderSize);
@@ -50,7 +50,7 @@ Bytes encode_header(const Header& header) {
   put<std::uint16_t>(out, kTypeAt, header.type);
   put<std::uint64_t>(out, kJobAt, header.job_id);
   put<std::uint32_t>(out, kRankAt, header.rank);
-  put<std::uint32_t>(out, kReservedAt, 0);
+  put<std::uint32_t>(out, kGenerationAt, header.generation);
   put<std::uint64_t>(out, kStepAt, header.step);
   put<std::uint64_t>(out, kPayloadSizeAt, header.payload_size);
   return out;
@@ -71,8 +71,7 @@ Header decode_header(std::span<const std::byte> frame, std::uint64_t max_payload
   header.type = get<std::uint16_t>(frame, kTypeAt);
   header.job_id = get<std::uint64_t>(frame, kJobAt);
   header.rank = get<std::uint32_t>(frame, kRankAt);
-  // The reserved field is written as zero and ignored on read: a later version that gives it a
-  // meaning bumps kProtocolVersion, which is checked above.
+  header.generation = get<std::uint32_t>(frame, kGenerationAt);
   header.step = get<std::uint64_t>(frame, kStepAt);
   header.payload_size = get<std::uint64_t>(frame, kPayloadSizeAt);
   if (header.payload_size > max_payload) {

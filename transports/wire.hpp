@@ -8,7 +8,8 @@
 //   6      2    message type (defined by core/protocol; opaque here)
 //   8      8    job id
 //   16     4    rank of the sender (kCoordinatorRank for the coordinator)
-//   20     4    reserved, zero
+//   20     4    generation: bumped each time a run re-forms (a worker lost or replaced), so
+//                that a reply to an abandoned attempt of a step is told from a fresh one
 //   24     8    step
 //   32     8    payload size: the sum of the payload frames' sizes
 //
@@ -24,7 +25,7 @@
 namespace dt::wire {
 
 inline constexpr std::uint32_t kMagic = 0x4E525444;  // "DTRN" read as little-endian
-inline constexpr std::uint16_t kProtocolVersion = 1;
+inline constexpr std::uint16_t kProtocolVersion = 2;
 inline constexpr std::size_t kHeaderSize = 40;
 inline constexpr std::uint32_t kCoordinatorRank = 0xFFFFFFFF;
 // Default ceiling on one message's payload; larger declared sizes are rejected before anything
@@ -37,6 +38,7 @@ struct Header {
   std::uint16_t type = 0;
   std::uint64_t job_id = 0;
   std::uint32_t rank = 0;
+  std::uint32_t generation = 0;
   std::uint64_t step = 0;
   std::uint64_t payload_size = 0;
   std::uint16_t version = kProtocolVersion;

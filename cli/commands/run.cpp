@@ -17,6 +17,7 @@ namespace {
 struct RunArgs {
   std::string config_path;
   std::vector<std::string> sets;
+  std::vector<std::string> faults;
   bool json = false;
 };
 
@@ -40,6 +41,7 @@ int train(const RunArgs& args, const Globals& globals, bool& printed) {
   log::set_prefix("coordinator");
   std::vector<config::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
+  for (const auto& f : args.faults) overrides.push_back(config::parse_fault_override(f));
   const auto config = config::load(args.config_path, overrides);
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
   // no run folder behind.
@@ -104,6 +106,10 @@ void add_run(CLI::App& app, Action& action, const Globals& globals) {
   cmd->add_option("config", args->config_path, "the run's YAML config")->required();
   cmd->add_option("--set", args->sets, "override a config key: --set training.optimizer.lr=0.1")
       ->type_name("KEY=VALUE");
+  cmd->add_option("--fault", args->faults,
+                  "testing: inject a fault, e.g. --fault rank=2,at_step=40,action=kill "
+                  "(appends to the config's faults list)")
+      ->type_name("SPEC");
   cmd->add_flag("--json", args->json, "print exactly one JSON object (the summary) on stdout");
   cmd->callback([&action, &globals, args] { action = [args, &globals] { return run(*args, globals); }; });
 }

@@ -110,9 +110,29 @@ struct TransportConfig {
   std::string address = "127.0.0.1:0";  // tcp only: host:port, port 0 picks a free port
 };
 
+enum class FailurePolicy { kAbort, kContinue, kRestart };
+
 struct FaultToleranceConfig {
   int heartbeat_ms = 200;
   int worker_timeout_ms = 3000;
+  FailurePolicy on_worker_failure = FailurePolicy::kAbort;
+  int max_restarts = 3;                       // restart: replacements over the whole run
+  std::int64_t checkpoint_every_steps = 100;  // 0: only when a run stops early
+  double straggler_factor = 2.0;              // warn at k x the median step time; 0: never
+};
+
+// `faults:` (and --fault): injected failures, a testing feature. Exactly one of at_step and
+// probability says when: at_step fires at that worker step (kill, hang: once; slow, drop,
+// delay: every step from then on); probability p fires independently at each step (kill,
+// hang, slow) or each message (drop, delay), drawn from (seed, rank, step).
+enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
+struct FaultConfig {
+  int rank = 0;
+  FaultAction action = FaultAction::kKill;
+  std::optional<std::uint64_t> at_step;
+  double probability = 0;  // used when at_step is absent
+  int ms = 100;            // slow: extra milliseconds per step; delay: per message
+  std::uint64_t seed = 0;  // defaults to the run's seed
 };
 
 struct OutputConfig {
@@ -137,6 +157,7 @@ struct Config {
   TrainingConfig training;
   TransportConfig transport;
   FaultToleranceConfig fault_tolerance;
+  std::vector<FaultConfig> faults;
   OutputConfig output;
   // metric name -> bound: final_loss, mse, accuracy, log_loss, validation_loss,
   // validation_accuracy, validation_mse, validation_log_loss
@@ -162,6 +183,10 @@ struct Override {
                            const std::vector<Override>& overrides = {});
 // "key.path=value" -> Override; UsageError when there is no '='.
 [[nodiscard]] Override parse_override(const std::string& text);
+// `--fault rank=2,at_step=40,action=kill` (or the YAML map text): an Override that appends one
+// entry to `faults`.
+inline constexpr const char* kFaultOverride = "faults[]";
+[[nodiscard]] Override parse_fault_override(const std::string& text);
 
 // The config with every default filled in, as YAML that `parse` reads back to an equal Config
 // (paths absolute). Workers receive this text; runs write it as config.resolved.yaml.
@@ -183,6 +208,8 @@ struct Override {
 [[nodiscard]] const char* name_of(OptimizerState v);
 [[nodiscard]] const char* name_of(OptimizerType v);
 [[nodiscard]] const char* name_of(TransportType v);
+[[nodiscard]] const char* name_of(FailurePolicy v);
+[[nodiscard]] const char* name_of(FaultAction v);
 
 // "gradients", "gradients, ring", "async, 2 servers, max_staleness 2", "gradients, tensor 2",
 // "parameters, merge median": the mode with whatever else decides how the workers combine.

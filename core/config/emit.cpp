@@ -49,6 +49,24 @@ class Writer {
     out_ << YAML::EndMap;
   }
 
+  void put(const char* key, const std::vector<FaultConfig>& faults) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    for (const auto& f : faults) {
+      out_ << YAML::Flow << YAML::BeginMap;
+      out_ << YAML::Key << "rank" << YAML::Value << f.rank;
+      out_ << YAML::Key << "action" << YAML::Value << name_of(f.action);
+      if (f.at_step) {
+        out_ << YAML::Key << "at_step" << YAML::Value << *f.at_step;
+      } else {
+        out_ << YAML::Key << "probability" << YAML::Value << text::format_double(f.probability);
+      }
+      out_ << YAML::Key << "ms" << YAML::Value << f.ms;
+      out_ << YAML::Key << "seed" << YAML::Value << f.seed;
+      out_ << YAML::EndMap;
+    }
+    out_ << YAML::EndSeq;
+  }
+
   [[nodiscard]] std::string finish() {
     out_ << YAML::EndMap;
     return std::string(out_.c_str()) + "\n";
@@ -180,7 +198,15 @@ std::string to_yaml(const Config& c) {
   w.begin("fault_tolerance");
   w.put("heartbeat_ms", c.fault_tolerance.heartbeat_ms);
   w.put("worker_timeout_ms", c.fault_tolerance.worker_timeout_ms);
+  w.put("on_worker_failure", name_of(c.fault_tolerance.on_worker_failure));
+  w.put("max_restarts", c.fault_tolerance.max_restarts);
+  w.begin("checkpoint_every");
+  w.put("steps", c.fault_tolerance.checkpoint_every_steps);
   w.end();
+  w.put("straggler_factor", c.fault_tolerance.straggler_factor);
+  w.end();
+
+  if (!c.faults.empty()) w.put("faults", c.faults);
 
   w.begin("output");
   w.put("dir", c.output.dir.string());

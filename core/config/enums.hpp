@@ -34,6 +34,11 @@ inline constexpr std::array kOptimizerStates{OptimizerState::kReset, OptimizerSt
 inline constexpr std::array kOptimizerTypes{OptimizerType::kSgd, OptimizerType::kAdam};
 inline constexpr std::array kTransportTypes{TransportType::kInproc, TransportType::kIpc,
                                             TransportType::kTcp};
+inline constexpr std::array kFailurePolicies{FailurePolicy::kAbort, FailurePolicy::kContinue,
+                                             FailurePolicy::kRestart};
+inline constexpr std::array kFaultActions{FaultAction::kKill, FaultAction::kHang,
+                                          FaultAction::kSlow, FaultAction::kDrop,
+                                          FaultAction::kDelay};
 
 template <class E, std::size_t N>
 [[nodiscard]] std::vector<std::string> names_of(const std::array<E, N>& values) {

@@ -159,6 +159,34 @@ const char* name_of(TransportType v) {
   return "?";
 }
 
+const char* name_of(FailurePolicy v) {
+  switch (v) {
+    case FailurePolicy::kAbort:
+      return "abort";
+    case FailurePolicy::kContinue:
+      return "continue";
+    case FailurePolicy::kRestart:
+      return "restart";
+  }
+  return "?";
+}
+
+const char* name_of(FaultAction v) {
+  switch (v) {
+    case FaultAction::kKill:
+      return "kill";
+    case FaultAction::kHang:
+      return "hang";
+    case FaultAction::kSlow:
+      return "slow";
+    case FaultAction::kDrop:
+      return "drop";
+    case FaultAction::kDelay:
+      return "delay";
+  }
+  return "?";
+}
+
 std::string describe_aggregation(const Config& config) {
   const AggregationConfig& a = config.aggregation;
   std::string out = name_of(a.mode);

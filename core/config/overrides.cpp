@@ -21,6 +21,33 @@ Override parse_override(const std::string& text) {
   return {text.substr(first, last - first + 1), text.substr(eq + 1)};
 }
 
+Override parse_fault_override(const std::string& text) {
+  // rank=2,at_step=40,action=kill reads as the YAML map {rank: 2, at_step: 40, action: kill}.
+  std::string yaml = text;
+  const auto first = text.find_first_not_of(" \t");
+  if (first != std::string::npos && text[first] != '{') {
+    yaml = "{";
+    std::size_t start = 0;
+    for (;;) {
+      const auto comma = text.find(',', start);
+      std::string part = text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                        : comma - start);
+      const auto eq = part.find('=');
+      if (eq == std::string::npos) {
+        fail<UsageError>("--fault expects key=value pairs like rank=2,at_step=40,action=kill, "
+                         "got '{}'",
+                         text);
+      }
+      yaml += fmt::format("{}{}: {}", start == 0 ? "" : ", ", part.substr(0, eq),
+                          part.substr(eq + 1));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    yaml += "}";
+  }
+  return {std::string(kFaultOverride), yaml};
+}
+
 namespace detail {
 namespace {
 
@@ -75,10 +102,32 @@ YAML::Node parse_value(const Override& o, const std::string& label) {
   }
 }
 
+// --fault: appends one map to the `faults` list.
+void append_fault(YAML::Node& root, const Override& o, Reader& reader) {
+  const std::string label = fmt::format("--fault {}", o.value);
+  const YAML::Node value = parse_value(o, label);
+  if (!value.IsMap()) {
+    raise(label, "expected a fault like rank=2,at_step=40,action=kill or "
+                 "'{rank: 2, at_step: 40, action: kill}'");
+  }
+  const YAML::Node& view = root;  // const lookups never add the key
+  if (const YAML::Node existing = view["faults"]; !existing.IsDefined() || existing.IsNull()) {
+    root["faults"] = YAML::Node(YAML::NodeType::Sequence);
+  }
+  YAML::Node list = view["faults"];
+  if (!list.IsSequence()) reader.fail(list, "faults", "expected a list of faults");
+  reader.note_override(fmt::format("faults[{}]", list.size()), label);
+  list.push_back(value);
+}
+
 }  // namespace
 
 void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides, Reader& reader) {
   for (const Override& o : overrides) {
+    if (o.key_path == kFaultOverride) {
+      append_fault(root, o, reader);
+      continue;
+    }
     const std::string label = fmt::format("--set {}={}", o.key_path, o.value);
     const std::vector<std::string> segments = split_path(o.key_path);
     check_path(segments, label);

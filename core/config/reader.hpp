@@ -71,6 +71,9 @@ class Section {
   Section& operator=(const Section&) = delete;
 
   [[nodiscard]] Section section(std::string_view key) const;
+  // Item `index` of the list at `key`, a map named "<path.key>[index]" whose keys are checked
+  // against the schema's `<key>.*` entries (`faults[1].action`).
+  [[nodiscard]] Section item(std::string_view key, std::size_t index) const;
   [[nodiscard]] bool has(std::string_view key) const;
   // The value at `key`: undefined when absent.
   [[nodiscard]] YAML::Node node(std::string_view key) const;

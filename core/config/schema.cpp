@@ -29,7 +29,7 @@ std::vector<Key> build_keys() {
   using detail::kActivations, detail::kAggregationModes, detail::kModelTypes,
       detail::kNormalizations, detail::kOptimizerTypes, detail::kShardStrategies,
       detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes,
-      detail::kMergeRules, detail::kOptimizerStates;
+      detail::kMergeRules, detail::kOptimizerStates, detail::kFailurePolicies, detail::kFaultActions;
   return {
       // top level
       {"version", "integer", "", "required", "Schema version of this file; must be `1`."},
@@ -149,6 +149,31 @@ std::vector<Key> build_keys() {
        "Milliseconds between heartbeats."},
       {"fault_tolerance.worker_timeout_ms", "integer >= 2 × `heartbeat_ms`", "3000", "",
        "A worker silent for this many milliseconds is declared lost."},
+      {"fault_tolerance.on_worker_failure", one_of(kFailurePolicies), "abort", "",
+       "`abort`: stop, checkpoint the last completed step, exit 3; `continue`: go on without "
+       "the lost worker, its rows dealt to the survivors from the next epoch; `restart`: a "
+       "replacement takes the lost worker's rank and state."},
+      {"fault_tolerance.max_restarts", "integer >= 0", "3", "",
+       "`restart`: replacements allowed over the whole run; one more failure aborts."},
+      {"fault_tolerance.checkpoint_every.steps", "integer >= 0", "100", "",
+       "Write `checkpoint/` every this many steps (`0`: only when the run stops early)."},
+      {"fault_tolerance.straggler_factor", "number >= 0", "2", "",
+       "Warn when a worker's step time stays above this many times the median (`0`: never)."},
+      // faults (a testing feature)
+      {"faults.rank", "integer >= 0", "", "required",
+       "The worker rank the fault hits."},
+      {"faults.action", one_of(kFaultActions), "", "required",
+       "`kill`: SIGKILL itself; `hang`: SIGSTOP itself; `slow`: sleep `ms` per step; `drop`: "
+       "lose its messages to the coordinator; `delay`: hold each for `ms`."},
+      {"faults.at_step", "integer >= 0", "", "or `probability`",
+       "The worker step it fires at (`slow`, `drop`, `delay`: every step from then on)."},
+      {"faults.probability", "number in (0, 1]", "", "or `at_step`",
+       "Fires at each step (`kill`, `hang`, `slow`) or message (`drop`, `delay`) with this "
+       "probability."},
+      {"faults.ms", "integer >= 0", "100", "",
+       "`slow` and `delay`: milliseconds added."},
+      {"faults.seed", "integer >= 0", "", "`seed`",
+       "Seeds `probability`."},
       // output
       {"output.dir", "path", "", "`runs/{name}`",
        "Folder for the run's files, relative to the directory disttrain runs in (not the "
@@ -173,7 +198,10 @@ std::vector<SectionDoc> build_sections() {
       {"parallelism", "Splitting one model over several workers."},
       {"training", "The optimization loop."},
       {"transport", "How the coordinator and the workers talk."},
-      {"fault_tolerance", "Detecting lost workers."},
+      {"fault_tolerance", "Detecting lost workers, what to do about them, and checkpoints."},
+      {"faults", "A testing feature: failures injected into workers so that CI can exercise "
+                 "recovery. A list of maps (`--fault` on the command line adds one), e.g. "
+                 "`faults: [{rank: 2, at_step: 40, action: kill}]`. Not for production runs."},
       {"output", "Where the run leaves its files."},
       {"expect", "A regression gate for CI: bounds on final metrics. `<metric>` is one of " +
                      [] {

@@ -42,6 +42,12 @@ Section Section::section(std::string_view key) const {
                  anchor_path_);
 }
 
+Section Section::item(std::string_view key, std::size_t index) const {
+  const YAML::Node list = node(key);
+  return Section(*reader_, list[index], fmt::format("{}[{}]", path(key), index),
+                 schema::child_pattern(pattern_, key), list, path(key));
+}
+
 bool Section::has(std::string_view key) const { return node(key).IsDefined(); }
 
 YAML::Node Section::node(std::string_view key) const {

@@ -319,6 +319,11 @@ transport:
 fault_tolerance:
   heartbeat_ms: 200
   worker_timeout_ms: 3000
+  on_worker_failure: abort
+  max_restarts: 3
+  checkpoint_every:
+    steps: 100
+  straggler_factor: 2
 output:
   dir: /tmp/runs/demo
   log_every:

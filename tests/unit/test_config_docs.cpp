@@ -22,7 +22,9 @@ void collect(const YAML::Node& map, const std::string& prefix,
   for (const auto& entry : map) {
     const std::string path =
         prefix.empty() ? entry.first.Scalar() : prefix + "." + entry.first.Scalar();
-    if (entry.second.IsMap() && !prefix.starts_with("expect")) {
+    if (entry.second.IsSequence() && entry.second.size() > 0 && entry.second[0].IsMap()) {
+      for (const auto& item : entry.second) collect(item, path, out);  // faults: [{...}]
+    } else if (entry.second.IsMap() && !prefix.starts_with("expect")) {
       collect(entry.second, path, out);
     } else if (entry.second.IsMap()) {
       collect(entry.second, "expect.<metric>", out);
@@ -46,7 +48,9 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
         "aggregation: {mode: parameters, parameters: {sync_every: {steps: 5}, "
         "merge: trimmed_mean}}\n",
         "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
-        "shards: {strategy: dirichlet}\naggregation: {mode: parameters}\n"}) {
+        "shards: {strategy: dirichlet}\naggregation: {mode: parameters}\n",
+        "version: 1\ndata: {path: a.csv}\nfaults: [{rank: 0, at_step: 3, action: kill}, {rank: 0, probability: 0.5, "
+        "action: drop}]\n"}) {
     collect(YAML::Load(to_yaml(parse(text, "t.yaml", "/tmp"))), "", out);
   }
   return out;

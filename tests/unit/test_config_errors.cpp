@@ -355,3 +355,62 @@ TEST_CASE("config errors: errors in --set values name the override") {
        {"training.epochs=3"}},
   });
 }
+
+TEST_CASE("config errors: fault tolerance and injected faults") {
+  check_errors({
+      {with_header("fault_tolerance: {on_worker_failure: retry}\n"),
+       "test.yaml:3:38: fault_tolerance.on_worker_failure: unknown value 'retry' (expected "
+       "abort, continue or restart)"},
+      {with_header("fault_tolerance: {straggler_factor: 0.5}\n"),
+       "test.yaml:3:37: fault_tolerance.straggler_factor: expected 0 (never warn) or a factor "
+       "above 1, got 0.5; at 0.5 every worker would be a straggler of itself"},
+      {with_header("faults: {rank: 1}\n"),
+       "test.yaml:3:9: faults: expected a list of faults like [{rank: 2, at_step: 40, action: "
+       "kill}], got a map"},
+      {with_header("shards: {count: 2}\nfaults:\n  - {rank: 1, at_step: 3, action: kill}\n"
+                   "  - {rank: 1, action: explode, at_step: 2}\n"),
+       "test.yaml:6:23: faults[1].action: unknown value 'explode' (expected kill, hang, slow, "
+       "drop or delay)"},
+      {with_header("shards: {count: 2}\nfaults: [{rank: 1, action: kill}]\n"),
+       "test.yaml:4:10: faults[0]: say when: at_step: N (a worker step) or probability: p (each "
+       "step)"},
+      {with_header("shards: {count: 2}\nfaults: [{rank: 1, action: kill, at_step: 1, "
+                   "probability: 0.5}]\n"),
+       "test.yaml:4:10: faults[0]: set at_step or probability, not both"},
+      {with_header("shards: {count: 2}\nfaults: [{rank: 1, action: drop, probability: 1.5}]\n"),
+       "test.yaml:4:47: faults[0].probability: expected a probability in (0, 1], got 1.5"},
+      {with_header("shards: {count: 2}\nfaults: [{rank: 2, action: kill, at_step: 1}]\n"),
+       "test.yaml:4:17: faults[0].rank: is 2 but the run has 2 workers (ranks 0 to 1); pick one "
+       "of them"},
+      {with_header("shards: {count: 2}\nfaults: [{rank: 1, action: kill, at_stop: 1}]\n"),
+       "test.yaml:4:34: unknown key 'faults[0].at_stop' (did you mean 'faults[0].at_step'?)"},
+      {with_header("shards: {count: 2}\ntransport: {type: inproc}\n"
+                   "faults: [{rank: 1, action: kill, at_step: 1}]\n"),
+       "test.yaml:5:28: faults[0].action: faults are injected into worker processes, but "
+       "transport.type inproc runs the workers as threads of one process; use transport.type "
+       "ipc"},
+  });
+}
+
+TEST_CASE("config: --fault appends to faults, in both spellings, and its errors name it") {
+  const auto c = dt::test::parse_text(
+      with_header("shards: {count: 3}\nfaults: [{rank: 0, at_step: 5, action: hang}]\n"),
+      {parse_fault_override("rank=2,at_step=40,action=kill"),
+       parse_fault_override("{rank: 1, probability: 0.25, action: delay, ms: 30}")});
+  REQUIRE(c.faults.size() == 3);
+  CHECK(c.faults[0].action == FaultAction::kHang);
+  CHECK(c.faults[1].rank == 2);
+  CHECK(c.faults[1].at_step == 40u);
+  CHECK(c.faults[1].seed == c.seed);
+  CHECK(c.faults[2].action == FaultAction::kDelay);
+  CHECK(c.faults[2].probability == 0.25);
+  CHECK(c.faults[2].ms == 30);
+  CHECK(parse(to_yaml(c), "again", "/tmp").faults.size() == 3);  // workers read them back
+  const std::string error = dt::test::message_of<dt::ConfigError>([&] {
+    (void)dt::test::parse_text(with_header("shards: {count: 3}\n"),
+                               {parse_fault_override("rank=1,at_step=2,action=boom")});
+  });
+  CHECK(error == "--fault {rank: 1, at_step: 2, action: boom}: faults[0].action: unknown value "
+                 "'boom' (expected kill, hang, slow, drop or delay)");
+  CHECK_THROWS_AS((void)parse_fault_override("rank:2"), dt::UsageError);
+}

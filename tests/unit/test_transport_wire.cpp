@@ -20,6 +20,7 @@ Header sample_header() {
   h.type = 0xBEEF;
   h.job_id = 0x0123456789ABCDEFull;
   h.rank = 7;
+  h.generation = 0x0203;
   h.step = 0xFEDCBA9876543210ull;
   h.payload_size = 24;
   return h;
@@ -38,6 +39,7 @@ TEST_CASE("wire: header round trip keeps every field") {
   CHECK(out.job_id == in.job_id);
   CHECK(out.rank == in.rank);
   CHECK(out.step == in.step);
+  CHECK(out.generation == in.generation);
   CHECK(out.payload_size == in.payload_size);
   CHECK(out.version == kProtocolVersion);
 
@@ -53,18 +55,20 @@ TEST_CASE("wire: header bytes follow the documented little-endian layout") {
   CHECK(f[1] == b('T'));
   CHECK(f[2] == b('R'));
   CHECK(f[3] == b('N'));
-  // version 1, type 0xBEEF
-  CHECK(f[4] == b(1));
+  // version 2, type 0xBEEF
+  CHECK(f[4] == b(2));
   CHECK(f[5] == b(0));
   CHECK(f[6] == b(0xEF));
   CHECK(f[7] == b(0xBE));
   // job id, least significant byte first
   CHECK(f[8] == b(0xEF));
   CHECK(f[15] == b(0x01));
-  // rank 7, reserved zero
+  // rank 7, generation 0x0203
   CHECK(f[16] == b(7));
   CHECK(f[19] == b(0));
-  for (std::size_t i = 20; i < 24; ++i) CHECK(f[i] == b(0));
+  CHECK(f[20] == b(0x03));
+  CHECK(f[21] == b(0x02));
+  for (std::size_t i = 22; i < 24; ++i) CHECK(f[i] == b(0));
   // step
   CHECK(f[24] == b(0x10));
   CHECK(f[31] == b(0xFE));
@@ -97,7 +101,7 @@ TEST_CASE("wire: decode rejects another protocol version with both versions name
   Header h = sample_header();
   h.version = 7;
   CHECK_THROWS_WITH_AS((void)decode_header(encode_header(h)),
-                       "protocol version 7, this build speaks 1", ProtocolError);
+                       "protocol version 7, this build speaks 2", ProtocolError);
 }
 
 TEST_CASE("wire: decode rejects a declared payload over the limit before anything is allocated") {
