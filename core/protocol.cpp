@@ -43,6 +43,8 @@ const char* name_of(Type type) {
     case Type::kPush: return "push";
     case Type::kSlice: return "slice";
     case Type::kDone: return "done";
+    case Type::kResumeState: return "resume state";
+    case Type::kStateRequest: return "state request";
   }
   return "unknown";
 }

@@ -51,6 +51,11 @@ enum class Type : std::uint16_t {
   // Tensor parallelism (30-34, see core/modes/tensor.cpp).
   kTensorSetup = 30,  // coordinator -> worker: your slice (tensor, slice, replica, model inputs)
   kTensorReady = 31,  // worker -> coordinator: slice built, its columns checked
+  // Checkpoints (32-33, see core/roles/resume.hpp).
+  kResumeState = 32,   // coordinator -> worker: continue from this state (a resumed run: ring
+                       // replicas' parameters and optimizer, parameters-mode clients' position
+                       // and optimizer); ring rank 0 -> coordinator: mine (a stop checkpoint)
+  kStateRequest = 33,  // coordinator -> ring rank 0: send your state after step s (kResumeState)
 };
 
 [[nodiscard]] const char* name_of(Type type);

@@ -1,5 +1,7 @@
 #include "core/run_output.hpp"
 
+#include "core/roles/resume.hpp"
+
 #include "core/util/error.hpp"
 #include "core/util/files.hpp"
 #include "core/util/text.hpp"
@@ -16,7 +18,7 @@ std::string json_text(const nlohmann::ordered_json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-std::filesystem::path prepare_run_dir(const config::Config& config) {
+std::filesystem::path prepare_run_dir(const config::Config& config, bool resume) {
   const auto dir = config.output.dir;
   std::error_code ec;
   std::filesystem::create_directories(dir / "workers", ec);
@@ -29,6 +31,13 @@ std::filesystem::path prepare_run_dir(const config::Config& config) {
   }
   for (const auto& entry : std::filesystem::directory_iterator(dir / "workers", ec)) {
     if (entry.path().extension() == ".log") std::filesystem::remove(entry.path(), ec);
+  }
+  // A fresh run's checkpoints must not mix with an earlier run's (a later --resume would take
+  // the highest step); a resumed run continues from them and keeps them.
+  if (!resume) {
+    for (const auto& file : checkpoint::list(roles::checkpoint_dir(dir))) {
+      std::filesystem::remove(file, ec);
+    }
   }
   return dir;
 }
@@ -107,6 +116,7 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   }
   j["validation"] = result.validation ? metrics_json(*result.validation) : ordered_json(nullptr);
   j["steps"] = result.steps;
+  if (!result.checkpoint.empty()) j["checkpoint"] = result.checkpoint;
   j["epochs"] = config.training.epochs;
   j["train_rows"] = result.train_rows;
   j["validation_rows"] = result.validation_rows;

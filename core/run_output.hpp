@@ -19,8 +19,10 @@ namespace dt::output {
 // UTF-8; such bytes become U+FFFD instead of failing the whole output. indent -1: one line.
 [[nodiscard]] std::string json_text(const nlohmann::ordered_json& j, int indent = -1);
 
-// The run folder: output.dir with workers/ inside, created if missing.
-[[nodiscard]] std::filesystem::path prepare_run_dir(const config::Config& config);
+// The run folder: output.dir with workers/ inside, created if missing. A previous run's outputs
+// are removed, and its checkpoints too unless this run resumes from them.
+[[nodiscard]] std::filesystem::path prepare_run_dir(const config::Config& config,
+                                                    bool resume = false);
 
 [[nodiscard]] nlohmann::ordered_json model_json(const config::Config& config,
                                                 const roles::RunResult& result,

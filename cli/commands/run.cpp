@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "core/config/config.hpp"
 #include "core/roles/coordinator.hpp"
+#include "core/roles/resume.hpp"
 #include "core/run_output.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
@@ -10,6 +11,9 @@
 #include "core/util/text.hpp"
 
 #include <fmt/format.h>
+
+#include <filesystem>
+#include <utility>
 
 namespace dt::cli {
 namespace {
@@ -19,7 +23,31 @@ struct RunArgs {
   std::vector<std::string> sets;
   std::vector<std::string> faults;
   bool json = false;
+  bool resume = false;      // --resume given
+  std::string resume_dir;   // --resume DIR: the run folder to continue (else output.dir)
 };
+
+// A word as the shell reads it back.
+std::string shell_word(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789_-+=.,:/@%") == std::string::npos) {
+    return word;
+  }
+  std::string out = "'";
+  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The command that continues this run from its checkpoint: the same config and --set
+// overrides (not the --fault ones: a fault injected to test a failure is not wanted again).
+std::string resume_command(const RunArgs& args) {
+  std::string cmd = "disttrain run";
+  if (!args.config_path.empty()) cmd += " " + shell_word(args.config_path);
+  for (const auto& s : args.sets) cmd += " --set " + shell_word(s);
+  cmd += " --resume";
+  if (!args.resume_dir.empty()) cmd += " " + shell_word(args.resume_dir);
+  return cmd;
+}
 
 std::string human_line(const config::Config& config, const roles::RunResult& r,
                        const std::vector<std::string>& failures) {
@@ -36,23 +64,60 @@ std::string human_line(const config::Config& config, const roles::RunResult& r,
                      failures.empty() ? "" : fmt::format(" (expect not met: {})", fmt::join(failures, "; ")));
 }
 
-int train(const RunArgs& args, const Globals& globals, bool& printed) {
+int train(RunArgs args, const Globals& globals, bool& printed) {
+  // `run --resume configs/x.yaml`: the file is the config, the folder its output.dir.
+  if (args.config_path.empty() && std::filesystem::is_regular_file(args.resume_dir)) {
+    args.config_path = std::exchange(args.resume_dir, "");
+  }
   signals::install_interrupt_handlers();
   log::set_prefix("coordinator");
   std::vector<config::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
   for (const auto& f : args.faults) overrides.push_back(config::parse_fault_override(f));
-  const auto config = config::load(args.config_path, overrides);
+  std::filesystem::path config_path = args.config_path;
+  if (!args.resume_dir.empty()) {
+    // --resume DIR continues that run folder; without a config, with the config it ran with.
+    if (config_path.empty()) config_path = std::filesystem::path(args.resume_dir) / "config.resolved.yaml";
+    overrides.insert(overrides.begin(), config::Override{"output.dir", args.resume_dir});
+  }
+  if (config_path.empty()) {
+    fail<UsageError>("run: give the config file (disttrain run config.yaml), or the run folder "
+                     "to resume (disttrain run --resume runs/x)");
+  }
+  if (args.resume && !args.resume_dir.empty() && !std::filesystem::is_directory(args.resume_dir)) {
+    fail<UsageError>("--resume {}: no such run folder; give the output.dir of the run to "
+                     "continue, or --resume alone for the config's own output.dir",
+                     args.resume_dir);
+  }
+  const auto config = config::load(config_path, overrides);
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
-  // no run folder behind.
+  // no run folder behind, and neither does a checkpoint that does not fit.
   const auto plan = roles::make_plan(config);
-  const auto dir = output::prepare_run_dir(config);
+  roles::Checkpointer checkpointer(config, plan, config.output.dir);
+  roles::RunResult result;
+  if (args.resume) {
+    auto point = roles::find_resume_point(config.output.dir, config, plan);
+    for (const auto& w : point.warnings) {
+      log::warn("{}", w);
+      result.warnings.push_back(w);
+    }
+    result.checkpoint["resumed_from"] = point.path.string();
+    result.checkpoint["resumed_from_step"] = point.checkpoint.step();
+    checkpointer.set_resume(std::move(point));
+  }
+  result.checkpoint["every_steps"] = config.fault_tolerance.checkpoint_every_steps;
+  const auto dir = output::prepare_run_dir(config, args.resume);
   output::write_resolved_config(dir, config);
 
-  roles::RunResult result;
+  const auto note_checkpoint = [&] {
+    if (checkpointer.any_written()) result.checkpoint["last_step"] = checkpointer.last_written();
+  };
   try {
-    result = roles::run_coordinator(config, plan, {dir / "workers", globals.log_level()}, &result);
+    result = roles::run_coordinator(config, plan,
+                                    {dir / "workers", globals.log_level(), &checkpointer}, &result);
+    note_checkpoint();
   } catch (const Error& e) {
+    note_checkpoint();
     try {
       output::write_results(dir, config, result, {});
     } catch (const Error& write_error) {
@@ -66,6 +131,12 @@ int train(const RunArgs& args, const Globals& globals, bool& printed) {
     }
     if (e.exit_code() == ExitCode::kInterrupted) {
       log::error("interrupted; workers stopped. Outputs so far are in {}", dir.string());
+    }
+    const auto saved = checkpoint::list(roles::checkpoint_dir(dir));
+    if (!saved.empty() && (e.exit_code() == ExitCode::kInterrupted ||
+                           e.exit_code() == ExitCode::kTrainingFailed)) {
+      log::error("checkpoint {} kept; resume with: {}", saved.back().string(),
+                 resume_command(args));
     }
     throw;
   }
@@ -103,7 +174,8 @@ int run(const RunArgs& args, const Globals& globals) {
 void add_run(CLI::App& app, Action& action, const Globals& globals) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "train as the config says; writes the run folder");
-  cmd->add_option("config", args->config_path, "the run's YAML config")->required();
+  cmd->add_option("config", args->config_path,
+                  "the run's YAML config (optional with --resume DIR: DIR/config.resolved.yaml)");
   cmd->add_option("--set", args->sets, "override a config key: --set training.optimizer.lr=0.1")
       ->type_name("KEY=VALUE");
   cmd->add_option("--fault", args->faults,
@@ -111,7 +183,15 @@ void add_run(CLI::App& app, Action& action, const Globals& globals) {
                   "(appends to the config's faults list)")
       ->type_name("SPEC");
   cmd->add_flag("--json", args->json, "print exactly one JSON object (the summary) on stdout");
-  cmd->callback([&action, &globals, args] { action = [args, &globals] { return run(*args, globals); }; });
+  auto* resume = cmd->add_option("--resume", args->resume_dir,
+                                 "continue from the latest checkpoint of the config's output.dir, "
+                                 "or of the run folder DIR")
+                     ->expected(0, 1)
+                     ->type_name("[DIR]");
+  cmd->callback([&action, &globals, args, resume] {
+    args->resume = resume->count() > 0;
+    action = [args, &globals] { return run(*args, globals); };
+  });
 }
 
 }  // namespace dt::cli

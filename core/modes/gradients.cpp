@@ -26,14 +26,15 @@ class GradientsMode final : public Mode {
   void coordinate(roles::CoordinatorSession& session) override {
     auto& params = session.params();
     const std::size_t p = params.size();
-    auto optimizer = models::make_optimizer(session.config().training.optimizer, p);
+    if (!optimizer_) optimizer_ = coordinator_optimizer(session, nullptr);
+    auto& optimizer = optimizer_;
     const int ranks = session.ranks();
     std::vector<double> grad(p);
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     const std::uint64_t steps = session.total_steps();
     session.start_clock();
-    for (std::uint64_t step = 0; step < steps; ++step) {
+    for (std::uint64_t step = session.first_step(); step < steps; ++step) {
       protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
       request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
       session.broadcast(std::move(request));
@@ -54,6 +55,18 @@ class GradientsMode final : public Mode {
       }
       finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
     }
+  }
+
+  bool save_state(roles::CoordinatorSession& session, std::uint64_t /*step*/,
+                  checkpoint::Checkpoint& out) override {
+    if (!optimizer_) return false;
+    save_coordinator_state(session, *optimizer_, out);  // the state of the last completed step
+    return true;
+  }
+
+  void restore_state(roles::CoordinatorSession& session,
+                     const checkpoint::Checkpoint& from) override {
+    optimizer_ = coordinator_optimizer(session, &from);
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
@@ -81,6 +94,7 @@ class GradientsMode final : public Mode {
   }
 
  private:
+  std::unique_ptr<models::Optimizer> optimizer_;  // coordinator side
   std::vector<double> grad_;  // worker side, reused every step
 };
 

@@ -9,6 +9,10 @@
 
 #include <memory>
 
+namespace dt::checkpoint {
+struct Checkpoint;
+}
+
 namespace dt::roles {
 class CoordinatorSession;
 class WorkerSession;
@@ -29,6 +33,22 @@ class Mode {
   virtual bool evaluate(roles::WorkerSession& /*session*/, const protocol::Envelope& /*message*/) {
     return false;
   }
+
+  // Checkpoints (core/roles/resume.hpp). Adds the mode's state after `step` completed steps to
+  // `out` ("parameters", the optimizer state, per-worker or per-server state, fields under
+  // out.manifest["mode_state"]) and returns true; false when it does not hold that step's state
+  // (the previous checkpoint then stands). Called from session.step_boundary(step) inside
+  // coordinate(), and after coordinate() has thrown (the stop checkpoint of the last completed
+  // step, session.completed_step()).
+  virtual bool save_state(roles::CoordinatorSession& /*session*/, std::uint64_t /*step*/,
+                          checkpoint::Checkpoint& /*out*/) {
+    return false;
+  }
+  // Before coordinate() on a resumed run: the session's parameters, log and samples are the
+  // checkpoint's already; the mode takes its own state from `from` and starts coordinate() at
+  // session.first_step().
+  virtual void restore_state(roles::CoordinatorSession& /*session*/,
+                             const checkpoint::Checkpoint& /*from*/) {}
 };
 
 // Chosen by aggregation.mode, aggregation.topology and parallelism.tensor.

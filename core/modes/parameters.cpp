@@ -45,6 +45,7 @@
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
 #include "core/roles/coordinator.hpp"
+#include "core/roles/resume.hpp"
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
 #include "core/util/random.hpp"
@@ -54,6 +55,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 namespace dt::modes {
 namespace {
@@ -168,7 +170,10 @@ class ParametersMode final : public Mode {
     }
 
     auto& summary = session.result().aggregation;
-    summary = {{"mode", "parameters"},
+    const bool resumed = first_round_ > 0;  // the summary so far came with the checkpoint
+    positions_.resize(static_cast<std::size_t>(ranks), 0);
+    client_optimizers_.resize(static_cast<std::size_t>(ranks));
+    if (!resumed) summary = {{"mode", "parameters"},
                {"merge", config::name_of(pc.merge)},
                {"rounds", schedule.rounds},
                {"optimizer_state", config::name_of(pc.optimizer_state)},
@@ -176,23 +181,30 @@ class ParametersMode final : public Mode {
                {"local_steps_per_epoch", nlohmann::json::array()},
                {"participation", std::vector<std::uint64_t>(static_cast<std::size_t>(ranks), 0)},
                {"fallback_rounds", 0}};
-    if (schedule.sync_steps > 0) {
-      summary["sync_every"] = {{"steps", schedule.sync_steps}};
-    } else {
-      summary["sync_every"] = {{"epochs", schedule.sync_epochs}};
-    }
-    if (pc.merge == MergeRule::kTrimmedMean) {
-      summary["trim"] = pc.trim;
-      summary["trimmed_per_end"] = merge::trimmed_count(
-          sample_clients(config.seed, 0, ranks, pc.clients_per_round).size(), pc.trim);
-    }
-    for (const auto rows : session.plan().shard_rows) {
-      summary["local_steps_per_epoch"].push_back(roles::local_steps_per_epoch(config.training, rows));
-    }
     const bool sampling = pc.clients_per_round < 1.0;
-    if (sampling) summary["selected"] = nlohmann::json::array();
-    if (pc.merge == MergeRule::kBest) summary["chosen"] = nlohmann::json::array();
-    if (pc.merge == MergeRule::kValidationWeighted) summary["weights"] = nlohmann::json::array();
+    if (!resumed) {
+      if (schedule.sync_steps > 0) {
+        summary["sync_every"] = {{"steps", schedule.sync_steps}};
+      } else {
+        summary["sync_every"] = {{"epochs", schedule.sync_epochs}};
+      }
+      if (pc.merge == MergeRule::kTrimmedMean) {
+        summary["trim"] = pc.trim;
+        summary["trimmed_per_end"] = merge::trimmed_count(
+            sample_clients(config.seed, 0, ranks, pc.clients_per_round).size(), pc.trim);
+      }
+      for (const auto rows : session.plan().shard_rows) {
+        summary["local_steps_per_epoch"].push_back(roles::local_steps_per_epoch(config.training, rows));
+      }
+      if (sampling) summary["selected"] = nlohmann::json::array();
+      if (pc.merge == MergeRule::kBest) summary["chosen"] = nlohmann::json::array();
+      if (pc.merge == MergeRule::kValidationWeighted) summary["weights"] = nlohmann::json::array();
+    }
+    summary["rounds"] = schedule.rounds;  // training.epochs may have been raised on resume
+    // With optimizer_state keep the clients' optimizer states are part of a checkpoint: each
+    // round's reply carries the client's (stateless plain SGD has none to carry).
+    const bool keep_state = pc.optimizer_state == config::OptimizerState::kKeep &&
+                            !models::make_optimizer(config.training.optimizer, 1)->state().slots.empty();
 
     std::vector<double> merged(p);
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
@@ -200,10 +212,11 @@ class ParametersMode final : public Mode {
     std::vector<merge::Candidate> candidates;
     std::vector<double> errors;
     session.start_clock();
-    for (std::uint64_t r = 0; r < schedule.rounds; ++r) {
+    for (std::uint64_t r = first_round_; r < schedule.rounds; ++r) {
       const auto clients = sample_clients(config.seed, r, ranks, pc.clients_per_round);
       protocol::Envelope request{.type = protocol::Type::kRound, .step = r};
       request.fields = {{"round", r}};
+      if (keep_state) request.fields["send_optimizer"] = true;
       request.fields[schedule.sync_steps > 0 ? "steps" : "epochs"] = schedule.amount(r);
       request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
       session.broadcast(std::move(request), clients);
@@ -233,6 +246,8 @@ class ParametersMode final : public Mode {
         rows += worker_rows[ri];
         candidates.push_back({.rank = rank, .params = protocol::doubles(reply, 0, p),
                               .rows = worker_rows[ri]});
+        positions_[ri] += protocol::count(reply, "steps");
+        if (keep_state) client_optimizers_[ri] = read_optimizer(reply, 1, p);
         summary["participation"][ri] = summary["participation"][ri].get<std::uint64_t>() + 1;
       }
       score(session, pc.merge, candidates, errors);
@@ -252,10 +267,56 @@ class ParametersMode final : public Mode {
 
       session.add_samples(rows);
       session.record_step(schedule.end_step(r), loss_sum, rows, worker_loss, worker_rows);
+      rounds_done_ = r + 1;
+      session.step_boundary(schedule.end_step(r));
+    }
+  }
+
+  // Checkpoints, at round boundaries: the merged parameters, the next round, each client's
+  // position in its data and (optimizer_state keep) its optimizer state.
+  bool save_state(roles::CoordinatorSession& session, std::uint64_t /*step*/,
+                  checkpoint::Checkpoint& out) override {
+    out.arrays["parameters"] = session.params();
+    out.manifest["mode_state"] = {{"round", rounds_done_}, {"positions", positions_}};
+    for (std::size_t k = 0; k < client_optimizers_.size(); ++k) {
+      if (client_optimizers_[k]) {
+        roles::put_optimizer(out, fmt::format("client.{}.optimizer", k), *client_optimizers_[k]);
+      }
+    }
+    return true;
+  }
+
+  void restore_state(roles::CoordinatorSession& session,
+                     const checkpoint::Checkpoint& from) override {
+    const auto& state = from.manifest.at("mode_state");
+    first_round_ = rounds_done_ = state.at("round").get<std::uint64_t>();
+    positions_ = state.at("positions").get<std::vector<std::uint64_t>>();
+    const auto ranks = static_cast<std::size_t>(session.ranks());
+    positions_.resize(ranks, 0);
+    client_optimizers_.assign(ranks, std::nullopt);
+    const auto& saved = from.manifest.value("optimizers", nlohmann::json::object());
+    for (std::size_t k = 0; k < ranks; ++k) {
+      protocol::Envelope resume{.type = protocol::Type::kResumeState, .step = from.step()};
+      resume.fields = {{"position", positions_[k]}};
+      const auto name = fmt::format("client.{}.optimizer", k);
+      if (saved.contains(name)) {
+        client_optimizers_[k] = roles::get_optimizer(from, name);
+        put_optimizer_fields(resume, *client_optimizers_[k]);
+      }
+      session.send_to(static_cast<int>(k), std::move(resume));
     }
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
+    if (message.type == protocol::Type::kResumeState) {
+      local_step_ = protocol::count(message, "position");
+      if (message.fields.contains("optimizer_steps")) {
+        const std::size_t p = session.model().parameter_count();
+        optimizer_ = models::make_optimizer(session.config().training.optimizer, p);
+        optimizer_->set_state(read_optimizer(message, 0, p));
+      }
+      return;
+    }
     if (message.type != protocol::Type::kRound) {
       fail<ProtocolError>("parameters mode: unexpected {} message from the coordinator",
                           protocol::name_of(message.type));
@@ -301,10 +362,29 @@ class ParametersMode final : public Mode {
     protocol::Envelope reply{.type = protocol::Type::kRoundResult, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"steps", steps}};
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
+    if (message.fields.value("send_optimizer", false)) put_optimizer_fields(reply, optimizer_->state());
     session.send(std::move(reply));
   }
 
  private:
+  // An optimizer state as message fields and arrays (appended after the ones already there).
+  static void put_optimizer_fields(protocol::Envelope& e, const models::OptimizerState& state) {
+    e.fields["optimizer_steps"] = state.steps;
+    e.fields["optimizer_slots"] = state.slots.size();
+    for (const auto& slot : state.slots) e.arrays.push_back(wire::to_bytes(std::span<const double>(slot)));
+  }
+  static models::OptimizerState read_optimizer(const protocol::Envelope& e, std::size_t first,
+                                               std::size_t p) {
+    models::OptimizerState state;
+    state.steps = protocol::count(e, "optimizer_steps");
+    const auto slots = protocol::count(e, "optimizer_slots");
+    for (std::size_t i = 0; i < slots; ++i) {
+      const auto values = protocol::doubles(e, first + i, p);
+      state.slots.emplace_back(values.begin(), values.end());
+    }
+    return state;
+  }
+
   // Scores each returned model on the validation rows, for the rules that need it: its mean
   // loss (best) and its quality (validation_weighted; merge::regression_qualities and
   // merge::accuracy_quality define it).
@@ -332,6 +412,13 @@ class ParametersMode final : public Mode {
       for (std::size_t k = 0; k < candidates.size(); ++k) candidates[k].quality = q[k];
     }
   }
+
+  // Coordinator side: rounds merged, each client's position in its data (local steps it has
+  // trained), each client's optimizer state (optimizer_state keep), the round to start from.
+  std::uint64_t rounds_done_ = 0;
+  std::uint64_t first_round_ = 0;
+  std::vector<std::uint64_t> positions_;
+  std::vector<std::optional<models::OptimizerState>> client_optimizers_;
 
   // Worker side: this worker's model, optimizer and position in its data, across rounds.
   std::vector<double> params_;

@@ -20,8 +20,10 @@
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/roles/coordinator.hpp"
+#include "core/roles/resume.hpp"
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
+#include "core/util/log.hpp"
 #include "core/util/text.hpp"
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"
@@ -30,6 +32,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 namespace dt::modes {
 namespace {
@@ -68,12 +71,15 @@ class RingMode final : public Mode {
     const auto every = static_cast<std::uint64_t>(session.config().output.log_every_steps);
     const bool validation = !session.plan().validation_rows.empty();
     session.start_clock();
-    for (std::uint64_t step = 0; step < steps; ++step) {
+    for (std::uint64_t step = session.first_step(); step < steps; ++step) {
       const std::uint64_t done = step + 1;
       // record_step evaluates the validation split on exactly these steps.
       const bool want_params = validation && (done % every == 0 || done == steps);
+      // A checkpoint after this step needs the replicas' state: rank 0 sends it along.
+      const bool want_state = session.checkpoint_due(done);
       protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
-      request.fields = {{"send_parameters", want_params}};
+      request.fields = {{"send_parameters", want_params || want_state},
+                        {"send_state", want_state}};
       session.broadcast(std::move(request));
       const auto replies = session.gather(protocol::Type::kRingLoss);
 
@@ -85,22 +91,46 @@ class RingMode final : public Mode {
         loss_sum += worker_loss[r];
         rows += worker_rows[r];
       }
-      if (rows == 0) continue;  // an empty step (only possible with tiny shards)
-      check_batch_loss(session.config(), done, loss_sum, rows);
-      if (want_params) {
-        const auto got = protocol::doubles(replies[0], 0, p);
-        std::copy(got.begin(), got.end(), params.begin());
+      if (want_state) keep_state(replies[0], done, p);
+      if (rows > 0) {  // else an empty step (only possible with tiny shards)
+        check_batch_loss(session.config(), done, loss_sum, rows);
+        if (want_params) {
+          const auto got = protocol::doubles(replies[0], 0, p);
+          std::copy(got.begin(), got.end(), params.begin());
+        }
+        session.add_samples(rows);
+        session.record_step(done, loss_sum, rows, worker_loss, worker_rows);
       }
-      session.add_samples(rows);
-      session.record_step(done, loss_sum, rows, worker_loss, worker_rows);
+      session.step_boundary(done);
     }
     finish(session);
+  }
+
+  // Checkpoints: the replicas hold the parameters and the optimizer state, so rank 0 sends them
+  // along with the step a periodic checkpoint falls on; after a stop the coordinator asks rank 0
+  // for the state of the last step it completed (rank 0 keeps the one before its latest step).
+  bool save_state(roles::CoordinatorSession& session, std::uint64_t step,
+                  checkpoint::Checkpoint& out) override {
+    if (state_step_ != step && !request_state(session, step)) return false;
+    out.arrays["parameters"] = state_params_;
+    roles::put_optimizer(out, "optimizer", state_optimizer_);
+    return true;
+  }
+
+  // Every replica continues from the checkpoint's parameters and optimizer state.
+  void restore_state(roles::CoordinatorSession& session,
+                     const checkpoint::Checkpoint& from) override {
+    protocol::Envelope state{.type = protocol::Type::kResumeState, .step = from.step()};
+    put_state(state, from.array("parameters"), roles::get_optimizer(from, "optimizer"));
+    session.broadcast(std::move(state));
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
     switch (message.type) {
       case protocol::Type::kStep: return step(session, message);
       case protocol::Type::kRingFinish: return report(session, message);
+      case protocol::Type::kResumeState: return resume(session, message);
+      case protocol::Type::kStateRequest: return send_state(session, message);
       default:
         fail<ProtocolError>("ring topology: unexpected {} message from the coordinator",
                             protocol::name_of(message.type));
@@ -144,6 +174,80 @@ class RingMode final : public Mode {
         {"workers", std::move(workers)}};
   }
 
+  // [parameters, optimizer slot 0, slot 1, ...] as arrays, the optimizer's step count as a field.
+  static void put_state(protocol::Envelope& e, std::span<const double> params,
+                        const models::OptimizerState& optimizer) {
+    e.fields["optimizer_steps"] = optimizer.steps;
+    e.fields["optimizer_slots"] = optimizer.slots.size();
+    e.arrays.push_back(wire::to_bytes(params));
+    for (const auto& slot : optimizer.slots) {
+      e.arrays.push_back(wire::to_bytes(std::span<const double>(slot)));
+    }
+  }
+  static models::OptimizerState read_optimizer(const protocol::Envelope& e, std::size_t p) {
+    models::OptimizerState state;
+    state.steps = protocol::count(e, "optimizer_steps");
+    const auto slots = protocol::count(e, "optimizer_slots");
+    for (std::size_t i = 0; i < slots; ++i) {
+      const auto values = protocol::doubles(e, 1 + i, p);
+      state.slots.emplace_back(values.begin(), values.end());
+    }
+    return state;
+  }
+
+  // Coordinator: rank 0's state after `done` steps, sent with that step's reply.
+  void keep_state(const protocol::Envelope& reply, std::uint64_t done, std::size_t p) {
+    const auto got = protocol::doubles(reply, 0, p);
+    state_params_.assign(got.begin(), got.end());
+    state_optimizer_ = read_optimizer(reply, p);
+    state_step_ = done;
+  }
+
+  // Coordinator, after a stop: asks rank 0 for its state after `step` steps. Rank 0 answers once
+  // its current step is done (it holds that step's state and the one before); a ring that
+  // cannot finish its step (a member lost) does not answer in time, and the last periodic
+  // checkpoint stands.
+  bool request_state(roles::CoordinatorSession& session, std::uint64_t step) {
+    const auto wait = std::chrono::milliseconds(
+        std::min(1000, std::max(100, session.config().fault_tolerance.worker_timeout_ms / 2)));
+    try {
+      session.send_to(0, {.type = protocol::Type::kStateRequest, .step = step});
+      const auto reply = session.receive_from(0, protocol::Type::kResumeState, wait);
+      if (!reply || !reply->fields.value("available", false)) return false;
+      keep_state(*reply, step, session.params().size());
+      return true;
+    } catch (const Error& e) {
+      log::warn("ring rank 0 could not send its state for the checkpoint: {}", e.what());
+      return false;
+    }
+  }
+
+  // Worker: a resumed run's parameters and optimizer state, before its first step.
+  void resume(roles::WorkerSession& session, const protocol::Envelope& message) {
+    prepare(session);
+    const auto got = protocol::doubles(message, 0, params_.size());
+    params_.assign(got.begin(), got.end());
+    optimizer_->set_state(read_optimizer(message, params_.size()));
+    done_ = message.step;
+  }
+
+  // Worker (rank 0): the state after the requested step count, the current one or the one
+  // before the latest step.
+  void send_state(roles::WorkerSession& session, const protocol::Envelope& message) {
+    prepare(session);
+    protocol::Envelope reply{.type = protocol::Type::kResumeState, .step = message.step};
+    if (message.step == done_) {
+      reply.fields["available"] = true;
+      put_state(reply, params_, optimizer_->state());
+    } else if (message.step + 1 == done_ && have_previous_) {
+      reply.fields["available"] = true;
+      put_state(reply, previous_params_, previous_optimizer_);
+    } else {
+      reply.fields["available"] = false;
+    }
+    session.send(std::move(reply));
+  }
+
   // Worker: state made on the first step (every worker from the same seed).
   void prepare(roles::WorkerSession& session) {
     if (optimizer_) return;
@@ -185,17 +289,27 @@ class RingMode final : public Mode {
     const double rows = buffer_[p];
     // The star skips an empty step, and a diverged one fails the run before its update: the
     // replicas do the same (the coordinator reports the divergence).
+    if (session.rank() == 0) {  // kept for a stop checkpoint (send_state)
+      previous_params_ = params_;
+      previous_optimizer_ = optimizer_->state();
+      have_previous_ = true;
+    }
     if (rows > 0 && std::isfinite(buffer_[p + 1])) {
       apply_gradient_sum(model, *optimizer_, params_, grad, rows);
     }
+    done_ = message.step + 1;
     compute += seconds_since(start);
     session.add_compute_seconds(compute);
 
     protocol::Envelope reply{.type = protocol::Type::kRingLoss, .step = message.step};
     reply.fields = {{"rows", batch.y.size()}, {"loss_sum", result.loss_sum}};
     const auto want = message.fields.find("send_parameters");
-    if (session.rank() == 0 && want != message.fields.end() && want->is_boolean() &&
-        want->get<bool>()) {
+    const auto state = message.fields.find("send_state");
+    if (session.rank() == 0 && state != message.fields.end() && state->is_boolean() &&
+        state->get<bool>()) {
+      put_state(reply, params_, optimizer_->state());
+    } else if (session.rank() == 0 && want != message.fields.end() && want->is_boolean() &&
+               want->get<bool>()) {
       reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
     }
     session.send(std::move(reply));
@@ -222,7 +336,16 @@ class RingMode final : public Mode {
     session.add_comm_seconds(ring.seconds);
   }
 
+  // Coordinator side: rank 0's state after state_step_ steps, for a checkpoint.
+  std::uint64_t state_step_ = 0;
+  std::vector<double> state_params_;
+  models::OptimizerState state_optimizer_;
+
   // Worker side.
+  std::uint64_t done_ = 0;  // steps this replica has completed
+  std::vector<double> previous_params_;  // rank 0: the state before its latest step
+  models::OptimizerState previous_optimizer_;
+  bool have_previous_ = false;
   std::vector<double> params_;
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> buffer_;  // [gradient sum, rows, loss sum], all-reduced in place

@@ -34,7 +34,8 @@ class ShardedGradientsMode final : public Mode {
   void coordinate(roles::CoordinatorSession& session) override {
     auto& params = session.params();
     const auto& config = session.config();
-    roles::ServerGroup servers(session, std::nullopt);
+    servers_ = std::make_unique<roles::ServerGroup>(session, std::nullopt, from_);
+    auto& servers = *servers_;
     servers.announce();
     const int ranks = session.ranks();
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
@@ -43,7 +44,7 @@ class ShardedGradientsMode final : public Mode {
     const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);
     const auto timeout = 2 * config.fault_tolerance.worker_timeout_ms;
     session.start_clock();
-    for (std::uint64_t step = 0; step < steps; ++step) {
+    for (std::uint64_t step = session.first_step(); step < steps; ++step) {
       session.broadcast({.type = protocol::Type::kStep, .step = step});
       const auto replies = session.gather(protocol::Type::kGradient, [&] { servers.check(); });
       double loss_sum = 0;
@@ -59,14 +60,27 @@ class ShardedGradientsMode final : public Mode {
       check_batch_loss(config, step + 1, loss_sum, rows);
       // Every server has applied this step before it is logged (and before the next one).
       servers.wait_version(step + 1, timeout);
-      if (rows == 0) continue;  // an empty step (only possible with tiny shards)
-      if ((step + 1) % every == 0 || step + 1 == steps) servers.copy_params(params);
-      session.add_samples(rows);
-      session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
+      if (rows > 0) {  // else an empty step (only possible with tiny shards)
+        if ((step + 1) % every == 0 || step + 1 == steps) servers.copy_params(params);
+        session.add_samples(rows);
+        session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
+      }
+      session.step_boundary(step + 1);
     }
     servers.copy_params(params);
     servers.stop();
     session.result().aggregation["servers"] = servers.servers_json();
+  }
+
+  // Checkpoints: the servers hold the parameters and optimizer state, each of its slice (the
+  // servers outlive coordinate() as members, for the checkpoint written after a stop).
+  bool save_state(roles::CoordinatorSession& /*session*/, std::uint64_t step,
+                  checkpoint::Checkpoint& out) override {
+    return servers_ && servers_->save_state(step, out);
+  }
+  void restore_state(roles::CoordinatorSession& /*session*/,
+                     const checkpoint::Checkpoint& from) override {
+    from_ = &from;
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
@@ -104,6 +118,11 @@ class ShardedGradientsMode final : public Mode {
   }
 
  private:
+  // Coordinator side.
+  std::unique_ptr<roles::ServerGroup> servers_;
+  const checkpoint::Checkpoint* from_ = nullptr;  // a resumed run's (owned by the Checkpointer)
+
+  // Worker side.
   std::unique_ptr<roles::ServerClient> client_;
   std::vector<double> params_;
   std::vector<double> grad_;

@@ -1,6 +1,7 @@
 #include "core/modes/step.hpp"
 
 #include "core/roles/coordinator.hpp"
+#include "core/roles/resume.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
@@ -29,12 +30,28 @@ void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimize
                  std::vector<double>& grad, std::uint64_t step, double loss_sum,
                  std::uint64_t rows, const std::vector<double>& worker_loss,
                  const std::vector<std::uint64_t>& worker_rows) {
-  if (rows == 0) return;  // an empty step (only possible with tiny shards)
-  check_batch_loss(session.config(), step, loss_sum, rows);
-  apply_gradient_sum(session.model(), optimizer, session.params(), grad,
-                     static_cast<double>(rows));
-  session.add_samples(rows);
-  session.record_step(step, loss_sum, rows, worker_loss, worker_rows);
+  if (rows > 0) {  // else an empty step (only possible with tiny shards)
+    check_batch_loss(session.config(), step, loss_sum, rows);
+    apply_gradient_sum(session.model(), optimizer, session.params(), grad,
+                       static_cast<double>(rows));
+    session.add_samples(rows);
+    session.record_step(step, loss_sum, rows, worker_loss, worker_rows);
+  }
+  session.step_boundary(step);
+}
+
+void save_coordinator_state(roles::CoordinatorSession& session, const models::Optimizer& optimizer,
+                            checkpoint::Checkpoint& out) {
+  out.arrays["parameters"] = session.params();
+  roles::put_optimizer(out, "optimizer", optimizer.state());
+}
+
+std::unique_ptr<models::Optimizer> coordinator_optimizer(roles::CoordinatorSession& session,
+                                                         const checkpoint::Checkpoint* from) {
+  auto optimizer = models::make_optimizer(session.config().training.optimizer,
+                                          session.params().size());
+  if (from != nullptr) optimizer->set_state(roles::get_optimizer(*from, "optimizer"));
+  return optimizer;
 }
 
 }  // namespace dt::modes

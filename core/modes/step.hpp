@@ -7,12 +7,17 @@
 #include "core/models/optim.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 namespace dt::roles {
 class CoordinatorSession;
 }  // namespace dt::roles
+
+namespace dt::checkpoint {
+struct Checkpoint;
+}
 
 namespace dt::modes {
 
@@ -28,10 +33,19 @@ void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer
                         std::span<double> params, std::span<double> grad, double rows);
 
 // The end of a coordinator-side synchronous step (star, tensor): skips an empty step, checks the
-// loss, applies the mean gradient to the session's parameters, and records the step's losses.
+// loss, applies the mean gradient to the session's parameters, records the step's losses, and
+// reports the step boundary (a checkpoint when one is due).
 void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,
                  std::vector<double>& grad, std::uint64_t step, double loss_sum,
                  std::uint64_t rows, const std::vector<double>& worker_loss,
                  const std::vector<std::uint64_t>& worker_rows);
+
+// The state of a mode whose coordinator holds the parameters and the one optimizer (star,
+// tensor): "parameters" and "optimizer" of the last completed step.
+void save_coordinator_state(roles::CoordinatorSession& session, const models::Optimizer& optimizer,
+                            checkpoint::Checkpoint& out);
+// The optimizer such a mode continues with: the checkpoint's state, or a fresh one (`from` null).
+[[nodiscard]] std::unique_ptr<models::Optimizer> coordinator_optimizer(
+    roles::CoordinatorSession& session, const checkpoint::Checkpoint* from);
 
 }  // namespace dt::modes

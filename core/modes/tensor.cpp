@@ -68,7 +68,8 @@ class TensorMode final : public Mode {
     }
     (void)session.gather(protocol::Type::kTensorReady);
 
-    auto optimizer = models::make_optimizer(session.config().training.optimizer, p);
+    if (!optimizer_) optimizer_ = coordinator_optimizer(session, nullptr);
+    auto& optimizer = optimizer_;
     std::vector<double> grad(p);
     std::vector<std::vector<double>> slice_params(static_cast<std::size_t>(tensor));
     for (int t = 0; t < tensor; ++t) slice_params[static_cast<std::size_t>(t)].resize(slices[static_cast<std::size_t>(t)]->size());
@@ -76,7 +77,7 @@ class TensorMode final : public Mode {
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     const std::uint64_t steps = session.total_steps();
     session.start_clock();
-    for (std::uint64_t step = 0; step < steps; ++step) {
+    for (std::uint64_t step = session.first_step(); step < steps; ++step) {
       for (int t = 0; t < tensor; ++t) {
         const auto ut = static_cast<std::size_t>(t);
         slices[ut]->gather(params, slice_params[ut]);
@@ -109,6 +110,18 @@ class TensorMode final : public Mode {
       }
       finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
     }
+  }
+
+  bool save_state(roles::CoordinatorSession& session, std::uint64_t /*step*/,
+                  checkpoint::Checkpoint& out) override {
+    if (!optimizer_) return false;
+    save_coordinator_state(session, *optimizer_, out);  // the state of the last completed step
+    return true;
+  }
+
+  void restore_state(roles::CoordinatorSession& session,
+                     const checkpoint::Checkpoint& from) override {
+    optimizer_ = coordinator_optimizer(session, &from);
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
@@ -207,6 +220,8 @@ class TensorMode final : public Mode {
   // The sum over the group's members, over direct worker links.
   static models::GroupAllReduce group_all_reduce(roles::WorkerSession& session,
                                                  const std::vector<std::uint32_t>& members);
+
+  std::unique_ptr<models::Optimizer> optimizer_;  // coordinator side
 
   // Worker side.
   std::unique_ptr<models::TensorSlice> slice_;

@@ -6,6 +6,7 @@
 
 #include "core/modes/mode.hpp"
 #include "core/roles/heartbeat.hpp"
+#include "core/roles/resume.hpp"
 #include "core/roles/tensor_plan.hpp"
 #include "core/roles/worker_pool.hpp"
 #include "core/roles/timing.hpp"
@@ -140,7 +141,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   result.source = plan.source;
   result.train_rows = plan.train_rows;
   result.validation_rows = plan.validation_rows.size();
-  result.warnings = plan.warnings;
+  result.warnings.insert(result.warnings.end(), plan.warnings.begin(), plan.warnings.end());
   const int ranks = static_cast<int>(plan.shard_rows.size());
   const auto task = config::task_of(config.model);
   const auto kind = data::label_kind(task);
@@ -212,8 +213,21 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     session.model().init(params, config.seed);
     session.share_peer_endpoints(session.gather(protocol::Type::kReady));
 
+    const auto mode = modes::make_mode(config);
+    if (options.checkpointer != nullptr) {
+      options.checkpointer->set_mode(mode.get());
+      session.set_checkpointer(options.checkpointer);
+      options.checkpointer->restore(session);
+    }
     const auto train_start = steady_ms();
-    modes::make_mode(config)->coordinate(session);
+    try {
+      mode->coordinate(session);
+    } catch (const Error&) {
+      // Every completed step is kept: the checkpoint of the last one, while the workers (and
+      // the ring's replicas) are still there to ask.
+      if (options.checkpointer != nullptr) options.checkpointer->save_on_stop(session);
+      throw;
+    }
     result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
     result.params = params;
 

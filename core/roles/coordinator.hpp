@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -30,6 +31,7 @@ class Listener;
 
 namespace dt::roles {
 
+class Checkpointer;
 class HeartbeatServer;
 class WorkerPool;
 
@@ -78,6 +80,9 @@ struct RunResult {
   double train_seconds = 0;
   std::vector<WorkerStats> workers;
   std::vector<std::string> warnings;
+  // summary.json's "checkpoint" when not empty: {"every_steps", "last_step", "resumed_from_step",
+  // "resumed_from"} (core/roles/resume.hpp, cli run).
+  nlohmann::json checkpoint = nlohmann::json::object();
   // The mode's own statistics, written into summary.json as "aggregation" when not empty.
   nlohmann::json aggregation = nlohmann::json::object();
 };
@@ -116,6 +121,9 @@ struct Plan {
 struct CoordinatorOptions {
   std::filesystem::path worker_log_dir;  // workers/<rank>.log
   int log_level = 2;
+  // Writes the run's checkpoints and restores a resumed run (core/roles/resume.hpp); none: no
+  // checkpoints.
+  Checkpointer* checkpointer = nullptr;
 };
 
 // Trains. Throws dt::Error subclasses on failure; `partial` (if given) receives what was done
@@ -199,6 +207,27 @@ class CoordinatorSession {
   [[nodiscard]] double elapsed_seconds() const;
   void start_clock();
 
+  // Checkpoints (core/roles/resume.hpp); none in unit tests that build a session by hand.
+  void set_checkpointer(Checkpointer* checkpointer) noexcept { checkpointer_ = checkpointer; }
+  // Steps already done when training starts: the checkpoint's step on a resumed run, else 0.
+  [[nodiscard]] std::uint64_t first_step() const;
+  // A mode reports the end of every step (`step` = steps completed, empty steps included) at
+  // the point where it holds that step's state: writes a checkpoint when one is due.
+  void step_boundary(std::uint64_t step);
+  // Will step_boundary(step) write a checkpoint? For modes that must fetch their state from the
+  // workers during the step (ring: rank 0 sends its optimizer state along).
+  [[nodiscard]] bool checkpoint_due(std::uint64_t step) const;
+  [[nodiscard]] std::uint64_t completed_step() const noexcept { return completed_step_; }
+  // After a stop (Ctrl-C, a failure): the next `type` message from `rank`, skipping any other
+  // (late replies of the abandoned step); nullopt after `timeout`. Does not stop on Ctrl-C, as
+  // it serves the checkpoint written because of it.
+  [[nodiscard]] std::optional<protocol::Envelope> receive_from(int rank, protocol::Type type,
+                                                              std::chrono::milliseconds timeout);
+  [[nodiscard]] double epoch_of(std::uint64_t step) const;
+  // The log row in progress (its loss accumulators), for a checkpoint, and back.
+  [[nodiscard]] nlohmann::json log_window() const;
+  void restore_log_window(const nlohmann::json& window, std::uint64_t step, double seconds);
+
  private:
   [[noreturn]] void fail_worker(int rank, const std::string& what);
   [[noreturn]] void raise_worker_error(int rank, const protocol::WorkerError& error);
@@ -223,6 +252,9 @@ class CoordinatorSession {
   std::int64_t start_ms_ = 0;
   bool exits_expected_ = false;
   bool progress_bar_ = false;
+  Checkpointer* checkpointer_ = nullptr;
+  std::uint64_t completed_step_ = 0;
+  double seconds_before_ = 0;  // a resumed run's seconds continue from the checkpoint's
   // Accumulated since the last log row.
   double window_loss_ = 0;
   std::uint64_t window_rows_ = 0;

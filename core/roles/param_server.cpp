@@ -20,6 +20,8 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
                         "coefficients", options_.index, n, slice_.size(), options_.l2.size());
   }
   optimizer_ = models::make_optimizer(options_.optimizer, n);
+  if (options_.optimizer_state) optimizer_->set_state(*options_.optimizer_state);
+  stats_.version = options_.start_version;
   const auto workers = static_cast<std::size_t>(options_.workers);
   grad_.assign(n, 0.0);
   stats_.worker_steps.assign(workers, 0);
@@ -66,6 +68,13 @@ void ParameterServer::copy_slice(std::span<double> params) const {
 void ParameterServer::check() const {
   std::lock_guard lock(mu_);
   if (!error_.empty()) throw TrainingError(error_);
+}
+
+std::optional<ServerState> ParameterServer::state_at(std::uint64_t version) const {
+  std::lock_guard lock(mu_);
+  if (version == stats_.version) return ServerState{version, slice_, optimizer_->state()};
+  if (version + 1 == stats_.version && !options_.asynchronous) return previous_;
+  return std::nullopt;
 }
 
 bool ParameterServer::take_snapshot(std::uint64_t version, std::span<double> params) {
@@ -201,6 +210,9 @@ void ParameterServer::apply_round() {
     rows += pending_rows_[r];
   }
   std::lock_guard lock(mu_);
+  previous_.version = stats_.version;  // kept for a checkpoint (state_at)
+  previous_.slice = slice_;
+  previous_.optimizer = optimizer_->state();
   if (rows > 0) {  // an empty round (tiny shards) changes nothing, as on the single server
     const double inv = 1.0 / static_cast<double>(rows);
     for (double& g : grad_) g *= inv;

@@ -27,6 +27,7 @@
 // failed server through check() (the failure is also kept for the summary).
 
 #include "core/config/config.hpp"
+#include "core/models/optim.hpp"
 #include "core/protocol.hpp"
 #include "core/roles/server_state.hpp"
 #include "transports/transport.hpp"
@@ -45,9 +46,6 @@
 #include <thread>
 #include <vector>
 
-namespace dt::models {
-class Optimizer;
-}
 
 namespace dt::roles {
 
@@ -70,6 +68,16 @@ struct ServerOptions {
   // log's validation must use at that update, since the servers move on before the
   // coordinator reads them. 0: none.
   std::uint64_t snapshot_every = 0;
+  // A resumed run (sync mode): the rounds already done and the slice's optimizer state then.
+  std::uint64_t start_version = 0;
+  std::optional<models::OptimizerState> optimizer_state;
+};
+
+// A server's slice and optimizer state after `version` updates (a checkpoint's part).
+struct ServerState {
+  std::uint64_t version = 0;
+  std::vector<double> slice;
+  models::OptimizerState optimizer;
 };
 
 // One push as applied by a server (async mode's loss log).
@@ -111,6 +119,10 @@ class ParameterServer {
   [[nodiscard]] bool take_snapshot(std::uint64_t version, std::span<double> params);
   // TrainingError naming the server when its thread has failed.
   void check() const;
+  // Sync mode: the state after `version` rounds, the current one or the one before the latest
+  // round (a checkpoint after a stop may come while a round is being applied); nullopt when
+  // neither is at that version.
+  [[nodiscard]] std::optional<ServerState> state_at(std::uint64_t version) const;
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] ServerStats stats() const;
   // Stops the thread and joins it (idempotent).
@@ -133,6 +145,7 @@ class ParameterServer {
   std::string endpoint_;
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
+  ServerState previous_;       // sync: the state before the latest round; under mu_
 
   // Thread-only state.
   std::vector<std::vector<double>> pending_;  // sync: each rank's push of the current round

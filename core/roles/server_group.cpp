@@ -1,5 +1,7 @@
 #include "core/roles/server_group.hpp"
 
+#include "core/roles/resume.hpp"
+
 #include "core/roles/coordinator.hpp"
 #include "core/roles/heartbeat.hpp"
 #include "core/roles/worker.hpp"
@@ -28,7 +30,8 @@ std::vector<double> l2_per_key(const models::Model& model) {
 }
 }  // namespace
 
-ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing> async)
+ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing> async,
+                         const checkpoint::Checkpoint* from)
     : session_(session) {
   const auto& config = session.config();
   const auto& params = session.params();
@@ -53,6 +56,10 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
       o.keep_log = k == 0;
       o.snapshot_every = async->snapshot_every;
     }
+    if (from != nullptr) {
+      o.start_version = from->step();
+      o.optimizer_state = get_optimizer(*from, fmt::format("server.{}.optimizer", k));
+    }
     servers_.push_back(std::make_unique<ParameterServer>(
         session.transport(), std::move(o),
         std::vector<double>(params.begin() + first, params.begin() + last)));
@@ -61,6 +68,19 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     log::info("parameter server {} owns keys [{}, {}) on {}", s->options().index,
               s->options().range.begin, s->options().range.end, s->endpoint());
   }
+}
+
+bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out) const {
+  std::vector<double> params(session_.params().size());
+  for (std::size_t k = 0; k < servers_.size(); ++k) {
+    const auto state = servers_[k]->state_at(version);
+    if (!state) return false;
+    std::copy(state->slice.begin(), state->slice.end(),
+              params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
+    put_optimizer(out, fmt::format("server.{}.optimizer", k), state->optimizer);
+  }
+  out.arrays["parameters"] = std::move(params);
+  return true;
 }
 
 void ServerGroup::announce() {

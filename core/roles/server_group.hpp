@@ -20,6 +20,10 @@ namespace dt::transport {
 class Connection;
 }
 
+namespace dt::checkpoint {
+struct Checkpoint;
+}
+
 namespace dt::roles {
 
 class CoordinatorSession;
@@ -37,7 +41,10 @@ class ServerGroup {
   // Splits the session's parameters into config.aggregation.servers key ranges (ConfigError
   // when there are more servers than parameters) and starts one server per range. Synchronous
   // rounds without `async`.
-  ServerGroup(CoordinatorSession& session, std::optional<AsyncServing> async);
+  // `from`: a resumed run's checkpoint (sync mode), whose servers' optimizer states and round
+  // count the servers continue from (the parameters are the session's already).
+  ServerGroup(CoordinatorSession& session, std::optional<AsyncServing> async,
+              const checkpoint::Checkpoint* from = nullptr);
 
   [[nodiscard]] const std::vector<KeyRange>& ranges() const noexcept { return ranges_; }
   // Sends every worker the servers' endpoints (a `servers` message).
@@ -52,6 +59,9 @@ class ServerGroup {
   // The parameters right after update `version` (async: a multiple of snapshot_every or the
   // last), from every server's snapshot; the current ones for a server that kept none.
   void copy_params_at(std::uint64_t version, std::vector<double>& params);
+  // Adds every server's state after `version` rounds to a checkpoint ("parameters" assembled,
+  // "server.<k>.optimizer"); false when a server is at neither that version nor the next.
+  [[nodiscard]] bool save_state(std::uint64_t version, checkpoint::Checkpoint& out) const;
   // Server 0's applied updates since the last call (async mode's loss log).
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] std::vector<ServerStats> stats() const;

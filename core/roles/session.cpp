@@ -42,7 +42,7 @@ std::uint64_t CoordinatorSession::total_steps() const noexcept {
 void CoordinatorSession::start_clock() { start_ms_ = steady_ms(); }
 
 double CoordinatorSession::elapsed_seconds() const {
-  return static_cast<double>(steady_ms() - start_ms_) / 1000.0;
+  return seconds_before_ + static_cast<double>(steady_ms() - start_ms_) / 1000.0;
 }
 
 void CoordinatorSession::broadcast(protocol::Envelope envelope) {

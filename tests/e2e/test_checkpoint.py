@@ -1,0 +1,230 @@
+"""Checkpoints and --resume with real processes and real signals: a run stopped by SIGTERM (exit
+130, the resume command printed) or by SIGKILL of the coordinator, then resumed, ends with the
+same model.json bytes and the same loss.csv (but its seconds column) as a run that never
+stopped, in every synchronous mode; async resumes and trains on; a changed config is refused;
+a damaged newest checkpoint falls back to the one before; no temp file is ever left."""
+
+import json
+import os
+import signal
+import time
+
+import harness as h
+
+# Long enough to be stopped mid-run (a few thousand steps of a small MLP), short enough that
+# the uninterrupted reference run takes a second or two.
+CONFIG = """
+version: 1
+name: ckpt
+seed: 11
+model: {{type: mlp, hidden: [8]}}
+data: {{synthetic: {{kind: linear, rows: 3000, features: 6}}, validation: 0.1}}
+shards: {{count: {workers}}}
+{extra}
+training: {{epochs: {epochs}, batch_size: 32, optimizer: {{type: adam, lr: 0.01}}}}
+transport: {{type: {transport}}}
+fault_tolerance: {{checkpoint_every: {{steps: {every}}}}}
+output: {{dir: {out}, log_every: {{steps: 7}}}}
+"""
+
+MODES = {
+    "star": dict(workers=3, extra=""),
+    "ring": dict(workers=3, extra="aggregation: {mode: gradients, topology: ring}"),
+    "servers": dict(workers=3, extra="aggregation: {mode: gradients, servers: 2}"),
+    "tensor": dict(workers=2, extra="parallelism: {tensor: 2}"),
+    "parameters": dict(workers=3, extra="aggregation: {mode: parameters, parameters: "
+                                        "{sync_every: {steps: 5}, optimizer_state: keep}}"),
+}
+
+
+def config(tmp, mode, transport="ipc", epochs=60, every=150):
+    m = MODES[mode]
+    return h.write_config(tmp, CONFIG.format(workers=m["workers"], extra=m["extra"],
+                                             epochs=epochs, transport=transport, every=every,
+                                             out=tmp / "run"), name=f"{mode}.yaml")
+
+
+def checkpoints(run_dir):
+    folder = run_dir / "checkpoint"
+    return sorted(folder.iterdir()) if folder.exists() else []
+
+
+def no_temp_files(run_dir):
+    names = [p.name for p in checkpoints(run_dir)]
+    assert all(n.startswith("step-") and n.endswith(".ckpt") for n in names), names
+    assert len(names) <= 2, names
+
+
+def loss_rows(path):
+    """loss.csv without its seconds column."""
+    rows = [line.split(",") for line in path.read_text().splitlines()]
+    col = rows[0].index("seconds")
+    return [r[:col] + r[col + 1:] for r in rows]
+
+
+def reference(tmp, cfg):
+    ref = tmp / "ref"
+    r = h.run("run", cfg, "--set", f"output.dir={ref}", timeout=60)
+    assert r.code == 0, r
+    return ref
+
+
+def stop_after_first_checkpoint(cfg, run_dir, sig):
+    """Starts the run and sends `sig` to the coordinator once its first checkpoint is on disk."""
+    proc = h.start(cfg)
+    h.wait_for(lambda: checkpoints(run_dir) or proc.poll() is not None, 30, "a checkpoint")
+    assert proc.poll() is None, "the run ended before it could be stopped: make it longer"
+    workers = h.children_of(proc.pid)
+    os.kill(proc.pid, sig)
+    return proc, workers
+
+
+def assert_same_as(ref, run_dir):
+    assert (run_dir / "model.json").read_bytes() == (ref / "model.json").read_bytes(), \
+        "the resumed run's model.json differs from the uninterrupted run's"
+    assert loss_rows(run_dir / "loss.csv") == loss_rows(ref / "loss.csv")
+
+
+def resume_and_compare(tmp, cfg, ref, run_dir, total_steps):
+    r = h.run("run", cfg, "--resume", "--json", timeout=60)
+    assert r.code == 0, r
+    summary = r.json()
+    resumed = summary["checkpoint"]["resumed_from_step"]
+    assert 0 < resumed < total_steps, summary["checkpoint"]
+    assert summary["steps"] == total_steps
+    assert_same_as(ref, run_dir)
+    no_temp_files(run_dir)
+
+
+def sigterm_then_resume(tmp, mode, transport="ipc"):
+    cfg = config(tmp, mode, transport)
+    ref = reference(tmp, cfg)
+    total = json.loads((ref / "summary.json").read_text())["steps"]
+    run_dir = tmp / "run"
+    proc, workers = stop_after_first_checkpoint(cfg, run_dir, signal.SIGTERM)
+    out, err = h.finish(proc, 20)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert f"resume with: disttrain run {cfg} --resume" in err, err
+    h.assert_gone(workers)
+    no_temp_files(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    assert summary["checkpoint"]["last_step"] == summary["steps"], summary
+    resume_and_compare(tmp, cfg, ref, run_dir, total)
+
+
+def test_sigterm_resume_star_tcp(tmp):
+    sigterm_then_resume(tmp, "star", "tcp")
+
+
+def test_sigterm_resume_ring(tmp):
+    sigterm_then_resume(tmp, "ring")
+
+
+def test_sigterm_resume_sharded_servers(tmp):
+    sigterm_then_resume(tmp, "servers")
+
+
+def test_sigterm_resume_tensor(tmp):
+    sigterm_then_resume(tmp, "tensor")
+
+
+def test_sigterm_resume_parameters(tmp):
+    sigterm_then_resume(tmp, "parameters")
+
+
+def test_coordinator_sigkill_then_resume(tmp):
+    for mode in ("star", "ring"):
+        sub = tmp / mode
+        sub.mkdir()
+        cfg = config(sub, mode)
+        ref = reference(sub, cfg)
+        total = json.loads((ref / "summary.json").read_text())["steps"]
+        run_dir = sub / "run"
+        proc, workers = stop_after_first_checkpoint(cfg, run_dir, signal.SIGKILL)
+        proc.communicate(timeout=10)
+        # The workers notice the lost coordinator within worker_timeout_ms (3000 by default).
+        h.assert_gone(workers, within=6)
+        no_temp_files(run_dir)
+        resume_and_compare(sub, cfg, ref, run_dir, total)
+
+
+def test_resume_continues_a_longer_run(tmp):
+    # Raising training.epochs on resume trains on, as if the run had had those epochs all along.
+    cfg = config(tmp, "star", epochs=60)
+    longer = config(tmp, "star", epochs=90)
+    ref = reference(tmp, longer)
+    run_dir = tmp / "run"
+    proc, workers = stop_after_first_checkpoint(cfg, run_dir, signal.SIGTERM)
+    h.finish(proc, 20)
+    assert proc.returncode == 130
+    r = h.run("run", longer, "--resume", timeout=60)
+    assert r.code == 0, r
+    assert_same_as(ref, run_dir)
+
+
+def test_async_resumes(tmp):
+    cfg = h.write_config(tmp, CONFIG.format(
+        workers=3, extra="aggregation: {mode: async, async: {max_staleness: 2}}", epochs=60,
+        transport="ipc", every=300, out=tmp / "run"))
+    run_dir = tmp / "run"
+    proc, workers = stop_after_first_checkpoint(cfg, run_dir, signal.SIGTERM)
+    out, err = h.finish(proc, 20)
+    assert proc.returncode == 130, (proc.returncode, err)
+    r = h.run("run", cfg, "--resume", "--json", timeout=60)
+    assert r.code == 0, r
+    summary = r.json()
+    assert summary["checkpoint"]["resumed_from_step"] > 0
+    assert summary["final_loss"] < 0.1, summary["final_loss"]
+    no_temp_files(run_dir)
+
+
+def test_incompatible_config_is_refused(tmp):
+    cfg = config(tmp, "star")
+    run_dir = tmp / "run"
+    proc, _ = stop_after_first_checkpoint(cfg, run_dir, signal.SIGTERM)
+    h.finish(proc, 20)
+    r = h.run("run", cfg, "--resume", "--set", "shards.count=4", "--set", "model.hidden=[9]")
+    assert r.code == 2, r
+    assert "--resume: the config no longer fits the checkpoint" in r.stderr, r.stderr
+    assert "model.hidden was [8], is now [9]" in r.stderr, r.stderr
+    assert "shards.count was 3, is now 4" in r.stderr, r.stderr
+    assert "run without --resume" in r.stderr
+    # Loadable but not the same numbers: a warning naming the key.
+    r = h.run("run", cfg, "--resume", "--set", "training.optimizer.lr=0.02", "--json")
+    assert r.code == 0, r
+    assert "training.optimizer.lr was 0.01, is now 0.02" in r.stderr, r.stderr
+    # Nowhere to resume from: exit 2 naming the folder.
+    empty = h.run("run", cfg, "--resume", "--set", f"output.dir={tmp / 'none'}")
+    assert empty.code == 2, empty
+    assert f"--resume: no checkpoint in {tmp / 'none' / 'checkpoint'}" in empty.stderr, empty
+
+
+def test_corrupt_latest_checkpoint_falls_back(tmp):
+    cfg = config(tmp, "star", every=100)
+    ref = reference(tmp, cfg)
+    run_dir = tmp / "run"
+    proc = h.start(cfg)
+    h.wait_for(lambda: len(checkpoints(run_dir)) == 2 or proc.poll() is not None, 30,
+               "two checkpoints")
+    os.kill(proc.pid, signal.SIGTERM)
+    h.finish(proc, 20)
+    assert proc.returncode == 130
+    files = checkpoints(run_dir)
+    assert len(files) == 2, files
+    data = bytearray(files[-1].read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    files[-1].write_bytes(bytes(data))
+    r = h.run("run", cfg, "--resume", "--json", timeout=60)
+    assert r.code == 0, r
+    assert "corrupt checkpoint: the checksum does not match its contents" in r.stderr, r.stderr
+    assert r.json()["checkpoint"]["resumed_from"] == str(files[0])
+    assert_same_as(ref, run_dir)
+
+
+if __name__ == "__main__":
+    h.main([test_sigterm_resume_star_tcp, test_sigterm_resume_ring,
+            test_sigterm_resume_sharded_servers, test_sigterm_resume_tensor,
+            test_sigterm_resume_parameters, test_coordinator_sigkill_then_resume,
+            test_resume_continues_a_longer_run, test_async_resumes,
+            test_incompatible_config_is_refused, test_corrupt_latest_checkpoint_falls_back])

@@ -1,0 +1,125 @@
+// Checkpoint files (core/roles/checkpoint.hpp): exact round trips, damage detected with a clear
+// message, the newest usable file found, the last two kept.
+
+#include "core/roles/checkpoint.hpp"
+#include "core/util/error.hpp"
+#include "core/util/files.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+namespace {
+
+namespace ck = dt::checkpoint;
+
+ck::Checkpoint sample(std::uint64_t step) {
+  ck::Checkpoint c;
+  c.manifest = {{"step", step}, {"mode", "gradients"}, {"log", {{{"step", 10}, {"loss", 0.5}}}}};
+  c.arrays["parameters"] = {0.1, -0.0, 1e-310, std::numeric_limits<double>::max(),
+                            std::numeric_limits<double>::infinity(), 3.0 + static_cast<double>(step)};
+  c.arrays["optimizer.slot0"] = {};
+  c.arrays["optimizer.slot1"] = {2.5, -7.25};
+  return c;
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string error_of(const std::string& bytes) {
+  try {
+    (void)ck::decode(bytes, "ck/step-1.ckpt");
+  } catch (const dt::DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: encode/decode round trip is bit-exact, NaN and -0 included") {
+  auto c = sample(40);
+  c.arrays["parameters"].push_back(std::numeric_limits<double>::quiet_NaN());
+  const auto back = ck::decode(ck::encode(c), "x");
+  CHECK(back.step() == 40);
+  CHECK(back.manifest == c.manifest);
+  REQUIRE(back.arrays.size() == c.arrays.size());
+  for (const auto& [name, values] : c.arrays) CHECK(same_bits(back.array(name), values));
+  CHECK(std::signbit(back.array("parameters")[1]));
+  CHECK_THROWS_WITH_AS((void)back.array("missing"), "the checkpoint holds no 'missing' array",
+                       dt::DataError);
+}
+
+TEST_CASE("checkpoint: a truncated or corrupted file is refused with a clear message") {
+  const auto bytes = ck::encode(sample(7));
+  // Cut at every length: never accepted, always named.
+  for (std::size_t n = 0; n < bytes.size(); n += 3) {
+    const auto err = error_of(bytes.substr(0, n));
+    CHECK_MESSAGE(err.starts_with("ck/step-1.ckpt: "), n);
+  }
+  CHECK(error_of(bytes.substr(0, bytes.size() - 1)).find("truncated checkpoint") !=
+        std::string::npos);
+  CHECK(error_of("hello") == "ck/step-1.ckpt: not a disttrain checkpoint (the file does not "
+                             "start with the checkpoint magic bytes)");
+  // One flipped bit in the middle of the parameters.
+  auto flipped = bytes;
+  flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 0x10);
+  CHECK(error_of(flipped) ==
+        "ck/step-1.ckpt: corrupt checkpoint: the checksum does not match its contents");
+  auto longer = bytes + "x";
+  CHECK(error_of(longer).find("end marker") != std::string::npos);
+  auto version = bytes;
+  version[8] = 9;
+  CHECK(error_of(version) == "ck/step-1.ckpt: checkpoint format version 9, this disttrain reads "
+                             "version 1; resume it with the disttrain that wrote it");
+}
+
+TEST_CASE("checkpoint: files are named by step, the last two kept, no temp file left") {
+  const dt::files::TempDir tmp("dt-test-ckpt");
+  const auto dir = tmp.path() / "checkpoint";
+  CHECK(ck::file_for(dir, 120).filename() == "step-000000000120.ckpt");
+  CHECK_FALSE(ck::load_latest(dir).has_value());
+  for (const std::uint64_t step : {100, 200, 300, 1000}) (void)ck::write(dir, sample(step));
+  const auto files = ck::list(dir);
+  REQUIRE(files.size() == 2);
+  CHECK(files[0].filename() == "step-000000000300.ckpt");
+  CHECK(files[1].filename() == "step-000000001000.ckpt");
+  std::size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries += e.exists() ? 1 : 0;
+  CHECK(entries == 2);  // no temp file beside them
+  const auto found = ck::load_latest(dir);
+  REQUIRE(found);
+  CHECK(found->checkpoint.step() == 1000);
+  CHECK(found->skipped.empty());
+  CHECK(same_bits(found->checkpoint.array("parameters"), sample(1000).arrays["parameters"]));
+}
+
+TEST_CASE("checkpoint: a torn newest file falls back to the previous one, naming why") {
+  const dt::files::TempDir tmp("dt-test-ckpt");
+  const auto dir = tmp.path();
+  (void)ck::write(dir, sample(10));
+  (void)ck::write(dir, sample(20));
+  const auto newest = ck::file_for(dir, 20);
+  const auto bytes = dt::files::read_all(newest);
+  write_bytes(newest, bytes.substr(0, bytes.size() / 2));
+  const auto found = ck::load_latest(dir);
+  REQUIRE(found);
+  CHECK(found->checkpoint.step() == 10);
+  REQUIRE(found->skipped.size() == 1);
+  CHECK(found->skipped[0].find("step-000000000020.ckpt: truncated checkpoint") != std::string::npos);
+
+  // A file renamed to another step is not trusted either.
+  std::filesystem::rename(ck::file_for(dir, 10), ck::file_for(dir, 30));
+  std::vector<std::string> rejected;
+  CHECK_FALSE(ck::load_latest(dir, &rejected).has_value());
+  REQUIRE(rejected.size() == 2);
+  CHECK(rejected[0].find("the file name says step 30 but it holds step 10") != std::string::npos);
+}
