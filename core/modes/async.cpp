@@ -73,6 +73,9 @@ class AsyncMode final : public Mode {
     // The loss log evaluates validation at every log_every-th update: the servers keep the
     // parameters of those updates, as they have moved on by the time the log is drained.
     serving.snapshot_every = static_cast<std::uint64_t>(config.output.log_every_steps);
+    // Checkpoints take the servers' state at each multiple of checkpoint_every updates.
+    serving.checkpoint_every =
+        static_cast<std::uint64_t>(config.fault_tolerance.checkpoint_every_steps);
     std::uint64_t total = 0;
     std::uint64_t per_epoch = 0;
     for (int r = 0; r < ranks; ++r) {
@@ -82,14 +85,15 @@ class AsyncMode final : public Mode {
       per_epoch += local;
     }
     session.set_schedule(total, per_epoch);
-    roles::ServerGroup servers(session, serving);
+    servers_ = std::make_unique<roles::ServerGroup>(session, serving, from_);
+    auto& servers = *servers_;
     session.start_clock();
     servers.announce();  // the workers start training when they learn the servers
 
     const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);
     std::vector<double> worker_loss(ri(ranks), 0.0);
     std::vector<std::uint64_t> worker_rows(ri(ranks), 0);
-    std::uint64_t applied = 0;
+    std::uint64_t applied = session.first_step();
     const auto drain = [&] {
       servers.check();
       for (const auto& u : servers.take_log()) {
@@ -109,6 +113,7 @@ class AsyncMode final : public Mode {
         session.record_step(applied, u.loss_sum, u.rows, worker_loss, worker_rows);
         worker_loss[ri(u.rank)] = 0.0;
         worker_rows[ri(u.rank)] = 0;
+        session.step_boundary(applied);
       }
     };
     const auto done = session.gather(protocol::Type::kDone, drain);
@@ -141,6 +146,24 @@ class AsyncMode final : public Mode {
     out["updates"] = total;
   }
 
+ private:
+  std::unique_ptr<roles::ServerGroup> servers_;  // outlives coordinate() for a stop checkpoint
+  const checkpoint::Checkpoint* from_ = nullptr;  // a resumed run's (owned by the Checkpointer)
+
+ public:
+
+  // Checkpoints: the servers' state at a multiple of checkpoint_every applied updates (kept by
+  // the servers as they pass it) and each worker's applied steps; a stop between two such
+  // counts leaves the last periodic checkpoint.
+  bool save_state(roles::CoordinatorSession& /*session*/, std::uint64_t step,
+                  checkpoint::Checkpoint& out) override {
+    return servers_ && servers_->save_state(step, out);
+  }
+  void restore_state(roles::CoordinatorSession& /*session*/,
+                     const checkpoint::Checkpoint& from) override {
+    from_ = &from;
+  }
+
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
     if (message.type != protocol::Type::kServers) {
       fail<ProtocolError>("async mode: unexpected {} message from the coordinator",
@@ -154,8 +177,12 @@ class AsyncMode final : public Mode {
     std::vector<double> grad(p, 0.0);
     const std::uint64_t steps = session.local_steps_per_epoch() *
                                 static_cast<std::uint64_t>(session.config().training.epochs);
+    std::uint64_t first = 0;  // a resumed run: the steps the servers have applied already
+    if (const auto it = message.fields.find("start_steps"); it != message.fields.end()) {
+      first = it->at(session.rank()).get<std::uint64_t>();
+    }
     client.pull(steps);
-    for (std::uint64_t step = 0; step < steps; ++step) {
+    for (std::uint64_t step = first; step < steps; ++step) {
       client.receive(params);  // held by the server while the staleness bound says wait
       std::fill(grad.begin(), grad.end(), 0.0);
       const auto start = std::chrono::steady_clock::now();

@@ -28,6 +28,10 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
   stats_.staleness_of.resize(workers);
   if (options_.asynchronous) {
     clock_.emplace(options_.worker_steps, options_.max_staleness);
+    if (!options_.start_completed.empty()) {
+      clock_->resume_at(options_.start_completed);
+      for (std::size_t r = 0; r < workers; ++r) stats_.worker_steps[r] = clock_->completed(static_cast<int>(r));
+    }
     before_.assign(n, 0.0);
     for (const auto s : options_.worker_steps) total_steps_ += s;
   } else {
@@ -72,9 +76,18 @@ void ParameterServer::check() const {
 
 std::optional<ServerState> ParameterServer::state_at(std::uint64_t version) const {
   std::lock_guard lock(mu_);
-  if (version == stats_.version) return ServerState{version, slice_, optimizer_->state()};
-  if (version + 1 == stats_.version && !options_.asynchronous) return previous_;
-  return std::nullopt;
+  if (version == stats_.version && !options_.asynchronous) {
+    return ServerState{version, slice_, optimizer_->state(), stats_.worker_steps};
+  }
+  if (!options_.asynchronous) {
+    if (version + 1 == stats_.version) return previous_;
+    return std::nullopt;
+  }
+  const auto it = kept_.find(version);
+  if (it == kept_.end()) return std::nullopt;
+  auto out = it->second;
+  kept_.erase(kept_.begin(), std::next(it));
+  return out;
 }
 
 bool ParameterServer::take_snapshot(std::uint64_t version, std::span<double> params) {
@@ -160,7 +173,9 @@ void ParameterServer::on_pull(const protocol::Envelope& e) {
     fail<ProtocolError>("worker {} plans {} steps, the coordinator planned {}", rank, steps,
                         options_.worker_steps[e.rank]);
   }
-  if (clock_->completed(rank) != 0 ||
+  const std::uint64_t start =
+      options_.start_completed.empty() ? 0 : options_.start_completed.at(e.rank);
+  if (clock_->completed(rank) != start ||
       std::find(waiting_.begin(), waiting_.end(), rank) != waiting_.end()) {
     fail<ProtocolError>("worker {} pulled twice (pulls only start training; pushes continue it)",
                         rank);
@@ -275,6 +290,10 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   const auto every = options_.snapshot_every;
   if (every > 0 && (stats_.version % every == 0 || stats_.version == total_steps_)) {
     snapshots_.emplace(stats_.version, slice_);
+  }
+  if (options_.checkpoint_every > 0 && stats_.version % options_.checkpoint_every == 0) {
+    kept_.emplace(stats_.version,
+                  ServerState{stats_.version, slice_, optimizer_->state(), stats_.worker_steps});
   }
   cv_.notify_all();
   }

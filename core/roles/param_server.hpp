@@ -68,9 +68,13 @@ struct ServerOptions {
   // log's validation must use at that update, since the servers move on before the
   // coordinator reads them. 0: none.
   std::uint64_t snapshot_every = 0;
-  // A resumed run (sync mode): the rounds already done and the slice's optimizer state then.
+  // Async: keep the state after every this many updates for a checkpoint (state_at). 0: none.
+  std::uint64_t checkpoint_every = 0;
+  // A resumed run: the updates (rounds) already done, the slice's optimizer state then, and
+  // (async) each worker's completed steps.
   std::uint64_t start_version = 0;
   std::optional<models::OptimizerState> optimizer_state;
+  std::vector<std::uint64_t> start_completed;
 };
 
 // A server's slice and optimizer state after `version` updates (a checkpoint's part).
@@ -78,6 +82,7 @@ struct ServerState {
   std::uint64_t version = 0;
   std::vector<double> slice;
   models::OptimizerState optimizer;
+  std::vector<std::uint64_t> worker_steps;  // async: each worker's pushes applied
 };
 
 // One push as applied by a server (async mode's loss log).
@@ -119,9 +124,9 @@ class ParameterServer {
   [[nodiscard]] bool take_snapshot(std::uint64_t version, std::span<double> params);
   // TrainingError naming the server when its thread has failed.
   void check() const;
-  // Sync mode: the state after `version` rounds, the current one or the one before the latest
-  // round (a checkpoint after a stop may come while a round is being applied); nullopt when
-  // neither is at that version.
+  // The state after `version` updates. Sync: the current one or the one before the latest
+  // round (a checkpoint after a stop may come while a round is being applied). Async: the one
+  // kept at that version (options().checkpoint_every), older ones dropped. nullopt otherwise.
   [[nodiscard]] std::optional<ServerState> state_at(std::uint64_t version) const;
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] ServerStats stats() const;
@@ -146,6 +151,7 @@ class ParameterServer {
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
   ServerState previous_;       // sync: the state before the latest round; under mu_
+  mutable std::map<std::uint64_t, ServerState> kept_;  // async: by version, for checkpoints; under mu_
 
   // Thread-only state.
   std::vector<std::vector<double>> pending_;  // sync: each rank's push of the current round

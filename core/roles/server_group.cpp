@@ -55,10 +55,18 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
       o.staleness_lr = async->staleness_lr;
       o.keep_log = k == 0;
       o.snapshot_every = async->snapshot_every;
+      o.checkpoint_every = async->checkpoint_every;
     }
     if (from != nullptr) {
       o.start_version = from->step();
       o.optimizer_state = get_optimizer(*from, fmt::format("server.{}.optimizer", k));
+      if (async) {
+        // Every server continues from server 0's count of each worker's applied pushes (with
+        // several servers, one may have applied a push or two more or less of a worker at the
+        // same version: asynchronous training tolerates that, as it tolerates staleness).
+        start_steps_ = from->manifest.at("mode_state").at("worker_steps").get<std::vector<std::uint64_t>>();
+        o.start_completed = start_steps_;
+      }
     }
     servers_.push_back(std::make_unique<ParameterServer>(
         session.transport(), std::move(o),
@@ -73,11 +81,17 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
 bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out) const {
   std::vector<double> params(session_.params().size());
   for (std::size_t k = 0; k < servers_.size(); ++k) {
+    // Async: server 0's log says `version` updates happened; the other servers may not have
+    // applied all of those pushes yet (they are on their way), so give them a moment.
+    if (servers_[k]->options().asynchronous) {
+      (void)servers_[k]->wait_version(version, std::chrono::milliseconds(1000));
+    }
     const auto state = servers_[k]->state_at(version);
     if (!state) return false;
     std::copy(state->slice.begin(), state->slice.end(),
               params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
     put_optimizer(out, fmt::format("server.{}.optimizer", k), state->optimizer);
+    if (k == 0) out.manifest["mode_state"]["worker_steps"] = state->worker_steps;
   }
   out.arrays["parameters"] = std::move(params);
   return true;
@@ -88,6 +102,7 @@ void ServerGroup::announce() {
   std::vector<std::string> endpoints;
   for (const auto& s : servers_) endpoints.push_back(s->endpoint());
   e.fields = {{"endpoints", endpoints}, {"parameters", session_.params().size()}};
+  if (!start_steps_.empty()) e.fields["start_steps"] = start_steps_;
   session_.broadcast(std::move(e));
 }
 

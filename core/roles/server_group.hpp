@@ -34,6 +34,7 @@ struct AsyncServing {
   std::optional<int> max_staleness;
   bool staleness_lr = false;
   std::uint64_t snapshot_every = 0;  // see ServerOptions::snapshot_every
+  std::uint64_t checkpoint_every = 0;  // see ServerOptions::checkpoint_every
 };
 
 class ServerGroup {
@@ -74,6 +75,7 @@ class ServerGroup {
   CoordinatorSession& session_;
   std::vector<KeyRange> ranges_;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::vector<std::uint64_t> start_steps_;  // a resumed async run: each worker's steps done
 };
 
 class ServerClient {

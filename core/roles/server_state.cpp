@@ -39,6 +39,18 @@ StepClock::StepClock(std::vector<std::uint64_t> steps_per_worker, std::optional<
   for (const auto s : steps_) unfinished_ += s > 0 ? 1 : 0;
 }
 
+void StepClock::resume_at(const std::vector<std::uint64_t>& completed) {
+  if (completed.size() != completed_.size()) {
+    fail<TrainingError>("a resumed step clock for {} workers got {} counts", completed_.size(),
+                        completed.size());
+  }
+  unfinished_ = 0;
+  for (std::size_t r = 0; r < completed.size(); ++r) {
+    completed_[r] = std::min(completed[r], steps_[r]);
+    unfinished_ += completed_[r] < steps_[r] ? 1 : 0;
+  }
+}
+
 std::uint64_t StepClock::completed(int rank) const { return completed_.at(static_cast<std::size_t>(rank)); }
 
 bool StepClock::finished(int rank) const {

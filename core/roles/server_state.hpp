@@ -49,6 +49,8 @@ class StepClock {
   [[nodiscard]] std::uint64_t lead(int rank) const;
   // `rank` completed one more step. TrainingError when it had already finished.
   void complete(int rank);
+  // A resumed run: each worker has completed these steps already.
+  void resume_at(const std::vector<std::uint64_t>& completed);
 
  private:
   std::vector<std::uint64_t> steps_;

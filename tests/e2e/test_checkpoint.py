@@ -149,6 +149,26 @@ def test_coordinator_sigkill_then_resume(tmp):
         resume_and_compare(sub, cfg, ref, run_dir, total)
 
 
+def test_lost_worker_under_abort_keeps_the_last_step(tmp):
+    cfg = config(tmp, "star")
+    ref = reference(tmp, cfg)
+    total = json.loads((ref / "summary.json").read_text())["steps"]
+    run_dir = tmp / "run"
+    proc = h.start(cfg)
+    workers = h.worker_processes(proc, 3)
+    h.wait_for(lambda: checkpoints(run_dir) or proc.poll() is not None, 30, "a checkpoint")
+    assert proc.poll() is None, "the run ended before it could be stopped: make it longer"
+    os.kill(next(p for p in workers if h.rank_of(p) == 1), signal.SIGKILL)
+    out, err = h.finish(proc, 20)
+    assert proc.returncode == 3, (proc.returncode, err)
+    assert f"resume with: disttrain run {cfg} --resume" in err, err
+    h.assert_gone(workers)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "failed"
+    assert summary["checkpoint"]["last_step"] == summary["steps"], summary
+    resume_and_compare(tmp, cfg, ref, run_dir, total)
+
+
 def test_resume_continues_a_longer_run(tmp):
     # Raising training.epochs on resume trains on, as if the run had had those epochs all along.
     cfg = config(tmp, "star", epochs=60)
@@ -226,5 +246,6 @@ if __name__ == "__main__":
     h.main([test_sigterm_resume_star_tcp, test_sigterm_resume_ring,
             test_sigterm_resume_sharded_servers, test_sigterm_resume_tensor,
             test_sigterm_resume_parameters, test_coordinator_sigkill_then_resume,
+            test_lost_worker_under_abort_keeps_the_last_step,
             test_resume_continues_a_longer_run, test_async_resumes,
             test_incompatible_config_is_refused, test_corrupt_latest_checkpoint_falls_back])
