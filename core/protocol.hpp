@@ -56,9 +56,16 @@ enum class Type : std::uint16_t {
                        // replicas' parameters and optimizer, parameters-mode clients' position
                        // and optimizer); ring rank 0 -> coordinator: mine (a stop checkpoint)
   kStateRequest = 33,  // coordinator -> ring rank 0: send your state after step s (kResumeState)
+  // Failure handling (35-39).
+  kReassign = 35,    // coordinator -> survivor (continue): load share k of m of a lost shard
+  kReassigned = 36,  // survivor -> coordinator: loaded; the rows it adds from the next epoch
 };
 
 [[nodiscard]] const char* name_of(Type type);
+// Whether `reply` is the one message a worker sends back for `request` (kStep -> kGradient or
+// kRingLoss, kRound -> kRoundResult, ...): only such a request is re-sent when its reply is
+// overdue, and a worker answers a repeated one from its cache.
+[[nodiscard]] bool answers(Type reply, Type request);
 [[nodiscard]] std::string peer_name(std::uint32_t rank);  // "w3"; heartbeat sockets "h3"
 
 // A message under construction or received: header, JSON fields, array frames.

@@ -34,6 +34,8 @@ class HeartbeatServer {
   [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
   // How long since `rank` last pinged; nullopt-like -1 before its first ping.
   [[nodiscard]] std::int64_t silent_ms(int rank) const noexcept;
+  // A replacement worker takes `rank` over: it has not pinged yet.
+  void forget(int rank) noexcept { last_seen_ms_[static_cast<std::size_t>(rank)].store(-1); }
 
  private:
   void loop(std::unique_ptr<transport::Listener> listener);

@@ -118,6 +118,12 @@ class WorkerSession {
   [[nodiscard]] std::uint64_t local_steps_per_epoch() const noexcept;
   [[nodiscard]] Batch local_batch(std::uint64_t local_step);
 
+  // `continue`: rows of a lost worker this worker trains on from `from_epoch` on (normalized,
+  // classes assigned). They join the shard when that epoch's order is prepared.
+  void adopt_rows(data::Shard rows, std::uint64_t from_epoch);
+  // Training is over: every adopted row joins the shard now (for the final evaluation).
+  void adopt_all();
+
   // Timing: compute sections are measured by the mode, communication by receive/send.
   void add_compute_seconds(double seconds);
   [[nodiscard]] protocol::Report report() const;
@@ -147,6 +153,11 @@ class WorkerSession {
   std::uint64_t steps_ = 0;
   std::vector<double> step_seconds_;
   collectives::PeerLinks* peers_ = nullptr;  // owned by run_worker
+  struct Adopted {
+    data::Shard rows;
+    std::uint64_t from_epoch = 0;
+  };
+  std::vector<Adopted> adopted_;
 };
 
 }  // namespace dt::roles
