@@ -39,6 +39,7 @@ std::filesystem::path prepare_run_dir(const config::Config& config, bool resume)
       std::filesystem::remove(file, ec);
     }
   }
+  checkpoint::sweep(roles::checkpoint_dir(dir));
   return dir;
 }
 

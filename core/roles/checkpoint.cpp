@@ -188,11 +188,22 @@ std::vector<std::filesystem::path> list(const std::filesystem::path& dir) {
   return out;
 }
 
+void sweep(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.starts_with(".step-") && name.find(".ckpt.tmp.") != std::string::npos) {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
+}
+
 std::filesystem::path write(const std::filesystem::path& dir, const Checkpoint& checkpoint,
                             std::size_t keep) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) fail<IoError>("cannot create the checkpoint folder {}: {}", dir.string(), ec.message());
+  sweep(dir);
   const auto path = file_for(dir, checkpoint.step());
   files::write_atomic(path, encode(checkpoint));
   // Only now that the new file is durable may the older ones go.

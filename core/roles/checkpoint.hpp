@@ -49,6 +49,11 @@ struct Checkpoint {
 // The checkpoint files in `dir` (temp files of an unfinished write are not), by step ascending.
 [[nodiscard]] std::vector<std::filesystem::path> list(const std::filesystem::path& dir);
 
+// Removes the temp files of writes that never finished (a second Ctrl-C exits at once, a crash
+// or SIGKILL stops anything): files::write_atomic names them ".<name>.tmp.XXXXXX". They are
+// never read; write() and a new or resumed run sweep them.
+void sweep(const std::filesystem::path& dir);
+
 // Writes `checkpoint` as file_for(dir, step) atomically, then removes all but the newest `keep`
 // checkpoint files (only once the new one is durable). Returns the new file.
 std::filesystem::path write(const std::filesystem::path& dir, const Checkpoint& checkpoint,

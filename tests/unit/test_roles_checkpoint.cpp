@@ -87,6 +87,8 @@ TEST_CASE("checkpoint: files are named by step, the last two kept, no temp file 
   const auto dir = tmp.path() / "checkpoint";
   CHECK(ck::file_for(dir, 120).filename() == "step-000000000120.ckpt");
   CHECK_FALSE(ck::load_latest(dir).has_value());
+  std::filesystem::create_directories(dir);
+  write_bytes(dir / ".step-000000000050.ckpt.tmp.AbC123", "half a checkpoint");  // a torn write
   for (const std::uint64_t step : {100, 200, 300, 1000}) (void)ck::write(dir, sample(step));
   const auto files = ck::list(dir);
   REQUIRE(files.size() == 2);
@@ -94,7 +96,7 @@ TEST_CASE("checkpoint: files are named by step, the last two kept, no temp file 
   CHECK(files[1].filename() == "step-000000001000.ckpt");
   std::size_t entries = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) entries += e.exists() ? 1 : 0;
-  CHECK(entries == 2);  // no temp file beside them
+  CHECK(entries == 2);  // no temp file beside them (the torn one swept)
   const auto found = ck::load_latest(dir);
   REQUIRE(found);
   CHECK(found->checkpoint.step() == 1000);
