@@ -135,6 +135,7 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   // The mode's own statistics (staleness, servers, rounds, ...), when it has any.
   if (!result.aggregation.empty()) j["aggregation"] = result.aggregation;
   j["failures"] = result.error.empty() ? ordered_json::array() : ordered_json::array({result.error});
+  j["stragglers"] = result.stragglers;
   j["warnings"] = result.warnings;
   j["expect"] = {{"met", expect_failures.empty()}, {"failures", expect_failures}};
   return j;

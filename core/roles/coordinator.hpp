@@ -10,6 +10,7 @@
 #include "core/models/optim.hpp"
 #include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
+#include "core/roles/stragglers.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -78,6 +79,8 @@ struct RunResult {
   double train_seconds = 0;
   std::vector<WorkerStats> workers;
   std::vector<std::string> warnings;
+  // Workers persistently slower than straggler_factor x the others (Straggler::to_json each).
+  nlohmann::json stragglers = nlohmann::json::array();
   // The mode's own statistics, written into summary.json as "aggregation" when not empty.
   nlohmann::json aggregation = nlohmann::json::object();
 };
@@ -228,6 +231,7 @@ class CoordinatorSession {
   std::uint64_t window_rows_ = 0;
   std::vector<double> window_worker_loss_;
   std::vector<std::uint64_t> window_worker_rows_;
+  StragglerMonitor stragglers_{config_.fault_tolerance.straggler_factor, plan_.shard_rows.size()};
 };
 
 // Loss and metric sums of `params` over every row of `shard`, in chunks so that the model's

@@ -100,6 +100,7 @@ void CoordinatorSession::note_late_exit(const ChildExit& exit) {
 }
 
 void CoordinatorSession::check_workers() {
+  stragglers_.check(heartbeat_, result_);  // the idle path of every wait
   for (const auto& exit : pool_.poll()) {
     if (exits_expected_) {
       note_late_exit(exit);
@@ -211,6 +212,7 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
 void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
                                      const std::vector<double>& worker_loss_sum,
                                      const std::vector<std::uint64_t>& worker_rows) {
+  stragglers_.check(heartbeat_, result_);  // also when the waits are never idle
   const std::uint64_t previous = result_.steps;
   result_.steps = step;
   window_loss_ += loss_sum;

@@ -149,6 +149,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
     const auto mode = modes::make_mode(config);
     for (;;) {
       const auto message = session.receive();
+      if (session.answer_repeat(message)) continue;
       switch (message.type) {
         case protocol::Type::kEvaluate:
           if (!mode->evaluate(session, message)) session.send(evaluate_shard(session, message));
@@ -210,7 +211,8 @@ WorkerSession::WorkerSession(const WorkerOptions& options, const config::Config&
       model_(model),
       shard_(shard),
       train_rows_(train_rows),
-      steps_per_epoch_(std::max<std::uint64_t>(1, steps_per_epoch)) {}
+      steps_per_epoch_(std::max<std::uint64_t>(1, steps_per_epoch)),
+      faults_(config.faults, options.rank) {}
 
 protocol::Envelope WorkerSession::receive() {
   const auto start = Clock::now();
@@ -223,10 +225,40 @@ protocol::Envelope WorkerSession::receive() {
 void WorkerSession::send(protocol::Envelope envelope) {
   const auto start = Clock::now();
   envelope.rank = options_.rank;
-  connection_.send(protocol::encode(std::move(envelope), options_.job_id),
-                   deadline_in(kSendDeadline));
+  // Kept until the next request: the answer to a repeat of this one (answer_repeat). A dropped
+  // message is kept too: it was lost on the way, the work behind it was done.
+  last_reply_ = protocol::encode(std::move(envelope), options_.job_id);
+  if (faults_.before_send(true)) connection_.send(*last_reply_, deadline_in(kSendDeadline));
   comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+bool WorkerSession::answer_repeat(const protocol::Envelope& request) {
+  if (!requests_seen_) {
+    requests_seen_ = true;
+    // The first workers start at generation 0; a worker that first hears a later one replaces
+    // a lost worker, and its faults would only strike it down again at the same step.
+    if (request.generation != 0 && !faults_.empty()) {
+      faults_.disarm();
+      log::info("fault injection is off: this worker replaces a lost one");
+    }
+  }
+  RequestKey key{request.type, request.step, request.generation, request.fields, {}};
+  for (const auto& a : request.arrays) key.array_sizes.push_back(a.size());
+  if (last_request_ && *last_request_ == key) {
+    if (last_reply_) {
+      log::info("the coordinator asked again for the {} reply of step {}; sent it again",
+                protocol::name_of(request.type), request.step);
+      connection_.send(*last_reply_, deadline_in(kSendDeadline));
+    }
+    return true;
+  }
+  last_request_ = std::move(key);
+  last_reply_.reset();
+  faults_.end_step();
+  return false;
+}
+
+void WorkerSession::begin_step(std::uint64_t step) { fault_seconds_ += faults_.begin_step(step); }
 
 void WorkerSession::prepare_epoch(std::uint64_t epoch) {
   epoch_ = epoch;
@@ -298,9 +330,12 @@ void WorkerSession::check_alive() const {
 }
 
 void WorkerSession::add_compute_seconds(double seconds) {
+  seconds += fault_seconds_;  // an injected `slow` is part of the step
+  fault_seconds_ = 0;
   compute_seconds_ += seconds;
   ++steps_;
   step_seconds_.push_back(seconds);
+  heartbeat_.set_progress(steps_, compute_seconds_);
 }
 
 protocol::Report WorkerSession::report() const {
