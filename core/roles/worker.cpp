@@ -225,6 +225,9 @@ protocol::Envelope WorkerSession::receive() {
 void WorkerSession::send(protocol::Envelope envelope) {
   const auto start = Clock::now();
   envelope.rank = options_.rank;
+  // A reply belongs to the attempt of the request it answers (the coordinator drops replies to
+  // an abandoned one).
+  if (last_request_) envelope.generation = last_request_->generation;
   // Kept until the next request: the answer to a repeat of this one (answer_repeat). A dropped
   // message is kept too: it was lost on the way, the work behind it was done.
   last_reply_ = protocol::encode(std::move(envelope), options_.job_id);
@@ -246,7 +249,8 @@ bool WorkerSession::answer_repeat(const protocol::Envelope& request) {
   for (const auto& a : request.arrays) key.array_sizes.push_back(a.size());
   if (last_request_ && *last_request_ == key) {
     if (last_reply_) {
-      log::info("the coordinator asked again for the {} reply of step {}; sent it again",
+      log::info("the coordinator asked again for the reply to its {} request of step {}: sent "
+                "it again (the work is not redone)",
                 protocol::name_of(request.type), request.step);
       connection_.send(*last_reply_, deadline_in(kSendDeadline));
     }

@@ -250,10 +250,10 @@ def coordinator_resends():
     return "resend_after_ms" in h.source("core", "roles", "session.cpp").read_text()
 
 
-DROPS = [
-    "faults: [{rank: 1, at_step: 14, action: drop}]",
-    "faults: [{rank: 2, probability: 0.2, action: drop}, {rank: 3, probability: 0.1, action: drop}]",
-]
+def drops(at_step):
+    return [f"faults: [{{rank: 1, at_step: {at_step}, action: drop}}]",
+            "faults: [{rank: 2, probability: 0.4, action: drop}, "
+            "{rank: 3, probability: 0.2, action: drop}]"]
 
 
 def test_dropped_messages_never_change_the_model(tmp):
@@ -261,10 +261,12 @@ def test_dropped_messages_never_change_the_model(tmp):
         print("SKIP test_dropped_messages_never_change_the_model: the coordinator does not "
               "re-send overdue requests on this branch yet")
         return
-    for name, aggregation in (("star", STAR), ("parameters", PARAMETERS), ("ring", RING)):
+    # One epoch: 23 global steps (star, ring), 6 local steps in 3 rounds (parameters).
+    for name, aggregation, at_step in (("star", STAR, 18), ("parameters", PARAMETERS, 4),
+                                       ("ring", RING, 18)):
         cfg, clean = config(tmp, f"{name}-clean", aggregation, epochs=1)
         run_ok(cfg)
-        for i, faults in enumerate(DROPS):
+        for i, faults in enumerate(drops(at_step)):
             cfg, out = config(tmp, f"{name}-drop{i}", aggregation, faults=faults, epochs=1)
             r = run_ok(cfg)
             assert model_bytes(out) == model_bytes(clean), (name, faults, r.stderr)
@@ -276,14 +278,17 @@ def test_dropped_messages_never_change_the_model(tmp):
             assert [w["steps"] for w in s["worker_stats"]] == \
                 [w["steps"] for w in summary(clean)["worker_stats"]], (name, faults)
 
-    # Async: the only message to the coordinator is "done"; lost, it is asked for again.
+    # Async: the only message to the coordinator is "done" (after the last step); lost, it is
+    # asked for again. Async runs are not bit-reproducible: the loss must only be sane.
     cfg, out = config(tmp, "async-drop", ASYNC,
                       faults="faults: [{rank: 0, at_step: 0, action: drop}]")
     run_ok(cfg)
     s = summary(out)
-    assert s["final_metrics"]["mse"] < 0.05, s["final_metrics"]
+    assert s["steps"] == 48 and s["status"] == "ok", s
+    first = float((out / "loss.csv").read_text().splitlines()[1].split(",")[3])
+    assert s["final_loss"] < 0.2 * first, (s["final_loss"], first)
     assert "injected fault: drop" in worker_log(out, 0)
-
+    assert "asked again" in worker_log(out, 0)
 
 if __name__ == "__main__":
     h.main([test_kill_from_config_and_from_the_command_line_aborts_in_time,
