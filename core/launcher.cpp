@@ -105,19 +105,38 @@ std::vector<ChildExit> Launcher::poll() {
   return exits;
 }
 
+// A rank may have had several children (a replacement after a failure): the latest speaks for it.
+const Launcher::Child* Launcher::latest(int rank) const {
+  for (auto c = children_.rbegin(); c != children_.rend(); ++c) {
+    if (c->rank == rank) return &*c;
+  }
+  return nullptr;
+}
+
 std::optional<pid_t> Launcher::pid_of(int rank) const {
-  for (const auto& c : children_) if (c.rank == rank) return c.pid;
+  if (const Child* c = latest(rank)) return c->pid;
   return std::nullopt;
 }
 
 std::optional<std::filesystem::path> Launcher::log_of(int rank) const {
-  for (const auto& c : children_) if (c.rank == rank) return c.log;
+  if (const Child* c = latest(rank)) return c->log;
   return std::nullopt;
 }
 
 bool Launcher::running(int rank) const {
-  for (const auto& c : children_) if (c.rank == rank) return !c.reaped;
-  return false;
+  const Child* c = latest(rank);
+  return c != nullptr && !c->reaped;
+}
+
+void Launcher::kill(int rank) {
+  for (auto& c : children_) {
+    if (c.rank != rank || c.reaped) continue;
+    ::kill(c.pid, SIGKILL);  // also ends a stopped (hung) process
+    int status = 0;
+    while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {}
+    c.reaped = true;
+    c.status = decode_status(status);
+  }
 }
 
 bool Launcher::wait_all(std::chrono::milliseconds timeout) {

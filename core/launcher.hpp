@@ -47,6 +47,9 @@ class Launcher {
   [[nodiscard]] std::optional<pid_t> pid_of(int rank) const;
   [[nodiscard]] std::optional<std::filesystem::path> log_of(int rank) const;
   [[nodiscard]] bool running(int rank) const;
+  // SIGKILL to `rank`'s running child (a hung or lost worker), reaped before it returns. Its
+  // exit is not reported by poll(): the caller already knows why it ended.
+  void kill(int rank);
 
   // SIGTERM to every running child, then SIGKILL to those still running after `grace`; returns
   // once every child is reaped.
@@ -62,6 +65,7 @@ class Launcher {
     bool reaped = false;
     ExitStatus status;
   };
+  [[nodiscard]] const Child* latest(int rank) const;
   std::vector<Child> children_;
   std::vector<ChildExit> unreported_;  // reaped by wait_all, not yet returned by poll
 };

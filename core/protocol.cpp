@@ -38,6 +38,8 @@ const char* name_of(Type type) {
     case Type::kRingResult: return "ring result";
     case Type::kTensorSetup: return "tensor setup";
     case Type::kTensorReady: return "tensor ready";
+    case Type::kReassign: return "reassign";
+    case Type::kReassigned: return "reassigned";
     case Type::kServers: return "servers";
     case Type::kPull: return "pull";
     case Type::kPush: return "push";
@@ -45,6 +47,19 @@ const char* name_of(Type type) {
     case Type::kDone: return "done";
   }
   return "unknown";
+}
+
+bool answers(Type reply, Type request) {
+  switch (request) {
+    case Type::kStep: return reply == Type::kGradient || reply == Type::kRingLoss;
+    case Type::kRound: return reply == Type::kRoundResult;
+    case Type::kEvaluate: return reply == Type::kEvaluation;
+    case Type::kStop: return reply == Type::kReport;
+    case Type::kReassign: return reply == Type::kReassigned;
+    case Type::kRingFinish: return reply == Type::kRingResult;
+    case Type::kServers: return reply == Type::kDone;  // async: after the worker's last step
+    default: return false;
+  }
 }
 
 std::string peer_name(std::uint32_t rank) { return fmt::format("w{}", rank); }

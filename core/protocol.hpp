@@ -51,9 +51,16 @@ enum class Type : std::uint16_t {
   // Tensor parallelism (30-34, see core/modes/tensor.cpp).
   kTensorSetup = 30,  // coordinator -> worker: your slice (tensor, slice, replica, model inputs)
   kTensorReady = 31,  // worker -> coordinator: slice built, its columns checked
+  // Failure handling (35-39).
+  kReassign = 35,    // coordinator -> survivor (continue): load share k of m of a lost shard
+  kReassigned = 36,  // survivor -> coordinator: loaded; the rows it adds from the next epoch
 };
 
 [[nodiscard]] const char* name_of(Type type);
+// Whether `reply` is the one message a worker sends back for `request` (kStep -> kGradient or
+// kRingLoss, kRound -> kRoundResult, ...): only such a request is re-sent when its reply is
+// overdue, and a worker answers a repeated one from its cache.
+[[nodiscard]] bool answers(Type reply, Type request);
 [[nodiscard]] std::string peer_name(std::uint32_t rank);  // "w3"; heartbeat sockets "h3"
 
 // A message under construction or received: header, JSON fields, array frames.

@@ -134,7 +134,8 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   j["worker_stats"] = workers;
   // The mode's own statistics (staleness, servers, rounds, ...), when it has any.
   if (!result.aggregation.empty()) j["aggregation"] = result.aggregation;
-  j["failures"] = result.error.empty() ? ordered_json::array() : ordered_json::array({result.error});
+  // Workers lost and what was done about them; the run's own error, if any, is "error".
+  j["failures"] = ordered_json::parse(result.failures.dump());
   j["stragglers"] = result.stragglers;
   j["warnings"] = result.warnings;
   j["expect"] = {{"met", expect_failures.empty()}, {"failures", expect_failures}};

@@ -457,6 +457,23 @@ void check_faults(const Section& root, const Config& c) {
 
 void check_combinations(const Section& root, const Config& c) {
   check_faults(root, c);
+  const auto policy = c.fault_tolerance.on_worker_failure;
+  if (policy != FailurePolicy::kAbort) {
+    const AggregationConfig& a = c.aggregation;
+    std::string what;
+    if (a.topology == Topology::kRing) what = "aggregation.topology ring";
+    if (a.servers > 1) what = "aggregation.servers > 1";
+    if (a.mode == AggregationMode::kAsync) what = "aggregation.mode async";
+    if (c.parallelism.tensor > 1) what = "parallelism.tensor > 1";
+    if (!what.empty()) {
+      root.section("fault_tolerance")
+          .fail("on_worker_failure",
+                fmt::format("{} is not available with {} yet: it works with aggregation.mode "
+                            "gradients (star, one server) and parameters; use abort there, "
+                            "with checkpoints to resume from",
+                            name_of(policy), what));
+    }
+  }
   const Section shards = root.section("shards");
   const Section aggregation = root.section("aggregation");
   const Section parallelism = root.section("parallelism");

@@ -33,20 +33,24 @@ class GradientsMode final : public Mode {
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     const std::uint64_t steps = session.total_steps();
     session.start_clock();
+    const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
     for (std::uint64_t step = 0; step < steps; ++step) {
+      if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
       protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
       request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
       session.broadcast(std::move(request));
       const auto replies = session.gather(protocol::Type::kGradient);
 
+      // Summed in rank order (the gather's order), so a run gives the same bits every time.
       std::fill(grad.begin(), grad.end(), 0.0);
+      std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
+      std::fill(worker_rows.begin(), worker_rows.end(), 0);
       double loss_sum = 0;
       std::uint64_t rows = 0;
-      for (int r = 0; r < ranks; ++r) {
-        const auto& reply = replies[static_cast<std::size_t>(r)];
+      for (const auto& reply : replies) {
         const auto g = protocol::doubles(reply, 0, p);
         for (std::size_t i = 0; i < p; ++i) grad[i] += g[i];
-        const auto ri = static_cast<std::size_t>(r);
+        const auto ri = static_cast<std::size_t>(reply.rank);
         worker_loss[ri] = protocol::number(reply, "loss_sum");
         worker_rows[ri] = protocol::count(reply, "rows");
         loss_sum += worker_loss[ri];

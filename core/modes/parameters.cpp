@@ -195,29 +195,45 @@ class ParametersMode final : public Mode {
     if (pc.merge == MergeRule::kValidationWeighted) summary["weights"] = nlohmann::json::array();
 
     std::vector<double> merged(p);
+    std::vector<std::uint64_t> position(static_cast<std::size_t>(ranks), 0);  // local steps done
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     std::vector<merge::Candidate> candidates;
     std::vector<double> errors;
     session.start_clock();
     for (std::uint64_t r = 0; r < schedule.rounds; ++r) {
-      const auto clients = sample_clients(config.seed, r, ranks, pc.clients_per_round);
-      protocol::Envelope request{.type = protocol::Type::kRound, .step = r};
-      request.fields = {{"round", r}};
-      request.fields[schedule.sync_steps > 0 ? "steps" : "epochs"] = schedule.amount(r);
-      request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
-      session.broadcast(std::move(request), clients);
+      // Drawn from every rank, so that losing a worker (continue) does not change whom the
+      // other rounds draw; a lost worker drawn simply sits the round out.
+      auto clients = sample_clients(config.seed, r, ranks, pc.clients_per_round);
+      std::erase_if(clients, [&](int c) { return !session.is_alive(c); });
+      if (clients.empty()) {
+        session.record_step(schedule.end_step(r), 0, 0, worker_loss, worker_rows);
+        continue;
+      }
+      // Each client is told where it is in its own data, so a replacement resumes its shard
+      // where the lost worker left it.
+      for (const int c : clients) {
+        protocol::Envelope request{.type = protocol::Type::kRound, .step = r};
+        request.fields = {{"round", r}, {"local_step", position[static_cast<std::size_t>(c)]}};
+        request.fields[schedule.sync_steps > 0 ? "steps" : "epochs"] = schedule.amount(r);
+        request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+        session.send_to(c, std::move(request));
+      }
       const auto replies = session.gather_from(protocol::Type::kRoundResult, clients);
+      if (replies.empty()) {  // every client of the round was lost (continue)
+        session.record_step(schedule.end_step(r), 0, 0, worker_loss, worker_rows);
+        continue;
+      }
 
       std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
       std::fill(worker_rows.begin(), worker_rows.end(), 0);
       candidates.clear();
       double loss_sum = 0;
       std::uint64_t rows = 0;
-      for (std::size_t i = 0; i < clients.size(); ++i) {
-        const auto& reply = replies[i];
-        const int rank = clients[i];
+      for (const auto& reply : replies) {
+        const int rank = static_cast<int>(reply.rank);
         const auto ri = static_cast<std::size_t>(rank);
+        position[ri] += protocol::count(reply, "steps");
         worker_loss[ri] = protocol::number(reply, "loss_sum");
         worker_rows[ri] = protocol::count(reply, "rows");
         if (!std::isfinite(worker_loss[ri])) {
@@ -265,6 +281,7 @@ class ParametersMode final : public Mode {
     const std::size_t p = model.parameter_count();
     const auto merged = protocol::doubles(message, 0, p);
     params_.assign(merged.begin(), merged.end());
+    local_step_ = protocol::count(message, "local_step");
     grad_.resize(p);
     if (!optimizer_ ||
         config.aggregation.parameters.optimizer_state == config::OptimizerState::kReset) {

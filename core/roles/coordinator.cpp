@@ -165,14 +165,16 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     }
 
     const std::string config_yaml = config::to_yaml(config);
+    std::vector<protocol::Envelope> setups;
     for (int r = 0; r < ranks; ++r) {
       // A tensor-parallel rank of a linear model sees only its own feature columns.
       const auto rank = static_cast<std::size_t>(r);
       protocol::Setup setup{config_yaml, heartbeat.endpoint(), source_for(plan, rank),
                             plan.segments[rank]};
       setup.source.csv.reset();  // workers seek by the byte offsets in their segments
+      setups.push_back(protocol::make_setup(setup));
       listener->send(protocol::peer_name(static_cast<std::uint32_t>(r)),
-                     protocol::encode(protocol::make_setup(setup), job), deadline_in(kSendDeadline));
+                     protocol::encode(setups.back(), job), deadline_in(kSendDeadline));
     }
     // The coordinator holds the validation rows (workers hold only training rows).
     std::optional<data::Shard> validation;
@@ -188,16 +190,17 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     }
     const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
                                        std::move(labels), result);
-    if (plan.columns.empty()) {
-      session.broadcast(protocol::make_finalize(finalize));
-    } else {
-      for (int r = 0; r < ranks; ++r) {  // each rank gets the normalization of its columns
-        auto mine = finalize;
+    std::vector<protocol::Envelope> finalizes;
+    for (int r = 0; r < ranks; ++r) {  // a tensor rank gets the normalization of its columns
+      auto mine = finalize;
+      if (!plan.columns.empty()) {
         mine.normalization =
             normalization_for(plan, static_cast<std::size_t>(r), finalize.normalization);
-        session.send_to(r, protocol::make_finalize(mine));
       }
+      finalizes.push_back(protocol::make_finalize(mine));
+      session.send_to(r, finalizes.back());
     }
+    session.set_startup(std::move(setups), std::move(finalizes));
     result.normalization = finalize.normalization;
     result.classes = finalize.classes;
     if (validation) {
@@ -217,6 +220,8 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
     result.params = params;
 
+    // Rows of workers lost late in the run (continue) are still part of the final evaluation.
+    session.reassign_lost_rows(static_cast<std::uint64_t>(config.training.epochs));
     protocol::Envelope evaluate{.type = protocol::Type::kEvaluate, .step = result.steps};
     evaluate.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
     session.broadcast(std::move(evaluate));

@@ -11,12 +11,14 @@
 #include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
 #include "core/roles/stragglers.hpp"
+#include "transports/transport.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -81,6 +83,9 @@ struct RunResult {
   std::vector<std::string> warnings;
   // Workers persistently slower than straggler_factor x the others (Straggler::to_json each).
   nlohmann::json stragglers = nlohmann::json::array();
+  // Workers lost during the run, one object each (rank, pid, host, cause, step, action), and
+  // what was done about them (summary.json "failures").
+  nlohmann::json failures = nlohmann::json::array();
   // The mode's own statistics, written into summary.json as "aggregation" when not empty.
   nlohmann::json aggregation = nlohmann::json::object();
 };
@@ -152,21 +157,45 @@ class CoordinatorSession {
     schedule_per_epoch_ = steps_per_epoch;
   }
 
-  // Sends one message to every worker.
+  // ---- Lost workers (fault_tolerance.on_worker_failure). A worker that exits, reports an
+  // error or stops heartbeating is reported in one line (rank, pid, host, cause, last completed
+  // step, the tail of its log), then:
+  //   abort:    the wait throws TrainingError (exit 3);
+  //   restart:  a replacement is started under the same rank (up to max_restarts over the run),
+  //             set up as at the start, and sent the rank's last request again: the wait goes on;
+  //   continue: the rank leaves alive() and the wait goes on without it; its rows are dealt to
+  //             the survivors by reassign_lost_rows.
+  // Ranks still training, ascending: every rank unless `continue` lost some.
+  [[nodiscard]] const std::vector<int>& alive() const noexcept { return alive_; }
+  [[nodiscard]] bool is_alive(int rank) const noexcept {
+    return alive_flag_[static_cast<std::size_t>(rank)];
+  }
+  // What run_coordinator sent each rank to start it, per rank: replayed to a replacement.
+  void set_startup(std::vector<protocol::Envelope> setups,
+                   std::vector<protocol::Envelope> finalizes);
+  // `continue` in gradients mode: deals the rows of the workers lost since the last call to
+  // the survivors, who train on them from `epoch` on (their share of the global batch grows).
+  // Call it before the first step of each epoch.
+  void reassign_lost_rows(std::uint64_t epoch);
+
+  // Sends one message to every worker still training.
   void broadcast(protocol::Envelope envelope);
   // Sends one message (encoded once) to each of `ranks`.
   void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
   // Sends one message to one worker.
   void send_to(int rank, protocol::Envelope envelope);
-  // One message of `type` from every rank, in rank order. Supervises while it waits: a worker
-  // that exits, reports an error or stops heartbeating, and Ctrl-C, end the wait with an error.
+  // One message of `type` from every rank still training, in rank order (each envelope's
+  // `rank` says whose). Supervises while it waits: Ctrl-C ends the wait with an error; a lost
+  // worker is handled by the failure policy (above). A request whose reply is overdue while
+  // its worker still heartbeats (a lost message) is sent again; duplicate and stale replies
+  // are dropped.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
   // The same, calling `on_idle` every poll slice (~50 ms) without a message, e.g. to check on
   // threads of the coordinator (parameter servers) and to log their progress.
   [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type,
                                                        const std::function<void()>& on_idle);
-  // One message of `type` from each of `ranks` (ascending) only, in their order; the other
-  // workers are still supervised (exits, heartbeats) while they idle.
+  // One message of `type` from each of `ranks` (ascending) still training, in their order; the
+  // other workers are still supervised (exits, heartbeats) while they idle.
   [[nodiscard]] std::vector<protocol::Envelope> gather_from(protocol::Type type,
                                                             const std::vector<int>& ranks);
   // One round of the supervision gather does while it waits: Ctrl-C, worker exits, heartbeats.
@@ -203,9 +232,21 @@ class CoordinatorSession {
   void start_clock();
 
  private:
-  [[noreturn]] void fail_worker(int rank, const std::string& what);
-  [[noreturn]] void raise_worker_error(int rank, const protocol::WorkerError& error);
+  // Applies the failure policy to `rank`, lost for `cause` ("was killed by signal 9 (SIGKILL)").
+  // Throws under abort (and when nothing can be done); returns once the rank is replaced or
+  // dropped.
+  void lose_worker(int rank, const std::string& cause);
+  void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
+  void replace_worker(int rank);
+  // The next message of `rank` of `type` while a replacement starts; other ranks' messages
+  // wait in stash_ for the gather they belong to.
+  [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
+                                              transport::Clock::time_point deadline);
+  [[nodiscard]] std::optional<transport::Incoming> next_message(transport::Clock::time_point until);
+  void send_request(int rank, std::shared_ptr<const wire::Message> message, protocol::Type type,
+                    std::uint64_t step);
+  [[nodiscard]] std::int64_t resend_after_ms() const;
   [[nodiscard]] std::vector<protocol::Envelope> gather_impl(protocol::Type type,
                                                             const std::vector<int>& wanted,
                                                             const std::function<void()>& on_idle);
@@ -232,6 +273,29 @@ class CoordinatorSession {
   std::vector<double> window_worker_loss_;
   std::vector<std::uint64_t> window_worker_rows_;
   StragglerMonitor stragglers_{config_.fault_tolerance.straggler_factor, plan_.shard_rows.size()};
+  // Failure handling.
+  std::vector<int> alive_;
+  std::vector<bool> alive_flag_;
+  std::vector<int> lost_unassigned_;  // continue: lost ranks whose rows no survivor holds yet
+  int restarts_ = 0;
+  std::uint32_t generation_ = 0;      // bumped at every failure handled
+  std::vector<protocol::Envelope> setups_;
+  std::vector<protocol::Envelope> finalizes_;
+  std::vector<std::int64_t> joined_ms_;  // when each rank's current worker became ready
+  std::deque<transport::Incoming> stash_;
+  std::vector<ChildExit> pending_exits_;
+  // The last request sent to each rank (re-sent when its reply is lost, and to a replacement)
+  // and its step; the type and step of the last reply each rank gave in a finished gather.
+  std::vector<std::shared_ptr<const wire::Message>> last_request_;
+  std::vector<std::uint64_t> last_request_step_;
+  std::vector<protocol::Type> last_request_type_;
+  struct Answered {
+    protocol::Type type{};
+    std::uint64_t step = 0;
+    bool any = false;
+  };
+  std::vector<Answered> answered_;
+  double reply_ms_ = 0;  // moving average of how long a gather waits for its slowest reply
 };
 
 // Loss and metric sums of `params` over every row of `shard`, in chunks so that the model's

@@ -47,6 +47,8 @@ class HeartbeatServer {
   [[nodiscard]] std::int64_t silent_ms(int rank) const noexcept;
   // What `rank`'s last ping said of its progress (zeros before it reported any).
   [[nodiscard]] WorkerProgress progress(int rank) const;
+  // A replacement worker takes `rank` over: it has not pinged yet.
+  void forget(int rank) noexcept { last_seen_ms_[static_cast<std::size_t>(rank)].store(-1); }
 
  private:
   void loop(std::unique_ptr<transport::Listener> listener);

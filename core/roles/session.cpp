@@ -1,5 +1,6 @@
 #include "core/roles/coordinator.hpp"
 #include "core/roles/heartbeat.hpp"
+#include "core/roles/tensor_plan.hpp"
 #include "core/roles/worker_pool.hpp"
 #include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
@@ -15,6 +16,19 @@
 namespace dt::roles {
 
 using transport::deadline_in;
+
+namespace {
+
+// A replacement worker gets as long to start as the first workers did.
+constexpr std::chrono::milliseconds kJoinTimeout{30000};
+
+std::vector<int> all_ranks(std::size_t n) {
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+}  // namespace
 
 CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan& plan,
                                        std::vector<double>& params,
@@ -32,7 +46,14 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       start_ms_(steady_ms()),
       progress_bar_(::isatty(STDERR_FILENO) == 1 && log::level() >= log::Level::kWarn),
       window_worker_loss_(plan.shard_rows.size()),
-      window_worker_rows_(plan.shard_rows.size()) {}
+      window_worker_rows_(plan.shard_rows.size()),
+      alive_(all_ranks(plan.shard_rows.size())),
+      alive_flag_(plan.shard_rows.size(), true),
+      joined_ms_(plan.shard_rows.size(), 0),
+      last_request_(plan.shard_rows.size()),
+      last_request_step_(plan.shard_rows.size(), 0),
+      last_request_type_(plan.shard_rows.size(), protocol::Type::kSetup),
+      answered_(plan.shard_rows.size()) {}
 
 std::uint64_t CoordinatorSession::total_steps() const noexcept {
   if (schedule_total_ > 0) return schedule_total_;
@@ -45,41 +66,211 @@ double CoordinatorSession::elapsed_seconds() const {
   return static_cast<double>(steady_ms() - start_ms_) / 1000.0;
 }
 
-void CoordinatorSession::broadcast(protocol::Envelope envelope) {
-  std::vector<int> all(static_cast<std::size_t>(ranks()));
-  std::iota(all.begin(), all.end(), 0);
-  broadcast(std::move(envelope), all);
+void CoordinatorSession::set_startup(std::vector<protocol::Envelope> setups,
+                                     std::vector<protocol::Envelope> finalizes) {
+  setups_ = std::move(setups);
+  finalizes_ = std::move(finalizes);
 }
 
-void CoordinatorSession::broadcast(protocol::Envelope envelope, const std::vector<int>& ranks) {
-  const auto message = protocol::encode(std::move(envelope), job_id_);
-  for (const int r : ranks) {
-    try {
-      listener_.send(protocol::peer_name(static_cast<std::uint32_t>(r)), message,
-                     deadline_in(kSendDeadline));
-    } catch (const TransportError& e) {
-      check_workers();  // a dead worker explains the failed send better than the send does
-      fail_worker(r, fmt::format("cannot be reached: {}", e.what()));
+void CoordinatorSession::send_request(int rank, std::shared_ptr<const wire::Message> message,
+                                      protocol::Type type, std::uint64_t step) {
+  const auto r = static_cast<std::size_t>(rank);
+  // Recorded first: if the send finds the worker gone and a replacement takes the rank, the
+  // replacement is sent this request.
+  last_request_[r] = message;
+  last_request_step_[r] = step;
+  last_request_type_[r] = type;
+  try {
+    listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)), *message,
+                   deadline_in(kSendDeadline));
+  } catch (const TransportError& e) {
+    const auto generation = generation_;
+    check_workers();  // a dead worker explains the failed send better than the send does
+    // Unless that found it (and replaced or dropped it), the worker is lost for this.
+    if (generation == generation_ && is_alive(rank)) {
+      lose_worker(rank, fmt::format("cannot be reached: {}", e.what()));
     }
   }
 }
 
-void CoordinatorSession::send_to(int rank, protocol::Envelope envelope) {
-  try {
-    listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
-                   protocol::encode(std::move(envelope), job_id_), deadline_in(kSendDeadline));
-  } catch (const TransportError& e) {
-    check_workers();
-    fail_worker(rank, fmt::format("cannot be reached: {}", e.what()));
+void CoordinatorSession::broadcast(protocol::Envelope envelope) {
+  broadcast(std::move(envelope), alive_);
+}
+
+void CoordinatorSession::broadcast(protocol::Envelope envelope, const std::vector<int>& ranks) {
+  envelope.generation = generation_;
+  const std::uint64_t step = envelope.step;
+  const auto type = envelope.type;
+  const auto message =
+      std::make_shared<const wire::Message>(protocol::encode(std::move(envelope), job_id_));
+  for (const int r : std::vector<int>(ranks)) {  // a copy: losing a worker changes alive_
+    if (is_alive(r)) send_request(r, message, type, step);
   }
 }
 
-void CoordinatorSession::fail_worker(int rank, const std::string& what) {
-  std::string message = fmt::format("worker {} (pid {}) {} at step {}", rank, pool_.pid_of(rank),
-                                    what, result_.steps);
+void CoordinatorSession::send_to(int rank, protocol::Envelope envelope) {
+  if (!is_alive(rank)) return;
+  envelope.generation = generation_;
+  const std::uint64_t step = envelope.step;
+  const auto type = envelope.type;
+  send_request(rank,
+               std::make_shared<const wire::Message>(protocol::encode(std::move(envelope), job_id_)),
+               type, step);
+}
+
+void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
+  const auto r = static_cast<std::size_t>(rank);
+  const auto& ft = config_.fault_tolerance;
+  const std::string host = r < result_.workers.size() ? result_.workers[r].host : "?";
+  std::string line = fmt::format("worker {} (pid {} on {}) {}; last completed step {}", rank,
+                                 pool_.pid_of(rank), host, cause, result_.steps);
   const std::string last = pool_.last_words(rank);
-  if (!last.empty()) message += fmt::format("; its log ends: {}", last);
-  throw TrainingError(message);
+  if (!last.empty()) line += fmt::format("; its log ends: {}", last);
+  nlohmann::json failure = {{"rank", rank},          {"pid", pool_.pid_of(rank)},
+                            {"host", host},          {"cause", cause},
+                            {"step", result_.steps}, {"message", line}};
+  const auto policy = ft.on_worker_failure;
+  if (policy == config::FailurePolicy::kAbort || finalizes_.empty()) {
+    // Before training starts (finalizes_ is set then), a lost worker is most likely bad data
+    // or a bad host: replacing or dropping it would only hide that.
+    failure["action"] = "abort";
+    result_.failures.push_back(std::move(failure));
+    throw TrainingError(line);
+  }
+  pool_.kill(rank);  // a hung worker must not come back to life in the middle of the run
+  heartbeat_.forget(rank);
+  ++generation_;
+  if (policy == config::FailurePolicy::kRestart) {
+    if (restarts_ >= ft.max_restarts) {
+      failure["action"] = "abort";
+      result_.failures.push_back(std::move(failure));
+      throw TrainingError(fmt::format("{}; no restart left (fault_tolerance.max_restarts = {})",
+                                      line, ft.max_restarts));
+    }
+    ++restarts_;
+    log::warn("{}; starting a replacement ({} of at most {} restarts)", line, restarts_,
+              ft.max_restarts);
+    failure["action"] = "restart";
+    result_.failures.push_back(std::move(failure));
+    replace_worker(rank);
+    result_.failures.back()["replacement_pid"] = pool_.pid_of(rank);
+    log::warn("worker {} is back (pid {}); training goes on", rank, pool_.pid_of(rank));
+    if (last_request_[r]) {
+      send_request(rank, last_request_[r], last_request_type_[r], last_request_step_[r]);
+    }
+    return;
+  }
+  alive_flag_[r] = false;
+  std::erase(alive_, rank);
+  failure["action"] = "continue";
+  result_.failures.push_back(std::move(failure));
+  if (alive_.empty()) throw TrainingError(fmt::format("{}; no worker is left", line));
+  log::warn("{}; continuing with {} workers", line, alive_.size());
+  lost_unassigned_.push_back(rank);
+}
+
+protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
+                                                  transport::Clock::time_point deadline) {
+  const std::string peer = protocol::peer_name(static_cast<std::uint32_t>(rank));
+  for (;;) {
+    if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+    if (auto in = listener_.receive(deadline_in(kPollSlice))) {
+      if (in->peer != peer) {
+        stash_.push_back(std::move(*in));  // for the gather it belongs to
+        continue;
+      }
+      protocol::Envelope e;
+      try {
+        e = protocol::decode(in->message, job_id_);
+      } catch (const ProtocolError& err) {
+        log::warn("dropped a message from '{}': {}", in->peer, err.what());
+        continue;
+      }
+      if (e.type == protocol::Type::kError) {
+        const auto error = protocol::read_error(e);
+        fail<TrainingError>("the replacement for worker {} (pid {}) failed: {}", rank,
+                            pool_.pid_of(rank), error.message);
+      }
+      if (e.type == type) return e;
+      continue;  // a late message of the lost worker
+    }
+    for (auto& exit : pool_.poll()) {
+      if (exit.rank == rank) {
+        std::string message = fmt::format("the replacement for worker {} (pid {}) {} before it "
+                                          "joined",
+                                          rank, exit.pid, exit.status.describe());
+        const auto last = pool_.last_words(rank);
+        if (!last.empty()) message += fmt::format("; its log ends: {}", last);
+        throw TrainingError(message);
+      }
+      pending_exits_.push_back(exit);
+    }
+    if (transport::Clock::now() >= deadline) {
+      fail<TimeoutError>("the replacement for worker {} did not join within {} ms (no {} message)",
+                         rank, kJoinTimeout.count(), protocol::name_of(type));
+    }
+  }
+}
+
+void CoordinatorSession::replace_worker(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (setups_.size() <= r || finalizes_.size() <= r) {
+    fail<TrainingError>("internal error: no start-up messages to replay for worker {}", rank);
+  }
+  pool_.start(rank, listener_.endpoint());
+  const auto deadline = deadline_in(kJoinTimeout);
+  const auto hello = protocol::read_hello(await_from(rank, protocol::Type::kHello, deadline));
+  result_.workers[r].pid = hello.pid;
+  result_.workers[r].host = hello.host;
+  const auto send = [&](protocol::Envelope e) {
+    e.generation = generation_;  // >= 1: the worker knows it is a replacement (faults stay off)
+    listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
+                   protocol::encode(std::move(e), job_id_), deadline_in(kSendDeadline));
+  };
+  send(setups_[r]);
+  const auto loaded = await_from(rank, protocol::Type::kLoaded, deadline);
+  if (protocol::count(loaded, "rows") != plan_.shard_rows[r]) {
+    fail<TrainingError>("the replacement for worker {} loaded {} rows, the shard has {}: did the "
+                        "data change during the run?",
+                        rank, protocol::count(loaded, "rows"), plan_.shard_rows[r]);
+  }
+  send(finalizes_[r]);
+  (void)await_from(rank, protocol::Type::kReady, deadline);
+  joined_ms_[r] = steady_ms();
+}
+
+void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
+  if (lost_unassigned_.empty()) return;
+  const auto survivors = alive_;
+  for (const int lost : lost_unassigned_) {
+    const auto l = static_cast<std::size_t>(lost);
+    // Every survivor reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k
+    // of m): no data is dropped for the rest of training, and the split needs no row index.
+    for (std::size_t k = 0; k < survivors.size(); ++k) {
+      auto e = protocol::make_setup({"", "", source_for(plan_, l), plan_.segments[l]});
+      e.type = protocol::Type::kReassign;
+      e.step = epoch;
+      e.fields["share"] = k;
+      e.fields["shares"] = survivors.size();
+      e.fields["from_epoch"] = epoch;
+      e.fields["lost_rank"] = lost;
+      send_to(survivors[k], std::move(e));
+    }
+    const auto acks = gather_from(protocol::Type::kReassigned, survivors);
+    nlohmann::json to = nlohmann::json::array();
+    for (const auto& a : acks) {
+      to.push_back({{"rank", a.rank}, {"rows", protocol::count(a, "rows")}});
+      result_.workers[a.rank].rows += protocol::count(a, "rows");
+    }
+    for (auto& f : result_.failures) {
+      if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
+        f["reassigned"] = {{"from_epoch", epoch}, {"rows", plan_.shard_rows[l]}, {"to", to}};
+      }
+    }
+    log::warn("worker {}'s {} rows are dealt to workers {} from epoch {}", lost,
+              plan_.shard_rows[l], fmt::join(survivors, ", "), epoch + 1);
+  }
+  lost_unassigned_.clear();
 }
 
 void CoordinatorSession::raise_worker_error(int rank, const protocol::WorkerError& error) {
@@ -87,7 +278,7 @@ void CoordinatorSession::raise_worker_error(int rank, const protocol::WorkerErro
   if (error.exit_code == static_cast<int>(ExitCode::kBadInput)) {
     throw DataError(fmt::format("worker {} (pid {}): {}", rank, pool_.pid_of(rank), error.message));
   }
-  fail_worker(rank, "failed: " + error.message);
+  lose_worker(rank, "failed: " + error.message);
 }
 
 void CoordinatorSession::note_late_exit(const ChildExit& exit) {
@@ -101,25 +292,49 @@ void CoordinatorSession::note_late_exit(const ChildExit& exit) {
 
 void CoordinatorSession::check_workers() {
   stragglers_.check(heartbeat_, result_);  // the idle path of every wait
-  for (const auto& exit : pool_.poll()) {
+  auto exits = std::move(pending_exits_);
+  pending_exits_.clear();
+  for (auto& exit : pool_.poll()) exits.push_back(exit);
+  for (const auto& exit : exits) {
     if (exits_expected_) {
       note_late_exit(exit);
       continue;
     }
+    if (!is_alive(exit.rank) || exit.pid != pool_.pid_of(exit.rank)) continue;  // handled
     // Give an error report the worker sent just before exiting a moment to arrive: it says more
-    // than the exit code.
-    const auto until = deadline_in(std::chrono::milliseconds(200));
-    while (auto in = listener_.receive(until)) {
+    // than the exit code. Other workers' messages read meanwhile wait for their gather.
+    std::optional<protocol::WorkerError> error;
+    const auto is_its_error = [&](const transport::Incoming& in) {
       try {
-        const auto e = protocol::decode(in->message, job_id_);
-        if (e.type == protocol::Type::kError && static_cast<int>(e.rank) == exit.rank) {
-          raise_worker_error(exit.rank, protocol::read_error(e));
-        }
+        const auto e = protocol::decode(in.message, job_id_);
+        if (e.type != protocol::Type::kError || static_cast<int>(e.rank) != exit.rank) return false;
+        error = protocol::read_error(e);
+        return true;
       } catch (const ProtocolError&) {
+        return false;
       }
+    };
+    std::erase_if(stash_, is_its_error);
+    const auto until = deadline_in(std::chrono::milliseconds(200));
+    while (!error) {
+      auto in = listener_.receive(until);
+      if (!in) break;
+      if (!is_its_error(*in)) stash_.push_back(std::move(*in));
     }
-    fail_worker(exit.rank, exit.status.describe());
+    const bool reported = error.has_value();
+    if (error) raise_worker_error(exit.rank, *error);
+    if (!reported) lose_worker(exit.rank, exit.status.describe());
   }
+}
+
+std::optional<transport::Incoming> CoordinatorSession::next_message(
+    transport::Clock::time_point until) {
+  if (!stash_.empty()) {
+    auto in = std::move(stash_.front());
+    stash_.pop_front();
+    return in;
+  }
+  return listener_.receive(until);
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) {
@@ -135,10 +350,13 @@ void CoordinatorSession::supervise() {
   if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
   check_workers();
   const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
-  for (int r = 0; r < ranks(); ++r) {
-    const std::int64_t silent = heartbeat_.silent_ms(r);
-    if (silent > timeout) {
-      fail_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
+  for (const int r : std::vector<int>(alive_)) {
+    std::int64_t silent = heartbeat_.silent_ms(r);
+    if (silent < 0 && joined_ms_[static_cast<std::size_t>(r)] > 0) {
+      silent = steady_ms() - joined_ms_[static_cast<std::size_t>(r)];
+    }
+    if (silent > timeout && is_alive(r)) {
+      lose_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
                                  "= {})", silent, timeout));
     }
   }
@@ -146,14 +364,20 @@ void CoordinatorSession::supervise() {
 
 std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
                                                            const std::function<void()>& on_idle) {
-  std::vector<int> all(static_cast<std::size_t>(ranks()));
-  std::iota(all.begin(), all.end(), 0);
-  return gather_impl(type, all, on_idle);
+  return gather_impl(type, alive_, on_idle);
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather_from(protocol::Type type,
                                                                 const std::vector<int>& ranks) {
   return gather_impl(type, ranks, {});
+}
+
+std::int64_t CoordinatorSession::resend_after_ms() const {
+  // Long enough that a reply still being computed is rarely asked for twice (a repeated
+  // request costs a repeated reply, which is dropped), short enough that a lost one costs
+  // little.
+  const auto hb = static_cast<std::int64_t>(config_.fault_tolerance.heartbeat_ms);
+  return std::max<std::int64_t>({200, 2 * hb, static_cast<std::int64_t>(4 * reply_ms_)});
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
@@ -162,12 +386,21 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
   std::vector<std::optional<protocol::Envelope>> got(static_cast<std::size_t>(n));
   std::vector<bool> expected(static_cast<std::size_t>(n), false);
   for (const int r : wanted) expected[static_cast<std::size_t>(r)] = true;
-  auto remaining = static_cast<int>(wanted.size());
   const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
   const std::int64_t wait_start = steady_ms();
-  while (remaining > 0) {
+  std::vector<std::int64_t> resend_at(static_cast<std::size_t>(n), wait_start + resend_after_ms());
+  std::vector<std::int64_t> backoff(static_cast<std::size_t>(n), resend_after_ms());
+  std::int64_t slowest = 0;
+  const auto missing = [&] {
+    for (int r = 0; r < n; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      if (expected[i] && alive_flag_[i] && !got[i]) return true;
+    }
+    return false;
+  };
+  while (missing()) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
-    if (auto in = listener_.receive(deadline_in(kPollSlice))) {
+    if (auto in = next_message(deadline_in(kPollSlice))) {
       protocol::Envelope e;
       try {
         e = protocol::decode(in->message, job_id_);
@@ -181,31 +414,65 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
         continue;
       }
       const auto r = static_cast<int>(e.rank);
-      if (e.type == protocol::Type::kError) raise_worker_error(r, protocol::read_error(e));
-      if (e.type != type || got[static_cast<std::size_t>(r)] ||
-          !expected[static_cast<std::size_t>(r)]) {
+      const auto i = static_cast<std::size_t>(r);
+      if (!alive_flag_[i]) continue;  // the last words of a worker already given up
+      if (e.type == protocol::Type::kError) {
+        raise_worker_error(r, protocol::read_error(e));
+        continue;
+      }
+      const auto& done = answered_[i];
+      const bool stale = (done.any && e.type == done.type && e.step <= done.step) ||
+                         (e.type == type && e.step < last_request_step_[i]);
+      if (stale || (e.type == type && got[i])) {
+        // A reply sent twice (its request was re-sent) or to an abandoned request.
+        log::debug("dropped a late {} message of worker {} (step {})", protocol::name_of(e.type),
+                   r, e.step);
+        continue;
+      }
+      if (e.type != type || !expected[i]) {
         fail<ProtocolError>("worker {} sent a {} message while the coordinator waited for {}", r,
                             protocol::name_of(e.type), protocol::name_of(type));
       }
-      got[static_cast<std::size_t>(r)] = std::move(e);
-      --remaining;
+      slowest = std::max(slowest, steady_ms() - wait_start);
+      got[i] = std::move(e);
       continue;
     }
     check_workers();
     if (on_idle) on_idle();
+    const std::int64_t now = steady_ms();
     for (int r = 0; r < n; ++r) {
-      if (got[static_cast<std::size_t>(r)]) continue;
+      const auto i = static_cast<std::size_t>(r);
+      if (!expected[i] || !alive_flag_[i] || got[i]) continue;
       std::int64_t silent = heartbeat_.silent_ms(r);
-      if (silent < 0) silent = steady_ms() - wait_start;  // has not pinged yet
+      if (silent < 0) silent = now - std::max(wait_start, joined_ms_[i]);  // not pinged yet
       if (silent > timeout) {
-        fail_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
+        lose_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
                                    "= {})", silent, timeout));
+        resend_at[i] = steady_ms() + resend_after_ms();
+        continue;
+      }
+      if (now >= resend_at[i] && last_request_[i] && protocol::answers(type, last_request_type_[i]) &&
+          silent <= 2 * config_.fault_tolerance.heartbeat_ms) {
+        // Alive but silent on this request: the request or its reply was lost. Ask again (the
+        // worker answers a repeated request from its cache, without redoing the work).
+        log::debug("no {} from worker {} after {} ms; sending its request again",
+                   protocol::name_of(type), r, now - wait_start);
+        send_request(r, last_request_[i], last_request_type_[i], last_request_step_[i]);
+        backoff[i] = std::min<std::int64_t>(2 * backoff[i], timeout);
+        resend_at[i] = now + backoff[i];
       }
     }
   }
+  reply_ms_ = reply_ms_ == 0 ? static_cast<double>(slowest)
+                             : 0.9 * reply_ms_ + 0.1 * static_cast<double>(slowest);
   std::vector<protocol::Envelope> out;
   out.reserve(wanted.size());
-  for (const int r : wanted) out.push_back(std::move(*got[static_cast<std::size_t>(r)]));
+  for (const int r : wanted) {
+    const auto i = static_cast<std::size_t>(r);
+    if (!got[i]) continue;  // lost under `continue`
+    answered_[i] = {got[i]->type, got[i]->step, true};
+    out.push_back(std::move(*got[i]));
+  }
   return out;
 }
 

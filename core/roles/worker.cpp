@@ -108,8 +108,11 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
                                       options.job_id),
                      deadline_in(kSendDeadline));
     const auto startup_deadline = Clock::now() + kStartupTimeout;
-    auto setup = protocol::read_setup(expect(
-        receive_from(*connection, options, nullptr, 0, startup_deadline), protocol::Type::kSetup));
+    const auto setup_message = expect(
+        receive_from(*connection, options, nullptr, 0, startup_deadline), protocol::Type::kSetup);
+    // A replacement for a lost worker (restart policy) is set up in a later generation.
+    const bool replacement = setup_message.generation != 0;
+    auto setup = protocol::read_setup(setup_message);
     const auto config = config::parse(setup.config_yaml, "<config from the coordinator>", "/");
     const auto timeout_ms = static_cast<std::int64_t>(config.fault_tolerance.worker_timeout_ms);
     HeartbeatClient heartbeat(transport, setup.heartbeat_endpoint, options.job_id, options.rank,
@@ -145,6 +148,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
     WorkerSession session(options, config, *connection, heartbeat, *model, shard,
                           finalize.train_rows, finalize.steps_per_epoch);
     session.set_peer_links(peers.get());
+    if (replacement) session.disarm_faults();
     session.set_transport(transport);
     const auto mode = modes::make_mode(config);
     for (;;) {
@@ -152,11 +156,42 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
       if (session.answer_repeat(message)) continue;
       switch (message.type) {
         case protocol::Type::kEvaluate:
+          session.adopt_all();  // rows dealt too late to train on are still evaluated
           if (!mode->evaluate(session, message)) session.send(evaluate_shard(session, message));
           break;
         case protocol::Type::kPeers:
           session.set_peer_endpoints(protocol::read_peers(message));
           break;
+        case protocol::Type::kReassign: {
+          // Share k of m of a lost worker's rows (continue): rows k, k + m, ... of its shard.
+          const auto lost = protocol::read_setup(message);
+          const auto share = protocol::count(message, "share");
+          const auto shares = protocol::count(message, "shares");
+          const auto all = data::load_shard(config, lost.source, lost.segments, kind);
+          data::Shard mine;
+          const auto total = static_cast<std::uint64_t>(all.y.size());
+          const auto rows = shares == 0 || share >= total ? 0 : (total - share + shares - 1) / shares;
+          mine.x.resize(static_cast<Eigen::Index>(rows), all.x.cols());
+          mine.y.resize(static_cast<Eigen::Index>(rows));
+          for (std::uint64_t i = 0; i < rows; ++i) {
+            const auto from = static_cast<Eigen::Index>(share + i * shares);
+            mine.x.row(static_cast<Eigen::Index>(i)) = all.x.row(from);
+            mine.y(static_cast<Eigen::Index>(i)) = all.y(from);
+            if (!all.raw_labels.empty()) {
+              mine.raw_labels.push_back(all.raw_labels[static_cast<std::size_t>(from)]);
+            }
+          }
+          data::apply(finalize.normalization, mine.x);
+          if (kind == data::LabelKind::kCategorical) data::assign_classes(mine, finalize.classes);
+          session.adopt_rows(std::move(mine), protocol::count(message, "from_epoch"));
+          log::info("took {} rows of lost worker {} (share {} of {}) from epoch {}", rows,
+                    protocol::count(message, "lost_rank"), share + 1, shares,
+                    protocol::count(message, "from_epoch") + 1);
+          protocol::Envelope ack{.type = protocol::Type::kReassigned, .step = message.step};
+          ack.fields = {{"rows", rows}};
+          session.send(std::move(ack));
+          break;
+        }
         case protocol::Type::kStop: {
           auto report = protocol::make_report(session.report());
           report.rank = options.rank;
@@ -236,15 +271,6 @@ void WorkerSession::send(protocol::Envelope envelope) {
 }
 
 bool WorkerSession::answer_repeat(const protocol::Envelope& request) {
-  if (!requests_seen_) {
-    requests_seen_ = true;
-    // The first workers start at generation 0; a worker that first hears a later one replaces
-    // a lost worker, and its faults would only strike it down again at the same step.
-    if (request.generation != 0 && !faults_.empty()) {
-      faults_.disarm();
-      log::info("fault injection is off: this worker replaces a lost one");
-    }
-  }
   RequestKey key{request.type, request.step, request.generation, request.fields, {}};
   for (const auto& a : request.arrays) key.array_sizes.push_back(a.size());
   if (last_request_ && *last_request_ == key) {
@@ -262,10 +288,39 @@ bool WorkerSession::answer_repeat(const protocol::Envelope& request) {
   return false;
 }
 
+void WorkerSession::disarm_faults() {
+  if (faults_.empty()) return;
+  faults_.disarm();
+  log::info("fault injection is off: this worker replaces a lost one");
+}
+
 void WorkerSession::begin_step(std::uint64_t step) { fault_seconds_ += faults_.begin_step(step); }
+void WorkerSession::adopt_rows(data::Shard rows, std::uint64_t from_epoch) {
+  adopted_.push_back({std::move(rows), from_epoch});
+}
+
+void WorkerSession::adopt_all() {
+  for (auto& a : adopted_) a.from_epoch = 0;
+  prepare_epoch(epoch_ == UINT64_MAX ? 0 : epoch_);
+}
 
 void WorkerSession::prepare_epoch(std::uint64_t epoch) {
   epoch_ = epoch;
+  // Rows taken over from lost workers join at the epoch they were dealt for, in the order
+  // they were dealt: every survivor's row order stays a function of the run's history.
+  for (auto a = adopted_.begin(); a != adopted_.end();) {
+    if (a->from_epoch > epoch) {
+      ++a;
+      continue;
+    }
+    const auto old_rows = shard_.x.rows();
+    const auto add = a->rows.x.rows();
+    shard_.x.conservativeResize(old_rows + add, Eigen::NoChange);
+    shard_.x.bottomRows(add) = a->rows.x;
+    shard_.y.conservativeResize(old_rows + add);
+    shard_.y.tail(add) = a->rows.y;
+    a = adopted_.erase(a);
+  }
   if (!config_.training.shuffle) return;
   if (order_.size() != rows()) {
     order_.resize(rows());

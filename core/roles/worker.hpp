@@ -120,6 +120,12 @@ class WorkerSession {
   [[nodiscard]] std::uint64_t local_steps_per_epoch() const noexcept;
   [[nodiscard]] Batch local_batch(std::uint64_t local_step);
 
+  // `continue`: rows of a lost worker this worker trains on from `from_epoch` on (normalized,
+  // classes assigned). They join the shard when that epoch's order is prepared.
+  void adopt_rows(data::Shard rows, std::uint64_t from_epoch);
+  // Training is over: every adopted row joins the shard now (for the final evaluation).
+  void adopt_all();
+
   // Timing: compute sections are measured by the mode, communication by receive/send.
   // Each call is one step; it also tells the heartbeat (the coordinator's straggler check).
   void add_compute_seconds(double seconds);
@@ -134,6 +140,8 @@ class WorkerSession {
   // the reply cached by send has then been sent again, and the request must not be worked on
   // twice (a second ring all-reduce, a second round of local training).
   [[nodiscard]] bool answer_repeat(const protocol::Envelope& request);
+  // A replacement for a lost worker runs without the faults (restart policy).
+  void disarm_faults();
   // Before a push to a parameter server: delay faults only (a dropped push has no retry path).
   void before_server_push() { (void)faults_.before_send(false); }
   [[nodiscard]] protocol::Report report() const;
@@ -165,7 +173,6 @@ class WorkerSession {
   collectives::PeerLinks* peers_ = nullptr;  // owned by run_worker
   FaultInjector faults_;
   double fault_seconds_ = 0;  // slept by a slow fault, not yet in add_compute_seconds
-  bool requests_seen_ = false;
   struct RequestKey {
     protocol::Type type{};
     std::uint64_t step = 0;
@@ -176,6 +183,11 @@ class WorkerSession {
   };
   std::optional<RequestKey> last_request_;
   std::optional<wire::Message> last_reply_;  // to last_request_, as sent (or dropped)
+  struct Adopted {
+    data::Shard rows;
+    std::uint64_t from_epoch = 0;
+  };
+  std::vector<Adopted> adopted_;
 };
 
 }  // namespace dt::roles

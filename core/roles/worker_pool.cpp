@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -22,9 +23,12 @@ class ProcessPool final : public WorkerPool {
         "--job", fmt::format("{:016x}", options_.job_id), "--log-level",
         // A worker's log is its own file, not the terminal: it always says what it did.
         std::to_string(std::max(options_.log_level, static_cast<int>(log::Level::kInfo)))};
+    const int n = starts_[rank]++;
     launcher_.spawn(rank, options_.program, args,
-                    options_.log_dir / fmt::format("{}.log", rank));
+                    options_.log_dir /
+                        (n == 0 ? fmt::format("{}.log", rank) : fmt::format("{}.restart{}.log", rank, n)));
   }
+  void kill(int rank) override { launcher_.kill(rank); }
   std::vector<ChildExit> poll() override { return launcher_.poll(); }
   std::int64_t pid_of(int rank) const override { return launcher_.pid_of(rank).value_or(0); }
   std::string last_words(int rank) const override {
@@ -36,6 +40,7 @@ class ProcessPool final : public WorkerPool {
 
  private:
   ProcessPoolOptions options_;
+  std::map<int, int> starts_;  // per rank
   Launcher launcher_;
 };
 
@@ -58,6 +63,13 @@ class ThreadPool final : public WorkerPool {
       s->done.store(true);
     });
     slots_.push_back(std::move(slot));
+  }
+
+  // A worker thread ends only by itself (an error): there is nothing to kill.
+  void kill(int rank) override {
+    for (auto& s : slots_) {
+      if (s->rank == rank && s->done.load()) s->reported = true;
+    }
   }
 
   std::vector<ChildExit> poll() override {

@@ -21,7 +21,11 @@ namespace dt::roles {
 class WorkerPool {
  public:
   virtual ~WorkerPool() = default;
+  // Starts worker `rank`; again after a failure for its replacement (its own log file,
+  // workers/<rank>.restart<n>.log, so the lost worker's log is kept).
   virtual void start(int rank, const std::string& endpoint) = 0;
+  // Ends `rank`'s worker at once (hung, silent or failed) and reaps it; no exit is reported.
+  virtual void kill(int rank) = 0;
   // Workers that ended since the last call.
   [[nodiscard]] virtual std::vector<ChildExit> poll() = 0;
   [[nodiscard]] virtual std::int64_t pid_of(int rank) const = 0;

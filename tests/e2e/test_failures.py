@@ -3,6 +3,7 @@ bad CSVs and unmet expectations each give the documented exit code and message, 
 process behind."""
 
 import os
+import socket
 import signal
 import time
 
@@ -24,7 +25,7 @@ def test_killed_worker_fails_the_run_fast(tmp):
         out, err = h.finish(proc, 20)
         assert proc.returncode == 3, (proc.returncode, err)
         assert time.monotonic() - killed_at < 5, "the failure took too long to notice"
-        assert f"(pid {victim}) was killed by signal 9 (SIGKILL)" in err, err
+        assert f"(pid {victim} on {socket.gethostname()}) was killed by signal 9 (SIGKILL); last completed step " in err, err
         assert "worker 2" in err, err
         h.assert_gone(workers)
         summary = (tmp / transport / "summary.json").read_text()
@@ -45,7 +46,7 @@ def test_hung_worker_is_found_by_its_silence(tmp):
     out, err = h.finish(proc, 20)
     assert proc.returncode == 3, (proc.returncode, err)
     assert time.monotonic() - stopped_at < 4, "a 1000 ms timeout took too long to fire"
-    assert f"worker 1 (pid {victim}) sent no heartbeat for" in err, err
+    assert f"worker 1 (pid {victim} on {socket.gethostname()}) sent no heartbeat for" in err, err
     assert "(fault_tolerance.worker_timeout_ms = 1000)" in err, err
     h.assert_gone(workers)
 

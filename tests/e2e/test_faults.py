@@ -137,6 +137,18 @@ def test_kill_from_config_and_from_the_command_line_aborts_in_time(tmp):
     assert "injected fault: kill at step 9" in worker_log(out, 1)
 
 
+def test_a_replacement_worker_runs_without_the_fault(tmp):
+    # restart: the replacement resumes at the step its predecessor was killed at; were the fault
+    # armed in it, it would kill itself again until max_restarts ran out.
+    cfg, clean = config(tmp, "restart-clean")
+    run_ok(cfg)
+    cfg, out = config(tmp, "restart", faults="faults: [{rank: 2, at_step: 10, action: kill}]")
+    r = run_ok(cfg, "--set", "fault_tolerance.on_worker_failure=restart",
+               "--set", "fault_tolerance.max_restarts=1")
+    assert "was killed by signal 9 (SIGKILL)" in r.stderr, r.stderr
+    assert model_bytes(out) == model_bytes(clean)
+
+
 def test_probability_faults_are_reproducible(tmp):
     # A kill drawn with probability 0.05 per step strikes at the same step on every run.
     steps = []
@@ -245,11 +257,6 @@ def test_delayed_messages_never_change_the_model(tmp):
             assert summary(out)["final_loss"] == summary(clean)["final_loss"]
 
 
-def coordinator_resends():
-    """Whether this branch's coordinator asks again for an overdue reply (the lead's part)."""
-    return "resend_after_ms" in h.source("core", "roles", "session.cpp").read_text()
-
-
 def drops(at_step):
     return [f"faults: [{{rank: 1, at_step: {at_step}, action: drop}}]",
             "faults: [{rank: 2, probability: 0.4, action: drop}, "
@@ -257,10 +264,6 @@ def drops(at_step):
 
 
 def test_dropped_messages_never_change_the_model(tmp):
-    if not coordinator_resends():
-        print("SKIP test_dropped_messages_never_change_the_model: the coordinator does not "
-              "re-send overdue requests on this branch yet")
-        return
     # One epoch: 23 global steps (star, ring), 6 local steps in 3 rounds (parameters).
     for name, aggregation, at_step in (("star", STAR, 18), ("parameters", PARAMETERS, 4),
                                        ("ring", RING, 18)):
@@ -292,6 +295,7 @@ def test_dropped_messages_never_change_the_model(tmp):
 
 if __name__ == "__main__":
     h.main([test_kill_from_config_and_from_the_command_line_aborts_in_time,
+            test_a_replacement_worker_runs_without_the_fault,
             test_probability_faults_are_reproducible,
             test_hang_is_found_by_heartbeat_and_leaves_no_process,
             test_a_slow_worker_is_named_a_straggler_and_a_clean_run_has_none,

@@ -1,0 +1,80 @@
+"""Many short runs, each hit by a random fault at a random moment (seeded): a worker killed or
+hung, the coordinator interrupted, under a random policy, mode and transport. Whatever happens,
+each run ends with a documented exit code within its deadline, and leaves no process, socket
+file or temp dir behind."""
+
+import os
+import random
+import signal
+import time
+
+import harness as h
+
+RUNS = 50
+
+CONFIG = """
+version: 1
+name: chaos-{i}
+seed: {i}
+model: {{type: logistic_regression}}
+data: {{synthetic: {{kind: logistic, rows: 3000, features: 6}}}}
+shards: {{count: 3}}
+{aggregation}
+training: {{epochs: {epochs}, batch_size: 32, optimizer: {{type: sgd, lr: 0.05}}}}
+transport: {{type: {transport}}}
+fault_tolerance: {{heartbeat_ms: 50, worker_timeout_ms: 500, on_worker_failure: {policy}}}
+output: {{dir: {out}, log_every: {{steps: 200}}}}
+"""
+
+# What each hit may end in: the policy decides for a lost worker; an interrupt is 130.
+EXPECTED = {
+    ("kill", "abort"): {3}, ("hang", "abort"): {3},
+    ("kill", "restart"): {0}, ("hang", "restart"): {0},
+    ("kill", "continue"): {0}, ("hang", "continue"): {0},
+}
+
+
+def test_random_faults_leave_nothing_behind(tmp):
+    rng = random.Random(2026)
+    outcomes = {}
+    for i in range(RUNS):
+        policy = rng.choice(["abort", "restart", "continue"])
+        fault = rng.choice(["kill", "kill", "hang", "interrupt", "none"])
+        transport = rng.choice(["ipc", "tcp"])
+        aggregation = rng.choice(["", "aggregation: {mode: parameters, parameters: "
+                                      "{sync_every: {steps: 2}}}"])
+        out = tmp / f"run{i}"
+        cfg = h.write_config(tmp, CONFIG.format(i=i, aggregation=aggregation, transport=transport,
+                                                policy=policy, out=out, epochs=40),
+                             f"chaos{i}.yaml")
+        tmpdir, env = h.private_tmpdir(out)
+        proc = h.start(cfg, env)
+        workers = h.worker_processes(proc, 3)
+        time.sleep(rng.uniform(0.0, 0.4))
+        what = f"run {i}: {fault} under {policy} ({transport}, {aggregation or 'gradients'})"
+        if fault in ("kill", "hang"):
+            victim = rng.choice(workers)
+            try:
+                os.kill(victim, signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
+            except ProcessLookupError:
+                fault = "none"  # the run ended first
+        elif fault == "interrupt":
+            os.kill(proc.pid, rng.choice([signal.SIGINT, signal.SIGTERM]))
+        spawned = h.children_of(proc.pid)  # replacements too
+        _, err = h.finish(proc, 30, what)
+        if fault == "none":
+            expected = {0}
+        elif fault == "interrupt":
+            expected = {130, 0}  # 0: it had already finished training
+        else:
+            expected = EXPECTED[(fault, policy)] | {0}  # 0: the victim had already finished
+        assert proc.returncode in expected, (what, proc.returncode, err[-2000:])
+        h.assert_gone(workers + spawned)
+        assert list(tmpdir.iterdir()) == [], f"{what}: left {list(tmpdir.iterdir())}"
+        outcomes[proc.returncode] = outcomes.get(proc.returncode, 0) + 1
+    # The seed must exercise every ending, or the loop proves less than it claims.
+    assert {0, 3, 130} <= set(outcomes), outcomes
+
+
+if __name__ == "__main__":
+    h.main([test_random_faults_leave_nothing_behind])
