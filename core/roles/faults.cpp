@@ -84,8 +84,8 @@ void FaultInjector::log_fired(Armed& a, std::uint64_t step, const char* unit) {
   if (a.logged) return;
   if (a.fault.at_step) {
     a.logged = true;
-    log::warn("injected fault: {} at step {} (every {} from now on{})", config::name_of(a.fault.action),
-              step, unit,
+    log::warn("injected fault: {} at step {} (every {} from now on{})",
+              config::name_of(a.fault.action), step, unit,
               a.fault.action == FaultAction::kDrop ? std::string()
                                                    : fmt::format(", +{} ms", a.fault.ms));
   } else {

@@ -105,7 +105,9 @@ TEST_CASE("faults: probability draws are reproducible, near p, and independent p
   const FaultInjector r0({drawn(0, FaultAction::kKill, 0.5), drawn(1, FaultAction::kKill, 0.5)}, 0);
   const FaultInjector r1({drawn(0, FaultAction::kKill, 0.5), drawn(1, FaultAction::kKill, 0.5)}, 1);
   int agree = 0;
-  for (std::uint64_t s = 0; s < 2000; ++s) agree += r0.step_faults(s).kill == r1.step_faults(s).kill;
+  for (std::uint64_t s = 0; s < 2000; ++s) {
+    agree += r0.step_faults(s).kill == r1.step_faults(s).kill;
+  }
   CHECK(std::abs(agree - 1000) < 150);
 }
 
@@ -153,7 +155,7 @@ void feed(StragglerMonitor& m, std::vector<WorkerProgress>& progress,
 
 }  // namespace
 
-TEST_CASE("stragglers: a worker persistently k times slower than the others' median is found once") {
+TEST_CASE("stragglers: a worker persistently k times slower than the others is found once") {
   StragglerMonitor m(2.0, 4);
   std::vector<WorkerProgress> p(4);
   const std::vector<double> pace = {0.004, 0.005, 0.031, 0.004};
