@@ -135,6 +135,8 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
     // or a bad host: replacing or dropping it would only hide that.
     failure["action"] = "abort";
     result_.failures.push_back(std::move(failure));
+    // At once: a hung (stopped) worker would sit out the SIGTERM grace of stopping the others.
+    pool_.kill(rank);
     throw TrainingError(line);
   }
   pool_.kill(rank);  // a hung worker must not come back to life in the middle of the run

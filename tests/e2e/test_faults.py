@@ -180,8 +180,9 @@ def test_hang_is_found_by_heartbeat_and_leaves_no_process(tmp):
     assert m and int(m.group(1)) >= TIMEOUT_MS, line
     assert f"pid {victim}" in line, line
     assert "injected fault: hang at step 25" in worker_log(out, 1)
-    # Found within the timeout plus a heartbeat or two; the stopped process is then killed.
-    assert seconds <= 2 * TIMEOUT_MS / 1000 + 1.5, seconds
+    # Found within the timeout plus a poll; the stopped process is killed at once.
+    print(f"hang: exit {seconds:.2f} s after the worker stopped")
+    assert seconds <= 2 * TIMEOUT_MS / 1000, seconds  # the target for abort
 
 
 STRAGGLER = re.compile(r"worker (\d+) is a straggler")
