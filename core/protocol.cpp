@@ -59,6 +59,7 @@ bool answers(Type reply, Type request) {
     case Type::kStop: return reply == Type::kReport;
     case Type::kReassign: return reply == Type::kReassigned;
     case Type::kRingFinish: return reply == Type::kRingResult;
+    case Type::kServers: return reply == Type::kDone;  // async: after the worker's last step
     default: return false;
   }
 }

@@ -147,6 +147,7 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   if (!result.aggregation.empty()) j["aggregation"] = result.aggregation;
   // Workers lost and what was done about them; the run's own error, if any, is "error".
   j["failures"] = ordered_json::parse(result.failures.dump());
+  j["stragglers"] = result.stragglers;
   j["warnings"] = result.warnings;
   j["expect"] = {{"met", expect_failures.empty()}, {"failures", expect_failures}};
   return j;

@@ -30,14 +30,12 @@
 #include "core/modes/mode.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/server_group.hpp"
-#include "core/roles/test_delay.hpp"
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
 #include <chrono>
 #include <cmath>
-#include <thread>
 
 namespace dt::modes {
 namespace {
@@ -172,7 +170,6 @@ class AsyncMode final : public Mode {
     auto& model = session.model();
     const std::size_t p = model.parameter_count();
     roles::ServerClient client(session, message);
-    const auto delay = roles::test_delay(session.rank());
     std::vector<double> params(p, 0.0);
     std::vector<double> grad(p, 0.0);
     const std::uint64_t steps = session.local_steps_per_epoch() *
@@ -184,12 +181,12 @@ class AsyncMode final : public Mode {
     client.pull(steps);
     for (std::uint64_t step = first; step < steps; ++step) {
       client.receive(params);  // held by the server while the staleness bound says wait
+      session.begin_step(step);
       std::fill(grad.begin(), grad.end(), 0.0);
       const auto start = std::chrono::steady_clock::now();
       const auto batch = session.local_batch(step);
       models::BatchResult result;
       if (batch.y.size() > 0) result = model.loss_and_gradient(params, batch.x, batch.y, grad);
-      if (delay.count() > 0) std::this_thread::sleep_for(delay);
       session.add_compute_seconds(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       client.push(grad, step, static_cast<std::uint64_t>(batch.y.size()), result.loss_sum);

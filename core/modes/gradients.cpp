@@ -84,6 +84,7 @@ class GradientsMode final : public Mode {
     if (grad_.size() != p) grad_.assign(p, 0.0);
     std::fill(grad_.begin(), grad_.end(), 0.0);
 
+    session.begin_step(message.step);
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;

@@ -361,6 +361,7 @@ class ParametersMode final : public Mode {
     double loss_sum = 0;
     std::uint64_t rows = 0;
     for (std::uint64_t s = 0; s < steps; ++s) {
+      session.begin_step(local_step_);
       const auto start = std::chrono::steady_clock::now();
       const auto batch = session.local_batch(local_step_++);
       const auto n = static_cast<std::uint64_t>(batch.y.size());

@@ -269,6 +269,7 @@ class RingMode final : public Mode {
     const std::span<double> grad = std::span(buffer_).first(p);
     std::fill(buffer_.begin(), buffer_.end(), 0.0);
 
+    session.begin_step(message.step);
     auto start = Clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;

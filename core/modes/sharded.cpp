@@ -17,14 +17,12 @@
 #include "core/modes/step.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/server_group.hpp"
-#include "core/roles/test_delay.hpp"
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
 #include <chrono>
 #include <cmath>
-#include <thread>
 
 namespace dt::modes {
 namespace {
@@ -88,7 +86,6 @@ class ShardedGradientsMode final : public Mode {
     const std::size_t p = model.parameter_count();
     if (message.type == protocol::Type::kServers) {
       client_ = std::make_unique<roles::ServerClient>(session, message);
-      delay_ = roles::test_delay(session.rank());
       params_.assign(p, 0.0);
       grad_.assign(p, 0.0);
       client_->pull(0);
@@ -101,11 +98,11 @@ class ShardedGradientsMode final : public Mode {
                           client_ ? "" : " before the servers were announced");
     }
     std::fill(grad_.begin(), grad_.end(), 0.0);
+    session.begin_step(message.step);
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;
     if (batch.y.size() > 0) result = model.loss_and_gradient(params_, batch.x, batch.y, grad_);
-    if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
     session.add_compute_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 
@@ -126,7 +123,6 @@ class ShardedGradientsMode final : public Mode {
   std::unique_ptr<roles::ServerClient> client_;
   std::vector<double> params_;
   std::vector<double> grad_;
-  std::chrono::milliseconds delay_{0};
 };
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -137,12 +138,18 @@ class TensorMode final : public Mode {
     const auto params = protocol::doubles(message, 0, slice.size());
     std::fill(grad_.begin(), grad_.end(), 0.0);
 
+    session.begin_step(message.step);
+    peer_seconds_ = 0;
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     // Every rank of the group computes, even on an empty batch: the all-reduces must match up.
     const auto result = slice.loss_and_gradient(params, batch.x, batch.y, grad_, all_reduce_);
-    session.add_compute_seconds(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    // An all-reduce waits for the slowest member of the group: that is communication, or one
+    // slow rank would make its whole group look slow (the straggler check compares step times).
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    session.add_comm_seconds(peer_seconds_);
+    session.add_compute_seconds(std::max(0.0, seconds - peer_seconds_));
 
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     if (slice.rank() == 0) {
@@ -211,15 +218,17 @@ class TensorMode final : public Mode {
     for (int t = 0; t < tensor; ++t) {
       members.push_back(static_cast<std::uint32_t>(pos.replica * tensor + t));
     }
-    all_reduce_ = group_all_reduce(session, members);
+    all_reduce_ = group_all_reduce(session, members, peer_seconds_);
     protocol::Envelope ready{.type = protocol::Type::kTensorReady};
     ready.fields = {{"parameters", slice_->size()}, {"owned", slice_->owned()}};
     session.send(std::move(ready));
   }
 
   // The sum over the group's members, over direct worker links.
+  // `seconds` accumulates the time spent in the all-reduces (owned by the mode, outlives it).
   static models::GroupAllReduce group_all_reduce(roles::WorkerSession& session,
-                                                 const std::vector<std::uint32_t>& members);
+                                                 const std::vector<std::uint32_t>& members,
+                                                 double& seconds);
 
   std::unique_ptr<models::Optimizer> optimizer_;  // coordinator side
 
@@ -227,15 +236,21 @@ class TensorMode final : public Mode {
   std::unique_ptr<models::TensorSlice> slice_;
   std::vector<double> grad_;  // reused every step
   models::GroupAllReduce all_reduce_;
+  double peer_seconds_ = 0;  // in all_reduce_ since the step began
 };
 
 models::GroupAllReduce TensorMode::group_all_reduce(roles::WorkerSession& session,
-                                                    const std::vector<std::uint32_t>& members) {
+                                                    const std::vector<std::uint32_t>& members,
+                                                    double& seconds) {
   // The ring over the group's ranks (transports/collectives/ring.hpp): reproducible (a fixed
   // order per segment) and identical on every member, as TensorSlice requires. Connected now,
   // so that a missing peer shows before the first step.
   collectives::Ring& ring = session.group(members);
-  return [&ring](std::span<double> values) { ring.allreduce_sum(values); };
+  return [&ring, &seconds](std::span<double> values) {
+    const auto start = std::chrono::steady_clock::now();
+    ring.allreduce_sum(values);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
 }
 
 }  // namespace

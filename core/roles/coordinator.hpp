@@ -10,6 +10,7 @@
 #include "core/models/optim.hpp"
 #include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
+#include "core/roles/stragglers.hpp"
 #include "transports/transport.hpp"
 
 #include <nlohmann/json.hpp>
@@ -85,6 +86,8 @@ struct RunResult {
   // summary.json's "checkpoint" when not empty: {"every_steps", "last_step", "resumed_from_step",
   // "resumed_from"} (core/roles/resume.hpp, cli run).
   nlohmann::json checkpoint = nlohmann::json::object();
+  // Workers persistently slower than straggler_factor x the others (Straggler::to_json each).
+  nlohmann::json stragglers = nlohmann::json::array();
   // Workers lost during the run, one object each (rank, pid, host, cause, step, action), and
   // what was done about them (summary.json "failures").
   nlohmann::json failures = nlohmann::json::array();
@@ -301,6 +304,7 @@ class CoordinatorSession {
   std::uint64_t window_rows_ = 0;
   std::vector<double> window_worker_loss_;
   std::vector<std::uint64_t> window_worker_rows_;
+  StragglerMonitor stragglers_{config_.fault_tolerance.straggler_factor, plan_.shard_rows.size()};
   // Failure handling.
   std::vector<int> alive_;
   std::vector<bool> alive_flag_;

@@ -19,7 +19,9 @@ constexpr Milliseconds kSendDeadline{200};
 }  // namespace
 
 HeartbeatServer::HeartbeatServer(transport::Transport& transport, std::uint64_t job_id, int ranks)
-    : job_id_(job_id), last_seen_ms_(static_cast<std::size_t>(ranks)) {
+    : job_id_(job_id),
+      last_seen_ms_(static_cast<std::size_t>(ranks)),
+      progress_(static_cast<std::size_t>(ranks)) {
   for (auto& t : last_seen_ms_) t.store(-1);
   auto listener = transport.listen("hb");
   endpoint_ = listener->endpoint();
@@ -36,6 +38,11 @@ std::int64_t HeartbeatServer::silent_ms(int rank) const noexcept {
   return seen < 0 ? -1 : steady_ms() - seen;
 }
 
+WorkerProgress HeartbeatServer::progress(int rank) const {
+  const std::lock_guard lock(progress_mutex_);
+  return progress_.at(static_cast<std::size_t>(rank));
+}
+
 void HeartbeatServer::loop(std::unique_ptr<transport::Listener> listener) {
   while (!stop_.load()) {
     try {
@@ -47,6 +54,11 @@ void HeartbeatServer::loop(std::unique_ptr<transport::Listener> listener) {
         continue;  // only rank r's own heartbeat socket speaks for rank r
       }
       last_seen_ms_[ping.rank].store(steady_ms());
+      if (ping.fields.contains("steps")) {
+        const std::lock_guard lock(progress_mutex_);
+        progress_[ping.rank] = {protocol::count(ping, "steps"),
+                                protocol::number(ping, "compute_seconds")};
+      }
       protocol::Envelope pong{.type = protocol::Type::kPong};
       listener->send(incoming->peer, protocol::encode(pong, job_id_), deadline_in(kSendDeadline));
     } catch (const Error& e) {
@@ -71,12 +83,22 @@ HeartbeatClient::~HeartbeatClient() {
 
 std::int64_t HeartbeatClient::silent_ms() const noexcept { return steady_ms() - last_seen_ms_.load(); }
 
+void HeartbeatClient::set_progress(std::uint64_t steps, double compute_seconds) {
+  const std::lock_guard lock(progress_mutex_);
+  progress_ = {steps, compute_seconds};
+}
+
 void HeartbeatClient::loop(std::unique_ptr<transport::Connection> connection) {
   auto next_ping = Clock::now();
   while (!stop_.load()) {
     try {
       if (Clock::now() >= next_ping) {
         protocol::Envelope ping{.type = protocol::Type::kPing, .rank = rank_};
+        {
+          const std::lock_guard lock(progress_mutex_);
+          ping.fields = {{"steps", progress_.steps},
+                         {"compute_seconds", progress_.compute_seconds}};
+        }
         connection->send(protocol::encode(ping, job_id_), deadline_in(kSendDeadline));
         next_ping = Clock::now() + interval_;
       }

@@ -8,6 +8,10 @@
 //   HeartbeatClient (worker):      a thread with its own Connection; pings every heartbeat_ms and
 //                                  records when the coordinator last answered.
 //
+// Each ping also carries the worker's progress (steps done, their compute seconds), so the
+// coordinator sees every worker's pace live in every mode (core/roles/stragglers.hpp), even
+// where training messages do not pass through it (async, ring).
+//
 // Both threads stop and join in the destructor. The `last seen` reads are lock-free.
 
 #include "transports/transport.hpp"
@@ -16,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +28,12 @@
 namespace dt::roles {
 
 using Milliseconds = std::chrono::milliseconds;
+
+// A worker's progress as its last ping told it.
+struct WorkerProgress {
+  std::uint64_t steps = 0;
+  double compute_seconds = 0;  // over those steps
+};
 
 class HeartbeatServer {
  public:
@@ -34,6 +45,8 @@ class HeartbeatServer {
   [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
   // How long since `rank` last pinged; nullopt-like -1 before its first ping.
   [[nodiscard]] std::int64_t silent_ms(int rank) const noexcept;
+  // What `rank`'s last ping said of its progress (zeros before it reported any).
+  [[nodiscard]] WorkerProgress progress(int rank) const;
   // A replacement worker takes `rank` over: it has not pinged yet.
   void forget(int rank) noexcept { last_seen_ms_[static_cast<std::size_t>(rank)].store(-1); }
 
@@ -43,6 +56,8 @@ class HeartbeatServer {
   std::uint64_t job_id_;
   std::string endpoint_;
   std::vector<std::atomic<std::int64_t>> last_seen_ms_;  // steady-clock ms; -1 = never
+  mutable std::mutex progress_mutex_;
+  std::vector<WorkerProgress> progress_;  // by rank, under progress_mutex_
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -57,6 +72,8 @@ class HeartbeatClient {
 
   // How long since the coordinator last answered (since start, before the first answer).
   [[nodiscard]] std::int64_t silent_ms() const noexcept;
+  // The worker's progress, sent with the next pings (thread-safe).
+  void set_progress(std::uint64_t steps, double compute_seconds);
 
  private:
   void loop(std::unique_ptr<transport::Connection> connection);
@@ -65,6 +82,8 @@ class HeartbeatClient {
   std::uint32_t rank_;
   Milliseconds interval_;
   std::atomic<std::int64_t> last_seen_ms_;
+  std::mutex progress_mutex_;
+  WorkerProgress progress_;  // under progress_mutex_
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -210,6 +210,7 @@ void ServerClient::pull(std::uint64_t steps) {
 void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
                         std::uint64_t rows, double loss_sum) {
   const auto start = Clock::now();
+  session_.before_server_push();
   for (std::size_t k = 0; k < connections_.size(); ++k) {
     const auto& range = ranges_[k];
     protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};

@@ -135,6 +135,8 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
     // or a bad host: replacing or dropping it would only hide that.
     failure["action"] = "abort";
     result_.failures.push_back(std::move(failure));
+    // At once: a hung (stopped) worker would sit out the SIGTERM grace of stopping the others.
+    pool_.kill(rank);
     throw TrainingError(line);
   }
   pool_.kill(rank);  // a hung worker must not come back to life in the middle of the run
@@ -222,9 +224,10 @@ void CoordinatorSession::replace_worker(int rank) {
   const auto hello = protocol::read_hello(await_from(rank, protocol::Type::kHello, deadline));
   result_.workers[r].pid = hello.pid;
   result_.workers[r].host = hello.host;
-  const auto send = [&](const protocol::Envelope& e) {
+  const auto send = [&](protocol::Envelope e) {
+    e.generation = generation_;  // >= 1: the worker knows it is a replacement (faults stay off)
     listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
-                   protocol::encode(e, job_id_), deadline_in(kSendDeadline));
+                   protocol::encode(std::move(e), job_id_), deadline_in(kSendDeadline));
   };
   send(setups_[r]);
   const auto loaded = await_from(rank, protocol::Type::kLoaded, deadline);
@@ -290,6 +293,7 @@ void CoordinatorSession::note_late_exit(const ChildExit& exit) {
 }
 
 void CoordinatorSession::check_workers() {
+  stragglers_.check(heartbeat_, result_);  // the idle path of every wait
   auto exits = std::move(pending_exits_);
   pending_exits_.clear();
   for (auto& exit : pool_.poll()) exits.push_back(exit);
@@ -477,6 +481,7 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
 void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
                                      const std::vector<double>& worker_loss_sum,
                                      const std::vector<std::uint64_t>& worker_rows) {
+  stragglers_.check(heartbeat_, result_);  // also when the waits are never idle
   const std::uint64_t previous = result_.steps;
   result_.steps = step;
   window_loss_ += loss_sum;

@@ -108,8 +108,11 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
                                       options.job_id),
                      deadline_in(kSendDeadline));
     const auto startup_deadline = Clock::now() + kStartupTimeout;
-    auto setup = protocol::read_setup(expect(
-        receive_from(*connection, options, nullptr, 0, startup_deadline), protocol::Type::kSetup));
+    const auto setup_message = expect(
+        receive_from(*connection, options, nullptr, 0, startup_deadline), protocol::Type::kSetup);
+    // A replacement for a lost worker (restart policy) is set up in a later generation.
+    const bool replacement = setup_message.generation != 0;
+    auto setup = protocol::read_setup(setup_message);
     const auto config = config::parse(setup.config_yaml, "<config from the coordinator>", "/");
     const auto timeout_ms = static_cast<std::int64_t>(config.fault_tolerance.worker_timeout_ms);
     HeartbeatClient heartbeat(transport, setup.heartbeat_endpoint, options.job_id, options.rank,
@@ -145,10 +148,12 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
     WorkerSession session(options, config, *connection, heartbeat, *model, shard,
                           finalize.train_rows, finalize.steps_per_epoch);
     session.set_peer_links(peers.get());
+    if (replacement) session.disarm_faults();
     session.set_transport(transport);
     const auto mode = modes::make_mode(config);
     for (;;) {
       const auto message = session.receive();
+      if (session.answer_repeat(message)) continue;
       switch (message.type) {
         case protocol::Type::kEvaluate:
           session.adopt_all();  // rows dealt too late to train on are still evaluated
@@ -241,7 +246,8 @@ WorkerSession::WorkerSession(const WorkerOptions& options, const config::Config&
       model_(model),
       shard_(shard),
       train_rows_(train_rows),
-      steps_per_epoch_(std::max<std::uint64_t>(1, steps_per_epoch)) {}
+      steps_per_epoch_(std::max<std::uint64_t>(1, steps_per_epoch)),
+      faults_(config.faults, options.rank) {}
 
 protocol::Envelope WorkerSession::receive() {
   const auto start = Clock::now();
@@ -254,11 +260,41 @@ protocol::Envelope WorkerSession::receive() {
 void WorkerSession::send(protocol::Envelope envelope) {
   const auto start = Clock::now();
   envelope.rank = options_.rank;
-  connection_.send(protocol::encode(std::move(envelope), options_.job_id),
-                   deadline_in(kSendDeadline));
+  // A reply belongs to the attempt of the request it answers (the coordinator drops replies to
+  // an abandoned one).
+  if (last_request_) envelope.generation = last_request_->generation;
+  // Kept until the next request: the answer to a repeat of this one (answer_repeat). A dropped
+  // message is kept too: it was lost on the way, the work behind it was done.
+  last_reply_ = protocol::encode(std::move(envelope), options_.job_id);
+  if (faults_.before_send(true)) connection_.send(*last_reply_, deadline_in(kSendDeadline));
   comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+bool WorkerSession::answer_repeat(const protocol::Envelope& request) {
+  RequestKey key{request.type, request.step, request.generation, request.fields, {}};
+  for (const auto& a : request.arrays) key.array_sizes.push_back(a.size());
+  if (last_request_ && *last_request_ == key) {
+    if (last_reply_) {
+      log::info("the coordinator asked again for the reply to its {} request of step {}: sent "
+                "it again (the work is not redone)",
+                protocol::name_of(request.type), request.step);
+      connection_.send(*last_reply_, deadline_in(kSendDeadline));
+    }
+    return true;
+  }
+  last_request_ = std::move(key);
+  last_reply_.reset();
+  faults_.end_step();
+  return false;
+}
+
+void WorkerSession::disarm_faults() {
+  if (faults_.empty()) return;
+  faults_.disarm();
+  log::info("fault injection is off: this worker replaces a lost one");
+}
+
+void WorkerSession::begin_step(std::uint64_t step) { fault_seconds_ += faults_.begin_step(step); }
 void WorkerSession::adopt_rows(data::Shard rows, std::uint64_t from_epoch) {
   adopted_.push_back({std::move(rows), from_epoch});
 }
@@ -353,9 +389,12 @@ void WorkerSession::check_alive() const {
 }
 
 void WorkerSession::add_compute_seconds(double seconds) {
+  seconds += fault_seconds_;  // an injected `slow` is part of the step
+  fault_seconds_ = 0;
   compute_seconds_ += seconds;
   ++steps_;
   step_seconds_.push_back(seconds);
+  heartbeat_.set_progress(steps_, compute_seconds_);
 }
 
 protocol::Report WorkerSession::report() const {

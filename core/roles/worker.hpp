@@ -7,11 +7,13 @@
 #include "core/data/dataset.hpp"
 #include "core/models/model.hpp"
 #include "core/protocol.hpp"
+#include "core/roles/faults.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,7 +127,23 @@ class WorkerSession {
   void adopt_all();
 
   // Timing: compute sections are measured by the mode, communication by receive/send.
+  // Each call is one step; it also tells the heartbeat (the coordinator's straggler check).
   void add_compute_seconds(double seconds);
+
+  // ---- Fault injection (core/roles/faults.hpp) and repeated requests.
+  // Every mode's worker half calls begin_step at the start of each of its steps, before it
+  // starts timing the step: injected faults fire here, and a `slow` fault's sleep is added to
+  // the step's add_compute_seconds (so the step-time statistics see it).
+  void begin_step(std::uint64_t step);
+  // The common loop's first look at each request. True when it repeats the last one handled
+  // (same type, step, generation and fields: the coordinator asks again for an overdue reply);
+  // the reply cached by send has then been sent again, and the request must not be worked on
+  // twice (a second ring all-reduce, a second round of local training).
+  [[nodiscard]] bool answer_repeat(const protocol::Envelope& request);
+  // A replacement for a lost worker runs without the faults (restart policy).
+  void disarm_faults();
+  // Before a push to a parameter server: delay faults only (a dropped push has no retry path).
+  void before_server_push() { (void)faults_.before_send(false); }
   [[nodiscard]] protocol::Report report() const;
 
  private:
@@ -153,6 +171,18 @@ class WorkerSession {
   std::uint64_t steps_ = 0;
   std::vector<double> step_seconds_;
   collectives::PeerLinks* peers_ = nullptr;  // owned by run_worker
+  FaultInjector faults_;
+  double fault_seconds_ = 0;  // slept by a slow fault, not yet in add_compute_seconds
+  struct RequestKey {
+    protocol::Type type{};
+    std::uint64_t step = 0;
+    std::uint32_t generation = 0;
+    nlohmann::json fields;
+    std::vector<std::size_t> array_sizes;
+    [[nodiscard]] bool operator==(const RequestKey&) const = default;
+  };
+  std::optional<RequestKey> last_request_;
+  std::optional<wire::Message> last_reply_;  // to last_request_, as sent (or dropped)
   struct Adopted {
     data::Shard rows;
     std::uint64_t from_epoch = 0;

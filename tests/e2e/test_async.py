@@ -1,8 +1,8 @@
 """Asynchronous parameter-server SGD (aggregation.mode: async) and sharded parameter servers
 (aggregation.servers: K), with real worker processes over ipc and tcp.
 
-A straggler is made with the test hook DISTTRAIN_TEST_DELAY_MS="rank:ms" (that worker sleeps
-in every step), so the stale-synchronous bound is exercised by construction, not by timing luck:
+A straggler is made with a `slow` fault (--fault rank=r,at_step=0,action=slow,ms=m: that worker
+sleeps m ms in every step), so the stale-synchronous bound is exercised by construction, not by timing luck:
 without a bound the fast workers run far ahead, with one they never run more than s steps ahead.
 """
 
@@ -48,17 +48,20 @@ output: {{dir: {tmp}/run, log_every: {{steps: 20}}}}
 """)
 
 
-def run_json(cfg, *sets, env=None):
+def run_json(cfg, *sets, fault=None):
     args = ["run", cfg, "--json"]
     for s in sets:
         args += ["--set", s]
-    r = h.run(*args, env=env)
+    if fault:
+        args += ["--fault", fault]
+    r = h.run(*args)
     assert r.code == 0, r
     return r.json()
 
 
-def delayed(spec):
-    return dict(os.environ, DISTTRAIN_TEST_DELAY_MS=spec)
+def slow(rank, ms):
+    """A straggler: worker `rank` sleeps `ms` in every step."""
+    return f"rank={rank},at_step=0,action=slow,ms={ms}"
 
 
 def test_async_converges_on_linear_and_logistic(tmp):
@@ -85,11 +88,11 @@ def test_async_converges_on_linear_and_logistic(tmp):
 def test_staleness_bound_holds_with_a_straggler(tmp):
     # Worker 1 sleeps 20 ms per step; workers 0 and 2 would otherwise finish long before it.
     cfg = async_config(tmp, training="{epochs: 2, batch_size: 32, optimizer: {type: sgd, lr: 0.05}}")
-    env = delayed("1:20")
+    fault = slow(1, 20)
     gaps = {}
     for s_bound, transport in ((0, "ipc"), (2, "tcp")):
         s = run_json(cfg, f"aggregation.async.max_staleness={s_bound}", f"transport.type={transport}",
-                     f"output.dir={tmp}/s{s_bound}", env=env)
+                     f"output.dir={tmp}/s{s_bound}", fault=fault)
         agg = s["aggregation"]
         assert agg["max_staleness"] == s_bound
         assert agg["max_clock_gap"] <= s_bound, agg
@@ -99,7 +102,7 @@ def test_staleness_bound_holds_with_a_straggler(tmp):
         assert agg["worker_steps"] == [38, 38, 38]
         gaps[s_bound] = agg["max_clock_gap"]
     # Without a bound the same straggler falls far behind: the bound above did real work.
-    s = run_json(cfg, f"output.dir={tmp}/free", env=env)
+    s = run_json(cfg, f"output.dir={tmp}/free", fault=fault)
     agg = s["aggregation"]
     assert agg["max_staleness"] is None and "staleness_bound" not in agg
     assert agg["max_clock_gap"] > 10, agg
@@ -163,14 +166,17 @@ output: {{log_every: {{steps: 5}}}}
             assert s["version"] == steps
 
 
-def test_bad_server_count_and_bad_delay_hook_are_clear_errors(tmp):
+def test_bad_server_count_and_bad_fault_are_clear_errors(tmp):
     cfg = async_config(tmp, aggregation="{mode: gradients, servers: 10}")
     r = h.run("run", cfg)
     assert r.code == 2, r
     assert "aggregation.servers is 10 but the model has only 9 parameter(s)" in r.stderr, r.stderr
-    r = h.run("run", async_config(tmp), "--set", f"output.dir={tmp}/bad", env=delayed("1=20"))
+    r = h.run("run", async_config(tmp), "--set", f"output.dir={tmp}/bad", "--fault", "rank=1=20")
     assert r.code == 2, r
-    assert "DISTTRAIN_TEST_DELAY_MS='1=20'" in r.stderr, r.stderr
+    assert "missing required key 'faults[0].action'" in r.stderr, r.stderr
+    r = h.run("run", async_config(tmp), "--fault", slow(3, 20))
+    assert r.code == 2, r
+    assert "is 3 but the run has 3 workers" in r.stderr, r.stderr
 
 
 def test_a_dead_straggler_fails_the_run_while_the_others_are_held(tmp):
@@ -178,8 +184,8 @@ def test_a_dead_straggler_fails_the_run_while_the_others_are_held(tmp):
     # the run (exit 3, naming it) instead of leaving the others held forever.
     cfg = async_config(tmp, aggregation="{mode: async, servers: 2, async: {max_staleness: 0}}",
                        training="{epochs: 50, batch_size: 32, optimizer: {type: sgd, lr: 0.05}}")
-    proc = subprocess.Popen([h.binary(), "run", str(cfg)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=delayed("1:40"),
+    proc = subprocess.Popen([h.binary(), "run", str(cfg), "--fault", slow(1, 40)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
         workers = h.worker_processes(proc, 3)
@@ -203,5 +209,5 @@ if __name__ == "__main__":
             test_staleness_bound_holds_with_a_straggler,
             test_async_with_two_servers_converges_over_tcp,
             test_sharded_gradients_equal_one_server_and_split_the_traffic,
-            test_bad_server_count_and_bad_delay_hook_are_clear_errors,
+            test_bad_server_count_and_bad_fault_are_clear_errors,
             test_a_dead_straggler_fails_the_run_while_the_others_are_held])

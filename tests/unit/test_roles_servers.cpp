@@ -1,8 +1,7 @@
 // The pure parts of the parameter servers: key ranges, the stale-synchronous clock, staleness
-// statistics, and the test-delay hook's parsing.
+// statistics.
 
 #include "core/roles/server_state.hpp"
-#include "core/roles/test_delay.hpp"
 #include "core/util/error.hpp"
 
 #include <doctest/doctest.h>
@@ -124,27 +123,6 @@ TEST_CASE("servers: staleness statistics") {
   CHECK(j["histogram"]["5"] == 1);
   CHECK(j["max"] == 5);
   CHECK(StalenessStats{}.mean() == 0.0);
-}
-
-TEST_CASE("servers: the test delay hook parses rank:ms lists and rejects anything else") {
-  using dt::roles::parse_test_delay;
-  using std::chrono::milliseconds;
-  CHECK(parse_test_delay("1:30", 1) == milliseconds(30));
-  CHECK(parse_test_delay("1:30", 0) == milliseconds(0));
-  CHECK(parse_test_delay("0:5,2:50", 2) == milliseconds(50));
-  CHECK(parse_test_delay("0:5,2:50", 0) == milliseconds(5));
-  for (const char* bad : {"", "1", "1:", ":5", "a:5", "1:5,", "1:-5", "1:5ms", "1:700000"}) {
-    CAPTURE(bad);
-    CHECK_THROWS_AS((void)parse_test_delay(bad, 0), dt::ConfigError);
-  }
-  try {
-    (void)parse_test_delay("1:x", 0);
-  } catch (const dt::ConfigError& e) {
-    CHECK(std::string(e.what()) ==
-          "DISTTRAIN_TEST_DELAY_MS='1:x': '1:x' is not rank:milliseconds (a worker rank and a "
-          "delay of at most 600000 ms, e.g. \"1:30\" or \"0:10,2:50\"); this variable is a test "
-          "hook, unset it for real runs");
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
