@@ -28,6 +28,7 @@
 // parameters once every push has been applied.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/server_mode.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/server_group.hpp"
 #include "core/roles/worker.hpp"
@@ -56,7 +57,7 @@ roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& st
   return out;
 }
 
-class AsyncMode final : public Mode {
+class AsyncMode final : public ServerGroupMode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
     auto& params = session.params();
@@ -144,23 +145,10 @@ class AsyncMode final : public Mode {
     out["updates"] = total;
   }
 
- private:
-  std::unique_ptr<roles::ServerGroup> servers_;  // outlives coordinate() for a stop checkpoint
-  const checkpoint::Checkpoint* from_ = nullptr;  // a resumed run's (owned by the Checkpointer)
-
  public:
-
-  // Checkpoints: the servers' state at a multiple of checkpoint_every applied updates (kept by
-  // the servers as they pass it) and each worker's applied steps; a stop between two such
-  // counts leaves the last periodic checkpoint.
-  bool save_state(roles::CoordinatorSession& /*session*/, std::uint64_t step,
-                  checkpoint::Checkpoint& out) override {
-    return servers_ && servers_->save_state(step, out);
-  }
-  void restore_state(roles::CoordinatorSession& /*session*/,
-                     const checkpoint::Checkpoint& from) override {
-    from_ = &from;
-  }
+  // Checkpoints (ServerGroupMode): the servers' state at a multiple of checkpoint_every applied
+  // updates (kept by the servers as they pass it) and each worker's applied steps; a stop
+  // between two such counts leaves the last periodic checkpoint.
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
     if (message.type != protocol::Type::kServers) {

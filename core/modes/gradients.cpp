@@ -21,13 +21,12 @@
 namespace dt::modes {
 namespace {
 
-class GradientsMode final : public Mode {
+class GradientsMode final : public CoordinatorOptimizerMode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
     auto& params = session.params();
     const std::size_t p = params.size();
-    if (!optimizer_) optimizer_ = coordinator_optimizer(session, nullptr);
-    auto& optimizer = optimizer_;
+    auto* optimizer = &this->optimizer(session);
     const int ranks = session.ranks();
     std::vector<double> grad(p);
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
@@ -61,18 +60,6 @@ class GradientsMode final : public Mode {
     }
   }
 
-  bool save_state(roles::CoordinatorSession& session, std::uint64_t /*step*/,
-                  checkpoint::Checkpoint& out) override {
-    if (!optimizer_) return false;
-    save_coordinator_state(session, *optimizer_, out);  // the state of the last completed step
-    return true;
-  }
-
-  void restore_state(roles::CoordinatorSession& session,
-                     const checkpoint::Checkpoint& from) override {
-    optimizer_ = coordinator_optimizer(session, &from);
-  }
-
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
     if (message.type != protocol::Type::kStep) {
       fail<ProtocolError>("gradients mode: unexpected {} message from the coordinator",
@@ -99,7 +86,6 @@ class GradientsMode final : public Mode {
   }
 
  private:
-  std::unique_ptr<models::Optimizer> optimizer_;  // coordinator side
   std::vector<double> grad_;  // worker side, reused every step
 };
 

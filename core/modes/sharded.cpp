@@ -14,6 +14,7 @@
 // checks divergence, and assembles the parameters from the servers for validation and the end.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/server_mode.hpp"
 #include "core/modes/step.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/server_group.hpp"
@@ -27,7 +28,7 @@
 namespace dt::modes {
 namespace {
 
-class ShardedGradientsMode final : public Mode {
+class ShardedGradientsMode final : public ServerGroupMode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
     auto& params = session.params();
@@ -70,16 +71,8 @@ class ShardedGradientsMode final : public Mode {
     session.result().aggregation["servers"] = servers.servers_json();
   }
 
-  // Checkpoints: the servers hold the parameters and optimizer state, each of its slice (the
-  // servers outlive coordinate() as members, for the checkpoint written after a stop).
-  bool save_state(roles::CoordinatorSession& /*session*/, std::uint64_t step,
-                  checkpoint::Checkpoint& out) override {
-    return servers_ && servers_->save_state(step, out);
-  }
-  void restore_state(roles::CoordinatorSession& /*session*/,
-                     const checkpoint::Checkpoint& from) override {
-    from_ = &from;
-  }
+  // Checkpoints (ServerGroupMode): the servers hold the parameters and optimizer state, each
+  // of its slice.
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
     auto& model = session.model();
@@ -115,10 +108,6 @@ class ShardedGradientsMode final : public Mode {
   }
 
  private:
-  // Coordinator side.
-  std::unique_ptr<roles::ServerGroup> servers_;
-  const checkpoint::Checkpoint* from_ = nullptr;  // a resumed run's (owned by the Checkpointer)
-
   // Worker side.
   std::unique_ptr<roles::ServerClient> client_;
   std::vector<double> params_;

@@ -4,6 +4,7 @@
 
 #include "core/config/config.hpp"
 #include "core/models/model.hpp"
+#include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
 
 #include <cstdint>
@@ -47,5 +48,30 @@ void save_coordinator_state(roles::CoordinatorSession& session, const models::Op
 // The optimizer such a mode continues with: the checkpoint's state, or a fresh one (`from` null).
 [[nodiscard]] std::unique_ptr<models::Optimizer> coordinator_optimizer(
     roles::CoordinatorSession& session, const checkpoint::Checkpoint* from);
+
+// A mode whose coordinator holds the parameters and the one optimizer (star, tensor): its
+// checkpoint half, and the optimizer its coordinate() steps (restored on resume).
+class CoordinatorOptimizerMode : public Mode {
+ public:
+  bool save_state(roles::CoordinatorSession& session, std::uint64_t /*step*/,
+                  checkpoint::Checkpoint& out) override {
+    if (!optimizer_) return false;
+    save_coordinator_state(session, *optimizer_, out);  // the state of the last completed step
+    return true;
+  }
+  void restore_state(roles::CoordinatorSession& session,
+                     const checkpoint::Checkpoint& from) override {
+    optimizer_ = coordinator_optimizer(session, &from);
+  }
+
+ protected:
+  [[nodiscard]] models::Optimizer& optimizer(roles::CoordinatorSession& session) {
+    if (!optimizer_) optimizer_ = coordinator_optimizer(session, nullptr);
+    return *optimizer_;
+  }
+
+ private:
+  std::unique_ptr<models::Optimizer> optimizer_;  // coordinator side
+};
 
 }  // namespace dt::modes

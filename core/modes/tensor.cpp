@@ -41,7 +41,7 @@ struct Position {
 
 Position position_of(int rank, int tensor) { return {tensor, rank % tensor, rank / tensor}; }
 
-class TensorMode final : public Mode {
+class TensorMode final : public CoordinatorOptimizerMode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
     const int tensor = session.plan().tensor;
@@ -69,8 +69,7 @@ class TensorMode final : public Mode {
     }
     (void)session.gather(protocol::Type::kTensorReady);
 
-    if (!optimizer_) optimizer_ = coordinator_optimizer(session, nullptr);
-    auto& optimizer = optimizer_;
+    auto* optimizer = &this->optimizer(session);
     std::vector<double> grad(p);
     std::vector<std::vector<double>> slice_params(static_cast<std::size_t>(tensor));
     for (int t = 0; t < tensor; ++t) slice_params[static_cast<std::size_t>(t)].resize(slices[static_cast<std::size_t>(t)]->size());
@@ -111,18 +110,6 @@ class TensorMode final : public Mode {
       }
       finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
     }
-  }
-
-  bool save_state(roles::CoordinatorSession& session, std::uint64_t /*step*/,
-                  checkpoint::Checkpoint& out) override {
-    if (!optimizer_) return false;
-    save_coordinator_state(session, *optimizer_, out);  // the state of the last completed step
-    return true;
-  }
-
-  void restore_state(roles::CoordinatorSession& session,
-                     const checkpoint::Checkpoint& from) override {
-    optimizer_ = coordinator_optimizer(session, &from);
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
@@ -230,7 +217,6 @@ class TensorMode final : public Mode {
                                                  const std::vector<std::uint32_t>& members,
                                                  double& seconds);
 
-  std::unique_ptr<models::Optimizer> optimizer_;  // coordinator side
 
   // Worker side.
   std::unique_ptr<models::TensorSlice> slice_;

@@ -22,6 +22,17 @@ namespace {
 // A replacement worker gets as long to start as the first workers did.
 constexpr std::chrono::milliseconds kJoinTimeout{30000};
 
+// A malformed message is dropped with a warning, never fatal: the sender is found out by its
+// silence if it is one of ours.
+std::optional<protocol::Envelope> decode_or_drop(const transport::Incoming& in, std::uint64_t job) {
+  try {
+    return protocol::decode(in.message, job);
+  } catch (const ProtocolError& err) {
+    log::warn("dropped a message from '{}': {}", in.peer, err.what());
+    return std::nullopt;
+  }
+}
+
 std::vector<int> all_ranks(std::size_t n) {
   std::vector<int> all(n);
   std::iota(all.begin(), all.end(), 0);
@@ -181,13 +192,9 @@ protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
         stash_.push_back(std::move(*in));  // for the gather it belongs to
         continue;
       }
-      protocol::Envelope e;
-      try {
-        e = protocol::decode(in->message, job_id_);
-      } catch (const ProtocolError& err) {
-        log::warn("dropped a message from '{}': {}", in->peer, err.what());
-        continue;
-      }
+      auto decoded = decode_or_drop(*in, job_id_);
+      if (!decoded) continue;
+      protocol::Envelope e = std::move(*decoded);
       if (e.type == protocol::Type::kError) {
         const auto error = protocol::read_error(e);
         fail<TrainingError>("the replacement for worker {} (pid {}) failed: {}", rank,
@@ -403,13 +410,9 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
   while (missing()) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
     if (auto in = next_message(deadline_in(kPollSlice))) {
-      protocol::Envelope e;
-      try {
-        e = protocol::decode(in->message, job_id_);
-      } catch (const ProtocolError& err) {
-        log::warn("dropped a message from '{}': {}", in->peer, err.what());
-        continue;
-      }
+      auto decoded = decode_or_drop(*in, job_id_);
+      if (!decoded) continue;
+      protocol::Envelope e = std::move(*decoded);
       if (e.rank >= static_cast<std::uint32_t>(n) || in->peer != protocol::peer_name(e.rank)) {
         log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
                   in->peer, e.rank);

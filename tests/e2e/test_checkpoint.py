@@ -45,14 +45,15 @@ def config(tmp, mode, transport="ipc", epochs=60, every=150):
 
 
 def checkpoints(run_dir):
+    """The finished checkpoint files (not the hidden temp file of a write in progress)."""
     folder = run_dir / "checkpoint"
-    return sorted(folder.iterdir()) if folder.exists() else []
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(".")) if folder.exists() else []
 
 
 def no_temp_files(run_dir):
     """Only complete checkpoint files, the last two. (A SIGKILL can cut a write short: its temp
     file is swept by the next run, and was never a checkpoint.)"""
-    names = [p.name for p in checkpoints(run_dir)]
+    names = [p.name for p in (run_dir / "checkpoint").iterdir()]
     assert all(n.startswith("step-") and n.endswith(".ckpt") for n in names), names
     assert len(names) <= 2, names
 
