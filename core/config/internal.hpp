@@ -15,6 +15,12 @@ namespace dt::config::detail {
 // so that errors about its value name the override. Unknown keys fail like in the file.
 void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides, Reader& reader);
 
+// fault_tolerance and faults (sections_faults.cpp).
+[[nodiscard]] FaultToleranceConfig parse_fault_tolerance(const Section& s);
+[[nodiscard]] std::vector<FaultConfig> parse_faults(const Section& root, std::uint64_t seed);
+// Faults that cannot hit (rank, inproc) and policies not available with the chosen mode.
+void check_fault_tolerance(const Section& root, const Config& c);
+
 // The validated Config from the top-level map; relative paths resolve against `base_dir`.
 [[nodiscard]] Config build(const Section& root, const std::filesystem::path& base_dir);
 

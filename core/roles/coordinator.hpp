@@ -273,6 +273,8 @@ class CoordinatorSession {
   [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
                                               transport::Clock::time_point deadline);
   [[nodiscard]] std::optional<transport::Incoming> next_message(transport::Clock::time_point until);
+  [[nodiscard]] static std::optional<protocol::Envelope> decode_or_drop(
+      const transport::Incoming& in, std::uint64_t job);
   void send_request(int rank, std::shared_ptr<const wire::Message> message, protocol::Type type,
                     std::uint64_t step);
   [[nodiscard]] std::int64_t resend_after_ms() const;

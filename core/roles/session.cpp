@@ -19,20 +19,6 @@ using transport::deadline_in;
 
 namespace {
 
-// A replacement worker gets as long to start as the first workers did.
-constexpr std::chrono::milliseconds kJoinTimeout{30000};
-
-// A malformed message is dropped with a warning, never fatal: the sender is found out by its
-// silence if it is one of ours.
-std::optional<protocol::Envelope> decode_or_drop(const transport::Incoming& in, std::uint64_t job) {
-  try {
-    return protocol::decode(in.message, job);
-  } catch (const ProtocolError& err) {
-    log::warn("dropped a message from '{}': {}", in.peer, err.what());
-    return std::nullopt;
-  }
-}
-
 std::vector<int> all_ranks(std::size_t n) {
   std::vector<int> all(n);
   std::iota(all.begin(), all.end(), 0);
@@ -40,6 +26,18 @@ std::vector<int> all_ranks(std::size_t n) {
 }
 
 }  // namespace
+
+std::optional<protocol::Envelope> CoordinatorSession::decode_or_drop(const transport::Incoming& in,
+                                                                     std::uint64_t job) {
+  // A malformed message is dropped with a warning, never fatal: the sender is found out by its
+  // silence if it is one of ours.
+  try {
+    return protocol::decode(in.message, job);
+  } catch (const ProtocolError& err) {
+    log::warn("dropped a message from '{}': {}", in.peer, err.what());
+    return std::nullopt;
+  }
+}
 
 CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan& plan,
                                        std::vector<double>& params,
@@ -127,213 +125,6 @@ void CoordinatorSession::send_to(int rank, protocol::Envelope envelope) {
   send_request(rank,
                std::make_shared<const wire::Message>(protocol::encode(std::move(envelope), job_id_)),
                type, step);
-}
-
-void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
-  const auto r = static_cast<std::size_t>(rank);
-  const auto& ft = config_.fault_tolerance;
-  const std::string host = r < result_.workers.size() ? result_.workers[r].host : "?";
-  std::string line = fmt::format("worker {} (pid {} on {}) {}; last completed step {}", rank,
-                                 pool_.pid_of(rank), host, cause, result_.steps);
-  const std::string last = pool_.last_words(rank);
-  if (!last.empty()) line += fmt::format("; its log ends: {}", last);
-  nlohmann::json failure = {{"rank", rank},          {"pid", pool_.pid_of(rank)},
-                            {"host", host},          {"cause", cause},
-                            {"step", result_.steps}, {"message", line}};
-  const auto policy = ft.on_worker_failure;
-  if (policy == config::FailurePolicy::kAbort || finalizes_.empty()) {
-    // Before training starts (finalizes_ is set then), a lost worker is most likely bad data
-    // or a bad host: replacing or dropping it would only hide that.
-    failure["action"] = "abort";
-    result_.failures.push_back(std::move(failure));
-    // At once: a hung (stopped) worker would sit out the SIGTERM grace of stopping the others.
-    pool_.kill(rank);
-    throw TrainingError(line);
-  }
-  pool_.kill(rank);  // a hung worker must not come back to life in the middle of the run
-  heartbeat_.forget(rank);
-  ++generation_;
-  if (policy == config::FailurePolicy::kRestart) {
-    if (restarts_ >= ft.max_restarts) {
-      failure["action"] = "abort";
-      result_.failures.push_back(std::move(failure));
-      throw TrainingError(fmt::format("{}; no restart left (fault_tolerance.max_restarts = {})",
-                                      line, ft.max_restarts));
-    }
-    ++restarts_;
-    log::warn("{}; starting a replacement ({} of at most {} restarts)", line, restarts_,
-              ft.max_restarts);
-    failure["action"] = "restart";
-    result_.failures.push_back(std::move(failure));
-    replace_worker(rank);
-    result_.failures.back()["replacement_pid"] = pool_.pid_of(rank);
-    log::warn("worker {} is back (pid {}); training goes on", rank, pool_.pid_of(rank));
-    if (last_request_[r]) {
-      send_request(rank, last_request_[r], last_request_type_[r], last_request_step_[r]);
-    }
-    return;
-  }
-  alive_flag_[r] = false;
-  std::erase(alive_, rank);
-  failure["action"] = "continue";
-  result_.failures.push_back(std::move(failure));
-  if (alive_.empty()) throw TrainingError(fmt::format("{}; no worker is left", line));
-  log::warn("{}; continuing with {} workers", line, alive_.size());
-  lost_unassigned_.push_back(rank);
-}
-
-protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
-                                                  transport::Clock::time_point deadline) {
-  const std::string peer = protocol::peer_name(static_cast<std::uint32_t>(rank));
-  for (;;) {
-    if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
-    if (auto in = listener_.receive(deadline_in(kPollSlice))) {
-      if (in->peer != peer) {
-        stash_.push_back(std::move(*in));  // for the gather it belongs to
-        continue;
-      }
-      auto decoded = decode_or_drop(*in, job_id_);
-      if (!decoded) continue;
-      protocol::Envelope e = std::move(*decoded);
-      if (e.type == protocol::Type::kError) {
-        const auto error = protocol::read_error(e);
-        fail<TrainingError>("the replacement for worker {} (pid {}) failed: {}", rank,
-                            pool_.pid_of(rank), error.message);
-      }
-      if (e.type == type) return e;
-      continue;  // a late message of the lost worker
-    }
-    for (auto& exit : pool_.poll()) {
-      if (exit.rank == rank) {
-        std::string message = fmt::format("the replacement for worker {} (pid {}) {} before it "
-                                          "joined",
-                                          rank, exit.pid, exit.status.describe());
-        const auto last = pool_.last_words(rank);
-        if (!last.empty()) message += fmt::format("; its log ends: {}", last);
-        throw TrainingError(message);
-      }
-      pending_exits_.push_back(exit);
-    }
-    if (transport::Clock::now() >= deadline) {
-      fail<TimeoutError>("the replacement for worker {} did not join within {} ms (no {} message)",
-                         rank, kJoinTimeout.count(), protocol::name_of(type));
-    }
-  }
-}
-
-void CoordinatorSession::replace_worker(int rank) {
-  const auto r = static_cast<std::size_t>(rank);
-  if (setups_.size() <= r || finalizes_.size() <= r) {
-    fail<TrainingError>("internal error: no start-up messages to replay for worker {}", rank);
-  }
-  pool_.start(rank, listener_.endpoint());
-  const auto deadline = deadline_in(kJoinTimeout);
-  const auto hello = protocol::read_hello(await_from(rank, protocol::Type::kHello, deadline));
-  result_.workers[r].pid = hello.pid;
-  result_.workers[r].host = hello.host;
-  const auto send = [&](protocol::Envelope e) {
-    e.generation = generation_;  // >= 1: the worker knows it is a replacement (faults stay off)
-    listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
-                   protocol::encode(std::move(e), job_id_), deadline_in(kSendDeadline));
-  };
-  send(setups_[r]);
-  const auto loaded = await_from(rank, protocol::Type::kLoaded, deadline);
-  if (protocol::count(loaded, "rows") != plan_.shard_rows[r]) {
-    fail<TrainingError>("the replacement for worker {} loaded {} rows, the shard has {}: did the "
-                        "data change during the run?",
-                        rank, protocol::count(loaded, "rows"), plan_.shard_rows[r]);
-  }
-  send(finalizes_[r]);
-  (void)await_from(rank, protocol::Type::kReady, deadline);
-  joined_ms_[r] = steady_ms();
-}
-
-void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
-  if (lost_unassigned_.empty()) return;
-  const auto survivors = alive_;
-  for (const int lost : lost_unassigned_) {
-    const auto l = static_cast<std::size_t>(lost);
-    // Every survivor reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k
-    // of m): no data is dropped for the rest of training, and the split needs no row index.
-    for (std::size_t k = 0; k < survivors.size(); ++k) {
-      auto e = protocol::make_setup({"", "", source_for(plan_, l), plan_.segments[l]});
-      e.type = protocol::Type::kReassign;
-      e.step = epoch;
-      e.fields["share"] = k;
-      e.fields["shares"] = survivors.size();
-      e.fields["from_epoch"] = epoch;
-      e.fields["lost_rank"] = lost;
-      send_to(survivors[k], std::move(e));
-    }
-    const auto acks = gather_from(protocol::Type::kReassigned, survivors);
-    nlohmann::json to = nlohmann::json::array();
-    for (const auto& a : acks) {
-      to.push_back({{"rank", a.rank}, {"rows", protocol::count(a, "rows")}});
-      result_.workers[a.rank].rows += protocol::count(a, "rows");
-    }
-    for (auto& f : result_.failures) {
-      if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
-        f["reassigned"] = {{"from_epoch", epoch}, {"rows", plan_.shard_rows[l]}, {"to", to}};
-      }
-    }
-    log::warn("worker {}'s {} rows are dealt to workers {} from epoch {}", lost,
-              plan_.shard_rows[l], fmt::join(survivors, ", "), epoch + 1);
-  }
-  lost_unassigned_.clear();
-}
-
-void CoordinatorSession::raise_worker_error(int rank, const protocol::WorkerError& error) {
-  // Bad data found by a worker is still bad input (exit 2), but the message says whose rows.
-  if (error.exit_code == static_cast<int>(ExitCode::kBadInput)) {
-    throw DataError(fmt::format("worker {} (pid {}): {}", rank, pool_.pid_of(rank), error.message));
-  }
-  lose_worker(rank, "failed: " + error.message);
-}
-
-void CoordinatorSession::note_late_exit(const ChildExit& exit) {
-  if (exit.status.success()) return;
-  // The model is complete, but a worker that ends badly after its work (a sanitizer report,
-  // a crash in teardown) is a bug worth seeing.
-  result_.warnings.push_back(fmt::format("worker {} (pid {}) {} after it finished", exit.rank,
-                                         exit.pid, exit.status.describe()));
-  log::warn("{}", result_.warnings.back());
-}
-
-void CoordinatorSession::check_workers() {
-  stragglers_.check(heartbeat_, result_);  // the idle path of every wait
-  auto exits = std::move(pending_exits_);
-  pending_exits_.clear();
-  for (auto& exit : pool_.poll()) exits.push_back(exit);
-  for (const auto& exit : exits) {
-    if (exits_expected_) {
-      note_late_exit(exit);
-      continue;
-    }
-    if (!is_alive(exit.rank) || exit.pid != pool_.pid_of(exit.rank)) continue;  // handled
-    // Give an error report the worker sent just before exiting a moment to arrive: it says more
-    // than the exit code. Other workers' messages read meanwhile wait for their gather.
-    std::optional<protocol::WorkerError> error;
-    const auto is_its_error = [&](const transport::Incoming& in) {
-      try {
-        const auto e = protocol::decode(in.message, job_id_);
-        if (e.type != protocol::Type::kError || static_cast<int>(e.rank) != exit.rank) return false;
-        error = protocol::read_error(e);
-        return true;
-      } catch (const ProtocolError&) {
-        return false;
-      }
-    };
-    std::erase_if(stash_, is_its_error);
-    const auto until = deadline_in(std::chrono::milliseconds(200));
-    while (!error) {
-      auto in = listener_.receive(until);
-      if (!in) break;
-      if (!is_its_error(*in)) stash_.push_back(std::move(*in));
-    }
-    const bool reported = error.has_value();
-    if (error) raise_worker_error(exit.rank, *error);
-    if (!reported) lose_worker(exit.rank, exit.status.describe());
-  }
 }
 
 std::optional<transport::Incoming> CoordinatorSession::next_message(

@@ -1,0 +1,120 @@
+// fault_tolerance and faults: the failure policy, checkpoints, stragglers, and the faults a
+// test injects.
+
+#include <fmt/format.h>
+
+#include <climits>
+
+#include "core/config/internal.hpp"
+#include "core/util/text.hpp"
+
+namespace dt::config::detail {
+namespace {
+
+int to_int(std::int64_t v) { return static_cast<int>(v); }  // callers bound v to INT_MAX
+
+}  // namespace
+
+FaultToleranceConfig parse_fault_tolerance(const Section& s) {
+  FaultToleranceConfig c;
+  c.heartbeat_ms = to_int(s.integer("heartbeat_ms", c.heartbeat_ms, 10));
+  c.worker_timeout_ms = to_int(s.integer("worker_timeout_ms", c.worker_timeout_ms, 1));
+  // A timeout under two heartbeats would declare a worker lost after one late heartbeat.
+  const std::int64_t least = 2 * static_cast<std::int64_t>(c.heartbeat_ms);
+  if (c.worker_timeout_ms < least) {
+    if (s.has("worker_timeout_ms")) {
+      s.fail("worker_timeout_ms",
+             fmt::format("expected an integer >= {} (twice fault_tolerance.heartbeat_ms), got {}",
+                         least, c.worker_timeout_ms));
+    }
+    s.fail("heartbeat_ms",
+           fmt::format("needs fault_tolerance.worker_timeout_ms >= {} (twice the heartbeat), but "
+                       "it is {} (the default); set fault_tolerance.worker_timeout_ms",
+                       least, c.worker_timeout_ms));
+  }
+  c.on_worker_failure = s.choice("on_worker_failure", c.on_worker_failure, kFailurePolicies);
+  c.max_restarts = to_int(s.integer("max_restarts", c.max_restarts, 0));
+  c.checkpoint_every_steps =
+      s.section("checkpoint_every").integer("steps", c.checkpoint_every_steps, 0, INT64_MAX);
+  c.straggler_factor = s.number("straggler_factor", c.straggler_factor, Range::kNonNegative);
+  if (c.straggler_factor > 0 && c.straggler_factor <= 1) {
+    s.fail("straggler_factor",
+           fmt::format("expected 0 (never warn) or a factor above 1, got {}; at {} every worker "
+                       "would be a straggler of itself",
+                       text::format_double(c.straggler_factor),
+                       text::format_double(c.straggler_factor)));
+  }
+  return c;
+}
+
+std::vector<FaultConfig> parse_faults(const Section& root, std::uint64_t seed) {
+  std::vector<FaultConfig> faults;
+  if (!root.has("faults")) return faults;
+  const YAML::Node list = root.node("faults");
+  if (!list.IsSequence()) {
+    root.fail("faults", fmt::format("expected a list of faults like [{{rank: 2, at_step: 40, "
+                                    "action: kill}}], got {}",
+                                    describe(list)));
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const Section s = root.item("faults", i);
+    FaultConfig f;
+    if (!s.has("rank")) s.fail_missing("rank", "the worker rank the fault hits, e.g. rank: 1");
+    if (!s.has("action")) s.fail_missing("action", "one of kill, hang, slow, drop, delay");
+    f.rank = to_int(s.integer("rank", 0, 0));
+    f.action = s.choice("action", f.action, kFaultActions);
+    const bool at = s.has("at_step");
+    const bool p = s.has("probability");
+    if (at == p) {
+      s.fail_here(at ? "set at_step or probability, not both"
+                     : "say when: at_step: N (a worker step) or probability: p (each step)");
+    }
+    if (at) f.at_step = static_cast<std::uint64_t>(s.integer("at_step", 0, 0, INT64_MAX));
+    if (p) {
+      f.probability = s.number("probability", 0, Range::kPositive);
+      if (f.probability > 1) {
+        s.fail("probability", fmt::format("expected a probability in (0, 1], got {}",
+                                          text::format_double(f.probability)));
+      }
+    }
+    f.ms = to_int(s.integer("ms", f.ms, 0));
+    f.seed = static_cast<std::uint64_t>(s.integer("seed", static_cast<std::int64_t>(seed), 0, INT64_MAX));
+    faults.push_back(f);
+  }
+  return faults;
+}
+
+void check_fault_tolerance(const Section& root, const Config& c) {
+  const int workers = worker_count(c);
+  for (std::size_t i = 0; i < c.faults.size(); ++i) {
+    const Section s = root.item("faults", i);
+    if (c.faults[i].rank >= workers) {
+      s.fail("rank", fmt::format("is {} but the run has {} workers (ranks 0 to {}); pick one of "
+                                 "them",
+                                 c.faults[i].rank, workers, workers - 1));
+    }
+    if (c.transport.type == TransportType::kInproc) {
+      s.fail("action", "faults are injected into worker processes, but transport.type inproc "
+                       "runs the workers as threads of one process; use transport.type ipc");
+    }
+  }
+  const auto policy = c.fault_tolerance.on_worker_failure;
+  if (policy != FailurePolicy::kAbort) {
+    const AggregationConfig& a = c.aggregation;
+    std::string what;
+    if (a.topology == Topology::kRing) what = "aggregation.topology ring";
+    if (a.servers > 1) what = "aggregation.servers > 1";
+    if (a.mode == AggregationMode::kAsync) what = "aggregation.mode async";
+    if (c.parallelism.tensor > 1) what = "parallelism.tensor > 1";
+    if (!what.empty()) {
+      root.section("fault_tolerance")
+          .fail("on_worker_failure",
+                fmt::format("{} is not available with {} yet: it works with aggregation.mode "
+                            "gradients (star, one server) and parameters; use abort there, "
+                            "with checkpoints to resume from",
+                            name_of(policy), what));
+    }
+  }
+}
+
+}  // namespace dt::config::detail
