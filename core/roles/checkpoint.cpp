@@ -153,7 +153,7 @@ Checkpoint decode(std::string_view bytes, const std::string& origin) {
     const auto n = fields.get<std::uint64_t>("an array length");
     const auto data = fields.take(n > body ? body + 1 : n * sizeof(double), "an array");
     std::vector<double> values(n);
-    std::memcpy(values.data(), data.data(), data.size());
+    if (!data.empty()) std::memcpy(values.data(), data.data(), data.size());  // never a null source
     out.arrays[name] = std::move(values);
   }
   if (fields.pos() != body) {
