@@ -185,6 +185,16 @@ class CoordinatorSession {
   // the survivors, who train on them from `epoch` on (their share of the global batch grows).
   // Call it before the first step of each epoch.
   void reassign_lost_rows(std::uint64_t epoch);
+  // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
+  // pushes) sets a handler: lose_worker calls it once the rank has been replaced (restart) or
+  // dropped from alive() (continue), instead of sending the replacement the rank's last
+  // request. The handler may throw to end the wait it was called from (a ring step that cannot
+  // finish). Without a handler the session re-sends the last request (star, parameters).
+  using LossHandler = std::function<void(int rank, config::FailurePolicy action)>;
+  void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
+  // Bumped at every lost worker handled; messages carry the generation they were sent in, and
+  // a reply from an earlier generation than its rank's last request is dropped as stale.
+  [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
 
   // Sends one message to every worker still training.
   void broadcast(protocol::Envelope envelope);
@@ -276,7 +286,7 @@ class CoordinatorSession {
   [[nodiscard]] static std::optional<protocol::Envelope> decode_or_drop(
       const transport::Incoming& in, std::uint64_t job);
   void send_request(int rank, std::shared_ptr<const wire::Message> message, protocol::Type type,
-                    std::uint64_t step);
+                    std::uint64_t step, std::uint32_t generation);
   [[nodiscard]] std::int64_t resend_after_ms() const;
   [[nodiscard]] std::vector<protocol::Envelope> gather_impl(protocol::Type type,
                                                             const std::vector<int>& wanted,
@@ -323,6 +333,8 @@ class CoordinatorSession {
   std::vector<std::shared_ptr<const wire::Message>> last_request_;
   std::vector<std::uint64_t> last_request_step_;
   std::vector<protocol::Type> last_request_type_;
+  std::vector<std::uint32_t> last_request_generation_;
+  LossHandler loss_handler_;
   struct Answered {
     protocol::Type type{};
     std::uint64_t step = 0;

@@ -62,6 +62,7 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       last_request_(plan.shard_rows.size()),
       last_request_step_(plan.shard_rows.size(), 0),
       last_request_type_(plan.shard_rows.size(), protocol::Type::kSetup),
+      last_request_generation_(plan.shard_rows.size(), 0),
       answered_(plan.shard_rows.size()) {}
 
 std::uint64_t CoordinatorSession::total_steps() const noexcept {
@@ -82,21 +83,23 @@ void CoordinatorSession::set_startup(std::vector<protocol::Envelope> setups,
 }
 
 void CoordinatorSession::send_request(int rank, std::shared_ptr<const wire::Message> message,
-                                      protocol::Type type, std::uint64_t step) {
+                                      protocol::Type type, std::uint64_t step,
+                                      std::uint32_t generation) {
   const auto r = static_cast<std::size_t>(rank);
   // Recorded first: if the send finds the worker gone and a replacement takes the rank, the
   // replacement is sent this request.
   last_request_[r] = message;
   last_request_step_[r] = step;
   last_request_type_[r] = type;
+  last_request_generation_[r] = generation;
   try {
     listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)), *message,
                    deadline_in(kSendDeadline));
   } catch (const TransportError& e) {
-    const auto generation = generation_;
+    const auto before = generation_;
     check_workers();  // a dead worker explains the failed send better than the send does
     // Unless that found it (and replaced or dropped it), the worker is lost for this.
-    if (generation == generation_ && is_alive(rank)) {
+    if (before == generation_ && is_alive(rank)) {
       lose_worker(rank, fmt::format("cannot be reached: {}", e.what()));
     }
   }
@@ -110,10 +113,11 @@ void CoordinatorSession::broadcast(protocol::Envelope envelope, const std::vecto
   envelope.generation = generation_;
   const std::uint64_t step = envelope.step;
   const auto type = envelope.type;
+  const auto generation = envelope.generation;
   const auto message =
       std::make_shared<const wire::Message>(protocol::encode(std::move(envelope), job_id_));
   for (const int r : std::vector<int>(ranks)) {  // a copy: losing a worker changes alive_
-    if (is_alive(r)) send_request(r, message, type, step);
+    if (is_alive(r)) send_request(r, message, type, step, generation);
   }
 }
 
@@ -122,9 +126,10 @@ void CoordinatorSession::send_to(int rank, protocol::Envelope envelope) {
   envelope.generation = generation_;
   const std::uint64_t step = envelope.step;
   const auto type = envelope.type;
+  const auto generation = envelope.generation;
   send_request(rank,
                std::make_shared<const wire::Message>(protocol::encode(std::move(envelope), job_id_)),
-               type, step);
+               type, step, generation);
 }
 
 std::optional<transport::Incoming> CoordinatorSession::next_message(
@@ -217,8 +222,11 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
         continue;
       }
       const auto& done = answered_[i];
+      // Workers copy the generation of the request they answer into the reply: one from before
+      // the rank's last request was sent (a step abandoned when a worker was lost) is stale.
       const bool stale = (done.any && e.type == done.type && e.step <= done.step) ||
-                         (e.type == type && e.step < last_request_step_[i]);
+                         (e.type == type && e.step < last_request_step_[i]) ||
+                         (e.type == type && e.generation < last_request_generation_[i]);
       if (stale || (e.type == type && got[i])) {
         // A reply sent twice (its request was re-sent) or to an abandoned request.
         log::debug("dropped a late {} message of worker {} (step {})", protocol::name_of(e.type),
@@ -253,7 +261,8 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
         // worker answers a repeated request from its cache, without redoing the work).
         log::debug("no {} from worker {} after {} ms; sending its request again",
                    protocol::name_of(type), r, now - wait_start);
-        send_request(r, last_request_[i], last_request_type_[i], last_request_step_[i]);
+        send_request(r, last_request_[i], last_request_type_[i], last_request_step_[i],
+                     last_request_generation_[i]);
         backoff[i] = std::min<std::int64_t>(2 * backoff[i], timeout);
         resend_at[i] = now + backoff[i];
       }

@@ -63,8 +63,11 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
     replace_worker(rank);
     result_.failures.back()["replacement_pid"] = pool_.pid_of(rank);
     log::warn("worker {} is back (pid {}); training goes on", rank, pool_.pid_of(rank));
-    if (last_request_[r]) {
-      send_request(rank, last_request_[r], last_request_type_[r], last_request_step_[r]);
+    if (loss_handler_) {
+      loss_handler_(rank, policy);
+    } else if (last_request_[r]) {
+      send_request(rank, last_request_[r], last_request_type_[r], last_request_step_[r],
+                   last_request_generation_[r]);
     }
     return;
   }
@@ -75,6 +78,7 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
   if (alive_.empty()) throw TrainingError(fmt::format("{}; no worker is left", line));
   log::warn("{}; continuing with {} workers", line, alive_.size());
   lost_unassigned_.push_back(rank);
+  if (loss_handler_) loss_handler_(rank, policy);
 }
 
 protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
