@@ -47,6 +47,7 @@ const char* name_of(Type type) {
     case Type::kDone: return "done";
     case Type::kResumeState: return "resume state";
     case Type::kStateRequest: return "state request";
+    case Type::kServerMoved: return "server moved";
   }
   return "unknown";
 }

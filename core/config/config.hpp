@@ -128,6 +128,9 @@ struct FaultToleranceConfig {
 enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
 struct FaultConfig {
   int rank = 0;
+  // A parameter server's fault instead of a worker's (`server: k`, kill or hang): the server
+  // thread of key range k; -1 for a worker fault (`rank`). Its steps are the server's updates.
+  int server = -1;
   FaultAction action = FaultAction::kKill;
   std::optional<std::uint64_t> at_step;
   double probability = 0;  // used when at_step is absent

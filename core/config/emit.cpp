@@ -53,7 +53,11 @@ class Writer {
     out_ << YAML::Key << key << YAML::Value << YAML::BeginSeq;
     for (const auto& f : faults) {
       out_ << YAML::Flow << YAML::BeginMap;
-      out_ << YAML::Key << "rank" << YAML::Value << f.rank;
+      if (f.server >= 0) {
+        out_ << YAML::Key << "server" << YAML::Value << f.server;
+      } else {
+        out_ << YAML::Key << "rank" << YAML::Value << f.rank;
+      }
       out_ << YAML::Key << "action" << YAML::Value << name_of(f.action);
       if (f.at_step) {
         out_ << YAML::Key << "at_step" << YAML::Value << *f.at_step;

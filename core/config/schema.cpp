@@ -160,8 +160,11 @@ std::vector<Key> build_keys() {
       {"fault_tolerance.straggler_factor", "number >= 0", "2", "",
        "Warn when a worker's step time stays above this many times the median (`0`: never)."},
       // faults (a testing feature)
-      {"faults.rank", "integer >= 0", "", "required",
+      {"faults.rank", "integer >= 0", "", "or `server`",
        "The worker rank the fault hits."},
+      {"faults.server", "integer >= 0", "", "or `rank`",
+       "The parameter server the fault hits (`aggregation.servers` > 1 or `async`; `kill` or "
+       "`hang`); its steps are the server's updates."},
       {"faults.action", one_of(kFaultActions), "", "required",
        "`kill`: SIGKILL itself; `hang`: SIGSTOP itself; `slow`: sleep `ms` per step; `drop`: "
        "lose its messages to the coordinator; `delay`: hold each for `ms`."},

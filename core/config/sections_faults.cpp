@@ -59,10 +59,25 @@ std::vector<FaultConfig> parse_faults(const Section& root, std::uint64_t seed) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     const Section s = root.item("faults", i);
     FaultConfig f;
-    if (!s.has("rank")) s.fail_missing("rank", "the worker rank the fault hits, e.g. rank: 1");
+    if (s.has("rank") && s.has("server")) {
+      s.fail_here("set rank (a worker's fault) or server (a parameter server's), not both");
+    }
+    if (!s.has("rank") && !s.has("server")) {
+      s.fail_missing("rank", "the worker rank the fault hits, e.g. rank: 1 (or server: k for a "
+                             "parameter server)");
+    }
     if (!s.has("action")) s.fail_missing("action", "one of kill, hang, slow, drop, delay");
-    f.rank = to_int(s.integer("rank", 0, 0));
+    if (s.has("server")) {
+      f.rank = -1;
+      f.server = to_int(s.integer("server", 0, 0));
+    } else {
+      f.rank = to_int(s.integer("rank", 0, 0));
+    }
     f.action = s.choice("action", f.action, kFaultActions);
+    if (f.server >= 0 && f.action != FaultAction::kKill && f.action != FaultAction::kHang) {
+      s.fail("action", fmt::format("a parameter server's fault is kill or hang, got {}",
+                                   name_of(f.action)));
+    }
     const bool at = s.has("at_step");
     const bool p = s.has("probability");
     if (at == p) {
@@ -84,10 +99,36 @@ std::vector<FaultConfig> parse_faults(const Section& root, std::uint64_t seed) {
   return faults;
 }
 
+namespace {
+
+// A server fault needs server threads (aggregation.servers > 1 with gradients, or async) and a
+// server of that index. The servers live in the coordinator process, so any transport will do.
+void check_server_fault(const Section& s, const Config& c, const FaultConfig& f) {
+  const AggregationConfig& a = c.aggregation;
+  const bool has_servers =
+      a.mode == AggregationMode::kAsync ||
+      (a.mode == AggregationMode::kGradients && a.topology == Topology::kStar && a.servers > 1);
+  if (!has_servers) {
+    s.fail("server", "this run has no parameter server threads: server faults need "
+                     "aggregation.servers > 1 (gradients, star) or aggregation.mode async");
+  }
+  if (f.server >= a.servers) {
+    s.fail("server", fmt::format("is {} but the run has {} parameter server(s) (0 to {}); pick "
+                                 "one of them",
+                                 f.server, a.servers, a.servers - 1));
+  }
+}
+
+}  // namespace
+
 void check_fault_tolerance(const Section& root, const Config& c) {
   const int workers = worker_count(c);
   for (std::size_t i = 0; i < c.faults.size(); ++i) {
     const Section s = root.item("faults", i);
+    if (c.faults[i].server >= 0) {
+      check_server_fault(s, c, c.faults[i]);
+      continue;
+    }
     if (c.faults[i].rank >= workers) {
       s.fail("rank", fmt::format("is {} but the run has {} workers (ranks 0 to {}); pick one of "
                                  "them",
@@ -103,8 +144,6 @@ void check_fault_tolerance(const Section& root, const Config& c) {
     const AggregationConfig& a = c.aggregation;
     std::string what;
     if (a.topology == Topology::kRing) what = "aggregation.topology ring";
-    if (a.servers > 1) what = "aggregation.servers > 1";
-    if (a.mode == AggregationMode::kAsync) what = "aggregation.mode async";
     if (c.parallelism.tensor > 1) what = "parallelism.tensor > 1";
     if (!what.empty()) {
       root.section("fault_tolerance")

@@ -50,7 +50,10 @@ roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& st
     const auto steps = stats.front().staleness_of[r].size();
     for (std::size_t c = 0; c < steps; ++c) {
       std::uint64_t s = 0;
-      for (const auto& st : stats) s = std::max(s, st.staleness_of[r].at(c));
+      for (const auto& st : stats) {
+        // A failed server's replacement has none for the steps before it took over.
+        if (c < st.staleness_of[r].size()) s = std::max(s, st.staleness_of[r][c]);
+      }
       out.add(s);
     }
   }
@@ -93,10 +96,16 @@ class AsyncMode final : public ServerGroupMode {
     std::vector<double> worker_loss(ri(ranks), 0.0);
     std::vector<std::uint64_t> worker_rows(ri(ranks), 0);
     std::uint64_t applied = session.first_step();
+    const auto copy_every = static_cast<std::int64_t>(config.fault_tolerance.heartbeat_ms);
     const auto drain = [&] {
       servers.check();
+      servers.keep_recent(copy_every);  // what a failed server's replacement would start from
       for (const auto& u : servers.take_log()) {
-        ++applied;
+        // Server 0's replacement numbers its updates on from its copy, and counts the pushes
+        // it lost as done: an update already logged is not logged twice, lost ones not at all.
+        if (u.version <= applied) continue;
+        const auto before = applied;
+        applied = u.version;
         if (u.rows > 0 && !std::isfinite(u.loss_sum)) {
           fail<TrainingError>("training diverged at update {} (worker {}, its step {}): the "
                               "batch loss is {}; lower training.optimizer.lr (now {}) or "
@@ -105,7 +114,9 @@ class AsyncMode final : public ServerGroupMode {
                               text::format_double(u.loss_sum / static_cast<double>(u.rows)),
                               text::format_double(config.training.optimizer.lr));
         }
-        if (applied % every == 0 || applied == total) servers.copy_params_at(applied, params);
+        if (applied / every != before / every || applied == total) {
+          servers.copy_params_at(applied, params);
+        }
         worker_loss[ri(u.rank)] = u.loss_sum;
         worker_rows[ri(u.rank)] = u.rows;
         session.add_samples(u.rows);
@@ -143,6 +154,7 @@ class AsyncMode final : public ServerGroupMode {
     out["max_clock_gap"] = gap;
     out["worker_steps"] = stats.front().worker_steps;
     out["updates"] = total;
+    out["server_copy_seconds"] = servers.keep_seconds();
   }
 
  public:
@@ -157,7 +169,10 @@ class AsyncMode final : public ServerGroupMode {
     }
     auto& model = session.model();
     const std::size_t p = model.parameter_count();
-    roles::ServerClient client(session, message);
+    // Kept past the last step: a worker done with its steps still tells a failed server's
+    // replacement so (ServerClient::on_moved).
+    client_ = std::make_unique<roles::ServerClient>(session, message);
+    auto& client = *client_;
     std::vector<double> params(p, 0.0);
     std::vector<double> grad(p, 0.0);
     const std::uint64_t steps = session.local_steps_per_epoch() *
@@ -183,6 +198,9 @@ class AsyncMode final : public ServerGroupMode {
     done.fields = {{"steps", steps}};
     session.send(std::move(done));
   }
+
+ private:
+  std::unique_ptr<roles::ServerClient> client_;  // worker side
 };
 
 }  // namespace

@@ -59,6 +59,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
       check_batch_loss(config, step + 1, loss_sum, rows);
       // Every server has applied this step before it is logged (and before the next one).
       servers.wait_version(step + 1, timeout);
+      servers.keep(step + 1);  // what a failed server's replacement would start from
       if (rows > 0) {  // else an empty step (only possible with tiny shards)
         if ((step + 1) % every == 0 || step + 1 == steps) servers.copy_params(params);
         session.add_samples(rows);
@@ -69,6 +70,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
     servers.copy_params(params);
     servers.stop();
     session.result().aggregation["servers"] = servers.servers_json();
+    session.result().aggregation["server_copy_seconds"] = servers.keep_seconds();
   }
 
   // Checkpoints (ServerGroupMode): the servers hold the parameters and optimizer state, each

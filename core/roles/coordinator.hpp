@@ -195,6 +195,10 @@ class CoordinatorSession {
   // Bumped at every lost worker handled; messages carry the generation they were sent in, and
   // a reply from an earlier generation than its rank's last request is dropped as stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
+  // Counts one replacement (a worker's, or a parameter server's) against
+  // fault_tolerance.max_restarts; false when none is left. restarts(): replacements so far.
+  [[nodiscard]] bool take_restart() noexcept;
+  [[nodiscard]] int restarts() const noexcept { return restarts_; }
 
   // Sends one message to every worker still training.
   void broadcast(protocol::Envelope envelope);
@@ -202,6 +206,10 @@ class CoordinatorSession {
   void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
   // Sends one message to one worker.
   void send_to(int rank, protocol::Envelope envelope);
+  // Sends every worker still training a notice (kServerMoved): not a request, so no reply is
+  // awaited and it is neither re-sent nor replayed to a replacement. A worker it cannot reach
+  // is left to the supervision of the waits.
+  void notify(protocol::Envelope envelope);
   // One message of `type` from every rank still training, in rank order (each envelope's
   // `rank` says whose). Supervises while it waits: Ctrl-C ends the wait with an error; a lost
   // worker is handled by the failure policy (above). A request whose reply is overdue while

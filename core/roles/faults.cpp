@@ -36,6 +36,17 @@ FaultInjector::FaultInjector(const std::vector<config::FaultConfig>& faults, std
   }
 }
 
+FaultInjector FaultInjector::for_server(const std::vector<config::FaultConfig>& faults,
+                                        int server) {
+  FaultInjector out;
+  // Draws keyed apart from every worker rank's.
+  out.rank_ = 0x80000000U | static_cast<std::uint32_t>(server);
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    if (faults[i].server == server) out.faults_.push_back({faults[i], i, false});
+  }
+  return out;
+}
+
 bool FaultInjector::fires_at_step(const Armed& a, std::uint64_t step) const {
   const auto& f = a.fault;
   if (f.at_step) {

@@ -45,6 +45,11 @@ class FaultInjector {
   FaultInjector() = default;
   // Keeps the faults of `rank` (their index in the config list keys their draws).
   FaultInjector(const std::vector<config::FaultConfig>& faults, std::uint32_t rank);
+  // The faults of parameter server `server` (config `server: k`): kill and hang, by the
+  // server's own update count. The server acts on step_faults itself (it is a thread: it cannot
+  // raise a signal on itself), so begin_step and before_send are not for it.
+  [[nodiscard]] static FaultInjector for_server(const std::vector<config::FaultConfig>& faults,
+                                                int server);
 
   [[nodiscard]] bool empty() const noexcept { return faults_.empty(); }
   [[nodiscard]] StepFaults step_faults(std::uint64_t step) const;

@@ -1,6 +1,7 @@
 #include "core/roles/param_server.hpp"
 
 #include "core/models/optim.hpp"
+#include "core/roles/heartbeat.hpp"
 #include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
@@ -13,7 +14,9 @@ using transport::deadline_in;
 
 ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions options,
                                  std::vector<double> slice)
-    : options_(std::move(options)), slice_(std::move(slice)) {
+    : options_(std::move(options)),
+      slice_(std::move(slice)),
+      faults_(FaultInjector::for_server(options_.faults, options_.index)) {
   const auto n = options_.range.size();
   if (slice_.size() != n || options_.l2.size() != n) {
     fail<TrainingError>("internal error: server {} owns {} keys but got {} values and {} L2 "
@@ -31,6 +34,8 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
     if (!options_.start_completed.empty()) {
       clock_->resume_at(options_.start_completed);
       for (std::size_t r = 0; r < workers; ++r) stats_.worker_steps[r] = clock_->completed(static_cast<int>(r));
+      // Staleness is kept per (rank, step): a replacement's steps before its start have none.
+      for (std::size_t r = 0; r < workers; ++r) stats_.staleness_of[r].resize(stats_.worker_steps[r], 0);
     }
     before_.assign(n, 0.0);
     for (const auto s : options_.worker_steps) total_steps_ += s;
@@ -39,8 +44,11 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
     pending_rows_.assign(workers, 0);
     have_.assign(workers, false);
   }
-  auto listener = transport.listen(fmt::format("ps{}", options_.index));
+  auto listener = transport.listen(options_.incarnation == 0
+                                       ? fmt::format("ps{}", options_.index)
+                                       : fmt::format("ps{}r{}", options_.index, options_.incarnation));
   endpoint_ = listener->endpoint();
+  beat_ms_.store(steady_ms());
   thread_ = std::thread([this, l = std::move(listener)]() mutable { loop(std::move(l)); });
 }
 
@@ -58,8 +66,8 @@ std::string ParameterServer::name() const {
 
 bool ParameterServer::wait_version(std::uint64_t version, std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_);
+  // A failed server is the coordinator's to find (failure()) and handle by its policy.
   cv_.wait_for(lock, wait, [&] { return stats_.version >= version || !error_.empty(); });
-  if (!error_.empty()) throw TrainingError(error_);
   return stats_.version >= version;
 }
 
@@ -76,6 +84,7 @@ void ParameterServer::check() const {
 
 std::optional<ServerState> ParameterServer::state_at(std::uint64_t version) const {
   std::lock_guard lock(mu_);
+  if (dead_) return std::nullopt;
   if (version == stats_.version && !options_.asynchronous) {
     return ServerState{version, slice_, optimizer_->state(), stats_.worker_steps};
   }
@@ -115,6 +124,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
   listener_ = listener.get();
   try {
     while (!stop_.load()) {
+      beat_ms_.store(steady_ms());
       auto in = listener->receive(deadline_in(kPollSlice));
       {
         std::lock_guard lock(mu_);
@@ -134,6 +144,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
                   in->peer, e.rank);
         continue;
       }
+      if (injected_fault(e)) break;
       handle(e);
     }
   } catch (const Error& e) {
@@ -145,9 +156,12 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
     error_ = fmt::format("{} failed: internal error: {}", name(), e.what());
     cv_.notify_all();
   }
-  std::lock_guard lock(mu_);
-  stats_.traffic = listener->counters();
-  listener_ = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    stats_.traffic = listener->counters();
+    listener_ = nullptr;
+  }
+  ended_.store(true);
 }
 
 void ParameterServer::handle(const protocol::Envelope& e) {
@@ -166,6 +180,10 @@ void ParameterServer::on_pull(const protocol::Envelope& e) {
   const auto rank = static_cast<int>(e.rank);
   if (!options_.asynchronous) {
     reply(rank);  // the current slice: the start of training, or the latest round
+    return;
+  }
+  if (e.fields.contains("rejoin")) {
+    on_rejoin(e);  // to a replacement of a failed server
     return;
   }
   const auto steps = protocol::count(e, "steps");
@@ -286,7 +304,7 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   stats_.staleness_of[r].push_back(staleness);
   clock_->complete(rank);
   stats_.worker_steps[r] = clock_->completed(rank);
-  if (options_.keep_log) log_.push_back({rank, e.step, loss_sum, rows});
+  if (options_.keep_log) log_.push_back({stats_.version, rank, e.step, loss_sum, rows});
   const auto every = options_.snapshot_every;
   if (every > 0 && (stats_.version % every == 0 || stats_.version == total_steps_)) {
     snapshots_.emplace(stats_.version, slice_);

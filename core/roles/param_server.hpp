@@ -29,6 +29,7 @@
 #include "core/config/config.hpp"
 #include "core/models/optim.hpp"
 #include "core/protocol.hpp"
+#include "core/roles/faults.hpp"
 #include "core/roles/server_state.hpp"
 #include "transports/transport.hpp"
 
@@ -75,6 +76,11 @@ struct ServerOptions {
   std::uint64_t start_version = 0;
   std::optional<models::OptimizerState> optimizer_state;
   std::vector<std::uint64_t> start_completed;
+  // Injected faults aimed at this server (config `server: k`); a replacement has none.
+  std::vector<config::FaultConfig> faults;
+  // 0 for the first server of this key range, n for its n-th replacement (a server that
+  // failed): it listens on a new endpoint.
+  int incarnation = 0;
 };
 
 // A server's slice and optimizer state after `version` updates (a checkpoint's part).
@@ -87,6 +93,7 @@ struct ServerState {
 
 // One push as applied by a server (async mode's loss log).
 struct AppliedUpdate {
+  std::uint64_t version = 0;  // the server's version once applied
   int rank = 0;
   std::uint64_t step = 0;  // the worker's local step
   double loss_sum = 0;
@@ -133,6 +140,17 @@ class ParameterServer {
   // Stops the thread and joins it (idempotent).
   void stop();
 
+  // ---- Failure (param_server_failure.cpp). Why this server can serve no more, or nullopt:
+  // its thread failed (an error), ended without being stopped (a crash; the injected kill), or
+  // has not polled its socket for more than `timeout_ms` (hung). Any thread.
+  // The text says what happened, not which server ("stopped: its thread ended without a word").
+  [[nodiscard]] std::optional<std::string> failure(std::int64_t timeout_ms) const;
+  [[nodiscard]] std::string name() const;  // "parameter server 1 (keys [6, 11))"
+  // The state now, consistent (taken under the lock the updates hold): the coordinator's copy
+  // a replacement would start from.
+  // Into `out`, whose buffers are reused (no allocation once sized): one memory copy.
+  void capture(ServerState& out) const;
+
  private:
   void loop(std::unique_ptr<transport::Listener> listener);
   void handle(const protocol::Envelope& e);
@@ -142,7 +160,12 @@ class ParameterServer {
   void apply_round();
   void release_held();
   void reply(int rank);
-  [[nodiscard]] std::string name() const;
+  // Failure (param_server_failure.cpp), on the server thread. An injected fault that fires at
+  // this message: true when the thread is to end (kill, or a hang released by stop()).
+  [[nodiscard]] bool injected_fault(const protocol::Envelope& e);
+  // Async: a worker that reconnects to this replacement says how many steps it has pushed and
+  // whether it waits for a slice; the updates this server lost are counted as done.
+  void on_rejoin(const protocol::Envelope& e);
 
   transport::Listener* listener_ = nullptr;  // the thread's, while it runs
 
@@ -170,6 +193,10 @@ class ParameterServer {
   std::map<std::uint64_t, std::vector<double>> snapshots_;  // by version; under mu_
   std::uint64_t total_steps_ = 0;                            // async: every worker's steps
   std::string error_;
+  FaultInjector faults_;                 // thread-only
+  bool dead_ = false;                    // killed by an injected fault: state_at has nothing; under mu_
+  std::atomic<std::int64_t> beat_ms_{0};  // the thread's last poll of its socket
+  std::atomic<bool> ended_{false};        // the thread has returned
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

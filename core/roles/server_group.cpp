@@ -9,6 +9,8 @@
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 
+#include <algorithm>
+
 namespace dt::roles {
 
 using transport::Clock;
@@ -49,6 +51,9 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     o.optimizer = config.training.optimizer;
     o.l2.assign(l2.begin() + first, l2.begin() + last);
     o.job_id = session.job_id();
+    for (const auto& f : config.faults) {
+      if (f.server == static_cast<int>(k)) o.faults.push_back(f);
+    }
     if (async) {
       o.worker_steps = async->worker_steps;
       o.max_staleness = async->max_staleness;
@@ -76,6 +81,12 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     log::info("parameter server {} owns keys [{}, {}) on {}", s->options().index,
               s->options().range.begin, s->options().range.end, s->endpoint());
   }
+  // The first copy a replacement could start from: the start.
+  copies_.resize(servers_.size());
+  for (std::size_t k = 0; k < servers_.size(); ++k) servers_[k]->capture(copies_[k]);
+  incarnations_.assign(servers_.size(), 0);
+  retired_.resize(servers_.size());
+  kept_ms_ = steady_ms();
 }
 
 bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out) const {
@@ -86,7 +97,9 @@ bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out)
     if (servers_[k]->options().asynchronous) {
       (void)servers_[k]->wait_version(version, std::chrono::milliseconds(1000));
     }
-    const auto state = servers_[k]->state_at(version);
+    auto state = servers_[k]->state_at(version);
+    // A server that failed (abort) left its slice in the coordinator's copy.
+    if (!state && copies_[k].version == version) state = copies_[k];
     if (!state) return false;
     std::copy(state->slice.begin(), state->slice.end(),
               params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
@@ -106,18 +119,18 @@ void ServerGroup::announce() {
   session_.broadcast(std::move(e));
 }
 
-void ServerGroup::check() const {
-  for (const auto& s : servers_) s->check();
-}
-
 void ServerGroup::wait_version(std::uint64_t version, std::int64_t timeout_ms) {
-  const auto start = Clock::now();
-  for (const auto& s : servers_) {
-    while (!s->wait_version(version, kPollSlice)) {
+  auto start = Clock::now();
+  for (std::size_t k = 0; k < servers_.size(); ++k) {
+    while (!servers_[k]->wait_version(version, kPollSlice)) {
+      const int replaced = replacements_;
       check();
+      // A replacement gets the whole wait: it redoes the round from the workers' pushes.
+      if (replacements_ != replaced) start = Clock::now();
       session_.supervise();
       const auto waited =
           std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+      const auto& s = servers_[k];
       if (waited > timeout_ms) {
         const auto st = s->stats();
         fail<TimeoutError>("parameter server {} (keys [{}, {})) did not reach update {} within "
@@ -155,16 +168,19 @@ void ServerGroup::stop() {
 
 nlohmann::json ServerGroup::servers_json() const {
   auto list = nlohmann::json::array();
-  for (const auto& s : servers_) {
+  for (std::size_t k = 0; k < servers_.size(); ++k) {
+    const auto& s = servers_[k];
     const auto st = s->stats();
+    const auto& old = retired_[k];  // the failed servers' of this range
     list.push_back({{"index", s->options().index},
                     {"keys", {s->options().range.begin, s->options().range.end}},
                     {"key_count", s->options().range.size()},
                     {"version", st.version},
-                    {"bytes_received", st.traffic.bytes_received},
-                    {"bytes_sent", st.traffic.bytes_sent},
-                    {"messages_received", st.traffic.messages_received},
-                    {"messages_sent", st.traffic.messages_sent}});
+                    {"bytes_received", st.traffic.bytes_received + old.bytes_received},
+                    {"bytes_sent", st.traffic.bytes_sent + old.bytes_sent},
+                    {"messages_received", st.traffic.messages_received + old.messages_received},
+                    {"messages_sent", st.traffic.messages_sent + old.messages_sent}});
+    if (incarnations_[k] > 0) list.back()["replacements"] = incarnations_[k];
   }
   return list;
 }
@@ -178,15 +194,29 @@ ServerClient::ServerClient(WorkerSession& session, const protocol::Envelope& ser
                         "has {})", endpoints_.size(), protocol::count(servers, "parameters"), p);
   }
   ranges_ = split_keys(p, static_cast<int>(endpoints_.size()));
-  versions_.assign(endpoints_.size(), 0);
+  const auto k = endpoints_.size();
+  versions_.assign(k, 0);
+  last_sent_.resize(k);
+  last_push_step_.assign(k, 0);
+  pushed_.assign(k, false);
+  awaiting_.assign(k, false);
+  min_version_.assign(k, 0);
+  asynchronous_ = session.config().aggregation.mode == config::AggregationMode::kAsync;
+  if (const auto it = servers.fields.find("start_steps"); it != servers.fields.end()) {
+    pushes_ = it->at(session.rank()).get<std::uint64_t>();  // a resumed async run
+  }
   for (const auto& endpoint : endpoints_) {
     connections_.push_back(
         session.transport().connect(endpoint, protocol::peer_name(session.rank())));
   }
+  session.on_notice(protocol::Type::kServerMoved,
+                    [this](const protocol::Envelope& moved) { on_moved(moved); });
 }
 
+ServerClient::~ServerClient() { session_.on_notice(protocol::Type::kServerMoved, {}); }
+
 void ServerClient::account() {
-  std::uint64_t sent = 0, received = 0;
+  std::uint64_t sent = retired_sent_, received = retired_received_;
   for (const auto& c : connections_) {
     sent += c->counters().bytes_sent;
     received += c->counters().bytes_received;
@@ -198,10 +228,14 @@ void ServerClient::account() {
 
 void ServerClient::pull(std::uint64_t steps) {
   const auto start = Clock::now();
-  for (auto& c : connections_) {
+  steps_ = steps;
+  for (std::size_t k = 0; k < connections_.size(); ++k) {
     protocol::Envelope e{.type = protocol::Type::kPull, .rank = session_.rank()};
     e.fields = {{"steps", steps}};
-    c->send(protocol::encode(std::move(e), session_.job_id()), deadline_in(kSendDeadline));
+    last_sent_[k] = protocol::encode(std::move(e), session_.job_id());
+    // Async: a worker with nothing (left) to do gets no slice.
+    awaiting_[k] = !asynchronous_ || pushes_ < steps_;
+    connections_[k]->send(*last_sent_[k], deadline_in(kSendDeadline));
   }
   account();
   session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());
@@ -216,31 +250,46 @@ void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
     protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};
     e.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"version", versions_[k]}};
     e.arrays.push_back(wire::to_bytes(grad_sum.subspan(range.begin, range.size())));
-    connections_[k]->send(protocol::encode(std::move(e), session_.job_id()),
-                          deadline_in(kSendDeadline));
+    last_sent_[k] = protocol::encode(std::move(e), session_.job_id());
+    last_push_step_[k] = step;
+    pushed_[k] = true;
+    // Sync: the slice of round step + 1 answers it; async: the next step's, unless it was the
+    // last (the push is also the next step's pull).
+    awaiting_[k] = !asynchronous_ || pushes_ + 1 < steps_;
+    min_version_[k] = asynchronous_ ? 0 : step + 1;
+    connections_[k]->send(*last_sent_[k], deadline_in(kSendDeadline));
   }
+  ++pushes_;
   account();
   session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());
 }
 
 void ServerClient::receive(std::span<double> params) {
   const auto start = Clock::now();
-  for (std::size_t k = 0; k < connections_.size(); ++k) {
-    for (;;) {
-      session_.check_alive();
-      auto message = connections_[k]->receive(deadline_in(kPollSlice));
-      if (!message) continue;
-      auto e = protocol::decode(*message, session_.job_id());
-      if (e.type != protocol::Type::kSlice || protocol::count(e, "server") != k) {
-        fail<ProtocolError>("parameter server {} at {} sent a {} message, expected its slice", k,
-                            endpoints_[k], protocol::name_of(e.type));
-      }
-      const auto slice = protocol::doubles(e, 0, ranges_[k].size());
-      std::copy(slice.begin(), slice.end(),
-                params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
-      versions_[k] = protocol::count(e, "version");
-      break;
+  // Until no server owes a slice. A server replaced meanwhile (on_moved, through take_notices)
+  // may owe one again.
+  for (;;) {
+    const auto owed = std::find(awaiting_.begin(), awaiting_.end(), true);
+    if (owed == awaiting_.end()) break;
+    const auto k = static_cast<std::size_t>(owed - awaiting_.begin());
+    session_.check_alive();
+    auto message = connections_[k]->receive(deadline_in(kPollSlice));
+    if (!message) {
+      session_.take_notices();  // a failed server's replacement
+      continue;
     }
+    auto e = protocol::decode(*message, session_.job_id());
+    if (e.type != protocol::Type::kSlice || protocol::count(e, "server") != k) {
+      fail<ProtocolError>("parameter server {} at {} sent a {} message, expected its slice", k,
+                          endpoints_[k], protocol::name_of(e.type));
+    }
+    const auto version = protocol::count(e, "version");
+    if (version < min_version_[k]) continue;  // a replacement's answer to a repeated push
+    const auto slice = protocol::doubles(e, 0, ranges_[k].size());
+    std::copy(slice.begin(), slice.end(),
+              params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
+    versions_[k] = version;
+    awaiting_[k] = false;
   }
   account();
   session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());

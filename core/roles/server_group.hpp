@@ -50,8 +50,25 @@ class ServerGroup {
   [[nodiscard]] const std::vector<KeyRange>& ranges() const noexcept { return ranges_; }
   // Sends every worker the servers' endpoints (a `servers` message).
   void announce();
-  // TrainingError when a server thread has failed.
-  void check() const;
+  // ---- Failed servers (server_recovery.cpp). check() finds a server that failed (an error,
+  // its thread ended, or hung past fault_tolerance.worker_timeout_ms) and reports it in one line
+  // and in summary.json `failures` ({"server": k, ...}). Then, by on_worker_failure:
+  //   abort:             TrainingError (exit 3); the stop checkpoint reads that server's slice
+  //                      from the last copy;
+  //   restart, continue: a replacement (one of max_restarts) starts from the last copy of the
+  //                      server's state on a new endpoint, and the workers are told
+  //                      (kServerMoved); they send it again what it lacks (ServerClient).
+  // Call it from every wait of the coordinator on the workers or the servers.
+  void check();
+  // Sync: copies every server's state after `version` rounds; call it at each round boundary
+  // (every server is at `version` and idle). A replacement redoes the round in progress.
+  void keep(std::uint64_t version);
+  // Async: copies every server's state when the last copy is `every_ms` old (updates applied
+  // to a slice since its copy are lost when its server fails).
+  void keep_recent(std::int64_t every_ms);
+  // Seconds spent copying (the cost of keep / keep_recent), and servers replaced so far.
+  [[nodiscard]] double keep_seconds() const noexcept { return keep_seconds_; }
+  [[nodiscard]] int replacements() const noexcept { return replacements_; }
   // Waits until every server's version reaches `version`, supervising the workers meanwhile;
   // TimeoutError after `timeout_ms` (the servers' own timeouts fire first in sync mode).
   void wait_version(std::uint64_t version, std::int64_t timeout_ms);
@@ -76,12 +93,25 @@ class ServerGroup {
   std::vector<KeyRange> ranges_;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::vector<std::uint64_t> start_steps_;  // a resumed async run: each worker's steps done
+
+  // Failed servers (server_recovery.cpp).
+  void lose_server(std::size_t k, const std::string& cause);
+  std::vector<ServerState> copies_;             // the last copy of every server's state
+  std::vector<int> incarnations_;               // replacements of each key range
+  std::vector<transport::Counters> retired_;    // traffic of each range's failed servers
+  std::int64_t kept_ms_ = 0;
+  double keep_seconds_ = 0;
+  int replacements_ = 0;
 };
 
 class ServerClient {
  public:
-  // Connects to the servers a `servers` message names.
+  // Connects to the servers a `servers` message names, and takes the coordinator's
+  // kServerMoved notices (on_moved) until destroyed.
   ServerClient(WorkerSession& session, const protocol::Envelope& servers);
+  ~ServerClient();
+  ServerClient(const ServerClient&) = delete;
+  ServerClient& operator=(const ServerClient&) = delete;
 
   [[nodiscard]] const std::vector<KeyRange>& ranges() const noexcept { return ranges_; }
   // Asks every server for its slice (`steps`: this worker's planned steps, async mode).
@@ -96,6 +126,10 @@ class ServerClient {
 
  private:
   void account();
+  // kServerMoved (a notice from the coordinator, server_recovery.cpp): connects to the
+  // replacement and sends it what it lacks (sync: this worker's push of the round it redoes;
+  // async: how many steps this worker has pushed, and whether it waits for a slice).
+  void on_moved(const protocol::Envelope& moved);
 
   WorkerSession& session_;
   std::vector<KeyRange> ranges_;
@@ -104,6 +138,19 @@ class ServerClient {
   std::vector<std::uint64_t> versions_;
   std::uint64_t sent_ = 0;
   std::uint64_t received_ = 0;
+  // For a replaced server: the last message sent to each server (as encoded, kept instead of
+  // a temporary, so at no extra cost) and its step; whether a slice is owed by it; the lowest
+  // version a slice of it may carry (sync: a replacement's repeat of a round is dropped).
+  bool asynchronous_ = false;
+  std::uint64_t steps_ = 0;   // async: this worker's planned steps
+  std::uint64_t pushes_ = 0;  // pushes sent to every server
+  std::vector<std::optional<wire::Message>> last_sent_;
+  std::vector<std::uint64_t> last_push_step_;
+  std::vector<bool> pushed_;
+  std::vector<bool> awaiting_;
+  std::vector<std::uint64_t> min_version_;
+  std::uint64_t retired_sent_ = 0;      // bytes of connections closed for a replacement
+  std::uint64_t retired_received_ = 0;
 };
 
 }  // namespace dt::roles

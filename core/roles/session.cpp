@@ -132,6 +132,19 @@ void CoordinatorSession::send_to(int rank, protocol::Envelope envelope) {
                type, step, generation);
 }
 
+void CoordinatorSession::notify(protocol::Envelope envelope) {
+  envelope.generation = generation_;
+  const auto message = protocol::encode(std::move(envelope), job_id_);
+  for (const int r : alive_) {
+    try {
+      listener_.send(protocol::peer_name(static_cast<std::uint32_t>(r)), message,
+                     deadline_in(kSendDeadline));
+    } catch (const TransportError& e) {
+      log::debug("no notice for worker {}: {}", r, e.what());
+    }
+  }
+}
+
 std::optional<transport::Incoming> CoordinatorSession::next_message(
     transport::Clock::time_point until) {
   if (!stash_.empty()) {

@@ -81,6 +81,12 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
   if (loss_handler_) loss_handler_(rank, policy);
 }
 
+bool CoordinatorSession::take_restart() noexcept {
+  if (restarts_ >= config_.fault_tolerance.max_restarts) return false;
+  ++restarts_;
+  return true;
+}
+
 protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
                                                   transport::Clock::time_point deadline) {
   const std::string peer = protocol::peer_name(static_cast<std::uint32_t>(rank));

@@ -251,10 +251,38 @@ WorkerSession::WorkerSession(const WorkerOptions& options, const config::Config&
 
 protocol::Envelope WorkerSession::receive() {
   const auto start = Clock::now();
-  auto e = receive_from(connection_, options_, &heartbeat_,
-                        config_.fault_tolerance.worker_timeout_ms, Clock::time_point::max());
-  comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-  return e;
+  for (;;) {
+    protocol::Envelope e;
+    if (!unread_.empty()) {
+      e = std::move(unread_.front());
+      unread_.pop_front();
+    } else {
+      e = receive_from(connection_, options_, &heartbeat_,
+                       config_.fault_tolerance.worker_timeout_ms, Clock::time_point::max());
+    }
+    if (const auto h = notice_handlers_.find(e.type); h != notice_handlers_.end() && h->second) {
+      h->second(e);
+      continue;
+    }
+    comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    return e;
+  }
+}
+
+void WorkerSession::on_notice(protocol::Type type, NoticeHandler handler) {
+  notice_handlers_[type] = std::move(handler);
+}
+
+void WorkerSession::take_notices() {
+  while (auto message = connection_.receive(Clock::now())) {
+    auto e = protocol::decode(*message, options_.job_id);
+    if (e.rank != wire::kCoordinatorRank) continue;  // only the coordinator talks here
+    if (const auto h = notice_handlers_.find(e.type); h != notice_handlers_.end() && h->second) {
+      h->second(e);
+    } else {
+      unread_.push_back(std::move(e));
+    }
+  }
 }
 
 void WorkerSession::send(protocol::Envelope envelope) {

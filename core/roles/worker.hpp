@@ -12,6 +12,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +70,14 @@ class WorkerSession {
   // coordinator silent for worker_timeout_ms (or a cancel) ends the wait with an error.
   [[nodiscard]] protocol::Envelope receive();
   void send(protocol::Envelope envelope);
+  // Notices: coordinator messages that are not requests (kServerMoved). The handler set for a
+  // type takes each one receive() or take_notices() reads (an empty handler: none); they never
+  // reach the mode's loop (nor answer_repeat). take_notices reads what has arrived without
+  // waiting, for waits on other peers (parameter servers); other messages it reads wait for
+  // receive().
+  using NoticeHandler = std::function<void(const protocol::Envelope&)>;
+  void on_notice(protocol::Type type, NoticeHandler handler);
+  void take_notices();
 
   // This worker's part of the global batch of `step`: rows [floor(s*n/S), floor((s+1)*n/S)) of
   // this epoch's order (shuffled per epoch from the seed when training.shuffle), gathered into
@@ -183,6 +194,8 @@ class WorkerSession {
   };
   std::optional<RequestKey> last_request_;
   std::optional<wire::Message> last_reply_;  // to last_request_, as sent (or dropped)
+  std::map<protocol::Type, NoticeHandler> notice_handlers_;
+  std::deque<protocol::Envelope> unread_;  // read by take_notices, for receive()
   struct Adopted {
     data::Shard rows;
     std::uint64_t from_epoch = 0;
