@@ -63,8 +63,8 @@ std::vector<FaultConfig> parse_faults(const Section& root, std::uint64_t seed) {
       s.fail_here("set rank (a worker's fault) or server (a parameter server's), not both");
     }
     if (!s.has("rank") && !s.has("server")) {
-      s.fail_missing("rank", "the worker rank the fault hits, e.g. rank: 1 (or server: k for a "
-                             "parameter server)");
+      s.fail_missing("rank", "the worker rank the fault hits, e.g. rank: 1; or server: k for a "
+                             "parameter server");
     }
     if (!s.has("action")) s.fail_missing("action", "one of kill, hang, slow, drop, delay");
     if (s.has("server")) {

@@ -124,6 +124,7 @@ class AsyncMode final : public ServerGroupMode {
         worker_loss[ri(u.rank)] = 0.0;
         worker_rows[ri(u.rank)] = 0;
         session.step_boundary(applied);
+        servers.keep_recent(copy_every);  // also while a long backlog is logged
       }
     };
     const auto done = session.gather(protocol::Type::kDone, drain);

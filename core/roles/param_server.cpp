@@ -71,10 +71,12 @@ bool ParameterServer::wait_version(std::uint64_t version, std::chrono::milliseco
   return stats_.version >= version;
 }
 
-void ParameterServer::copy_slice(std::span<double> params) const {
+bool ParameterServer::copy_slice(std::span<double> params) const {
   std::lock_guard lock(mu_);
+  if (dead_) return false;
   std::copy(slice_.begin(), slice_.end(),
             params.begin() + static_cast<std::ptrdiff_t>(options_.range.begin));
+  return true;
 }
 
 void ParameterServer::check() const {

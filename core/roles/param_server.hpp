@@ -123,11 +123,12 @@ class ParameterServer {
   // Waits up to `wait` for the version to reach `version`; true when it has. TrainingError
   // when the server thread has failed.
   [[nodiscard]] bool wait_version(std::uint64_t version, std::chrono::milliseconds wait);
-  // Writes this server's keys of the current parameters into params[range].
-  void copy_slice(std::span<double> params) const;
+  // Writes this server's keys of the current parameters into params[range]; false (nothing
+  // written) when an injected kill has wiped them.
+  bool copy_slice(std::span<double> params) const;
   // Writes this server's keys as they were right after update `version` (a snapshot kept by
   // options().snapshot_every) into params[range] and drops the snapshots up to it; false when
-  // there is no such snapshot.
+  // there is no such snapshot (or the server was killed).
   [[nodiscard]] bool take_snapshot(std::uint64_t version, std::span<double> params);
   // TrainingError naming the server when its thread has failed.
   void check() const;

@@ -145,13 +145,22 @@ void ServerGroup::wait_version(std::uint64_t version, std::int64_t timeout_ms) {
 }
 
 void ServerGroup::copy_params(std::vector<double>& params) const {
-  for (const auto& s : servers_) s->copy_slice(params);
+  for (std::size_t k = 0; k < servers_.size(); ++k) {
+    if (!servers_[k]->copy_slice(params)) copy_kept(k, params);
+  }
 }
 
 void ServerGroup::copy_params_at(std::uint64_t version, std::vector<double>& params) {
-  for (const auto& s : servers_) {
-    if (!s->take_snapshot(version, params)) s->copy_slice(params);
+  for (std::size_t k = 0; k < servers_.size(); ++k) {
+    const auto& s = servers_[k];
+    if (!s->take_snapshot(version, params) && !s->copy_slice(params)) copy_kept(k, params);
   }
+}
+
+void ServerGroup::copy_kept(std::size_t k, std::vector<double>& params) const {
+  // A server killed since the last check(): its slice as last copied.
+  std::copy(copies_[k].slice.begin(), copies_[k].slice.end(),
+            params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
 }
 
 std::vector<AppliedUpdate> ServerGroup::take_log() { return servers_.front()->take_log(); }

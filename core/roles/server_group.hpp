@@ -96,6 +96,7 @@ class ServerGroup {
 
   // Failed servers (server_recovery.cpp).
   void lose_server(std::size_t k, const std::string& cause);
+  void copy_kept(std::size_t k, std::vector<double>& params) const;
   std::vector<ServerState> copies_;             // the last copy of every server's state
   std::vector<int> incarnations_;               // replacements of each key range
   std::vector<transport::Counters> retired_;    // traffic of each range's failed servers

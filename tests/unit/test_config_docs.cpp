@@ -43,7 +43,8 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
         "version: 1\nmodel: {type: mlp}\ndata: {synthetic: {kind: blobs}}\n"
         "training: {optimizer: {type: adam}}\n",
         "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
-        "shards: {strategy: by_label}\naggregation: {mode: async, async: {max_staleness: 2}}\n",
+        "shards: {strategy: by_label}\naggregation: {mode: async, async: {max_staleness: 2}}\n"
+        "faults: [{server: 0, at_step: 3, action: hang}]\n",
         "version: 1\nshards: {strategy: files, files: [a.csv]}\n"
         "aggregation: {mode: parameters, parameters: {sync_every: {steps: 5}, "
         "merge: trimmed_mean}}\n",

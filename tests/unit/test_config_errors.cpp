@@ -392,6 +392,37 @@ TEST_CASE("config errors: fault tolerance and injected faults") {
   });
 }
 
+TEST_CASE("config errors: parameter-server faults") {
+  const std::string servers = "shards: {count: 2}\naggregation: {servers: 2}\n";
+  check_errors({
+      {with_header(servers + "faults: [{server: 2, action: kill, at_step: 1}]\n"),
+       "test.yaml:5:19: faults[0].server: is 2 but the run has 2 parameter server(s) (0 to 1); "
+       "pick one of them"},
+      {with_header("shards: {count: 2}\nfaults: [{server: 0, action: kill, at_step: 1}]\n"),
+       "test.yaml:4:19: faults[0].server: this run has no parameter server threads: server "
+       "faults need aggregation.servers > 1 (gradients, star) or aggregation.mode async"},
+      {with_header(servers + "faults: [{server: 1, rank: 0, action: kill, at_step: 1}]\n"),
+       "test.yaml:5:10: faults[0]: set rank (a worker's fault) or server (a parameter "
+       "server's), not both"},
+      {with_header(servers + "faults: [{server: 1, action: drop, at_step: 1}]\n"),
+       "test.yaml:5:30: faults[0].action: a parameter server's fault is kill or hang, got drop"},
+      {with_header(servers + "faults: [{action: kill, at_step: 1}]\n"),
+       "test.yaml:5:10: missing required key 'faults[0].rank' (the worker rank the fault hits, "
+       "e.g. rank: 1; or server: k for a parameter server)"},
+  });
+  // Servers are threads of the coordinator: any transport will do, and async has them too.
+  const auto c = dt::test::parse_text(
+      with_header("shards: {count: 2}\naggregation: {mode: async}\ntransport: {type: inproc}\n"
+                  "faults: [{server: 0, action: hang, at_step: 9}]\n"));
+  REQUIRE(c.faults.size() == 1);
+  CHECK(c.faults[0].server == 0);
+  CHECK(c.faults[0].rank == -1);  // no worker's
+  const auto again = parse(to_yaml(c), "again", "/tmp");  // workers read them back
+  REQUIRE(again.faults.size() == 1);
+  CHECK(again.faults[0].server == 0);
+  CHECK(again.faults[0].action == FaultAction::kHang);
+}
+
 TEST_CASE("config: --fault appends to faults, in both spellings, and its errors name it") {
   const auto c = dt::test::parse_text(
       with_header("shards: {count: 3}\nfaults: [{rank: 0, at_step: 5, action: hang}]\n"),

@@ -231,3 +231,32 @@ TEST_CASE("stragglers: one slow step, small differences and factor 0 are not str
     CHECK(m.evaluate().empty());
   }
 }
+
+TEST_CASE("faults: a server's faults are its own, apart from the workers'") {
+  FaultConfig server_kill = at(-1, FaultAction::kKill, 40);
+  server_kill.server = 1;
+  FaultConfig server_hang = drawn(-1, FaultAction::kHang, 0.5);
+  server_hang.server = 0;
+  const std::vector<FaultConfig> faults{at(1, FaultAction::kKill, 40), server_kill, server_hang};
+  // Worker 1 has its own kill only; no worker gets a server's fault.
+  const FaultInjector worker0(faults, 0), worker1(faults, 1);
+  CHECK(worker0.empty());
+  CHECK(worker1.step_faults(40).kill);
+  // Server 1 is killed at its update 40 and only then; server 0 hangs on its own draws.
+  const auto server1 = FaultInjector::for_server(faults, 1);
+  CHECK(server1.step_faults(40).kill);
+  CHECK_FALSE(server1.step_faults(39).kill);
+  CHECK_FALSE(server1.step_faults(41).kill);
+  CHECK_FALSE(server1.step_faults(40).hang);
+  const auto server0 = FaultInjector::for_server(faults, 0);
+  int hangs = 0;
+  for (std::uint64_t v = 0; v < 1000; ++v) {
+    const auto f = server0.step_faults(v);
+    CHECK_FALSE(f.kill);
+    hangs += f.hang ? 1 : 0;
+    CHECK(f.hang == FaultInjector::for_server(faults, 0).step_faults(v).hang);  // reproducible
+  }
+  CHECK(hangs > 400);
+  CHECK(hangs < 600);
+  CHECK(FaultInjector::for_server(faults, 2).empty());
+}
