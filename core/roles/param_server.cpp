@@ -91,7 +91,6 @@ std::optional<ServerState> ParameterServer::state_at(std::uint64_t version) cons
     return ServerState{version, slice_, optimizer_->state(), stats_.worker_steps};
   }
   if (!options_.asynchronous) {
-    if (version + 1 == stats_.version) return previous_;
     return std::nullopt;
   }
   const auto it = kept_.find(version);
@@ -245,9 +244,6 @@ void ParameterServer::apply_round() {
     rows += pending_rows_[r];
   }
   std::lock_guard lock(mu_);
-  previous_.version = stats_.version;  // kept for a checkpoint (state_at)
-  previous_.slice = slice_;
-  previous_.optimizer = optimizer_->state();
   if (rows > 0) {  // an empty round (tiny shards) changes nothing, as on the single server
     const double inv = 1.0 / static_cast<double>(rows);
     for (double& g : grad_) g *= inv;

@@ -132,9 +132,10 @@ class ParameterServer {
   [[nodiscard]] bool take_snapshot(std::uint64_t version, std::span<double> params);
   // TrainingError naming the server when its thread has failed.
   void check() const;
-  // The state after `version` updates. Sync: the current one or the one before the latest
-  // round (a checkpoint after a stop may come while a round is being applied). Async: the one
-  // kept at that version (options().checkpoint_every), older ones dropped. nullopt otherwise.
+  // The state after `version` updates. Sync: the current one (the one before the latest round,
+  // which a checkpoint after a stop may ask for while a round is being applied, is the
+  // coordinator's copy: ServerGroup::keep). Async: the one kept at that version
+  // (options().checkpoint_every), older ones dropped. nullopt otherwise.
   [[nodiscard]] std::optional<ServerState> state_at(std::uint64_t version) const;
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] ServerStats stats() const;
@@ -174,7 +175,6 @@ class ParameterServer {
   std::string endpoint_;
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
-  ServerState previous_;       // sync: the state before the latest round; under mu_
   mutable std::map<std::uint64_t, ServerState> kept_;  // async: by version, for checkpoints; under mu_
 
   // Thread-only state.

@@ -55,7 +55,6 @@ bool ParameterServer::injected_fault(const protocol::Envelope& e) {
               "go with it)", version);
     std::lock_guard lock(mu_);
     std::fill(slice_.begin(), slice_.end(), std::numeric_limits<double>::quiet_NaN());
-    previous_ = {};
     kept_.clear();
     snapshots_.clear();
     dead_ = true;
