@@ -86,19 +86,29 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
   for (std::size_t k = 0; k < servers_.size(); ++k) servers_[k]->capture(copies_[k]);
   incarnations_.assign(servers_.size(), 0);
   retired_.resize(servers_.size());
+  lost_.assign(servers_.size(), false);
   kept_ms_ = steady_ms();
 }
 
 bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out) const {
   std::vector<double> params(session_.params().size());
   for (std::size_t k = 0; k < servers_.size(); ++k) {
+    // A server that failed (abort): its slice is the coordinator's copy, if of that version.
+    if (lost_[k]) {
+      if (copies_[k].version != version) return false;
+      std::copy(copies_[k].slice.begin(), copies_[k].slice.end(),
+                params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
+      put_optimizer(out, fmt::format("server.{}.optimizer", k), copies_[k].optimizer);
+      if (k == 0) out.manifest["mode_state"]["worker_steps"] = copies_[k].worker_steps;
+      continue;
+    }
     // Async: server 0's log says `version` updates happened; the other servers may not have
     // applied all of those pushes yet (they are on their way), so give them a moment.
     if (servers_[k]->options().asynchronous) {
       (void)servers_[k]->wait_version(version, std::chrono::milliseconds(1000));
     }
     auto state = servers_[k]->state_at(version);
-    // A server that failed (abort) left its slice in the coordinator's copy.
+    // The state before the latest round is the coordinator's copy (a stop during a round).
     if (!state && copies_[k].version == version) state = copies_[k];
     if (!state) return false;
     std::copy(state->slice.begin(), state->slice.end(),

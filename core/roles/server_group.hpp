@@ -99,6 +99,7 @@ class ServerGroup {
   void copy_kept(std::size_t k, std::vector<double>& params) const;
   std::vector<ServerState> copies_;             // the last copy of every server's state
   std::vector<int> incarnations_;               // replacements of each key range
+  std::vector<bool> lost_;                      // failed, not replaced (abort)
   std::vector<transport::Counters> retired_;    // traffic of each range's failed servers
   std::int64_t kept_ms_ = 0;
   double keep_seconds_ = 0;

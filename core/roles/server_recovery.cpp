@@ -81,6 +81,7 @@ void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
   const auto give_up = [&](const std::string& why) {
     failure["action"] = "abort";
     result.failures.push_back(std::move(failure));
+    lost_[k] = true;
     servers_[k]->stop();  // a hung one must not come back to life
     throw TrainingError(line + why);
   };

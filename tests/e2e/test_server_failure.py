@@ -160,6 +160,19 @@ def test_abort_stops_in_time_naming_the_server_and_resumes(tmp):
     assert (out / "model.json").read_bytes() == (clean / "model.json").read_bytes()
 
 
+def test_abort_of_a_hung_async_server_in_time(tmp):
+    # A hang is found only by the server's silence: worker_timeout_ms, then the stop.
+    out = tmp / "async-abort"
+    code, err, after = run(tmp, config(tmp, ASYNC, out, policy="abort", transport="tcp"), out,
+                           "server=1,at_step=2000,action=hang")
+    assert code == 3, err
+    assert after < 2 * TIMEOUT_S, f"abort took {after:.2f} s after the hang"
+    assert "training failed: parameter server 1 (keys [6, 11) on tcp://127.0.0.1:" in err and \
+           ") is hung: it has not served its socket for " in err, err
+    [f] = summary(out)["failures"]
+    assert f["server"] == 1 and f["action"] == "abort", f
+
+
 def test_no_restart_left_aborts(tmp):
     out = tmp / "no-restarts"
     code, err, _ = run(tmp, config(tmp, SHARDED, out, restarts=0), out,
@@ -218,6 +231,7 @@ if __name__ == "__main__":
     h.main([test_restart_gives_the_same_model_as_no_failure,
             test_a_hung_server_is_found_and_replaced,
             test_abort_stops_in_time_naming_the_server_and_resumes,
+            test_abort_of_a_hung_async_server_in_time,
             test_no_restart_left_aborts,
             test_async_finishes_at_the_loss_of_an_unfailed_run,
             test_server_faults_that_make_no_sense_are_refused])
