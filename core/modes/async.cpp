@@ -96,10 +96,8 @@ class AsyncMode final : public ServerGroupMode {
     std::vector<double> worker_loss(ri(ranks), 0.0);
     std::vector<std::uint64_t> worker_rows(ri(ranks), 0);
     std::uint64_t applied = session.first_step();
-    const auto copy_every = static_cast<std::int64_t>(config.fault_tolerance.heartbeat_ms);
     const auto drain = [&] {
       servers.check();
-      servers.keep_recent(copy_every);  // what a failed server's replacement would start from
       for (const auto& u : servers.take_log()) {
         // Server 0's replacement numbers its updates on from its copy, and counts the pushes
         // it lost as done: an update already logged is not logged twice, lost ones not at all.
@@ -124,7 +122,6 @@ class AsyncMode final : public ServerGroupMode {
         worker_loss[ri(u.rank)] = 0.0;
         worker_rows[ri(u.rank)] = 0;
         session.step_boundary(applied);
-        servers.keep_recent(copy_every);  // also while a long backlog is logged
       }
     };
     const auto done = session.gather(protocol::Type::kDone, drain);

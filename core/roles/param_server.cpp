@@ -307,6 +307,7 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   if (every > 0 && (stats_.version % every == 0 || stats_.version == total_steps_)) {
     snapshots_.emplace(stats_.version, slice_);
   }
+  leave_copy();
   if (options_.checkpoint_every > 0 && stats_.version % options_.checkpoint_every == 0) {
     kept_.emplace(stats_.version,
                   ServerState{stats_.version, slice_, optimizer_->state(), stats_.worker_steps});

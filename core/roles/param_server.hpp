@@ -52,6 +52,8 @@ namespace dt::roles {
 
 class CoordinatorSession;
 
+struct ServerCopy;
+
 struct ServerOptions {
   int index = 0;
   KeyRange range;
@@ -71,6 +73,10 @@ struct ServerOptions {
   std::uint64_t snapshot_every = 0;
   // Async: keep the state after every this many updates for a checkpoint (state_at). 0: none.
   std::uint64_t checkpoint_every = 0;
+  // Async: write `copy` after every this many updates, for a replacement should this server
+  // fail (param_server_failure.cpp). 0: none.
+  std::uint64_t copy_every = 0;
+  std::shared_ptr<ServerCopy> copy;
   // A resumed run: the updates (rounds) already done, the slice's optimizer state then, and
   // (async) each worker's completed steps.
   std::uint64_t start_version = 0;
@@ -89,6 +95,15 @@ struct ServerState {
   std::vector<double> slice;
   models::OptimizerState optimizer;
   std::vector<std::uint64_t> worker_steps;  // async: each worker's pushes applied
+};
+
+// A copy of a server's state kept apart from the server (the coordinator's): async servers write
+// it as they go (ServerOptions::copy_every), and it outlives a server that fails. Its own mutex:
+// a server holds its mu_ while it writes, the coordinator only this one while it reads.
+struct ServerCopy {
+  std::mutex mu;
+  ServerState state;
+  double seconds = 0;  // spent writing it
 };
 
 // One push as applied by a server (async mode's loss log).
@@ -168,6 +183,8 @@ class ParameterServer {
   // Async: a worker that reconnects to this replacement says how many steps it has pushed and
   // whether it waits for a slice; the updates this server lost are counted as done.
   void on_rejoin(const protocol::Envelope& e);
+  // Async: after an update, under mu_: writes options().copy when one is due.
+  void leave_copy();
 
   transport::Listener* listener_ = nullptr;  // the thread's, while it runs
 

@@ -42,6 +42,21 @@ void ParameterServer::capture(ServerState& out) const {
   out.worker_steps = stats_.worker_steps;
 }
 
+void ParameterServer::leave_copy() {
+  if (!options_.copy || options_.copy_every == 0 || stats_.version % options_.copy_every != 0) {
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::lock_guard lock(options_.copy->mu);
+  auto& state = options_.copy->state;
+  state.version = stats_.version;
+  state.slice = slice_;  // assignments reuse the copy's buffers
+  state.optimizer = optimizer_->state();
+  state.worker_steps = stats_.worker_steps;
+  options_.copy->seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 bool ParameterServer::injected_fault(const protocol::Envelope& e) {
   if (faults_.empty() || (e.type != protocol::Type::kPush && e.type != protocol::Type::kPull)) {
     return false;

@@ -61,6 +61,8 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
       o.keep_log = k == 0;
       o.snapshot_every = async->snapshot_every;
       o.checkpoint_every = async->checkpoint_every;
+      o.copy_every = static_cast<std::uint64_t>(session.ranks());
+      o.copy = std::make_shared<ServerCopy>();
     }
     if (from != nullptr) {
       o.start_version = from->step();
@@ -83,11 +85,17 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
   }
   // The first copy a replacement could start from: the start.
   copies_.resize(servers_.size());
-  for (std::size_t k = 0; k < servers_.size(); ++k) servers_[k]->capture(copies_[k]);
+  for (std::size_t k = 0; k < servers_.size(); ++k) {
+    servers_[k]->capture(copies_[k]);
+    left_.push_back(servers_[k]->options().copy);
+    if (left_.back()) {
+      std::lock_guard lock(left_.back()->mu);  // before any update: the workers wait for announce()
+      left_.back()->state = copies_[k];
+    }
+  }
   incarnations_.assign(servers_.size(), 0);
   retired_.resize(servers_.size());
   lost_.assign(servers_.size(), false);
-  kept_ms_ = steady_ms();
 }
 
 bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out) const {

@@ -63,11 +63,10 @@ class ServerGroup {
   // Sync: copies every server's state after `version` rounds; call it at each round boundary
   // (every server is at `version` and idle). A replacement redoes the round in progress.
   void keep(std::uint64_t version);
-  // Async: copies every server's state when the last copy is `every_ms` old (updates applied
-  // to a slice since its copy are lost when its server fails).
-  void keep_recent(std::int64_t every_ms);
-  // Seconds spent copying (the cost of keep / keep_recent), and servers replaced so far.
-  [[nodiscard]] double keep_seconds() const noexcept { return keep_seconds_; }
+  // (Async servers leave their copy themselves, every `workers` updates: the updates applied to
+  // a slice since its copy are lost when its server fails.)
+  // Seconds spent copying (keep, and the async servers' copies), and servers replaced so far.
+  [[nodiscard]] double keep_seconds() const;
   [[nodiscard]] int replacements() const noexcept { return replacements_; }
   // Waits until every server's version reaches `version`, supervising the workers meanwhile;
   // TimeoutError after `timeout_ms` (the servers' own timeouts fire first in sync mode).
@@ -98,10 +97,10 @@ class ServerGroup {
   void lose_server(std::size_t k, const std::string& cause);
   void copy_kept(std::size_t k, std::vector<double>& params) const;
   std::vector<ServerState> copies_;             // the last copy of every server's state
+  std::vector<std::shared_ptr<ServerCopy>> left_;  // async: the copies the servers leave
   std::vector<int> incarnations_;               // replacements of each key range
   std::vector<bool> lost_;                      // failed, not replaced (abort)
   std::vector<transport::Counters> retired_;    // traffic of each range's failed servers
-  std::int64_t kept_ms_ = 0;
   double keep_seconds_ = 0;
   int replacements_ = 0;
 };

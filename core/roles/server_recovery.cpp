@@ -12,15 +12,15 @@
 // already received the failed server's answer to round s drops the replacement's repeat of it
 // (a slice older than the round it waits for).
 //
-// Async mode has no round boundary: the copy is taken every heartbeat_ms, and the updates a
-// server applied since its copy are lost for its slice (they stay in the other slices). A
-// worker reconnecting says how many steps it has pushed; the replacement counts the lost ones
-// as done, so the run still ends after every worker's planned steps.
+// Async mode has no round boundary: each server leaves a copy of its state with the coordinator
+// every N updates (N workers: one update per worker, on average), and the updates it applied
+// since (fewer than N, and the pushes on their way) are lost for its slice (they stay in the
+// other slices). A worker reconnecting says how many steps it has pushed; the replacement counts
+// the lost ones as done, so the run still ends after every worker's planned steps.
 
 #include "core/roles/server_group.hpp"
 
 #include "core/roles/coordinator.hpp"
-#include "core/roles/heartbeat.hpp"
 #include "core/roles/timing.hpp"
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
@@ -50,17 +50,14 @@ void ServerGroup::keep(std::uint64_t version) {
   keep_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void ServerGroup::keep_recent(std::int64_t every_ms) {
-  if (steady_ms() - kept_ms_ < every_ms) return;
-  const auto start = Clock::now();
-  for (std::size_t k = 0; k < servers_.size(); ++k) {
-    // Not from a server that has failed (its state may be gone): check() replaces it first.
-    if (!servers_[k]->failure(session_.config().fault_tolerance.worker_timeout_ms)) {
-      servers_[k]->capture(copies_[k]);
-    }
+double ServerGroup::keep_seconds() const {
+  double seconds = keep_seconds_;
+  for (const auto& left : left_) {
+    if (!left) continue;
+    std::lock_guard lock(left->mu);
+    seconds += left->seconds;
   }
-  kept_ms_ = steady_ms();
-  keep_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+  return seconds;
 }
 
 void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
@@ -78,6 +75,10 @@ void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
                             {"cause", cause},
                             {"step", result.steps},
                             {"message", line}};
+  if (left_[k]) {
+    std::lock_guard lock(left_[k]->mu);  // async: the copy the server left
+    copies_[k] = left_[k]->state;
+  }
   const auto give_up = [&](const std::string& why) {
     failure["action"] = "abort";
     result.failures.push_back(std::move(failure));
@@ -116,8 +117,6 @@ void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
   failure["action"] = "restart";
   failure["restored_update"] = copy.version;
   failure["replacement_endpoint"] = now.endpoint();
-  // Async: updates logged since the copy, whose part in this slice is lost.
-  if (copy.version < result.steps) failure["updates_since_copy"] = result.steps - copy.version;
   result.failures.push_back(std::move(failure));
   log::warn("parameter server {} is back on {} at update {}; training goes on", k,
             now.endpoint(), copy.version);

@@ -121,6 +121,8 @@ TEST_CASE("server failure: an async replacement counts the steps it lost as done
   o.start_version = 4;
   o.start_completed = {2, 2};
   o.incarnation = 1;
+  o.copy = std::make_shared<dt::roles::ServerCopy>();  // left with the coordinator
+  o.copy_every = 2;
   ParameterServer server(*transport, o, {1.0, 1.0, 1.0});
   CHECK(server.endpoint().ends_with("ps0r1"));  // a new endpoint
   auto w0 = transport->connect(server.endpoint(), protocol::peer_name(0));
@@ -141,6 +143,13 @@ TEST_CASE("server failure: an async replacement counts the steps it lost as done
   const auto stats = server.stats();
   CHECK(stats.worker_steps == std::vector<std::uint64_t>{6, 10});
   CHECK(stats.staleness_of[0].size() == 6);  // aligned with the steps, lost ones as 0
+  {
+    // Update 16 is a multiple of copy_every: the copy is of it (a rejoin leaves none).
+    std::lock_guard lock(o.copy->mu);
+    CHECK(o.copy->state.version == 16);
+    CHECK(o.copy->state.worker_steps == std::vector<std::uint64_t>{6, 10});
+    CHECK(o.copy->state.slice == std::vector<double>{0.5, 0.0, -0.5});
+  }
   CHECK_FALSE(w1->receive(deadline_in(std::chrono::milliseconds(50))).has_value());
   server.stop();
 }
