@@ -145,8 +145,7 @@ void CoordinatorSession::notify(protocol::Envelope envelope) {
   const auto message = protocol::encode(std::move(envelope), job_id_);
   for (const int r : alive_) {
     try {
-      listener_.send(peer_of(r), message,
-                     deadline_in(kSendDeadline));
+      listener_.send(peer_of(r), message, deadline_in(kSendDeadline));
     } catch (const TransportError& e) {
       log::debug("no notice for worker {}: {}", r, e.what());
     }
