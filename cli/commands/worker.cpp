@@ -27,6 +27,7 @@ struct WorkerArgs {
   std::string config_path;
   std::vector<std::string> sets;
   int join_timeout_ms = 60000;
+  std::string data;
   int log_level = -1;
 };
 
@@ -81,6 +82,7 @@ int run_joining_worker(const JoinOptions& join) {
     worker.startup_timeout = std::chrono::milliseconds(join.join_timeout_ms);
   }
   worker.config_hash = join.config_hash;
+  worker.data = join.data;
   return roles::run_worker(*transport, worker);
 }
 
@@ -92,6 +94,7 @@ int work(const WorkerArgs& args) {
   join.rank = args.rank;
   join.log_level = args.log_level;
   join.join_timeout_ms = args.join_timeout_ms;
+  join.data = args.data;
   if (!args.job.empty()) {
     const auto* end = args.job.data() + args.job.size();
     if (std::from_chars(args.job.data(), end, join.job_id, 16).ptr != end || join.job_id == 0) {
@@ -126,6 +129,10 @@ void add_worker(CLI::App& app, Action& action, const Globals&) {
                   "differs (the worker trains with the coordinator's)");
   cmd->add_option("--set", args->sets, "with --config: the overrides the coordinator was given")
       ->type_name("KEY=VALUE");
+  cmd->add_option("--data", args->data,
+                  "this worker's own copy of the run's CSV (same columns and rows), instead of "
+                  "the coordinator's path")
+      ->type_name("FILE");
   cmd->add_option("--join-timeout-ms", args->join_timeout_ms,
                   "how long to wait for the coordinator to answer")
       ->check(CLI::Range(1000, 86400000));

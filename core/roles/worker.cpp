@@ -139,7 +139,26 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
 
     const auto task = config::task_of(config.model);
     const auto kind = data::label_kind(task);
-    auto shard = data::load_shard(config, setup.source, setup.segments, kind);
+    if (!options.data.empty()) {
+      if (config.data.synthetic) {
+        fail<ConfigError>("--data {}: this run's data is synthetic (every worker generates its "
+                          "rows from the seed); drop --data",
+                          options.data.string());
+      }
+      data::use_local_copy(options.data, setup.source, setup.segments);
+    }
+    auto shard = [&] {
+      try {
+        return data::load_shard(config, setup.source, setup.segments, kind);
+      } catch (DataError& e) {
+        if (given.job_id == 0 && options.data.empty() && !config.data.synthetic) {
+          // Joined from elsewhere: the path is the coordinator's.
+          e.add_context("reading the coordinator's data path on this host (put the data on a "
+                        "shared filesystem, or give this worker its own copy with --data FILE)");
+        }
+        throw;
+      }
+    }();
     protocol::Loaded loaded{static_cast<std::uint64_t>(shard.y.size()), data::column_stats(shard.x),
                             kind == data::LabelKind::kCategorical ? data::distinct_labels(shard)
                                                                    : std::vector<std::string>{}};
@@ -183,7 +202,10 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
           break;
         case protocol::Type::kReassign: {
           // Share k of m of a lost worker's rows (continue): rows k, k + m, ... of its shard.
-          const auto lost = protocol::read_setup(message);
+          auto lost = protocol::read_setup(message);
+          if (!options.data.empty() && lost.source.file.empty()) {  // the same data.path file
+            data::use_local_copy(options.data, lost.source, lost.segments);
+          }
           const auto share = protocol::count(message, "share");
           const auto shares = protocol::count(message, "shares");
           const auto all = data::load_shard(config, lost.source, lost.segments, kind);

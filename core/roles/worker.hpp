@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,7 @@ struct WorkerOptions {
   // other's connection), the hash of its own config when it read one (config::config_hash).
   std::string identity;  // empty: protocol::peer_name(rank)
   std::string config_hash;
+  std::filesystem::path data;  // this worker's own copy of the data (`--data`); empty: the source
   // Before heartbeats run (the coordinator has not sent their endpoint yet) the wait for the
   // setup ends after this long.
   std::chrono::milliseconds startup_timeout{30000};

@@ -138,6 +138,49 @@ def test_worker_says_which_address_failed(tmp):
     assert r.code == 2 and "cannot resolve host 'no-such-host.invalid'" in r.stderr, r
 
 
+CSV_CONFIG = """
+version: 1
+name: own-data
+seed: 5
+model: {{type: logistic_regression}}
+data: {{path: {path}}}
+shards: {{count: 3}}
+training: {{epochs: 3, batch_size: 50, optimizer: {{type: sgd, lr: 0.1}}}}
+transport: {{type: tcp, join_timeout_ms: 20000}}
+output: {{dir: {out}}}
+"""
+
+
+def test_worker_reads_its_own_copy_of_the_data(tmp):
+    r = h.run("gen", "logistic", "--rows", "900", "--features", "5", "--seed", "5")
+    assert r.code == 0, r
+    (tmp / "data.csv").write_text(r.stdout)
+    # The same rows saved another way (CRLF line ends): other byte offsets, same data.
+    (tmp / "copy.csv").write_bytes(r.stdout.replace("\n", "\r\n").encode())
+    lines = r.stdout.splitlines()
+    (tmp / "renamed.csv").write_text("\n".join([lines[0].replace("x2", "z2")] + lines[1:]) + "\n")
+    (tmp / "short.csv").write_text("\n".join(lines[:-5]) + "\n")
+    local = h.write_config(tmp, CSV_CONFIG.format(path=tmp / "data.csv", out=tmp / "local"), "l.yaml")
+    assert h.run("run", local).code == 0
+    cfg = h.write_config(tmp, CSV_CONFIG.format(path=tmp / "data.csv", out=tmp / "own"))
+    proc, endpoint = coordinator(cfg, "--expect-workers", "1")
+    w = worker(endpoint, 2, "--data", str(tmp / "copy.csv"))
+    out, err = h.finish(proc, 60)
+    assert proc.returncode == 0, err
+    h.finish(w, 20, "the worker")
+    assert w.returncode == 0
+    assert (tmp / "own" / "model.json").read_bytes() == (tmp / "local" / "model.json").read_bytes()
+
+    for bad, words in (("renamed.csv", "column 3 is 'z2' here and 'x2'"),
+                       ("short.csv", "it has 895 data rows, the coordinator's data has 900")):
+        proc, endpoint = coordinator(cfg, "--expect-workers", "1")
+        w = worker(endpoint, 2, "--data", str(tmp / bad))
+        out, err = h.finish(proc, 60)
+        _, werr = h.finish(w, 20, "the worker")
+        assert proc.returncode == 2 and words in err and "worker 2" in err, err
+        assert w.returncode == 2 and words in werr, werr
+
+
 def launch(tmp, cfg, variables, size, extra=None):
     """Starts `disttrain run cfg` once per rank with a launcher's variables set."""
     port = free_port()
@@ -198,5 +241,6 @@ def test_mpirun(tmp):
 if __name__ == "__main__":
     h.main([test_all_workers_join_from_outside, test_some_workers_local_some_joined,
             test_missing_rank_is_named, test_duplicate_rank_and_other_config_are_refused_by_name,
-            test_worker_says_which_address_failed, test_launcher_environments,
+            test_worker_says_which_address_failed, test_worker_reads_its_own_copy_of_the_data,
+            test_launcher_environments,
             test_launcher_with_another_worker_count_exits_2, test_mpirun])
