@@ -10,6 +10,7 @@
 #include "core/models/optim.hpp"
 #include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
+#include "core/roles/drop_log.hpp"
 #include "core/roles/stragglers.hpp"
 #include "transports/transport.hpp"
 
@@ -290,8 +291,8 @@ class CoordinatorSession {
   [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
   [[nodiscard]] std::chrono::milliseconds join_timeout(int rank) const;
   [[nodiscard]] std::optional<transport::Incoming> next_message(transport::Clock::time_point until);
-  [[nodiscard]] static std::optional<protocol::Envelope> decode_or_drop(
-      const transport::Incoming& in, std::uint64_t job);
+  [[nodiscard]] std::optional<protocol::Envelope> decode_or_drop(const transport::Incoming& in,
+                                                                std::uint64_t job);
   void send_request(int rank, std::shared_ptr<const wire::Message> message, protocol::Type type,
                     std::uint64_t step, std::uint32_t generation);
   [[nodiscard]] std::int64_t resend_after_ms() const;
@@ -334,6 +335,7 @@ class CoordinatorSession {
   std::vector<protocol::Envelope> finalizes_;
   std::vector<std::int64_t> joined_ms_;  // when each rank's current worker became ready
   std::vector<std::string> peers_;       // see peer_of
+  DropLog drops_;                        // strangers' and malformed messages
   std::deque<transport::Incoming> stash_;
   std::vector<ChildExit> pending_exits_;
   // The last request sent to each rank (re-sent when its reply is lost, and to a replacement)
