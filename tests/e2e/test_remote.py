@@ -84,16 +84,19 @@ def test_all_workers_join_from_outside(tmp):
 
 
 def test_some_workers_local_some_joined(tmp):
-    expected = local_model(tmp)
-    cfg = config(tmp, "mixed")
-    proc, endpoint = coordinator(cfg, "--expect-workers", "2", "--json")
-    workers = [worker(endpoint, r) for r in (2, 3)]
-    out, err = h.finish(proc, 60)
-    assert proc.returncode == 0, err
-    for w in workers:
-        h.finish(w, 20, "a worker")
-        assert w.returncode == 0
-    assert (tmp / "mixed" / "model.json").read_bytes() == expected
+    # The ring topology too: joined workers open peer listeners that the others reach.
+    for shards in ("shards: {count: 4}",
+                   "shards: {count: 4}\naggregation: {topology: ring}"):
+        expected = local_model(tmp, shards)
+        cfg = config(tmp, "mixed", shards)
+        proc, endpoint = coordinator(cfg, "--expect-workers", "2", "--json")
+        workers = [worker(endpoint, r) for r in (2, 3)]
+        out, err = h.finish(proc, 60)
+        assert proc.returncode == 0, err
+        for w in workers:
+            h.finish(w, 20, "a worker")
+            assert w.returncode == 0
+        assert (tmp / "mixed" / "model.json").read_bytes() == expected, shards
 
 
 def test_missing_rank_is_named(tmp):
