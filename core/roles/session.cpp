@@ -214,6 +214,13 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
   while (missing()) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
     if (auto in = next_message(deadline_in(kPollSlice))) {
+      if (in->message.header.job_id == 0 &&
+          in->message.header.type == static_cast<std::uint16_t>(protocol::Type::kHello)) {
+        // A worker joining by itself says hello until it is set up: a replacement that came
+        // before its rank was found lost, or a late repeat. Not a stranger.
+        log::debug("ignored a hello from '{}' (rank {})", in->peer, in->message.header.rank);
+        continue;
+      }
       auto decoded = decode_or_drop(*in, job_id_);
       if (!decoded) continue;
       protocol::Envelope e = std::move(*decoded);
