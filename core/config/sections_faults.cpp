@@ -102,7 +102,6 @@ void check_fault_tolerance(const Section& root, const Config& c) {
   if (policy != FailurePolicy::kAbort) {
     const AggregationConfig& a = c.aggregation;
     std::string what;
-    if (a.topology == Topology::kRing) what = "aggregation.topology ring";
     if (a.servers > 1) what = "aggregation.servers > 1";
     if (a.mode == AggregationMode::kAsync) what = "aggregation.mode async";
     if (c.parallelism.tensor > 1) what = "parallelism.tensor > 1";

@@ -85,6 +85,15 @@ void WorkerSession::set_peer_endpoints(std::vector<std::string> endpoints) {
   peers_->set_endpoints(std::move(endpoints));
 }
 
+void WorkerSession::update_peer_endpoints(std::vector<std::string> endpoints,
+                                          const std::vector<std::uint32_t>& replaced) {
+  if (peers_ == nullptr) {
+    fail<ProtocolError>("worker {}: the coordinator re-formed a peer group, but this run has no "
+                        "peer links", rank());
+  }
+  peers_->update_endpoints(std::move(endpoints), replaced);
+}
+
 void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelope>& ready) {
   std::vector<std::string> endpoints;
   for (const auto& e : ready) {
@@ -101,6 +110,7 @@ void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelo
     endpoints.push_back(it->get<std::string>());
   }
   if (endpoints.empty()) return;  // a star run: no peer links
+  peer_endpoints_ = endpoints;
   log::debug("peer endpoints: {}", fmt::join(endpoints, " "));
   broadcast(protocol::make_peers(endpoints));
 }

@@ -176,9 +176,9 @@ def test_continue_in_parameters_mode_leaves_the_client_out(tmp):
 def test_policies_not_yet_available_are_refused(tmp):
     cfg = h.write_config(tmp, GRADIENTS.format(out=tmp / "x", policy="restart", transport="ipc",
                                                restarts=3)
-                         + "aggregation: {topology: ring}\n", "ring.yaml")
+                         + "parallelism: {tensor: 2}\n", "tensor.yaml")
     r = h.run("validate", cfg)
-    assert r.code == 2 and "restart is not available with aggregation.topology ring yet" in r.stderr, r
+    assert r.code == 2 and "restart is not available with parallelism.tensor > 1 yet" in r.stderr, r
 
 
 if __name__ == "__main__":
