@@ -99,12 +99,18 @@ void check_fault_tolerance(const Section& root, const Config& c) {
     }
   }
   const auto policy = c.fault_tolerance.on_worker_failure;
+  if (policy == FailurePolicy::kContinue && c.parallelism.tensor > 1) {
+    root.section("fault_tolerance")
+        .fail("on_worker_failure",
+              "continue cannot work with parallelism.tensor > 1: the other slices of a lost "
+              "worker's model replica cannot compute without its slice; use restart (a "
+              "replacement takes over the slice) or abort");
+  }
   if (policy != FailurePolicy::kAbort) {
     const AggregationConfig& a = c.aggregation;
     std::string what;
     if (a.servers > 1) what = "aggregation.servers > 1";
     if (a.mode == AggregationMode::kAsync) what = "aggregation.mode async";
-    if (c.parallelism.tensor > 1) what = "parallelism.tensor > 1";
     if (!what.empty()) {
       root.section("fault_tolerance")
           .fail("on_worker_failure",

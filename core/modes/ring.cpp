@@ -62,10 +62,6 @@ using Clock = std::chrono::steady_clock;
   return h;
 }
 
-// Thrown from the peer links' wait when the coordinator re-forms the ring; not a dt::Error, so
-// that only the all-reduce's caller catches it.
-struct Abandoned {};
-
 class RingMode final : public Mode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
@@ -315,7 +311,7 @@ class RingMode final : public Mode {
     if (keep_previous_) {
       // A re-form message ends a collective that waits on a lost peer (ring_reform.hpp).
       session.peers().set_interrupt([&session] {
-        if (session.poll_coordinator(protocol::Type::kRingReform)) throw Abandoned{};
+        if (session.poll_coordinator(protocol::Type::kRingReform)) throw GroupAbandoned{};
       });
     }
   }
@@ -377,7 +373,7 @@ class RingMode final : public Mode {
 
     try {
       ring_->allreduce_sum(buffer_);
-    } catch (const Abandoned&) {
+    } catch (const GroupAbandoned&) {
       // A member was lost: the coordinator's re-form message waits to be read next.
       log::info("step {} abandoned: a ring member was lost", message.step + 1);
       return;

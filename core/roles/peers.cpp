@@ -28,7 +28,8 @@ bool needs_peer_links(const config::Config& config) {
 std::unique_ptr<collectives::PeerLinks> open_peer_links(transport::Transport& transport,
                                                         const WorkerOptions& options,
                                                         const HeartbeatClient& heartbeat,
-                                                        const config::Config& config) {
+                                                        const config::Config& config,
+                                                        std::uint32_t generation) {
   const std::int64_t timeout_ms = config.fault_tolerance.worker_timeout_ms;
   collectives::PeerOptions peer;
   peer.job_id = options.job_id;
@@ -45,7 +46,9 @@ std::unique_ptr<collectives::PeerLinks> open_peer_links(transport::Transport& tr
     }
   };
   try {
-    auto listener = transport.listen(fmt::format("p{}", options.rank));
+    auto listener = transport.listen(generation == 0
+                                         ? fmt::format("p{}", options.rank)
+                                         : fmt::format("p{}-{}", options.rank, generation));
     auto links = std::make_unique<collectives::PeerLinks>(transport, std::move(listener),
                                                           std::move(peer));
     log::info("peer links listen on {}", links->endpoint());

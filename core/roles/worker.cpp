@@ -139,7 +139,9 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
         {config.model, static_cast<int>(setup.source.features.size()),
          static_cast<int>(finalize.classes.size())});
     std::unique_ptr<collectives::PeerLinks> peers;
-    if (needs_peer_links(config)) peers = open_peer_links(transport, options, heartbeat, config);
+    if (needs_peer_links(config)) {
+      peers = open_peer_links(transport, options, heartbeat, config, setup_message.generation);
+    }
     protocol::Envelope ready{.type = protocol::Type::kReady, .rank = options.rank};
     if (peers) ready.fields["peer_endpoint"] = peers->endpoint();
     connection->send(protocol::encode(std::move(ready), options.job_id),
