@@ -99,12 +99,13 @@ void check_fault_tolerance(const Section& root, const Config& c) {
     }
   }
   const auto policy = c.fault_tolerance.on_worker_failure;
-  if (policy == FailurePolicy::kContinue && c.parallelism.tensor > 1) {
+  if (policy == FailurePolicy::kContinue && c.parallelism.tensor > 1 && c.shards.count < 2) {
     root.section("fault_tolerance")
         .fail("on_worker_failure",
-              "continue cannot work with parallelism.tensor > 1: the other slices of a lost "
-              "worker's model replica cannot compute without its slice; use restart (a "
-              "replacement takes over the slice) or abort");
+              "continue cannot work with parallelism.tensor > 1 and one model replica "
+              "(shards.count 1): a lost worker's replica is dropped whole, since its other "
+              "slices cannot compute without it, and no replica would be left; use restart "
+              "(a replacement takes over the slice), or shards.count >= 2");
   }
   if (policy != FailurePolicy::kAbort) {
     const AggregationConfig& a = c.aggregation;

@@ -14,6 +14,7 @@ RingReformer::RingReformer(roles::CoordinatorSession& session, HandOver hand_ove
   if (policy == config::FailurePolicy::kAbort) return;
   active_ = true;
   session.set_loss_handler([this](int rank, config::FailurePolicy action) {
+    if (on_loss_) on_loss_(rank, action);
     if (action == config::FailurePolicy::kRestart) fresh_.insert(rank);
     pending_ = true;
     if (armed_) throw RingReform{};

@@ -63,6 +63,9 @@ class RingReformer {
   // (steps 2-3 above). Throws TrainingError when no replica holding the state is left.
   void reform(std::uint64_t step);
   [[nodiscard]] int reforms() const noexcept { return reforms_; }
+  // Called first for every loss the handler sees (tensor, continue: drop the lost rank's
+  // replica-mates).
+  void set_on_loss(roles::CoordinatorSession::LossHandler on_loss) { on_loss_ = std::move(on_loss); }
   // How the log says it ("the ring re-forms", the default).
   void set_wording(std::string wording) { wording_ = std::move(wording); }
 
@@ -72,6 +75,7 @@ class RingReformer {
   roles::CoordinatorSession& session_;
   HandOver hand_over_;
   roles::CoordinatorSession::LossHandler after_;
+  roles::CoordinatorSession::LossHandler on_loss_;
   bool active_ = false;
   bool armed_ = true;
   bool pending_ = false;

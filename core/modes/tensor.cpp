@@ -15,11 +15,14 @@
 // The coordinator keeps the merged, unsplit model all along, so model.json, validation and
 // predict never see the split. The final evaluation sends the full vector; each rank slices it.
 //
-// A lost rank under `restart` (ring_reform.hpp): every group re-forms (a new generation of its
-// ring), the replacement is sent its slice setup, and the step is sent again. The workers hold
-// no state between steps (the coordinator sends the parameters), so the model is bit-identical
-// to a run without the failure. `continue` is refused at parse time: a group cannot compute
-// without one of its slices, and its rows would have to move to the other replicas.
+// A lost rank (ring_reform.hpp): every group re-forms (a new generation of its ring) and the
+// step is sent again. `restart`: the replacement is sent its slice setup; the workers hold no
+// state between steps (the coordinator sends the parameters), so the model is bit-identical to
+// a run without the failure. `continue`: a group cannot compute without one of its slices, so
+// the lost rank's whole replica is dropped (its other ranks are stopped), the step is done by
+// the other replicas, and from the next epoch each slice's rows of the lost replica are dealt
+// to the same slice of the others. With one replica there is no other: continue is refused at
+// parse time.
 
 #include "core/modes/mode.hpp"
 #include "core/modes/ring_reform.hpp"
@@ -58,10 +61,6 @@ class TensorMode final : public CoordinatorOptimizerMode {
       fail<TrainingError>("tensor mode: {} workers cannot form groups of parallelism.tensor = {}",
                           ranks, tensor);
     }
-    if (session.config().fault_tolerance.on_worker_failure == config::FailurePolicy::kContinue) {
-      fail<TrainingError>("fault_tolerance.on_worker_failure continue does not work with "
-                          "parallelism.tensor > 1");  // refused at parse time (sections_faults)
-    }
     const int replicas = ranks / tensor;
     auto& params = session.params();
     const std::size_t p = params.size();
@@ -97,11 +96,20 @@ class TensorMode final : public CoordinatorOptimizerMode {
         },
         [](int rank, config::FailurePolicy /*action*/) {
           fail<TrainingError>("worker {} was lost during the final evaluation, where the tensor-"
-                              "parallel groups cannot re-form; training was complete (the last "
-                              "checkpoint holds it)",
+                              "parallel groups do not re-form; resume (--resume) to redo the "
+                              "steps after the last checkpoint and evaluate again",
                               rank);
         });
     reformer.set_wording("the tensor-parallel groups re-form");
+    reformer.set_on_loss([&session, tensor](int rank, config::FailurePolicy action) {
+      if (action != config::FailurePolicy::kContinue) return;
+      const int first = rank / tensor * tensor;
+      for (int r = first; r < first + tensor; ++r) {
+        session.drop_worker(r, fmt::format("was stopped: the other slices of its model replica "
+                                           "cannot compute without worker {}",
+                                           rank));
+      }
+    });
     std::uint64_t step = session.first_step();
     for (bool done = false; !done;) {
       try {
@@ -120,10 +128,19 @@ class TensorMode final : public CoordinatorOptimizerMode {
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     const std::uint64_t steps = session.total_steps();
+    const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
+    std::uint64_t dealt_epoch = UINT64_MAX;  // as in ring.cpp: once per epoch start
+    std::vector<const protocol::Envelope*> by_rank(static_cast<std::size_t>(ranks));
     session.start_clock();
     // A step is sent again whole after a re-form: the parameters have not moved.
     while (step < steps) {
       try {
+        if (step % per_epoch == 0 && dealt_epoch != step / per_epoch) {
+          reformer.arm(false);  // all or nothing: a loss meanwhile re-forms before the step
+          session.reassign_lost_rows(step / per_epoch);
+          reformer.arm(true);
+          dealt_epoch = step / per_epoch;
+        }
         if (reformer.pending()) reformer.reform(step);
         for (int t = 0; t < tensor; ++t) {
           const auto ut = static_cast<std::size_t>(t);
@@ -136,12 +153,18 @@ class TensorMode final : public CoordinatorOptimizerMode {
           session.send_to(r, std::move(request));
         }
         const auto replies = session.gather(protocol::Type::kGradient);
+        std::fill(by_rank.begin(), by_rank.end(), nullptr);
+        for (const auto& reply : replies) by_rank[reply.rank] = &reply;
 
         std::fill(grad.begin(), grad.end(), 0.0);
         double loss_sum = 0;
         std::uint64_t rows = 0;
+        std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
+        std::fill(worker_rows.begin(), worker_rows.end(), 0);
         for (int d = 0; d < replicas; ++d) {
-          const auto& head = replies[static_cast<std::size_t>(d * tensor)];
+          // A replica dropped under `continue` is gone whole (drop_worker).
+          if (by_rank[static_cast<std::size_t>(d * tensor)] == nullptr) continue;
+          const auto& head = *by_rank[static_cast<std::size_t>(d * tensor)];
           const double group_loss = protocol::number(head, "loss_sum");
           const std::uint64_t group_rows = protocol::count(head, "rows");
           loss_sum += group_loss;
@@ -149,7 +172,7 @@ class TensorMode final : public CoordinatorOptimizerMode {
           for (int t = 0; t < tensor; ++t) {
             const auto r = static_cast<std::size_t>(d * tensor + t);
             const auto& slice = *slices[static_cast<std::size_t>(t)];
-            slice.add_owned(protocol::doubles(replies[r], 0, slice.owned()), grad);
+            slice.add_owned(protocol::doubles(*by_rank.at(r), 0, slice.owned()), grad);
             // Every rank of a group trained on the group's rows: loss.csv shows the group's loss.
             worker_loss[r] = group_loss;
             worker_rows[r] = group_rows;
@@ -158,6 +181,7 @@ class TensorMode final : public CoordinatorOptimizerMode {
         finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
         ++step;
       } catch (const RingReform&) {
+        reformer.arm(true);
         reformer.reform(step);
       }
     }

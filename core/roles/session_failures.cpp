@@ -151,11 +151,35 @@ void CoordinatorSession::replace_worker(int rank) {
   joined_ms_[r] = steady_ms();
 }
 
+void CoordinatorSession::drop_worker(int rank, const std::string& cause) {
+  if (!is_alive(rank)) return;
+  const auto r = static_cast<std::size_t>(rank);
+  const std::string host = r < result_.workers.size() ? result_.workers[r].host : "?";
+  const std::string line = fmt::format("worker {} (pid {} on {}) {}; last completed step {}",
+                                       rank, pool_.pid_of(rank), host, cause, result_.steps);
+  result_.failures.push_back({{"rank", rank},          {"pid", pool_.pid_of(rank)},
+                              {"host", host},          {"cause", cause},
+                              {"step", result_.steps}, {"message", line},
+                              {"action", "continue"}});
+  pool_.kill(rank);
+  heartbeat_.forget(rank);
+  alive_flag_[r] = false;
+  std::erase(alive_, rank);
+  if (alive_.empty()) throw TrainingError(fmt::format("{}; no worker is left", line));
+  log::warn("{}; continuing with {} workers", line, alive_.size());
+  lost_unassigned_.push_back(rank);
+}
+
 void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
   if (lost_unassigned_.empty()) return;
-  const auto survivors = alive_;
   for (const int lost : lost_unassigned_) {
     const auto l = static_cast<std::size_t>(lost);
+    // Tensor parallelism: only the ranks of the lost one's slice read its columns.
+    std::vector<int> survivors;
+    for (const int s : alive_) {
+      if (plan_.tensor <= 1 || s % plan_.tensor == lost % plan_.tensor) survivors.push_back(s);
+    }
+    if (survivors.empty()) continue;
     // Every survivor reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k
     // of m): no data is dropped for the rest of training, and the split needs no row index.
     for (std::size_t k = 0; k < survivors.size(); ++k) {

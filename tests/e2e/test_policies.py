@@ -176,9 +176,11 @@ def test_continue_in_parameters_mode_leaves_the_client_out(tmp):
 def test_continue_with_tensor_parallelism_is_refused(tmp):
     cfg = h.write_config(tmp, GRADIENTS.format(out=tmp / "x", policy="continue", transport="ipc",
                                                restarts=3)
+                         .replace("shards: {count: 4}", "shards: {count: 1}")
                          + "parallelism: {tensor: 2}\n", "tensor.yaml")
     r = h.run("validate", cfg)
-    assert r.code == 2 and "continue cannot work with parallelism.tensor > 1" in r.stderr, r
+    assert r.code == 2 and "continue cannot work with parallelism.tensor > 1 and one model " \
+                           "replica" in r.stderr, r
 
 
 if __name__ == "__main__":
