@@ -185,16 +185,16 @@ class CoordinatorSession {
   // the survivors, who train on them from `epoch` on (their share of the global batch grows).
   // Call it before the first step of each epoch.
   void reassign_lost_rows(std::uint64_t epoch);
-  // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
-  // pushes) sets a handler: lose_worker calls it once the rank has been replaced (restart) or
-  // dropped from alive() (continue), instead of sending the replacement the rank's last
-  // request. The handler may throw to end the wait it was called from (a ring step that cannot
-  // finish). Without a handler the session re-sends the last request (star, parameters).
   // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the
   // other slices of its model replica) is stopped and leaves alive() as if lost; its rows are
   // dealt like a lost worker's. With parallelism.tensor > 1, reassign_lost_rows deals a lost
   // rank's rows only to the surviving ranks of the same slice (they read the same columns).
   void drop_worker(int rank, const std::string& cause);
+  // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
+  // pushes) sets a handler: lose_worker calls it once the rank has been replaced (restart) or
+  // dropped from alive() (continue), instead of sending the replacement the rank's last
+  // request. The handler may throw to end the wait it was called from (a ring step that cannot
+  // finish). Without a handler the session re-sends the last request (star, parameters).
   using LossHandler = std::function<void(int rank, config::FailurePolicy action)>;
   void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
   // Bumped at every lost worker handled; messages carry the generation they were sent in, and
