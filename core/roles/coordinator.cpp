@@ -378,7 +378,8 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     session.expect_exits();
     const auto reports = session.gather(protocol::Type::kReport);
     for (std::size_t r = 0; r < reports.size(); ++r) {
-      result.workers[r].report = protocol::read_report(reports[r]);
+      // By the report's rank: under `continue` lost ranks send none.
+      result.workers[reports[r].rank].report = protocol::read_report(reports[r]);
     }
     if (!pool->wait_all(kExitTimeout)) {
       log::warn("some workers did not exit within {} ms of the stop; stopping them",

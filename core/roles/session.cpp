@@ -238,10 +238,11 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       }
       const auto& done = answered_[i];
       // Workers copy the generation of the request they answer into the reply: one from before
-      // the rank's last request was sent (a step abandoned when a worker was lost) is stale.
+      // the rank's last request was sent (a step abandoned when a worker was lost) is stale,
+      // whatever its type (a ring step's reply read while the ring re-forms).
       const bool stale = (done.any && e.type == done.type && e.step <= done.step) ||
                          (e.type == type && e.step < last_request_step_[i]) ||
-                         (e.type == type && e.generation < last_request_generation_[i]);
+                         e.generation < last_request_generation_[i];
       if (stale || (e.type == type && got[i])) {
         // A reply sent twice (its request was re-sent) or to an abandoned request.
         log::debug("dropped a late {} message of worker {} (step {})", protocol::name_of(e.type),

@@ -196,7 +196,9 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
         {config.model, static_cast<int>(setup.source.features.size()),
          static_cast<int>(finalize.classes.size())});
     std::unique_ptr<collectives::PeerLinks> peers;
-    if (needs_peer_links(config)) peers = open_peer_links(transport, options, heartbeat, config);
+    if (needs_peer_links(config)) {
+      peers = open_peer_links(transport, options, heartbeat, config, setup_message.generation);
+    }
     protocol::Envelope ready{.type = protocol::Type::kReady, .rank = options.rank};
     if (peers) ready.fields["peer_endpoint"] = peers->endpoint();
     connection->send(protocol::encode(std::move(ready), options.job_id),
@@ -310,11 +312,25 @@ WorkerSession::WorkerSession(const WorkerOptions& options, const config::Config&
       faults_(config.faults, options.rank) {}
 
 protocol::Envelope WorkerSession::receive() {
+  if (!early_.empty()) {
+    auto e = std::move(early_.front());
+    early_.pop_front();
+    return e;
+  }
   const auto start = Clock::now();
   auto e = receive_from(connection_, options_, &heartbeat_,
                         config_.fault_tolerance.worker_timeout_ms, Clock::time_point::max());
   comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
   return e;
+}
+
+bool WorkerSession::poll_coordinator(protocol::Type type) {
+  while (auto message = connection_.receive(Clock::now())) {
+    auto envelope = protocol::decode(*message, options_.job_id);
+    if (envelope.rank == wire::kCoordinatorRank) early_.push_back(std::move(envelope));
+  }
+  return std::any_of(early_.begin(), early_.end(),
+                     [type](const protocol::Envelope& e) { return e.type == type; });
 }
 
 void WorkerSession::send(protocol::Envelope envelope) {
