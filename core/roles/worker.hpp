@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,6 +46,7 @@ struct WorkerOptions {
   // other's connection), the hash of its own config when it read one (config::config_hash).
   std::string identity;  // empty: protocol::peer_name(rank)
   std::string config_hash;
+  std::filesystem::path data;  // this worker's own copy of the data (`--data`); empty: the source
   // Before heartbeats run (the coordinator has not sent their endpoint yet) the wait for the
   // setup ends after this long.
   std::chrono::milliseconds startup_timeout{30000};
@@ -78,11 +80,15 @@ class WorkerSession {
   // coordinator silent for worker_timeout_ms (or a cancel) ends the wait with an error.
   [[nodiscard]] protocol::Envelope receive();
   void send(protocol::Envelope envelope);
+  // Reads what the coordinator has sent so far without waiting (receive serves it first, in
+  // order); true when a message of `type` is among what waits. For a wait on peers that the
+  // coordinator may call off (a ring re-forms after a lost worker).
+  [[nodiscard]] bool poll_coordinator(protocol::Type type);
   // Notices: coordinator messages that are not requests (kServerMoved). The handler set for a
   // type takes each one receive() or take_notices() reads (an empty handler: none); they never
   // reach the mode's loop (nor answer_repeat). take_notices reads what has arrived without
   // waiting, for waits on other peers (parameter servers); other messages it reads wait for
-  // receive().
+  // receive(), as poll_coordinator's do.
   using NoticeHandler = std::function<void(const protocol::Envelope&)>;
   void on_notice(protocol::Type type, NoticeHandler handler);
   void take_notices();
@@ -115,6 +121,9 @@ class WorkerSession {
   // Wiring, done by run_worker.
   void set_peer_links(collectives::PeerLinks* links) noexcept { peers_ = links; }
   void set_peer_endpoints(std::vector<std::string> endpoints);
+  // A re-formed group: a replacement's new endpoint (PeerLinks::update_endpoints).
+  void update_peer_endpoints(std::vector<std::string> endpoints,
+                             const std::vector<std::uint32_t>& replaced);
 
   // The run's transport (for modes that connect to more than the coordinator: parameter
   // servers) and the job id their messages carry.
@@ -203,12 +212,12 @@ class WorkerSession {
   std::optional<RequestKey> last_request_;
   std::optional<wire::Message> last_reply_;  // to last_request_, as sent (or dropped)
   std::map<protocol::Type, NoticeHandler> notice_handlers_;
-  std::deque<protocol::Envelope> unread_;  // read by take_notices, for receive()
   struct Adopted {
     data::Shard rows;
     std::uint64_t from_epoch = 0;
   };
   std::vector<Adopted> adopted_;
+  std::deque<protocol::Envelope> early_;  // read by poll_coordinator, not yet by receive
 };
 
 }  // namespace dt::roles
