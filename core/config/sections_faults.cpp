@@ -103,15 +103,12 @@ void check_fault_tolerance(const Section& root, const Config& c) {
     const AggregationConfig& a = c.aggregation;
     std::string what;
     if (a.topology == Topology::kRing) what = "aggregation.topology ring";
-    if (a.servers > 1) what = "aggregation.servers > 1";
-    if (a.mode == AggregationMode::kAsync) what = "aggregation.mode async";
     if (c.parallelism.tensor > 1) what = "parallelism.tensor > 1";
     if (!what.empty()) {
       root.section("fault_tolerance")
           .fail("on_worker_failure",
-                fmt::format("{} is not available with {} yet: it works with aggregation.mode "
-                            "gradients (star, one server) and parameters; use abort there, "
-                            "with checkpoints to resume from",
+                fmt::format("{} is not available with {} yet; use abort there, with "
+                            "checkpoints to resume from",
                             name_of(policy), what));
     }
   }

@@ -26,6 +26,19 @@
 // loss of the batches applied since the previous row; validation on the parameters as they are
 // when the row is written), checks each batch loss for divergence, and gathers the final
 // parameters once every push has been applied.
+//
+// Lost workers (fault_tolerance.on_worker_failure): the coordinator tells the servers (threads
+// of its process) directly.
+//   restart: the replacement resumes at the fewest of the lost worker's pushes any server has
+//     applied. A push in flight when the worker died counts as applied where it arrived: a
+//     server that has it drops the replacement's push of that step (the replacement's gradient
+//     of it is used by the servers that lack it), so every (worker, step) is applied exactly
+//     once per server and the run's updates still add up to every worker's plan.
+//   continue: the servers stop waiting for the lost worker (the staleness bound, the updates
+//     to apply); its steps not done leave the schedule (`updates`, the last log row), and its
+//     rows join the survivors for the final evaluation. They are not trained on: an async
+//     worker runs its whole plan without a word from the coordinator, so there is no point at
+//     which to hand it more rows (README, "When a worker dies").
 
 #include "core/modes/mode.hpp"
 #include "core/modes/server_mode.hpp"
@@ -35,6 +48,7 @@
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -47,7 +61,10 @@ roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& st
   if (stats.empty()) return out;
   const auto ranks = stats.front().staleness_of.size();
   for (std::size_t r = 0; r < ranks; ++r) {
-    const auto steps = stats.front().staleness_of[r].size();
+    // A worker lost under `continue` may have reached one server with its last push and not
+    // another: count the steps every server applied.
+    std::size_t steps = stats.front().staleness_of[r].size();
+    for (const auto& st : stats) steps = std::min(steps, st.staleness_of[r].size());
     for (std::size_t c = 0; c < steps; ++c) {
       std::uint64_t s = 0;
       for (const auto& st : stats) s = std::max(s, st.staleness_of[r].at(c));
@@ -77,6 +94,7 @@ class AsyncMode final : public ServerGroupMode {
         static_cast<std::uint64_t>(config.fault_tolerance.checkpoint_every_steps);
     std::uint64_t total = 0;
     std::uint64_t per_epoch = 0;
+    nlohmann::json lost_steps = nlohmann::json::array();  // continue: what lost workers left
     for (int r = 0; r < ranks; ++r) {
       const auto local = roles::local_steps_per_epoch(config.training, session.plan().shard_rows[ri(r)]);
       serving.worker_steps.push_back(local * static_cast<std::uint64_t>(config.training.epochs));
@@ -86,6 +104,24 @@ class AsyncMode final : public ServerGroupMode {
     session.set_schedule(total, per_epoch);
     servers_ = std::make_unique<roles::ServerGroup>(session, serving, from_);
     auto& servers = *servers_;
+    const LossHandlerScope scope(session, [&](int rank, config::FailurePolicy action) {
+      const bool restart = action == config::FailurePolicy::kRestart;
+      const auto applied_by = servers.lose_worker(rank, restart);
+      if (restart) {
+        auto setup = servers.servers_message();
+        std::vector<std::uint64_t> start(ri(ranks), 0);
+        start[ri(rank)] = *std::min_element(applied_by.begin(), applied_by.end());
+        setup.fields["start_steps"] = start;
+        session.send_to(rank, std::move(setup));
+        return;
+      }
+      // Server 0's log counts the updates: the lost worker's pushes it will never apply.
+      const auto left = serving.worker_steps[ri(rank)] -
+                        std::min(applied_by.front(), serving.worker_steps[ri(rank)]);
+      total -= left;
+      session.set_schedule(total, per_epoch);
+      lost_steps.push_back({{"rank", rank}, {"applied", applied_by.front()}, {"not_done", left}});
+    });
     session.start_clock();
     servers.announce();  // the workers start training when they learn the servers
 
@@ -116,14 +152,14 @@ class AsyncMode final : public ServerGroupMode {
       }
     };
     const auto done = session.gather(protocol::Type::kDone, drain);
-    for (int r = 0; r < ranks; ++r) {
-      const auto steps = protocol::count(done[ri(r)], "steps");
-      if (steps != serving.worker_steps[ri(r)]) {
-        fail<ProtocolError>("worker {} finished after {} steps, {} were planned", r, steps,
-                            serving.worker_steps[ri(r)]);
+    for (const auto& d : done) {  // the survivors' only, after a continue
+      const auto steps = protocol::count(d, "steps");
+      if (steps != serving.worker_steps[d.rank]) {
+        fail<ProtocolError>("worker {} finished after {} steps, {} were planned", d.rank, steps,
+                            serving.worker_steps[d.rank]);
       }
     }
-    servers.wait_version(total, config.fault_tolerance.worker_timeout_ms);
+    servers.wait_all_applied(config.fault_tolerance.worker_timeout_ms);
     drain();
     servers.copy_params(params);
     servers.stop();
@@ -143,6 +179,7 @@ class AsyncMode final : public ServerGroupMode {
     out["max_clock_gap"] = gap;
     out["worker_steps"] = stats.front().worker_steps;
     out["updates"] = total;
+    if (!lost_steps.empty()) out["lost_steps"] = lost_steps;
   }
 
  public:

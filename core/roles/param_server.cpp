@@ -26,6 +26,9 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
   grad_.assign(n, 0.0);
   stats_.worker_steps.assign(workers, 0);
   stats_.staleness_of.resize(workers);
+  gone_.assign(workers, false);
+  replaced_.assign(workers, false);
+  await_pull_.assign(workers, false);
   if (options_.asynchronous) {
     clock_.emplace(options_.worker_steps, options_.max_staleness);
     if (!options_.start_completed.empty()) {
@@ -115,6 +118,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
   listener_ = listener.get();
   try {
     while (!stop_.load()) {
+      take_news();  // lost workers the coordinator told of
       auto in = listener->receive(deadline_in(kPollSlice));
       {
         std::lock_guard lock(mu_);
@@ -134,6 +138,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
                   in->peer, e.rank);
         continue;
       }
+      if (screen_lost(e)) continue;
       handle(e);
     }
   } catch (const Error& e) {
@@ -202,16 +207,12 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
   pending_rows_[r] = protocol::count(e, "rows");
   have_[r] = true;
   ++received_;
-  {
-    std::lock_guard lock(mu_);
-    stats_.missing.clear();
-    for (int rank = 0; rank < options_.workers; ++rank) {
-      if (!have_[static_cast<std::size_t>(rank)]) stats_.missing.push_back(rank);
-    }
-  }
-  if (received_ < options_.workers) return;
+  note_missing();
+  if (!round_complete()) return;
   apply_round();
-  for (int rank = 0; rank < options_.workers; ++rank) reply(rank);
+  for (int rank = 0; rank < options_.workers; ++rank) {
+    if (!gone_[static_cast<std::size_t>(rank)]) reply(rank);
+  }
 }
 
 // Exactly the arithmetic of the single-server path (gradients.cpp), restricted to the slice:
@@ -221,6 +222,7 @@ void ParameterServer::apply_round() {
   std::uint64_t rows = 0;
   const auto n = grad_.size();
   for (std::size_t r = 0; r < pending_.size(); ++r) {
+    if (!have_[r]) continue;  // a worker lost (continue) before its push of this round
     for (std::size_t i = 0; i < n; ++i) grad_[i] += pending_[r][i];
     rows += pending_rows_[r];
   }
@@ -322,8 +324,15 @@ void ParameterServer::reply(int rank) {
   protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
   s.fields = {{"server", options_.index}, {"version", stats_.version}};
   s.arrays.push_back(wire::to_bytes(std::span<const double>(slice_)));
-  listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
-                  protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));
+  try {
+    listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
+                    protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));
+  } catch (const TransportError& e) {
+    // A worker that is gone (killed, or not yet replaced) is the coordinator's to find and
+    // handle (exits, heartbeats); the server serves the others. A replacement gets the slice
+    // it needs when it asks (replace_worker).
+    log::debug("no slice for worker {}: {}", rank, e.what());
+  }
 }
 
 }  // namespace dt::roles

@@ -133,6 +133,25 @@ class ParameterServer {
   // Stops the thread and joins it (idempotent).
   void stop();
 
+  // ---- Lost workers (fault_tolerance.on_worker_failure; param_server_workers.cpp). Called by
+  // the coordinator thread: the server thread takes the news in at its next poll slice, and
+  // the call waits for that (TrainingError when the thread has failed, TimeoutError past
+  // `wait`). Both return the rank's pushes this server has applied (async) or its round (sync).
+  //   drop_worker (continue): the rank's later messages are ignored. A synchronous round
+  //     completes with the pushes of the others (one of the lost worker's that already arrived
+  //     is kept: the round divides by the rows it got); the step clock no longer waits for it
+  //     and its steps not done leave total_steps() (async).
+  //   replace_worker (restart): the replacement redoes the rank's first push this server may
+  //     lack, so every (rank, round) or (rank, step) is applied exactly once: a push of one
+  //     already applied is a duplicate, dropped and answered with the current slice (async:
+  //     it also asks for the next step, as every push does). Async: its pull comes first; a
+  //     push of the lost worker still on its way before that pull is dropped.
+  [[nodiscard]] std::uint64_t drop_worker(int rank, std::chrono::milliseconds wait);
+  [[nodiscard]] std::uint64_t replace_worker(int rank, std::chrono::milliseconds wait);
+  // Async: the pushes this server will have applied at the end (every worker's plan, less the
+  // steps lost workers left undone).
+  [[nodiscard]] std::uint64_t total_steps() const;
+
  private:
   void loop(std::unique_ptr<transport::Listener> listener);
   void handle(const protocol::Envelope& e);
@@ -143,6 +162,15 @@ class ParameterServer {
   void release_held();
   void reply(int rank);
   [[nodiscard]] std::string name() const;
+  // Lost workers (param_server_workers.cpp), on the server thread.
+  [[nodiscard]] std::uint64_t post_news(int rank, bool replaced, std::chrono::milliseconds wait);
+  void take_news();
+  [[nodiscard]] std::uint64_t forget_worker(int rank);
+  [[nodiscard]] std::uint64_t readmit_worker(int rank);
+  [[nodiscard]] bool round_complete() const;
+  void note_missing();  // stats_.missing for the round in progress; takes mu_
+  // True when the message was handled as (or dropped for) a lost or replaced worker.
+  [[nodiscard]] bool screen_lost(const protocol::Envelope& e);
 
   transport::Listener* listener_ = nullptr;  // the thread's, while it runs
 
@@ -162,6 +190,9 @@ class ParameterServer {
   std::vector<double> before_;
   std::optional<StepClock> clock_;
   std::vector<int> waiting_;  // async: ranks whose pull is held, in arrival order
+  std::vector<bool> gone_;        // dropped (continue): their messages are ignored
+  std::vector<bool> replaced_;    // restarted: duplicates of applied pushes are expected
+  std::vector<bool> await_pull_;  // async restart: the replacement's pull has not come yet
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -170,6 +201,16 @@ class ParameterServer {
   std::map<std::uint64_t, std::vector<double>> snapshots_;  // by version; under mu_
   std::uint64_t total_steps_ = 0;                            // async: every worker's steps
   std::string error_;
+  // Lost workers posted by the coordinator thread, and the answers to them (by ticket).
+  struct WorkerNews {
+    int rank = 0;
+    bool replaced = false;
+    std::uint64_t ticket = 0;
+  };
+  std::vector<WorkerNews> news_;                     // under mu_
+  std::uint64_t news_posted_ = 0;                    // under mu_
+  std::uint64_t news_taken_ = 0;                     // under mu_
+  std::map<std::uint64_t, std::uint64_t> answers_;   // under mu_
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

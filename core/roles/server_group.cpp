@@ -97,11 +97,16 @@ bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out)
   return true;
 }
 
-void ServerGroup::announce() {
+protocol::Envelope ServerGroup::servers_message() const {
   protocol::Envelope e{.type = protocol::Type::kServers};
   std::vector<std::string> endpoints;
   for (const auto& s : servers_) endpoints.push_back(s->endpoint());
   e.fields = {{"endpoints", endpoints}, {"parameters", session_.params().size()}};
+  return e;
+}
+
+void ServerGroup::announce() {
+  auto e = servers_message();
   if (!start_steps_.empty()) e.fields["start_steps"] = start_steps_;
   session_.broadcast(std::move(e));
 }
@@ -223,7 +228,7 @@ void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
   session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());
 }
 
-void ServerClient::receive(std::span<double> params) {
+void ServerClient::receive(std::span<double> params, std::uint64_t min_version) {
   const auto start = Clock::now();
   for (std::size_t k = 0; k < connections_.size(); ++k) {
     for (;;) {
@@ -235,6 +240,7 @@ void ServerClient::receive(std::span<double> params) {
         fail<ProtocolError>("parameter server {} at {} sent a {} message, expected its slice", k,
                             endpoints_[k], protocol::name_of(e.type));
       }
+      if (protocol::count(e, "version") < min_version) continue;  // sent twice (restart)
       const auto slice = protocol::doubles(e, 0, ranges_[k].size());
       std::copy(slice.begin(), slice.end(),
                 params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));

@@ -50,6 +50,8 @@ class ServerGroup {
   [[nodiscard]] const std::vector<KeyRange>& ranges() const noexcept { return ranges_; }
   // Sends every worker the servers' endpoints (a `servers` message).
   void announce();
+  // That message, for one worker (a replacement) to be sent with fields of its own.
+  [[nodiscard]] protocol::Envelope servers_message() const;
   // TrainingError when a server thread has failed.
   void check() const;
   // Waits until every server's version reaches `version`, supervising the workers meanwhile;
@@ -67,6 +69,18 @@ class ServerGroup {
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] std::vector<ServerStats> stats() const;
   void stop();
+
+  // ---- Lost workers (fault_tolerance.on_worker_failure; see ParameterServer::drop_worker and
+  // replace_worker): every server forgets `rank` (continue) or expects its replacement
+  // (restart). Returns what each server answered: the rank's pushes it applied (async), its
+  // round (sync).
+  [[nodiscard]] std::vector<std::uint64_t> lose_worker(int rank, bool replaced);
+  // Sync: the parameters at the start of round `round`, while every server is at that round or
+  // has just applied it (a replacement redoes the round from there). TrainingError otherwise.
+  void copy_params_of_round(std::uint64_t round, std::vector<double>& params) const;
+  // Async: waits until every server has applied its total_steps() (which lost workers lower),
+  // supervising the workers meanwhile; TimeoutError after `timeout_ms`.
+  void wait_all_applied(std::int64_t timeout_ms);
   // [{"index", "keys": [begin, end], "bytes_received", "bytes_sent", "messages_received",
   //   "messages_sent", "version"}, ...]
   [[nodiscard]] nlohmann::json servers_json() const;
@@ -92,7 +106,9 @@ class ServerClient {
             double loss_sum);
   // Waits for one slice from every server and writes it into params; supervised by
   // WorkerSession::check_alive (a wait the stale-synchronous bound holds is not a failure).
-  void receive(std::span<double> params);
+  // Slices older than `min_version` are skipped: a replacement for a lost worker (restart) may
+  // be sent a round's slice twice (once as the lost worker's, once for its own push).
+  void receive(std::span<double> params, std::uint64_t min_version = 0);
 
  private:
   void account();

@@ -51,6 +51,12 @@ void StepClock::resume_at(const std::vector<std::uint64_t>& completed) {
   }
 }
 
+void StepClock::retire(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (completed_.at(r) < steps_.at(r)) --unfinished_;
+  steps_[r] = completed_[r];
+}
+
 std::uint64_t StepClock::completed(int rank) const { return completed_.at(static_cast<std::size_t>(rank)); }
 
 bool StepClock::finished(int rank) const {

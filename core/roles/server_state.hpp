@@ -51,6 +51,9 @@ class StepClock {
   void complete(int rank);
   // A resumed run: each worker has completed these steps already.
   void resume_at(const std::vector<std::uint64_t>& completed);
+  // A worker lost for good (fault_tolerance continue): its plan ends at the steps it has
+  // completed, so it holds nobody back any more.
+  void retire(int rank);
 
  private:
   std::vector<std::uint64_t> steps_;
