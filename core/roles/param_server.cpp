@@ -246,6 +246,7 @@ void ParameterServer::apply_round() {
 }
 
 void ParameterServer::on_async_push(const protocol::Envelope& e) {
+  update_plan(e);  // before the clock judges this step: rows taken over lengthen the plan
   const auto rank = static_cast<int>(e.rank);
   const auto r = static_cast<std::size_t>(rank);
   if (clock_->finished(rank) || e.step != clock_->completed(rank) ||
@@ -288,7 +289,9 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   stats_.staleness_of[r].push_back(staleness);
   clock_->complete(rank);
   stats_.worker_steps[r] = clock_->completed(rank);
-  if (options_.keep_log) log_.push_back({rank, e.step, loss_sum, rows});
+  if (options_.keep_log) {
+    log_.push_back({rank, e.step, loss_sum, rows, e.fields.value("steps", std::uint64_t{0})});
+  }
   const auto every = options_.snapshot_every;
   if (every > 0 && (stats_.version % every == 0 || stats_.version == total_steps_)) {
     snapshots_.emplace(stats_.version, slice_);
@@ -324,6 +327,12 @@ void ParameterServer::reply(int rank) {
   protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
   s.fields = {{"server", options_.index}, {"version", stats_.version}};
   s.arrays.push_back(wire::to_bytes(std::span<const double>(slice_)));
+  if (const auto notice = notices_.find(rank); notice != notices_.end()) {
+    // A share of a lost worker's rows (async continue; deal_rows).
+    s.fields["reassign"] = notice->second.fields;
+    s.arrays.push_back(notice->second.arrays.at(0));
+    notices_.erase(notice);
+  }
   try {
     listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
                     protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));

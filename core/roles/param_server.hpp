@@ -91,6 +91,7 @@ struct AppliedUpdate {
   std::uint64_t step = 0;  // the worker's local step
   double loss_sum = 0;
   std::uint64_t rows = 0;
+  std::uint64_t planned = 0;  // the worker's planned steps as of this push (0: not said)
 };
 
 struct ServerStats {
@@ -148,6 +149,17 @@ class ParameterServer {
   //     push of the lost worker still on its way before that pull is dropped.
   [[nodiscard]] std::uint64_t drop_worker(int rank, std::chrono::milliseconds wait);
   [[nodiscard]] std::uint64_t replace_worker(int rank, std::chrono::milliseconds wait);
+  // Async continue: drop_worker, and deal the lost worker's rows (`deal`: the kReassign
+  // message for its shard) to the survivors sure to get another slice from this server (held,
+  // or with a step to push that is not their last): share k of those m rides on the next slice
+  // each is sent ("reassign" fields, the segments as a second array). Returns the rank's
+  // applied pushes and the ranks dealt to, ascending (none: no survivor will ask again).
+  struct Dealt {
+    std::uint64_t applied = 0;
+    std::vector<int> to;
+  };
+  [[nodiscard]] Dealt drop_worker_dealing(int rank, protocol::Envelope deal,
+                                          std::chrono::milliseconds wait);
   // Async: the pushes this server will have applied at the end (every worker's plan, less the
   // steps lost workers left undone).
   [[nodiscard]] std::uint64_t total_steps() const;
@@ -163,9 +175,13 @@ class ParameterServer {
   void reply(int rank);
   [[nodiscard]] std::string name() const;
   // Lost workers (param_server_workers.cpp), on the server thread.
-  [[nodiscard]] std::uint64_t post_news(int rank, bool replaced, std::chrono::milliseconds wait);
+  [[nodiscard]] Dealt post_news(int rank, bool replaced, std::optional<protocol::Envelope> deal,
+                                std::chrono::milliseconds wait);
   void take_news();
   [[nodiscard]] std::uint64_t forget_worker(int rank);
+  [[nodiscard]] std::vector<int> deal_rows(protocol::Envelope deal);
+  // Async: the worker's plan as a push states it (rows taken over lengthen it).
+  void update_plan(const protocol::Envelope& e);
   [[nodiscard]] std::uint64_t readmit_worker(int rank);
   [[nodiscard]] bool round_complete() const;
   void note_missing();  // stats_.missing for the round in progress; takes mu_
@@ -206,11 +222,13 @@ class ParameterServer {
     int rank = 0;
     bool replaced = false;
     std::uint64_t ticket = 0;
+    std::optional<protocol::Envelope> deal;
   };
   std::vector<WorkerNews> news_;                     // under mu_
   std::uint64_t news_posted_ = 0;                    // under mu_
   std::uint64_t news_taken_ = 0;                     // under mu_
-  std::map<std::uint64_t, std::uint64_t> answers_;   // under mu_
+  std::map<std::uint64_t, Dealt> answers_;           // under mu_
+  std::map<int, protocol::Envelope> notices_;  // thread: a share of lost rows for the next slice
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

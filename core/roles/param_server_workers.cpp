@@ -14,11 +14,19 @@
 namespace dt::roles {
 
 std::uint64_t ParameterServer::drop_worker(int rank, std::chrono::milliseconds wait) {
-  return post_news(rank, false, wait);
+  return post_news(rank, false, std::nullopt, wait).applied;
 }
 
 std::uint64_t ParameterServer::replace_worker(int rank, std::chrono::milliseconds wait) {
-  return post_news(rank, true, wait);
+  return post_news(rank, true, std::nullopt, wait).applied;
+}
+
+ParameterServer::Dealt ParameterServer::drop_worker_dealing(int rank, protocol::Envelope deal,
+                                                            std::chrono::milliseconds wait) {
+  if (!options_.asynchronous) {
+    fail<TrainingError>("internal error: {} deals rows only in async mode", name());
+  }
+  return post_news(rank, false, std::move(deal), wait);
 }
 
 std::uint64_t ParameterServer::total_steps() const {
@@ -26,14 +34,16 @@ std::uint64_t ParameterServer::total_steps() const {
   return total_steps_;
 }
 
-std::uint64_t ParameterServer::post_news(int rank, bool replaced, std::chrono::milliseconds wait) {
+ParameterServer::Dealt ParameterServer::post_news(int rank, bool replaced,
+                                                  std::optional<protocol::Envelope> deal,
+                                                  std::chrono::milliseconds wait) {
   if (rank < 0 || rank >= options_.workers) {
     fail<TrainingError>("internal error: {} told of worker {} of {}", name(), rank,
                         options_.workers);
   }
   std::unique_lock lock(mu_);
   const auto ticket = ++news_posted_;
-  news_.push_back({rank, replaced, ticket});
+  news_.push_back({rank, replaced, ticket, std::move(deal)});
   const bool taken = cv_.wait_for(lock, wait, [&] {
     return news_taken_ >= ticket || !error_.empty();
   });
@@ -53,8 +63,10 @@ void ParameterServer::take_news() {
     std::lock_guard lock(mu_);
     news.swap(news_);
   }
-  for (const auto& n : news) {
-    const auto answer = n.replaced ? readmit_worker(n.rank) : forget_worker(n.rank);
+  for (auto& n : news) {
+    Dealt answer;
+    answer.applied = n.replaced ? readmit_worker(n.rank) : forget_worker(n.rank);
+    if (n.deal) answer.to = deal_rows(std::move(*n.deal));
     std::lock_guard lock(mu_);
     answers_[n.ticket] = answer;
     news_taken_ = n.ticket;
@@ -103,6 +115,38 @@ std::uint64_t ParameterServer::readmit_worker(int rank) {
   std::erase(waiting_, rank);  // a pull of the lost worker, held by the staleness bound
   await_pull_[r] = true;
   return clock_->completed(rank);
+}
+
+std::vector<int> ParameterServer::deal_rows(protocol::Envelope deal) {
+  // Only to survivors sure to hear from this server again: a share promised to one that has
+  // just pushed its last step would never reach it, and its rows would be in no one's hands.
+  std::vector<int> to;
+  for (int rank = 0; rank < options_.workers; ++rank) {
+    const auto r = static_cast<std::size_t>(rank);
+    if (gone_[r] || clock_->finished(rank)) continue;
+    const bool held = std::find(waiting_.begin(), waiting_.end(), rank) != waiting_.end();
+    if (held || clock_->completed(rank) + 1 < options_.worker_steps[r]) to.push_back(rank);
+  }
+  for (std::size_t k = 0; k < to.size(); ++k) {
+    auto notice = deal;
+    notice.fields["share"] = k;
+    notice.fields["shares"] = to.size();
+    notices_[to[k]] = std::move(notice);
+  }
+  return to;
+}
+
+void ParameterServer::update_plan(const protocol::Envelope& e) {
+  const auto it = e.fields.find("steps");
+  if (it == e.fields.end()) return;
+  const auto rank = static_cast<int>(e.rank);
+  const auto r = static_cast<std::size_t>(rank);
+  const auto steps = it->get<std::uint64_t>();
+  if (steps == options_.worker_steps[r]) return;
+  clock_->set_steps(rank, steps);
+  std::lock_guard lock(mu_);
+  total_steps_ = total_steps_ - options_.worker_steps[r] + steps;
+  options_.worker_steps[r] = steps;
 }
 
 bool ParameterServer::round_complete() const {

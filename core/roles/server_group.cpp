@@ -213,13 +213,14 @@ void ServerClient::pull(std::uint64_t steps) {
 }
 
 void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
-                        std::uint64_t rows, double loss_sum) {
+                        std::uint64_t rows, double loss_sum, std::uint64_t planned) {
   const auto start = Clock::now();
   session_.before_server_push();
   for (std::size_t k = 0; k < connections_.size(); ++k) {
     const auto& range = ranges_[k];
     protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};
     e.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"version", versions_[k]}};
+    if (planned > 0) e.fields["steps"] = planned;
     e.arrays.push_back(wire::to_bytes(grad_sum.subspan(range.begin, range.size())));
     connections_[k]->send(protocol::encode(std::move(e), session_.job_id()),
                           deadline_in(kSendDeadline));
@@ -245,6 +246,10 @@ void ServerClient::receive(std::span<double> params, std::uint64_t min_version) 
       std::copy(slice.begin(), slice.end(),
                 params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
       versions_[k] = protocol::count(e, "version");
+      if (const auto it = e.fields.find("reassign"); it != e.fields.end() && e.arrays.size() > 1) {
+        notice_ = protocol::Envelope{.type = protocol::Type::kReassign, .fields = *it};
+        notice_->arrays.push_back(std::move(e.arrays[1]));
+      }
       break;
     }
   }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace dt::transport {
@@ -75,6 +76,11 @@ class ServerGroup {
   // (restart). Returns what each server answered: the rank's pushes it applied (async), its
   // round (sync).
   [[nodiscard]] std::vector<std::uint64_t> lose_worker(int rank, bool replaced);
+  // Async continue: lose_worker(rank, false), and server 0 deals the rank's rows (`deal`: the
+  // kReassign message of its shard) to the survivors it will send a slice again
+  // (ParameterServer::drop_worker_dealing), listed in `dealt_to`.
+  [[nodiscard]] std::vector<std::uint64_t> drop_worker_dealing(int rank, protocol::Envelope deal,
+                                                               std::vector<int>& dealt_to);
   // Sync: the parameters at the start of round `round`, while every server is at that round or
   // has just applied it (a replacement redoes the round from there). TrainingError otherwise.
   void copy_params_of_round(std::uint64_t round, std::vector<double>& params) const;
@@ -102,13 +108,18 @@ class ServerClient {
   void pull(std::uint64_t steps);
   // Sends every server its keys of `grad_sum` with the batch's rows and loss sum, and the
   // version of that server's slice the gradient was computed from.
+  // `planned` (async, when not 0): this worker's planned steps in all, which grow when it takes
+  // over rows of a lost worker.
   void push(std::span<const double> grad_sum, std::uint64_t step, std::uint64_t rows,
-            double loss_sum);
+            double loss_sum, std::uint64_t planned = 0);
   // Waits for one slice from every server and writes it into params; supervised by
   // WorkerSession::check_alive (a wait the stale-synchronous bound holds is not a failure).
   // Slices older than `min_version` are skipped: a replacement for a lost worker (restart) may
   // be sent a round's slice twice (once as the lost worker's, once for its own push).
   void receive(std::span<double> params, std::uint64_t min_version = 0);
+  // A share of a lost worker's rows a server sent along with a slice (async continue): the
+  // kReassign message to act on, once.
+  [[nodiscard]] std::optional<protocol::Envelope> take_notice() { return std::exchange(notice_, {}); }
 
  private:
   void account();
@@ -120,6 +131,7 @@ class ServerClient {
   std::vector<std::uint64_t> versions_;
   std::uint64_t sent_ = 0;
   std::uint64_t received_ = 0;
+  std::optional<protocol::Envelope> notice_;
 };
 
 }  // namespace dt::roles

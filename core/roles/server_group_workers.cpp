@@ -26,6 +26,17 @@ std::vector<std::uint64_t> ServerGroup::lose_worker(int rank, bool replaced) {
   return out;
 }
 
+std::vector<std::uint64_t> ServerGroup::drop_worker_dealing(int rank, protocol::Envelope deal,
+                                                            std::vector<int>& dealt_to) {
+  auto dealt = servers_.front()->drop_worker_dealing(rank, std::move(deal), kNewsWait);
+  dealt_to = std::move(dealt.to);
+  std::vector<std::uint64_t> out{dealt.applied};
+  for (std::size_t k = 1; k < servers_.size(); ++k) {
+    out.push_back(servers_[k]->drop_worker(rank, kNewsWait));
+  }
+  return out;
+}
+
 void ServerGroup::copy_params_of_round(std::uint64_t round, std::vector<double>& params) const {
   params.resize(session_.params().size());
   for (std::size_t k = 0; k < servers_.size(); ++k) {

@@ -3,7 +3,8 @@ four workers is SIGKILLed (or SIGSTOPped) at a seeded random moment of a run wit
 synchronous (gradients, aggregation.servers 2) or asynchronous (async). `abort` stops in time
 with the rank named; `restart` puts a replacement in (sharded: exactly the model of an unfailed
 run, even when the worker died between its pushes to the two servers; async: every worker's
-planned updates applied once); `continue` finishes with the survivors. Nothing is left behind.
+planned updates applied once); `continue` finishes with the survivors, who train on the lost
+worker's rows from their next epoch. Nothing is left behind.
 The kill points come from test_policies' seeded generator (hit)."""
 
 import signal
@@ -128,25 +129,34 @@ def test_async_restart_applies_every_update_once(tmp):
         assert close_to(s["final_loss"], clean["final_loss"]), (s["final_loss"], clean["final_loss"])
 
 
-def test_async_continue_goes_on_without_the_worker(tmp):
+def test_async_continue_deals_the_rows_through_the_servers(tmp):
     _, clean = reference(tmp, ASYNC)
     out = tmp / "async-continue"
     proc, err, victim, _, _ = hit(tmp, config(tmp, ASYNC, out, "continue", "tcp"), out, 3)
     assert proc.returncode == 0, (proc.returncode, err)
     assert "continuing with 3 workers" in err, err
+    assert "worker 3's 2000 rows are dealt to workers 0, 1, 2 from their next local epoch" in err
     s = summary(out)
     [f] = s["failures"]
     assert f["rank"] == 3 and f["action"] == "continue" and f["pid"] == victim, f
-    # Its rows join the survivors for the final evaluation; its steps not done leave the plan.
+    # Each survivor trains on its share from its own next local epoch: its plan grows.
     moved = f["reassigned"]
-    assert moved["rows"] == 2000 and sorted(t["rank"] for t in moved["to"]) == [0, 1, 2]
+    assert moved["rows"] == 2000 and moved["local_epochs"], moved
+    assert sorted(t["rank"] for t in moved["to"]) == [0, 1, 2]
+    assert sorted(t["rows"] for t in moved["to"]) == [666, 667, 667]
+    assert all(t["from_epoch"] < 60 for t in moved["to"]), moved
+    rows = {w["rank"]: w["rows"] for w in s["worker_stats"]}
+    assert rows[0] + rows[1] + rows[2] == 8000, rows
     agg = s["aggregation"]
     [lost] = agg["lost_steps"]
     assert lost["rank"] == 3 and lost["applied"] + lost["not_done"] == PER_WORKER, lost
-    assert 0 < lost["not_done"] < PER_WORKER, lost
-    assert agg["updates"] == s["steps"] == 4 * PER_WORKER - lost["not_done"]
-    assert agg["worker_steps"][:3] == [PER_WORKER] * 3
-    assert s["final_metrics"]["mse"] == s["final_loss"]
+    assert agg["worker_steps"][3] == lost["applied"] < PER_WORKER
+    assert all(steps > PER_WORKER for steps in agg["worker_steps"][:3]), agg["worker_steps"]
+    # The run's updates are what the servers applied, and the log ends there, at the last epoch.
+    assert agg["updates"] == s["steps"] == sum(agg["worker_steps"])
+    assert all(server["version"] == agg["updates"] for server in agg["servers"]), agg["servers"]
+    last = (out / "loss.csv").read_text().strip().splitlines()[-1].split(",")
+    assert int(last[0]) == agg["updates"] and 59 < float(last[1]) <= 60, last
     assert close_to(s["final_loss"], clean["final_loss"]), (s["final_loss"], clean["final_loss"])
 
 
@@ -163,5 +173,5 @@ if __name__ == "__main__":
             test_sharded_restart_changes_nothing,
             test_sharded_continue_deals_the_rows,
             test_async_restart_applies_every_update_once,
-            test_async_continue_goes_on_without_the_worker,
+            test_async_continue_deals_the_rows_through_the_servers,
             test_server_policies_are_accepted])

@@ -38,6 +38,12 @@ struct FakeWorker {
   bool quiet(std::chrono::milliseconds wait) {
     return !connection->receive(deadline_in(wait)).has_value();
   }
+  // The next message, whole. Fails the test after 5 s.
+  Envelope next() {
+    auto m = connection->receive(deadline_in(std::chrono::seconds(5)));
+    REQUIRE(m.has_value());
+    return dt::protocol::decode(*m, kJob);
+  }
   // The next slice: {version, values}. Fails the test after 5 s.
   std::pair<std::uint64_t, std::vector<double>> slice() {
     auto m = connection->receive(deadline_in(std::chrono::seconds(5)));

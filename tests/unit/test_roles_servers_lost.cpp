@@ -42,6 +42,18 @@ TEST_CASE("servers: a retired worker holds nobody back and ends its plan where i
   CHECK_THROWS_AS(clock.complete(1), dt::TrainingError);
 }
 
+TEST_CASE("servers: a worker that takes rows over plans more steps, and can be unfinished again") {
+  StepClock clock({2, 2}, std::nullopt);
+  clock.complete(0);
+  clock.complete(0);
+  CHECK(clock.finished(0));
+  clock.set_steps(0, 3);
+  CHECK_FALSE(clock.finished(0));
+  CHECK(clock.may_start(0));
+  CHECK(clock.slowest() == 0u);  // worker 1's clock
+  CHECK_THROWS_AS(clock.set_steps(0, 1), dt::TrainingError);
+}
+
 TEST_CASE("servers: a synchronous round completes without a dropped worker, divided by the rows "
           "that came, and its later pushes are ignored") {
   auto transport = inproc();
@@ -121,6 +133,45 @@ TEST_CASE("servers: async stops waiting for a dropped worker: the lock-step hold
   server.copy_slice(params);
   CHECK(params == std::vector<double>{-3.0, -3.0});
   CHECK(server.stats().worker_steps == std::vector<std::uint64_t>{3, 0});
+  server.check();
+}
+
+TEST_CASE("servers: async deals a dropped worker's rows on the next slice to the survivors sure to "
+          "get one, and a push that states a longer plan lengthens the run") {
+  auto transport = inproc();
+  auto o = options(3, true);
+  o.worker_steps = {3, 1, 3};
+  ParameterServer server(*transport, o, {0.0, 0.0});
+  FakeWorker w0(*transport, server.endpoint(), 0), w1(*transport, server.endpoint(), 1),
+      w2(*transport, server.endpoint(), 2);
+  for (auto* w : {&w0, &w1, &w2}) w->pull(o.worker_steps[w->rank]);
+  for (auto* w : {&w0, &w1, &w2}) (void)w->slice();
+  w0.push(0, 0, 1, {1.0, 1.0});
+  CHECK(w0.slice().first == 1);
+  // Worker 0 has a step to push that is not its last; worker 1 is on its last step.
+  Envelope deal{.type = Type::kReassign};
+  deal.fields = {{"lost_rank", 2}};
+  deal.arrays.push_back(dt::wire::to_bytes(std::span<const double>(std::vector<double>{7.0})));
+  const auto dealt = server.drop_worker_dealing(2, deal, kWait);
+  CHECK(dealt.applied == 0);
+  CHECK(dealt.to == std::vector<int>{0});
+  CHECK(server.total_steps() == 4);  // 3 + 1: worker 2's three steps are gone
+  // Worker 0 now plans 5 steps: its pushes say so, and the server waits for them. The share
+  // rides on the slice that answers.
+  Envelope push{.type = Type::kPush, .rank = 0, .step = 1};
+  push.fields = {{"rows", 1}, {"loss_sum", 1.0}, {"version", 1}, {"steps", 5}};
+  push.arrays.push_back(dt::wire::to_bytes(std::span<const double>(std::vector<double>{0.0, 0.0})));
+  w0.connection->send(dt::protocol::encode(push, kJob), deadline_in(kWait));
+  const auto e = w0.next();
+  CHECK(dt::protocol::count(e, "version") == 2);
+  CHECK(e.fields["reassign"]["lost_rank"] == 2);
+  CHECK(e.fields["reassign"]["share"] == 0);
+  CHECK(e.fields["reassign"]["shares"] == 1);
+  REQUIRE(e.arrays.size() == 2);
+  CHECK(e.arrays[1] == deal.arrays[0]);
+  CHECK(server.total_steps() == 6);
+  w0.push(2, 2, 1, {0.0, 0.0});
+  CHECK_FALSE(w0.next().fields.contains("reassign"));  // once
   server.check();
 }
 
