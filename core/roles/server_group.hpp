@@ -76,6 +76,9 @@ class ServerGroup {
   // (restart). Returns what each server answered: the rank's pushes it applied (async), its
   // round (sync).
   [[nodiscard]] std::vector<std::uint64_t> lose_worker(int rank, bool replaced);
+  // The ranks dropped so far (continue): a server started later, to take over a failed one,
+  // must be told of them (drop_worker) or its synchronous rounds would wait for them.
+  [[nodiscard]] const std::vector<int>& dropped() const noexcept { return dropped_; }
   // Async continue: lose_worker(rank, false), and server 0 deals the rank's rows (`deal`: the
   // kReassign message of its shard) to the survivors it will send a slice again
   // (ParameterServer::drop_worker_dealing), listed in `dealt_to`.
@@ -96,6 +99,7 @@ class ServerGroup {
   std::vector<KeyRange> ranges_;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::vector<std::uint64_t> start_steps_;  // a resumed async run: each worker's steps done
+  std::vector<int> dropped_;                // lost under continue
 };
 
 class ServerClient {

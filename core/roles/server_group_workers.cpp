@@ -19,6 +19,7 @@ constexpr std::chrono::milliseconds kNewsWait{5000};
 }  // namespace
 
 std::vector<std::uint64_t> ServerGroup::lose_worker(int rank, bool replaced) {
+  if (!replaced) dropped_.push_back(rank);
   std::vector<std::uint64_t> out;
   for (const auto& s : servers_) {
     out.push_back(replaced ? s->replace_worker(rank, kNewsWait) : s->drop_worker(rank, kNewsWait));
@@ -28,6 +29,7 @@ std::vector<std::uint64_t> ServerGroup::lose_worker(int rank, bool replaced) {
 
 std::vector<std::uint64_t> ServerGroup::drop_worker_dealing(int rank, protocol::Envelope deal,
                                                             std::vector<int>& dealt_to) {
+  dropped_.push_back(rank);
   auto dealt = servers_.front()->drop_worker_dealing(rank, std::move(deal), kNewsWait);
   dealt_to = std::move(dealt.to);
   std::vector<std::uint64_t> out{dealt.applied};
