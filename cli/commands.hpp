@@ -5,7 +5,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <string>
 
 namespace dt::cli {
 
@@ -24,6 +26,19 @@ void add_eval(CLI::App& app, Action& action, const Globals& globals);
 void add_worker(CLI::App& app, Action& action, const Globals& globals);
 void add_gen(CLI::App& app, Action& action, const Globals& globals);
 void add_reference(CLI::App& app, Action& action, const Globals& globals);
+
+// A worker that joins a coordinator by itself (`disttrain worker --connect`, or a rank > 0 of
+// `disttrain run` under a launcher). job_id 0: learned from the coordinator.
+struct JoinOptions {
+  std::string connect;  // tcp://HOST:PORT (or ipc://PATH)
+  std::uint32_t rank = 0;
+  std::uint64_t job_id = 0;
+  std::string config_hash;  // of the config this worker read itself; empty: none
+  std::string data;         // its own copy of the data (--data); empty: the coordinator's path
+  int join_timeout_ms = 60000;
+  int log_level = -1;
+};
+[[nodiscard]] int run_joining_worker(const JoinOptions& join);
 
 // Writes text to stdout in full (a closed pipe is not an error worth a stack of messages).
 void print(std::string_view text);

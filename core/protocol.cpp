@@ -192,11 +192,15 @@ std::vector<double> to_vector(std::span<const double> s) { return {s.begin(), s.
 Envelope make_hello(const Hello& hello) {
   Envelope e{.type = Type::kHello, .rank = hello.rank};
   e.fields = {{"rank", hello.rank}, {"pid", hello.pid}, {"host", hello.host}};
+  if (!hello.config_hash.empty()) e.fields["config_hash"] = hello.config_hash;
   return e;
 }
 
 Hello read_hello(const Envelope& e) {
-  return {get<std::uint32_t>(e, "rank"), get<std::int64_t>(e, "pid"), get<std::string>(e, "host")};
+  Hello h{get<std::uint32_t>(e, "rank"), get<std::int64_t>(e, "pid"), get<std::string>(e, "host"),
+          {}};
+  if (e.fields.contains("config_hash")) h.config_hash = get<std::string>(e, "config_hash");
+  return h;
 }
 
 Envelope make_setup(const Setup& s) {

@@ -102,6 +102,10 @@ struct Hello {
   std::uint32_t rank = 0;
   std::int64_t pid = 0;
   std::string host;
+  // A worker that read the config itself (a launcher started every rank with the same command
+  // line) sends config_hash(its config); the coordinator refuses a different one. Empty: the
+  // worker takes the coordinator's config.
+  std::string config_hash;
 };
 [[nodiscard]] Envelope make_hello(const Hello& hello);
 [[nodiscard]] Hello read_hello(const Envelope& e);

@@ -8,9 +8,11 @@
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 #include "core/util/signals.hpp"
+#include "core/util/rendezvous.hpp"
 #include "core/util/text.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <utility>
@@ -25,7 +27,45 @@ struct RunArgs {
   bool json = false;
   bool resume = false;      // --resume given
   std::string resume_dir;   // --resume DIR: the run folder to continue (else output.dir)
+  std::string listen;       // --listen HOST:PORT: tcp, where workers that join connect
+  int expect_workers = -1;  // --expect-workers N: transport.remote_workers
 };
+
+// Under a launcher (rendezvous.hpp) every rank runs this same command line. The overrides
+// that make rank 0 the coordinator of ranks 1..N-1, which the workers apply too so that their
+// config hash is the coordinator's. shards.count, when the config does not set it, is taken from
+// the launcher; when it does, the worker count must match.
+std::vector<config::Override> launcher_overrides(const rendezvous::Launch& launch,
+                                                 const std::filesystem::path& config_path,
+                                                 const std::vector<config::Override>& given) {
+  std::string host = launch.address.substr(0, launch.address.rfind(':'));
+  const std::string port = launch.address.substr(launch.address.rfind(':') + 1);
+  // A name ZeroMQ can bind: loopback by number.
+  if (host == "localhost") host = "127.0.0.1";
+  std::vector<config::Override> out = given;
+  out.push_back({"transport.type", "tcp"});
+  out.push_back({"transport.address", host + ":" + port});
+  const auto probe = config::load(config_path, out);
+  out.push_back({"transport.remote_workers", std::to_string(launch.size - 1)});
+  const int workers = config::worker_count(probe);
+  if (workers == launch.size - 1) return out;
+  bool count_given = false;
+  for (const auto& o : given) count_given = count_given || o.key_path == "shards.count";
+  if (!count_given) {
+    const YAML::Node file = YAML::LoadFile(config_path.string());
+    count_given = file["shards"] && file["shards"]["count"];
+  }
+  const int tensor = probe.parallelism.tensor;
+  if (count_given || (launch.size - 1) % tensor != 0) {
+    fail<ConfigError>("{}: the launcher started {} processes ({}): rank 0 coordinates and the "
+                      "other {} are the workers, but the config has {} workers (shards.count x "
+                      "parallelism.tensor); start {} processes or change shards.count",
+                      config_path.string(), launch.size, launch.source, launch.size - 1, workers,
+                      workers + 1);
+  }
+  out.insert(out.end() - 1, {"shards.count", std::to_string((launch.size - 1) / tensor)});
+  return out;
+}
 
 // A word as the shell reads it back.
 std::string shell_word(const std::string& word) {
@@ -74,6 +114,40 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   std::vector<config::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
   for (const auto& f : args.faults) overrides.push_back(config::parse_fault_override(f));
+  // Explicit flags first; else the launcher's environment decides this process's role.
+  if (!args.listen.empty()) {
+    overrides.push_back({"transport.type", "tcp"});
+    overrides.push_back({"transport.address", args.listen});
+  }
+  if (args.expect_workers >= 0) {
+    if (args.listen.empty()) {
+      fail<UsageError>("--expect-workers needs --listen HOST:PORT: the address the workers "
+                       "connect to");
+    }
+    overrides.push_back({"transport.remote_workers", std::to_string(args.expect_workers)});
+  } else if (args.listen.empty() && args.resume_dir.empty() && !args.config_path.empty()) {
+    if (const auto launch = rendezvous::from_environment()) {
+      overrides = launcher_overrides(*launch, args.config_path, overrides);
+      if (launch->rank > 0) {
+        // A worker of the launched job: it trains with the coordinator's config (this one's
+        // hash must match) and writes nothing of its own.
+        const auto config = config::load(args.config_path, overrides);
+        log::set_prefix(fmt::format("worker {}", launch->rank - 1));
+        log::info("{} rank {} of {}: worker {} of the coordinator at {}", launch->source,
+                  launch->rank, launch->size, launch->rank - 1, launch->address);
+        cli::JoinOptions join;
+        join.connect = "tcp://" + launch->address;
+        join.rank = static_cast<std::uint32_t>(launch->rank - 1);
+        join.config_hash = config::config_hash(config);
+        join.join_timeout_ms = config.transport.join_timeout_ms;
+        join.log_level = globals.log_level();
+        printed = true;  // a worker prints no summary
+        return run_joining_worker(join);
+      }
+      log::info("{} rank 0 of {}: the coordinator, on {}", launch->source, launch->size,
+                launch->address);
+    }
+  }
   std::filesystem::path config_path = args.config_path;
   if (!args.resume_dir.empty()) {
     // --resume DIR continues that run folder; without a config, with the config it ran with.
@@ -188,6 +262,14 @@ void add_run(CLI::App& app, Action& action, const Globals& globals) {
                                  "or of the run folder DIR")
                      ->expected(0, 1)
                      ->type_name("[DIR]");
+  cmd->add_option("--listen", args->listen,
+                  "listen on tcp HOST:PORT for workers that join (`disttrain worker --connect`); "
+                  "sets transport.type tcp and transport.address")
+      ->type_name("HOST:PORT");
+  cmd->add_option("--expect-workers", args->expect_workers,
+                  "with --listen: this many workers (the last ranks) join by themselves "
+                  "(transport.remote_workers)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([&action, &globals, args, resume] {
     args->resume = resume->count() > 0;
     action = [args, &globals] { return run(*args, globals); };

@@ -1,13 +1,20 @@
-// disttrain worker --connect ENDPOINT --rank R --job ID: one worker process. The coordinator
-// starts these itself for local runs; the same command joins a run from elsewhere.
+// disttrain worker --connect ENDPOINT --rank R [--job ID] [--config FILE]: one worker process.
+// The coordinator starts these itself for local runs (with --job); the same command joins a run
+// from another host or from a launcher (`run --listen HOST:PORT --expect-workers N` there).
 
 #include "cli/commands.hpp"
+#include "core/config/config.hpp"
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
+#include "core/util/random.hpp"
 #include "transports/transport.hpp"
 
+#include <netdb.h>
+#include <unistd.h>
+
 #include <charconv>
+#include <chrono>
 #include <filesystem>
 
 namespace dt::cli {
@@ -17,40 +24,118 @@ struct WorkerArgs {
   std::string connect;
   std::uint32_t rank = 0;
   std::string job;
+  std::string config_path;
+  std::vector<std::string> sets;
+  int join_timeout_ms = 60000;
+  std::string data;
   int log_level = -1;
 };
 
-int work(const WorkerArgs& args) {
-  log::set_prefix(fmt::format("worker {}", args.rank));
-  if (args.log_level >= 0) log::set_level(static_cast<log::Level>(args.log_level));
-  std::uint64_t job = 0;
-  const auto* end = args.job.data() + args.job.size();
-  if (args.job.empty() || std::from_chars(args.job.data(), end, job, 16).ptr != end) {
-    fail<UsageError>("--job expects the hexadecimal job id the coordinator printed, got '{}'",
-                     args.job);
+// tcp://HOST:PORT: the host must resolve here, or the wait for the coordinator would only time
+// out without saying why.
+void check_resolves(const std::string& endpoint) {
+  const std::string rest = endpoint.substr(6);
+  const auto colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+    fail<UsageError>("--connect {}: expected tcp://HOST:PORT", endpoint);
   }
+  std::string host = rest.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
+    fail<UsageError>("--connect {}: cannot resolve host '{}': {}", endpoint, host,
+                     ::gai_strerror(rc));
+  }
+  ::freeaddrinfo(found);
+}
+
+}  // namespace
+
+int run_joining_worker(const JoinOptions& join) {
+  log::set_prefix(fmt::format("worker {}", join.rank));
+  if (join.log_level >= 0) log::set_level(static_cast<log::Level>(join.log_level));
   transport::TransportOptions options;
-  options.job_id = job;
-  if (args.connect.starts_with("ipc://")) {
+  options.job_id = join.job_id;
+  if (join.connect.starts_with("ipc://")) {
     options.kind = transport::TransportOptions::Kind::kIpc;
     // Listeners of this worker (peer links) go next to the coordinator's socket: its folder is
     // private to the run and removed by the coordinator, even when this worker is killed.
-    options.ipc_dir = std::filesystem::path(args.connect.substr(6)).parent_path();
+    options.ipc_dir = std::filesystem::path(join.connect.substr(6)).parent_path();
+  } else if (join.connect.starts_with("tcp://")) {
+    options.kind = transport::TransportOptions::Kind::kTcp;
+    check_resolves(join.connect);
+  } else {
+    fail<UsageError>("--connect expects ipc://PATH or tcp://HOST:PORT, got '{}'", join.connect);
   }
-  else if (args.connect.starts_with("tcp://")) options.kind = transport::TransportOptions::Kind::kTcp;
-  else fail<UsageError>("--connect expects ipc://PATH or tcp://HOST:PORT, got '{}'", args.connect);
   auto transport = transport::make_zmq_transport(options);
-  return roles::run_worker(*transport, {args.connect, args.rank, job, nullptr});
+  roles::WorkerOptions worker{join.connect, join.rank, join.job_id, nullptr};
+  if (join.job_id == 0) {
+    // Joining by itself: an identity of its own, so that a second worker claiming the same
+    // rank is refused by name instead of taking this one's connection over.
+    const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+    worker.identity = fmt::format("w{}-{:012x}", join.rank,
+                                  random::hash(static_cast<std::uint64_t>(now),
+                                               static_cast<std::uint64_t>(::getpid()), 1, 0) &
+                                      0xFFFFFFFFFFFFULL);
+    worker.startup_timeout = std::chrono::milliseconds(join.join_timeout_ms);
+  }
+  worker.config_hash = join.config_hash;
+  worker.data = join.data;
+  return roles::run_worker(*transport, worker);
+}
+
+namespace {
+
+int work(const WorkerArgs& args) {
+  JoinOptions join;
+  join.connect = args.connect;
+  join.rank = args.rank;
+  join.log_level = args.log_level;
+  join.join_timeout_ms = args.join_timeout_ms;
+  join.data = args.data;
+  if (!args.job.empty()) {
+    const auto* end = args.job.data() + args.job.size();
+    if (std::from_chars(args.job.data(), end, join.job_id, 16).ptr != end || join.job_id == 0) {
+      fail<UsageError>("--job expects the hexadecimal job id the coordinator printed, got '{}'",
+                       args.job);
+    }
+  }
+  if (!args.config_path.empty()) {
+    std::vector<config::Override> overrides;
+    for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
+    join.config_hash = config::config_hash(config::load(args.config_path, overrides));
+  } else if (!args.sets.empty()) {
+    fail<UsageError>("--set needs --config: a worker without one takes the coordinator's config");
+  }
+  return run_joining_worker(join);
 }
 
 }  // namespace
 
 void add_worker(CLI::App& app, Action& action, const Globals&) {
   auto args = std::make_shared<WorkerArgs>();
-  auto* cmd = app.add_subcommand("worker", "run one worker of a run (started by `run` itself)");
-  cmd->add_option("--connect", args->connect, "the coordinator's endpoint")->required();
+  auto* cmd = app.add_subcommand(
+      "worker", "run one worker of a run: join a coordinator started with `run --listen`");
+  cmd->add_option("--connect", args->connect,
+                  "the coordinator's endpoint, as `run` printed it: tcp://HOST:PORT")
+      ->required();
   cmd->add_option("--rank", args->rank, "this worker's rank")->required();
-  cmd->add_option("--job", args->job, "the run's job id (hexadecimal)")->required();
+  cmd->add_option("--job", args->job,
+                  "the run's job id (hexadecimal; given by `run` to the workers it starts)");
+  cmd->add_option("--config", args->config_path,
+                  "the config this worker expects; the coordinator refuses it when its own "
+                  "differs (the worker trains with the coordinator's)");
+  cmd->add_option("--set", args->sets, "with --config: the overrides the coordinator was given")
+      ->type_name("KEY=VALUE");
+  cmd->add_option("--data", args->data,
+                  "this worker's own copy of the run's CSV (same columns and rows), instead of "
+                  "the coordinator's path")
+      ->type_name("FILE");
+  cmd->add_option("--join-timeout-ms", args->join_timeout_ms,
+                  "how long to wait for the coordinator to answer")
+      ->check(CLI::Range(1000, 86400000));
   cmd->add_option("--log-level", args->log_level, "0 quiet .. 4 debug");
   cmd->callback([&action, args] { action = [args] { return work(*args); }; });
 }

@@ -108,6 +108,10 @@ struct TrainingConfig {
 struct TransportConfig {
   TransportType type = TransportType::kIpc;
   std::string address = "127.0.0.1:0";  // tcp only: host:port, port 0 picks a free port
+  // Workers started by someone else (`disttrain worker --connect`, a launcher): the last
+  // remote_workers ranks join over tcp instead of being spawned; 0: every worker is local.
+  int remote_workers = 0;
+  int join_timeout_ms = 60000;  // how long the coordinator waits for every worker to join
 };
 
 enum class FailurePolicy { kAbort, kContinue, kRestart };
@@ -191,6 +195,9 @@ inline constexpr const char* kFaultOverride = "faults[]";
 // The config with every default filled in, as YAML that `parse` reads back to an equal Config
 // (paths absolute). Workers receive this text; runs write it as config.resolved.yaml.
 [[nodiscard]] std::string to_yaml(const Config& config);
+// 16 hex digits identifying the resolved config (FNV-1a over to_yaml): ranks that a launcher
+// started with one command line compare it when they join.
+[[nodiscard]] std::string config_hash(const Config& config);
 
 // docs/config.md: every key with its type, default and meaning, generated from the schema table.
 [[nodiscard]] std::string reference_markdown();

@@ -2,6 +2,7 @@
 // worker or a later reader needs no defaults of its own. Keys that do not apply (model.hidden
 // for a linear model, momentum for adam) are left out: parse() rejects them.
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -193,6 +194,8 @@ std::string to_yaml(const Config& c) {
   w.begin("transport");
   w.put("type", name_of(c.transport.type));
   w.put("address", c.transport.address);
+  w.put("remote_workers", c.transport.remote_workers);
+  w.put("join_timeout_ms", c.transport.join_timeout_ms);
   w.end();
 
   w.begin("fault_tolerance");
@@ -221,6 +224,15 @@ std::string to_yaml(const Config& c) {
     w.end();
   }
   return w.finish();
+}
+
+std::string config_hash(const Config& config) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : to_yaml(config)) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return fmt::format("{:016x}", h);
 }
 
 }  // namespace dt::config

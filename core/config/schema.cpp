@@ -144,6 +144,12 @@ std::vector<Key> build_keys() {
       {"transport.address", "host:port", "127.0.0.1:0", "",
        "Where the coordinator listens with `tcp`; port `0` picks a free port. Loopback only "
        "(127.x.x.x or [::1]) until authentication exists."},
+      {"transport.remote_workers", "integer >= 0", "0", "",
+       "Workers started by someone else (`disttrain worker --connect`, mpirun, srun): the last "
+       "this many ranks join over `tcp` instead of being spawned by `run`."},
+      {"transport.join_timeout_ms", "integer >= 1000", "60000", "",
+       "How long the coordinator waits for every worker to join; the error names the ranks "
+       "still missing."},
       // fault_tolerance
       {"fault_tolerance.heartbeat_ms", "integer >= 10", "200", "",
        "Milliseconds between heartbeats."},

@@ -326,6 +326,8 @@ TransportConfig parse_transport(const Section& s) {
     s.fail("address", fmt::format("expected host:port with a port from 0 to 65535, got {}",
                                   describe(s.node("address"))));
   }
+  c.remote_workers = to_int(s.integer("remote_workers", c.remote_workers, 0, INT_MAX));
+  c.join_timeout_ms = to_int(s.integer("join_timeout_ms", c.join_timeout_ms, 1000, INT_MAX));
   if (!loopback_host(c.address)) {
     s.fail("address", fmt::format("{} is not a loopback address; this version listens on "
                                   "127.0.0.1 or [::1] only, because it has no authentication for "
@@ -372,6 +374,22 @@ std::map<std::string, Bound> parse_expect(const Section& s) {
 // to use instead.
 void check_combinations(const Section& root, const Config& c) {
   check_fault_tolerance(root, c);
+  if (c.transport.remote_workers > 0) {
+    const Section transport = root.section("transport");
+    if (c.transport.type != TransportType::kTcp) {
+      transport.fail("remote_workers",
+                     fmt::format("is {}, but workers on other hosts join over tcp and "
+                                 "transport.type is {}; set transport.type: tcp (or "
+                                 "`disttrain run --listen HOST:PORT`)",
+                                 c.transport.remote_workers, name_of(c.transport.type)));
+    }
+    if (c.transport.remote_workers > worker_count(c)) {
+      transport.fail("remote_workers",
+                     fmt::format("is {}, but the run has only {} workers (shards.count x "
+                                 "parallelism.tensor); use at most {}",
+                                 c.transport.remote_workers, worker_count(c), worker_count(c)));
+    }
+  }
   const Section shards = root.section("shards");
   const Section aggregation = root.section("aggregation");
   const Section parallelism = root.section("parallelism");

@@ -47,28 +47,83 @@ transport::TransportOptions transport_options(const config::Config& config, std:
   return o;
 }
 
-// Waits for every rank's hello, before heartbeats exist: bounded by kConnectTimeout.
-std::vector<protocol::Hello> wait_for_hellos(transport::Listener& listener, WorkerPool& pool,
-                                             int ranks, std::uint64_t job) {
-  std::vector<std::optional<protocol::Hello>> hellos(static_cast<std::size_t>(ranks));
+struct Joined {
+  protocol::Hello hello;
+  std::string peer;  // the identity its connection uses
+};
+
+// Waits for every rank's hello, before heartbeats exist. Ranks below `first_remote` are this
+// process's children, started under the identity protocol::peer_name(rank); the others join by
+// themselves (`disttrain worker --connect`) under identities of their own, without the job id
+// (their hello carries job 0). A hello that cannot be accepted (a rank out of range or taken, a
+// different config) is answered with an error naming the reason, and the wait goes on: the
+// right worker may still come. Bounded by `timeout`; the error names the missing ranks.
+std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool, int ranks,
+                                 int first_remote, std::uint64_t job,
+                                 const std::string& config_hash, std::chrono::milliseconds timeout,
+                                 std::vector<std::optional<Joined>>& joined) {
+  std::vector<std::string> refusals;
+  DropLog drops;
   int remaining = ranks;
-  const auto deadline = deadline_in(kConnectTimeout);
+  const auto deadline = deadline_in(timeout);
+  const auto refuse = [&](const transport::Incoming& in, const protocol::Hello& hello,
+                          const std::string& why) {
+    const std::string line = fmt::format("refused worker {} (pid {} on {}): {}", hello.rank,
+                                         hello.pid, hello.host, why);
+    log::warn("{}", line);
+    refusals.push_back(line);
+    try {  // the worker exits with this message (exit 2); it may be gone already
+      listener.send(in.peer,
+                    protocol::encode(protocol::make_error({"config", line, 2}), in.message.header.job_id),
+                    deadline_in(kSendDeadline));
+    } catch (const TransportError&) {
+    }
+  };
   while (remaining > 0) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted while workers were starting");
     if (auto in = listener.receive(deadline_in(kPollSlice))) {
       try {
-        const auto e = protocol::decode(in->message, job);
+        const auto& header = in->message.header;
+        const bool joining = header.job_id == 0 &&
+                             header.type == static_cast<std::uint16_t>(protocol::Type::kHello);
+        const auto e = protocol::decode(in->message, joining ? 0 : job);
         if (e.type != protocol::Type::kHello) continue;
         const auto hello = protocol::read_hello(e);
-        if (hello.rank >= static_cast<std::uint32_t>(ranks) ||
-            in->peer != protocol::peer_name(hello.rank) || hellos[hello.rank]) {
-          log::warn("ignored a hello from '{}' claiming rank {}", in->peer, hello.rank);
+        const auto r = static_cast<std::size_t>(hello.rank);
+        if (hello.rank >= static_cast<std::uint32_t>(ranks)) {
+          refuse(*in, hello, fmt::format("the run has ranks 0 to {}", ranks - 1));
           continue;
         }
-        hellos[hello.rank] = hello;
+        if (static_cast<int>(hello.rank) < first_remote) {
+          if (in->peer != protocol::peer_name(hello.rank) || joined[r]) {
+            refuse(*in, hello,
+                   fmt::format("rank {} is started by the coordinator itself; workers that join "
+                               "take ranks {} to {} (transport.remote_workers)",
+                               hello.rank, first_remote, ranks - 1));
+            continue;
+          }
+        } else if (joined[r]) {
+          if (joined[r]->peer != in->peer) {
+            refuse(*in, hello, fmt::format("rank {} has already joined (pid {} on {})", hello.rank,
+                                           joined[r]->hello.pid, joined[r]->hello.host));
+          }
+          continue;
+        }
+        if (!hello.config_hash.empty() && hello.config_hash != config_hash) {
+          refuse(*in, hello,
+                 fmt::format("its config differs from the coordinator's (hash {}, the "
+                             "coordinator's {}); start every rank with the same config file",
+                             hello.config_hash, config_hash));
+          continue;
+        }
+        if (static_cast<int>(hello.rank) >= first_remote) {
+          log::info("worker {} joined from {} (pid {}, '{}')", hello.rank, hello.host, hello.pid,
+                    in->peer);
+        }
+        joined[r] = Joined{hello, in->peer};
         --remaining;
       } catch (const ProtocolError& err) {
-        log::warn("dropped a message from '{}': {}", in->peer, err.what());
+        drops.drop(in->peer, err.what());
       }
       continue;
     }
@@ -81,14 +136,55 @@ std::vector<protocol::Hello> wait_for_hellos(transport::Listener& listener, Work
     }
     if (transport::Clock::now() >= deadline) {
       std::vector<std::string> missing;
-      for (int r = 0; r < ranks; ++r) if (!hellos[static_cast<std::size_t>(r)]) missing.push_back(std::to_string(r));
-      fail<TimeoutError>("workers {} did not connect to {} within {} ms",
-                         fmt::join(missing, ", "), listener.endpoint(), kConnectTimeout.count());
+      bool remote_missing = false;
+      for (int r = 0; r < ranks; ++r) {
+        if (joined[static_cast<std::size_t>(r)]) continue;
+        missing.push_back(std::to_string(r));
+        remote_missing = remote_missing || r >= first_remote;
+      }
+      std::string message = fmt::format("worker{} {} did not {} {} within {} ms",
+                                        missing.size() == 1 ? "" : "s", fmt::join(missing, ", "),
+                                        remote_missing ? "join" : "connect to",
+                                        listener.endpoint(), timeout.count());
+      if (remote_missing) {
+        message += fmt::format("; start each with `disttrain worker --connect {} --rank R` "
+                               "(transport.join_timeout_ms sets the wait)",
+                               listener.endpoint());
+      }
+      if (!refusals.empty()) message += fmt::format("; {}", fmt::join(refusals, "; "));
+      throw TimeoutError(message);
     }
   }
-  std::vector<protocol::Hello> out;
-  for (auto& h : hellos) out.push_back(*h);
+  std::vector<Joined> out;
+  for (auto& j : joined) out.push_back(std::move(*j));
   return out;
+}
+
+std::vector<Joined> wait_for_hellos(transport::Listener& listener, WorkerPool& pool, int ranks,
+                                    int first_remote, std::uint64_t job,
+                                    const std::string& config_hash,
+                                    std::chrono::milliseconds timeout) {
+  std::vector<std::optional<Joined>> joined(static_cast<std::size_t>(ranks));
+  try {
+    return await_hellos(listener, pool, ranks, first_remote, job, config_hash, timeout, joined);
+  } catch (const Error& e) {
+    // Workers that joined by themselves wait for a setup that will not come, and have no
+    // heartbeats yet to notice: tell them (this process's own are stopped by the pool).
+    for (int r = first_remote; r < ranks; ++r) {
+      const auto& j = joined[static_cast<std::size_t>(r)];
+      if (!j) continue;
+      try {
+        listener.send(j->peer,
+                      protocol::encode(protocol::make_error({"training",
+                                                             fmt::format("gave up: {}", e.what()),
+                                                             static_cast<int>(e.exit_code())}),
+                                       job),
+                      deadline_in(kSendDeadline));
+      } catch (const TransportError&) {
+      }
+    }
+    throw;
+  }
 }
 
 // Merges the workers' statistics in rank order: the normalization and the class list are
@@ -158,11 +254,32 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   } else {
     pool = make_process_pool({self_executable(), options.worker_log_dir, job, options.log_level});
   }
+  // The last remote_workers ranks are started by someone else and join by themselves.
+  const int first_remote = ranks - config.transport.remote_workers;
+  if (first_remote < ranks) {
+    pool = with_remote_ranks(std::move(pool), first_remote);
+    // The endpoints as resolved (a port 0 picked), so that a wrong interface shows at once.
+    log::notice("listening on {} (heartbeats on {}); waiting for worker{} {} to join: "
+                "disttrain worker --connect {} --rank R",
+                listener->endpoint(), heartbeat.endpoint(), ranks - first_remote == 1 ? "" : "s",
+                first_remote + 1 == ranks ? std::to_string(first_remote)
+                                          : fmt::format("{} to {}", first_remote, ranks - 1),
+                listener->endpoint());
+  }
+  const std::string config_hash = config::config_hash(config);
   try {
     for (int r = 0; r < ranks; ++r) pool->start(r, listener->endpoint());
-    const auto hellos = wait_for_hellos(*listener, *pool, ranks, job);
-    for (const auto& h : hellos) {
+    const auto join_timeout = first_remote < ranks
+                                  ? std::chrono::milliseconds(config.transport.join_timeout_ms)
+                                  : kConnectTimeout;
+    const auto hellos =
+        wait_for_hellos(*listener, *pool, ranks, first_remote, job, config_hash, join_timeout);
+    std::vector<std::string> peers;
+    for (const auto& j : hellos) {
+      const auto& h = j.hello;
       result.workers.push_back({static_cast<int>(h.rank), h.pid, h.host, 0, {}});
+      pool->joined(static_cast<int>(h.rank), h.pid);
+      peers.push_back(j.peer);
     }
 
     const std::string config_yaml = config::to_yaml(config);
@@ -174,8 +291,8 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
                             plan.segments[rank]};
       setup.source.csv.reset();  // workers seek by the byte offsets in their segments
       setups.push_back(protocol::make_setup(setup));
-      listener->send(protocol::peer_name(static_cast<std::uint32_t>(r)),
-                     protocol::encode(setups.back(), job), deadline_in(kSendDeadline));
+      listener->send(peers[rank], protocol::encode(setups.back(), job),
+                     deadline_in(kSendDeadline));
     }
     // The coordinator holds the validation rows (workers hold only training rows).
     std::optional<data::Shard> validation;
@@ -184,6 +301,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     std::vector<double> params;
     CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
     session.set_transport(*transport);
+    session.set_peers(std::move(peers));
     // The class list covers the held-out rows too: a class seen only there is still a class.
     std::vector<std::string> labels;
     if (validation && kind == data::LabelKind::kCategorical) {

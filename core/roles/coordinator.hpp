@@ -10,6 +10,7 @@
 #include "core/models/optim.hpp"
 #include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
+#include "core/roles/drop_log.hpp"
 #include "core/roles/stragglers.hpp"
 #include "transports/transport.hpp"
 
@@ -227,6 +228,10 @@ class CoordinatorSession {
   [[nodiscard]] transport::Transport& transport() const;
   void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
   [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
+  // The identity each rank's connection uses (protocol::peer_name(rank) for the workers this
+  // process starts; a worker that joins by itself has its own), by rank.
+  void set_peers(std::vector<std::string> peers) { peers_ = std::move(peers); }
+  [[nodiscard]] const std::string& peer_of(int rank) const;
 
   // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
   // they opened peer links (core/roles/peers.hpp); nothing for a star run.
@@ -285,9 +290,12 @@ class CoordinatorSession {
   // wait in stash_ for the gather they belong to.
   [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
                                               transport::Clock::time_point deadline);
+  // Whether `in` is the hello of a worker joining by itself to take `rank`.
+  [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
+  [[nodiscard]] std::chrono::milliseconds join_timeout(int rank) const;
   [[nodiscard]] std::optional<transport::Incoming> next_message(transport::Clock::time_point until);
-  [[nodiscard]] static std::optional<protocol::Envelope> decode_or_drop(
-      const transport::Incoming& in, std::uint64_t job);
+  [[nodiscard]] std::optional<protocol::Envelope> decode_or_drop(const transport::Incoming& in,
+                                                                std::uint64_t job);
   void send_request(int rank, std::shared_ptr<const wire::Message> message, protocol::Type type,
                     std::uint64_t step, std::uint32_t generation);
   [[nodiscard]] std::int64_t resend_after_ms() const;
@@ -329,6 +337,8 @@ class CoordinatorSession {
   std::vector<protocol::Envelope> setups_;
   std::vector<protocol::Envelope> finalizes_;
   std::vector<std::int64_t> joined_ms_;  // when each rank's current worker became ready
+  std::vector<std::string> peers_;       // see peer_of
+  DropLog drops_;                        // strangers' and malformed messages
   std::deque<transport::Incoming> stash_;
   std::vector<ChildExit> pending_exits_;
   // The last request sent to each rank (re-sent when its reply is lost, and to a replacement)

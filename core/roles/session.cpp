@@ -34,7 +34,7 @@ std::optional<protocol::Envelope> CoordinatorSession::decode_or_drop(const trans
   try {
     return protocol::decode(in.message, job);
   } catch (const ProtocolError& err) {
-    log::warn("dropped a message from '{}': {}", in.peer, err.what());
+    drops_.drop(in.peer, err.what());
     return std::nullopt;
   }
 }
@@ -63,7 +63,16 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       last_request_step_(plan.shard_rows.size(), 0),
       last_request_type_(plan.shard_rows.size(), protocol::Type::kSetup),
       last_request_generation_(plan.shard_rows.size(), 0),
-      answered_(plan.shard_rows.size()) {}
+      answered_(plan.shard_rows.size()) {
+  // Until set_peers: every rank under the identity of a worker this process starts.
+  for (std::size_t r = 0; r < plan.shard_rows.size(); ++r) {
+    peers_.push_back(protocol::peer_name(static_cast<std::uint32_t>(r)));
+  }
+}
+
+const std::string& CoordinatorSession::peer_of(int rank) const {
+  return peers_.at(static_cast<std::size_t>(rank));
+}
 
 std::uint64_t CoordinatorSession::total_steps() const noexcept {
   if (schedule_total_ > 0) return schedule_total_;
@@ -93,8 +102,7 @@ void CoordinatorSession::send_request(int rank, std::shared_ptr<const wire::Mess
   last_request_type_[r] = type;
   last_request_generation_[r] = generation;
   try {
-    listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)), *message,
-                   deadline_in(kSendDeadline));
+    listener_.send(peer_of(rank), *message, deadline_in(kSendDeadline));
   } catch (const TransportError& e) {
     const auto before = generation_;
     check_workers();  // a dead worker explains the failed send better than the send does
@@ -209,9 +217,9 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       auto decoded = decode_or_drop(*in, job_id_);
       if (!decoded) continue;
       protocol::Envelope e = std::move(*decoded);
-      if (e.rank >= static_cast<std::uint32_t>(n) || in->peer != protocol::peer_name(e.rank)) {
-        log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
-                  in->peer, e.rank);
+      if (e.rank >= static_cast<std::uint32_t>(n) || in->peer != peer_of(static_cast<int>(e.rank))) {
+        drops_.drop(in->peer, fmt::format("a {} message claiming rank {}",
+                                          protocol::name_of(e.type), e.rank));
         continue;
       }
       const auto r = static_cast<int>(e.rank);

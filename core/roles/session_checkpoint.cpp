@@ -50,7 +50,7 @@ std::optional<protocol::Envelope> CoordinatorSession::receive_from(
   const auto deadline = transport::deadline_in(timeout);
   while (transport::Clock::now() < deadline) {
     auto in = listener_.receive(std::min(deadline, transport::deadline_in(kPollSlice)));
-    if (!in || in->peer != protocol::peer_name(static_cast<std::uint32_t>(rank))) continue;
+    if (!in || in->peer != peer_of(rank)) continue;
     try {
       auto e = protocol::decode(in->message, job_id_);
       if (e.type == type) return e;

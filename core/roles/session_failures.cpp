@@ -81,17 +81,46 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
   if (loss_handler_) loss_handler_(rank, policy);
 }
 
+std::chrono::milliseconds CoordinatorSession::join_timeout(int rank) const {
+  // A joining rank's replacement is started by its launcher (a requeued job, a restarted pod).
+  if (rank >= ranks() - config_.transport.remote_workers) {
+    return std::chrono::milliseconds(config_.transport.join_timeout_ms);
+  }
+  return kJoinTimeout;
+}
+
+bool CoordinatorSession::takes_rank(const transport::Incoming& in, int rank) const {
+  const auto& header = in.message.header;
+  if (header.type != static_cast<std::uint16_t>(protocol::Type::kHello) ||
+      header.rank != static_cast<std::uint32_t>(rank) ||
+      rank < ranks() - config_.transport.remote_workers) {
+    return false;  // not a hello for `rank`, or the rank is one this process starts
+  }
+  try {
+    (void)protocol::decode(in.message, header.job_id == 0 ? 0 : job_id_);
+    return true;
+  } catch (const ProtocolError&) {
+    return false;
+  }
+}
+
 protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
                                                   transport::Clock::time_point deadline) {
-  const std::string peer = protocol::peer_name(static_cast<std::uint32_t>(rank));
   for (;;) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
     if (auto in = listener_.receive(deadline_in(kPollSlice))) {
-      if (in->peer != peer) {
+      if (type == protocol::Type::kHello && takes_rank(*in, rank)) {
+        // A worker that joins by itself (a remote rank's replacement) has an identity of its
+        // own: from now on the rank is reached under it.
+        peers_[static_cast<std::size_t>(rank)] = in->peer;
+      }
+      if (in->peer != peer_of(rank)) {
         stash_.push_back(std::move(*in));  // for the gather it belongs to
         continue;
       }
-      auto decoded = decode_or_drop(*in, job_id_);
+      // A worker joining by itself does not know the job yet: its hello carries job 0.
+      const bool joining = type == protocol::Type::kHello && in->message.header.job_id == 0;
+      auto decoded = decode_or_drop(*in, joining ? 0 : job_id_);
       if (!decoded) continue;
       protocol::Envelope e = std::move(*decoded);
       if (e.type == protocol::Type::kError) {
@@ -114,8 +143,14 @@ protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
       pending_exits_.push_back(exit);
     }
     if (transport::Clock::now() >= deadline) {
-      fail<TimeoutError>("the replacement for worker {} did not join within {} ms (no {} message)",
-                         rank, kJoinTimeout.count(), protocol::name_of(type));
+      const bool remote = rank >= ranks() - config_.transport.remote_workers;
+      fail<TimeoutError>("the replacement for worker {} did not join within {} ms (no {} "
+                         "message){}",
+                         rank, join_timeout(rank).count(), protocol::name_of(type),
+                         remote ? fmt::format("; its launcher must start it again: disttrain "
+                                              "worker --connect {} --rank {}",
+                                              listener_.endpoint(), rank)
+                                : "");
     }
   }
 }
@@ -126,13 +161,14 @@ void CoordinatorSession::replace_worker(int rank) {
     fail<TrainingError>("internal error: no start-up messages to replay for worker {}", rank);
   }
   pool_.start(rank, listener_.endpoint());
-  const auto deadline = deadline_in(kJoinTimeout);
+  const auto deadline = deadline_in(join_timeout(rank));
   const auto hello = protocol::read_hello(await_from(rank, protocol::Type::kHello, deadline));
   result_.workers[r].pid = hello.pid;
+  pool_.joined(rank, hello.pid);
   result_.workers[r].host = hello.host;
   const auto send = [&](protocol::Envelope e) {
     e.generation = generation_;  // >= 1: the worker knows it is a replacement (faults stay off)
-    listener_.send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
+    listener_.send(peer_of(rank),
                    protocol::encode(std::move(e), job_id_), deadline_in(kSendDeadline));
   };
   send(setups_[r]);

@@ -23,10 +23,6 @@ using transport::deadline_in;
 
 namespace {
 
-// Before heartbeats run (the coordinator has not sent their endpoint yet) a worker waits this
-// long for its setup.
-constexpr std::chrono::milliseconds kStartupTimeout{30000};
-
 std::string host_name() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
@@ -41,14 +37,24 @@ void check_cancel(const WorkerOptions& options) {
 
 // Waits for the coordinator's next message. Without heartbeats (during start-up) the wait ends
 // at `startup_deadline`; with them, when the coordinator has been silent for `timeout_ms`.
+// `joining`: the job id of a worker that joined by itself, 0 until the coordinator's first
+// message tells it.
 protocol::Envelope receive_from(transport::Connection& connection, const WorkerOptions& options,
                                 const HeartbeatClient* heartbeat, std::int64_t timeout_ms,
-                                Clock::time_point startup_deadline) {
+                                Clock::time_point startup_deadline,
+                                std::uint64_t* joining = nullptr) {
   for (;;) {
     check_cancel(options);
     auto message = connection.receive(deadline_in(kPollSlice));
     if (message) {
-      auto envelope = protocol::decode(*message, options.job_id);
+      std::uint64_t job = options.job_id;
+      if (joining != nullptr) {
+        if (*joining == 0 && message->header.rank == wire::kCoordinatorRank) {
+          *joining = message->header.job_id;
+        }
+        job = *joining;
+      }
+      auto envelope = protocol::decode(*message, job);
       if (envelope.rank != wire::kCoordinatorRank) continue;  // only the coordinator talks here
       return envelope;
     }
@@ -60,8 +66,9 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
                              options.endpoint, silent, timeout_ms);
       }
     } else if (Clock::now() >= startup_deadline) {
-      fail<TimeoutError>("no setup from the coordinator at {} within {} ms", options.endpoint,
-                         kStartupTimeout.count());
+      fail<TimeoutError>("no setup from the coordinator at {} within {} ms: nothing answered "
+                         "there; is the coordinator running, and is that its address and port?",
+                         options.endpoint, options.startup_timeout.count());
     }
   }
 }
@@ -69,6 +76,13 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
 protocol::Envelope expect(protocol::Envelope envelope, protocol::Type type) {
   if (envelope.type == protocol::Type::kStop) {
     fail<InterruptedError>("the coordinator stopped the run");
+  }
+  if (envelope.type == protocol::Type::kError) {  // the coordinator refused this worker
+    const auto error = protocol::read_error(envelope);
+    if (error.exit_code == static_cast<int>(ExitCode::kBadInput)) {
+      fail<ConfigError>("the coordinator {}", error.message);
+    }
+    fail<TrainingError>("the coordinator {}", error.message);
   }
   if (envelope.type != type) {
     fail<ProtocolError>("expected a {} message from the coordinator, got {}",
@@ -99,17 +113,22 @@ struct Loaded {
 
 }  // namespace
 
-int run_worker(transport::Transport& transport, const WorkerOptions& options) {
+int run_worker(transport::Transport& transport, const WorkerOptions& given) {
+  WorkerOptions options = given;  // a worker that joins by itself learns the job id
   log::set_thread_prefix(fmt::format("worker {}", options.rank));
   std::unique_ptr<transport::Connection> connection;
   try {
-    connection = transport.connect(options.endpoint, protocol::peer_name(options.rank));
-    connection->send(protocol::encode(protocol::make_hello({options.rank, ::getpid(), host_name()}),
+    connection = transport.connect(options.endpoint, options.identity.empty()
+                                                         ? protocol::peer_name(options.rank)
+                                                         : options.identity);
+    connection->send(protocol::encode(protocol::make_hello({options.rank, ::getpid(), host_name(),
+                                                            options.config_hash}),
                                       options.job_id),
                      deadline_in(kSendDeadline));
-    const auto startup_deadline = Clock::now() + kStartupTimeout;
+    const auto startup_deadline = Clock::now() + options.startup_timeout;
     const auto setup_message = expect(
-        receive_from(*connection, options, nullptr, 0, startup_deadline), protocol::Type::kSetup);
+        receive_from(*connection, options, nullptr, 0, startup_deadline, &options.job_id),
+        protocol::Type::kSetup);
     // A replacement for a lost worker (restart policy) is set up in a later generation.
     const bool replacement = setup_message.generation != 0;
     auto setup = protocol::read_setup(setup_message);
@@ -120,7 +139,26 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
 
     const auto task = config::task_of(config.model);
     const auto kind = data::label_kind(task);
-    auto shard = data::load_shard(config, setup.source, setup.segments, kind);
+    if (!options.data.empty()) {
+      if (config.data.synthetic) {
+        fail<ConfigError>("--data {}: this run's data is synthetic (every worker generates its "
+                          "rows from the seed); drop --data",
+                          options.data.string());
+      }
+      data::use_local_copy(options.data, setup.source, setup.segments);
+    }
+    auto shard = [&] {
+      try {
+        return data::load_shard(config, setup.source, setup.segments, kind);
+      } catch (DataError& e) {
+        if (given.job_id == 0 && options.data.empty() && !config.data.synthetic) {
+          // Joined from elsewhere: the path is the coordinator's.
+          e.add_context("reading the coordinator's data path on this host (put the data on a "
+                        "shared filesystem, or give this worker its own copy with --data FILE)");
+        }
+        throw;
+      }
+    }();
     protocol::Loaded loaded{static_cast<std::uint64_t>(shard.y.size()), data::column_stats(shard.x),
                             kind == data::LabelKind::kCategorical ? data::distinct_labels(shard)
                                                                    : std::vector<std::string>{}};
@@ -152,7 +190,10 @@ int run_worker(transport::Transport& transport, const WorkerOptions& options) {
     session.set_transport(transport);
     // Share k of m of a lost worker's rows (continue): rows k, k + m, ... of its shard.
     session.set_share_taker([&](const protocol::Envelope& message, std::uint64_t from_epoch) {
-      const auto lost = protocol::read_setup(message);
+      auto lost = protocol::read_setup(message);
+      if (!options.data.empty() && lost.source.file.empty()) {  // the same data.path file
+        data::use_local_copy(options.data, lost.source, lost.segments);
+      }
       const auto share = protocol::count(message, "share");
       const auto shares = protocol::count(message, "shares");
       const auto all = data::load_shard(config, lost.source, lost.segments, kind);

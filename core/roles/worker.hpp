@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -38,6 +39,15 @@ struct WorkerOptions {
   std::uint64_t job_id = 0;
   // Set by the coordinator of an inproc run to stop its worker threads at once.
   const std::atomic<bool>* cancel = nullptr;
+  // A worker that joins by itself (`disttrain worker --connect`): job_id 0 (learned from the
+  // coordinator), an identity of its own (two workers claiming one rank must not take each
+  // other's connection), the hash of its own config when it read one (config::config_hash).
+  std::string identity;  // empty: protocol::peer_name(rank)
+  std::string config_hash;
+  std::filesystem::path data;  // this worker's own copy of the data (`--data`); empty: the source
+  // Before heartbeats run (the coordinator has not sent their endpoint yet) the wait for the
+  // setup ends after this long.
+  std::chrono::milliseconds startup_timeout{30000};
 };
 
 // Whether a run's workers open peer links (core/roles/peers.hpp): aggregation.topology ring or

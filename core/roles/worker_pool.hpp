@@ -35,6 +35,8 @@ class WorkerPool {
   [[nodiscard]] virtual bool wait_all(std::chrono::milliseconds timeout) = 0;
   // Stops every worker still running, at once; returns when all are gone.
   virtual void stop_all() = 0;
+  // `rank` said hello from process `pid` (of its own host, for a worker that joined).
+  virtual void joined(int /*rank*/, std::int64_t /*pid*/) {}
 };
 
 struct ProcessPoolOptions {
@@ -47,5 +49,11 @@ struct ProcessPoolOptions {
 [[nodiscard]] std::unique_ptr<WorkerPool> make_process_pool(const ProcessPoolOptions& options);
 [[nodiscard]] std::unique_ptr<WorkerPool> make_thread_pool(transport::Transport& transport,
                                                            std::uint64_t job_id);
+// Ranks `first_remote` and up are started by someone else (`disttrain worker --connect`, a
+// launcher) and join by themselves: `local` runs the others. A joining rank is supervised by
+// heartbeats only: start (also for a replacement) just waits for it to join, kill cannot reach
+// it (it stops by itself once the coordinator stops answering it), its log is on its own host.
+[[nodiscard]] std::unique_ptr<WorkerPool> with_remote_ranks(std::unique_ptr<WorkerPool> local,
+                                                            int first_remote);
 
 }  // namespace dt::roles

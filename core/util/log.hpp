@@ -28,6 +28,13 @@ template <class... Args>
 void warn(fmt::format_string<Args...> f, Args&&... args) {
   if (level() >= Level::kWarn) write(Level::kWarn, fmt::format(f, std::forward<Args>(args)...));
 }
+// Shown wherever warnings are (not under --quiet) but without the "warning:" label: what the
+// user needs to see that is not wrong (the address workers join).
+template <class... Args>
+void notice(fmt::format_string<Args...> f, Args&&... args) {
+  if (level() >= Level::kWarn) write(Level::kInfo, fmt::format(f, std::forward<Args>(args)...));
+}
+
 template <class... Args>
 void info(fmt::format_string<Args...> f, Args&&... args) {
   if (level() >= Level::kInfo) write(Level::kInfo, fmt::format(f, std::forward<Args>(args)...));

@@ -316,6 +316,8 @@ training:
 transport:
   type: ipc
   address: 127.0.0.1:0
+  remote_workers: 0
+  join_timeout_ms: 60000
 fault_tolerance:
   heartbeat_ms: 200
   worker_timeout_ms: 3000

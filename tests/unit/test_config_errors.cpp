@@ -285,6 +285,15 @@ TEST_CASE("config errors: name, address and timeouts") {
        "test.yaml:3:22: transport.address: '0.0.0.0:5555' is not a loopback address; this "
        "version listens on 127.0.0.1 or [::1] only, because it has no authentication for "
        "connections from other machines yet; use 127.0.0.1:PORT"},
+      {with_header("transport: {remote_workers: 2}\n"),
+       "test.yaml:3:29: transport.remote_workers: is 2, but workers on other hosts join over tcp "
+       "and transport.type is ipc; set transport.type: tcp (or `disttrain run --listen "
+       "HOST:PORT`)"},
+      {with_header("transport: {type: tcp, remote_workers: 9}\n"),
+       "test.yaml:3:40: transport.remote_workers: is 9, but the run has only 2 workers "
+       "(shards.count x parallelism.tensor); use at most 2"},
+      {with_header("transport: {join_timeout_ms: 10}\n"),
+       "test.yaml:3:30: transport.join_timeout_ms: expected an integer >= 1000, got 10"},
       {with_header("fault_tolerance: {heartbeat_ms: 100, worker_timeout_ms: 150}\n"),
        "test.yaml:3:57: fault_tolerance.worker_timeout_ms: expected an integer >= 200 (twice "
        "fault_tolerance.heartbeat_ms), got 150"},

@@ -1,0 +1,246 @@
+"""Workers started by someone else: `disttrain run --listen ... --expect-workers N` and
+`disttrain worker --connect tcp://...` as separate processes over real tcp on 127.0.0.1, and
+the launcher environments (torchrun's RANK/WORLD_SIZE, Open MPI's, PMI's, Slurm's) that make one
+command line start a whole run; mpirun itself when it is installed. Each result is compared
+with the all-local run of the same config, bit for bit."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import harness as h
+
+CONFIG = """
+version: 1
+name: remote
+seed: 11
+model: {{type: logistic_regression}}
+data: {{synthetic: {{kind: logistic, rows: 3000, features: 6}}}}
+{shards}
+training: {{epochs: 4, batch_size: 64, optimizer: {{type: sgd, lr: 0.1}}}}
+transport: {{type: tcp, join_timeout_ms: {join}}}
+fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 1500}}
+output: {{dir: {out}}}
+"""
+
+
+def config(tmp, out, shards="shards: {count: 4}", join=20000, name="config.yaml"):
+    return h.write_config(tmp, CONFIG.format(shards=shards, out=tmp / out, join=join), name)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def coordinator(cfg, *args, env=None):
+    """`run cfg --listen 127.0.0.1:0 ...` in the background; returns it and the endpoint it
+    printed (a port picked by the system: no race for a free port)."""
+    proc = subprocess.Popen([h.binary(), "run", str(cfg), "--listen", "127.0.0.1:0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env=env)
+    lines = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        m = re.search(r"worker --connect (tcp://\S+)", line)
+        if m:
+            return proc, m.group(1)
+    proc.kill()
+    raise AssertionError("the coordinator printed no endpoint:\n" + "".join(lines))
+
+
+def worker(endpoint, rank, *args):
+    return subprocess.Popen([h.binary(), "worker", "--connect", endpoint, "--rank", str(rank),
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def local_model(tmp, shards="shards: {count: 4}"):
+    r = h.run("run", config(tmp, "local", shards, name="local.yaml"))
+    assert r.code == 0, r
+    return (tmp / "local" / "model.json").read_bytes()
+
+
+def test_all_workers_join_from_outside(tmp):
+    expected = local_model(tmp, "shards: {count: 2}")
+    cfg = config(tmp, "joined", "shards: {count: 2}")
+    proc, endpoint = coordinator(cfg, "--expect-workers", "2")
+    workers = [worker(endpoint, r) for r in (1, 0)]
+    out, err = h.finish(proc, 60)
+    assert proc.returncode == 0, err
+    for w in workers:
+        wout, werr = h.finish(w, 20, "a worker")
+        assert w.returncode == 0, werr
+    assert (tmp / "joined" / "model.json").read_bytes() == expected
+
+
+def test_some_workers_local_some_joined(tmp):
+    expected = local_model(tmp)
+    cfg = config(tmp, "mixed")
+    proc, endpoint = coordinator(cfg, "--expect-workers", "2", "--json")
+    workers = [worker(endpoint, r) for r in (2, 3)]
+    out, err = h.finish(proc, 60)
+    assert proc.returncode == 0, err
+    for w in workers:
+        h.finish(w, 20, "a worker")
+        assert w.returncode == 0
+    assert (tmp / "mixed" / "model.json").read_bytes() == expected
+
+
+def test_missing_rank_is_named(tmp):
+    cfg = config(tmp, "missing", join=2000)
+    proc, endpoint = coordinator(cfg, "--expect-workers", "2")
+    w = worker(endpoint, 2)
+    out, err = h.finish(proc, 30)
+    assert proc.returncode == 3, err
+    assert "worker 3 did not join" in err and "--rank R" in err, err
+    h.finish(w, 20, "the worker that joined")
+    assert w.returncode != 0
+
+
+def test_duplicate_rank_and_other_config_are_refused_by_name(tmp):
+    cfg = config(tmp, "dup")
+    other = config(tmp, "dup", name="other.yaml")
+    proc, endpoint = coordinator(cfg, "--expect-workers", "2")
+    first = worker(endpoint, 2)
+    time.sleep(0.5)
+    second = worker(endpoint, 2)
+    _, err2 = h.finish(second, 30, "the duplicate worker")
+    assert second.returncode == 2, err2
+    assert "rank 2 has already joined" in err2, err2
+    wrong = worker(endpoint, 3, "--config", str(other), "--set", "training.epochs=5")
+    _, err3 = h.finish(wrong, 30, "the worker with another config")
+    assert wrong.returncode == 2, err3
+    assert "config differs" in err3, err3
+    right = worker(endpoint, 3, "--config", str(cfg), "--set", "transport.remote_workers=2",
+                   "--set", "transport.address=127.0.0.1:0")
+    out, err = h.finish(proc, 60)
+    assert proc.returncode == 0, err
+    for w in (first, right):
+        h.finish(w, 20, "a worker")
+        assert w.returncode == 0
+
+
+def test_worker_says_which_address_failed(tmp):
+    r = h.run("worker", "--connect", f"tcp://127.0.0.1:{free_port()}", "--rank", "0",
+              "--join-timeout-ms", "1000", timeout=30)
+    assert r.code == 3 and "no setup from the coordinator at tcp://127.0.0.1:" in r.stderr, r
+    r = h.run("worker", "--connect", "tcp://no-such-host.invalid:5555", "--rank", "0", timeout=30)
+    assert r.code == 2 and "cannot resolve host 'no-such-host.invalid'" in r.stderr, r
+
+
+CSV_CONFIG = """
+version: 1
+name: own-data
+seed: 5
+model: {{type: logistic_regression}}
+data: {{path: {path}}}
+shards: {{count: 3}}
+training: {{epochs: 3, batch_size: 50, optimizer: {{type: sgd, lr: 0.1}}}}
+transport: {{type: tcp, join_timeout_ms: 20000}}
+output: {{dir: {out}}}
+"""
+
+
+def test_worker_reads_its_own_copy_of_the_data(tmp):
+    r = h.run("gen", "logistic", "--rows", "900", "--features", "5", "--seed", "5")
+    assert r.code == 0, r
+    (tmp / "data.csv").write_text(r.stdout)
+    # The same rows saved another way (CRLF line ends): other byte offsets, same data.
+    (tmp / "copy.csv").write_bytes(r.stdout.replace("\n", "\r\n").encode())
+    lines = r.stdout.splitlines()
+    (tmp / "renamed.csv").write_text("\n".join([lines[0].replace("x2", "z2")] + lines[1:]) + "\n")
+    (tmp / "short.csv").write_text("\n".join(lines[:-5]) + "\n")
+    local = h.write_config(tmp, CSV_CONFIG.format(path=tmp / "data.csv", out=tmp / "local"), "l.yaml")
+    assert h.run("run", local).code == 0
+    cfg = h.write_config(tmp, CSV_CONFIG.format(path=tmp / "data.csv", out=tmp / "own"))
+    proc, endpoint = coordinator(cfg, "--expect-workers", "1")
+    w = worker(endpoint, 2, "--data", str(tmp / "copy.csv"))
+    out, err = h.finish(proc, 60)
+    assert proc.returncode == 0, err
+    h.finish(w, 20, "the worker")
+    assert w.returncode == 0
+    assert (tmp / "own" / "model.json").read_bytes() == (tmp / "local" / "model.json").read_bytes()
+
+    for bad, words in (("renamed.csv", "column 3 is 'z2' here and 'x2'"),
+                       ("short.csv", "it has 895 data rows, the coordinator's data has 900")):
+        proc, endpoint = coordinator(cfg, "--expect-workers", "1")
+        w = worker(endpoint, 2, "--data", str(tmp / bad))
+        out, err = h.finish(proc, 60)
+        _, werr = h.finish(w, 20, "the worker")
+        assert proc.returncode == 2 and words in err and "worker 2" in err, err
+        assert w.returncode == 2 and words in werr, werr
+
+
+def launch(tmp, cfg, variables, size, extra=None):
+    """Starts `disttrain run cfg` once per rank with a launcher's variables set."""
+    port = free_port()
+    procs = []
+    for rank in range(size):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        env[variables[0]] = str(rank)
+        env[variables[1]] = str(size)
+        env.update(extra or {})
+        procs.append(subprocess.Popen([h.binary(), "run", str(cfg)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                      start_new_session=True))
+    results = []
+    for p in procs:
+        out, err = h.finish(p, 60, "a launched rank")
+        results.append((p.returncode, out, err))
+    return results
+
+
+def test_launcher_environments(tmp):
+    expected = local_model(tmp, "shards: {count: 2}")
+    for variables in (("RANK", "WORLD_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                      ("PMI_RANK", "PMI_SIZE"), ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS")):
+        out = f"launched-{variables[0]}"
+        cfg = config(tmp, out, shards="", name=f"{out}.yaml")  # shards.count from the launcher
+        results = launch(tmp, cfg, variables, 3)
+        for code, _, err in results:
+            assert code == 0, f"{variables}: {err}"
+        assert "trained" in results[0][1], results[0]
+        assert results[1][1] == "" and results[2][1] == "", "workers print nothing on stdout"
+        assert (tmp / out / "model.json").read_bytes() == expected, variables
+
+
+def test_launcher_with_another_worker_count_exits_2(tmp):
+    cfg = config(tmp, "wrong-count")  # shards.count: 4, but 3 processes
+    for code, _, err in launch(tmp, cfg, ("RANK", "WORLD_SIZE"), 3):
+        assert code == 2, err
+        assert "the launcher started 3 processes" in err and "start 5 processes" in err, err
+
+
+def test_mpirun(tmp):
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        print("skip test_mpirun: mpirun is not installed (Debian: apt-get install openmpi-bin)")
+        return
+    expected = local_model(tmp)
+    cfg = config(tmp, "mpi", shards="")
+    env = dict(os.environ, MASTER_PORT=str(free_port()), OMPI_MCA_plm_rsh_agent="",
+               OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.Popen([mpirun, "--oversubscribe", "-np", "5", "-x", "MASTER_PORT",
+                             h.binary(), "run", str(cfg)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out, err = h.finish(proc, 120, "mpirun")
+    assert proc.returncode == 0, err
+    assert (tmp / "mpi" / "model.json").read_bytes() == expected
+
+
+if __name__ == "__main__":
+    h.main([test_all_workers_join_from_outside, test_some_workers_local_some_joined,
+            test_missing_rank_is_named, test_duplicate_rank_and_other_config_are_refused_by_name,
+            test_worker_says_which_address_failed, test_worker_reads_its_own_copy_of_the_data,
+            test_launcher_environments,
+            test_launcher_with_another_worker_count_exits_2, test_mpirun])
