@@ -99,18 +99,13 @@ void check_fault_tolerance(const Section& root, const Config& c) {
     }
   }
   const auto policy = c.fault_tolerance.on_worker_failure;
-  if (policy != FailurePolicy::kAbort) {
-    const AggregationConfig& a = c.aggregation;
-    std::string what;
-    if (a.topology == Topology::kRing) what = "aggregation.topology ring";
-    if (c.parallelism.tensor > 1) what = "parallelism.tensor > 1";
-    if (!what.empty()) {
-      root.section("fault_tolerance")
-          .fail("on_worker_failure",
-                fmt::format("{} is not available with {} yet; use abort there, with "
-                            "checkpoints to resume from",
-                            name_of(policy), what));
-    }
+  if (policy == FailurePolicy::kContinue && c.parallelism.tensor > 1 && c.shards.count < 2) {
+    root.section("fault_tolerance")
+        .fail("on_worker_failure",
+              "continue cannot work with parallelism.tensor > 1 and one model replica "
+              "(shards.count 1): a lost worker's replica is dropped whole, since its other "
+              "slices cannot compute without it, and no replica would be left; use restart "
+              "(a replacement takes over the slice), or shards.count >= 2");
   }
 }
 

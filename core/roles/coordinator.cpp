@@ -377,8 +377,9 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     session.broadcast({.type = protocol::Type::kStop});
     session.expect_exits();
     const auto reports = session.gather(protocol::Type::kReport);
-    for (const auto& report : reports) {  // the survivors' only, after a continue
-      result.workers[report.rank].report = protocol::read_report(report);
+    for (std::size_t r = 0; r < reports.size(); ++r) {
+      // By the report's rank: under `continue` lost ranks send none.
+      result.workers[reports[r].rank].report = protocol::read_report(reports[r]);
     }
     if (!pool->wait_all(kExitTimeout)) {
       log::warn("some workers did not exit within {} ms of the stop; stopping them",

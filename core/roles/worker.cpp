@@ -73,6 +73,26 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
   }
 }
 
+// The coordinator's first message (the setup). A worker that joins by itself says hello again
+// every second until it comes: a coordinator busy with something else (noticing the lost worker
+// this one replaces) may have dropped the first one.
+protocol::Envelope await_setup(transport::Connection& connection, WorkerOptions& options,
+                               const wire::Message& hello) {
+  constexpr std::chrono::milliseconds kHelloEvery{1000};
+  const auto deadline = Clock::now() + options.startup_timeout;
+  const bool joining = options.job_id == 0;
+  for (;;) {
+    const auto until = joining ? std::min(deadline, Clock::now() + kHelloEvery) : deadline;
+    try {
+      return receive_from(connection, options, nullptr, 0, until,
+                          joining ? &options.job_id : nullptr);
+    } catch (const TimeoutError&) {
+      if (Clock::now() >= deadline) throw;
+    }
+    connection.send(hello, deadline_in(kSendDeadline));
+  }
+}
+
 protocol::Envelope expect(protocol::Envelope envelope, protocol::Type type) {
   if (envelope.type == protocol::Type::kStop) {
     fail<InterruptedError>("the coordinator stopped the run");
@@ -121,14 +141,13 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     connection = transport.connect(options.endpoint, options.identity.empty()
                                                          ? protocol::peer_name(options.rank)
                                                          : options.identity);
-    connection->send(protocol::encode(protocol::make_hello({options.rank, ::getpid(), host_name(),
-                                                            options.config_hash}),
-                                      options.job_id),
-                     deadline_in(kSendDeadline));
+    const auto hello = protocol::encode(
+        protocol::make_hello({options.rank, ::getpid(), host_name(), options.config_hash}),
+        options.job_id);
+    connection->send(hello, deadline_in(kSendDeadline));
     const auto startup_deadline = Clock::now() + options.startup_timeout;
-    const auto setup_message = expect(
-        receive_from(*connection, options, nullptr, 0, startup_deadline, &options.job_id),
-        protocol::Type::kSetup);
+    const auto setup_message =
+        expect(await_setup(*connection, options, hello), protocol::Type::kSetup);
     // A replacement for a lost worker (restart policy) is set up in a later generation.
     const bool replacement = setup_message.generation != 0;
     auto setup = protocol::read_setup(setup_message);
@@ -177,7 +196,9 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
         {config.model, static_cast<int>(setup.source.features.size()),
          static_cast<int>(finalize.classes.size())});
     std::unique_ptr<collectives::PeerLinks> peers;
-    if (needs_peer_links(config)) peers = open_peer_links(transport, options, heartbeat, config);
+    if (needs_peer_links(config)) {
+      peers = open_peer_links(transport, options, heartbeat, config, setup_message.generation);
+    }
     protocol::Envelope ready{.type = protocol::Type::kReady, .rank = options.rank};
     if (peers) ready.fields["peer_endpoint"] = peers->endpoint();
     connection->send(protocol::encode(std::move(ready), options.job_id),
@@ -294,11 +315,25 @@ WorkerSession::WorkerSession(const WorkerOptions& options, const config::Config&
       faults_(config.faults, options.rank) {}
 
 protocol::Envelope WorkerSession::receive() {
+  if (!early_.empty()) {
+    auto e = std::move(early_.front());
+    early_.pop_front();
+    return e;
+  }
   const auto start = Clock::now();
   auto e = receive_from(connection_, options_, &heartbeat_,
                         config_.fault_tolerance.worker_timeout_ms, Clock::time_point::max());
   comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
   return e;
+}
+
+bool WorkerSession::poll_coordinator(protocol::Type type) {
+  while (auto message = connection_.receive(Clock::now())) {
+    auto envelope = protocol::decode(*message, options_.job_id);
+    if (envelope.rank == wire::kCoordinatorRank) early_.push_back(std::move(envelope));
+  }
+  return std::any_of(early_.begin(), early_.end(),
+                     [type](const protocol::Envelope& e) { return e.type == type; });
 }
 
 void WorkerSession::send(protocol::Envelope envelope) {
