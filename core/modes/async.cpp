@@ -26,17 +26,37 @@
 // loss of the batches applied since the previous row; validation on the parameters as they are
 // when the row is written), checks each batch loss for divergence, and gathers the final
 // parameters once every push has been applied.
+//
+// Lost workers (fault_tolerance.on_worker_failure): the coordinator tells the servers (threads
+// of its process) directly.
+//   restart: the replacement resumes at the fewest of the lost worker's pushes any server has
+//     applied. A push in flight when the worker died counts as applied where it arrived: a
+//     server that has it drops the replacement's push of that step (the replacement's gradient
+//     of it is used by the servers that lack it), so every (worker, step) is applied exactly
+//     once per server and the run's updates still add up to every worker's plan.
+//   continue: the servers stop waiting for the lost worker (the staleness bound, the updates
+//     to apply), and its steps not done leave the schedule. Server 0 deals its rows to the
+//     survivors it will send a slice again (share k of m rides on that slice: an async worker
+//     hears nothing from the coordinator while it trains); each loads its share and trains on
+//     it from its next local epoch, which lengthens its plan: its pushes say so, and the
+//     servers' step clocks, the coordinator's count of updates and the log's epochs follow.
+//     When no survivor will ask again (all on their last step) the rows join the survivors for
+//     the final evaluation only, as in every mode.
 
 #include "core/modes/mode.hpp"
 #include "core/modes/server_mode.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/server_group.hpp"
+#include "core/roles/tensor_plan.hpp"
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
+#include "core/util/log.hpp"
 #include "core/util/text.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 namespace dt::modes {
 namespace {
@@ -47,7 +67,10 @@ roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& st
   if (stats.empty()) return out;
   const auto ranks = stats.front().staleness_of.size();
   for (std::size_t r = 0; r < ranks; ++r) {
-    const auto steps = stats.front().staleness_of[r].size();
+    // A worker lost under `continue` may have reached one server with its last push and not
+    // another: count the steps every server applied.
+    std::size_t steps = stats.front().staleness_of[r].size();
+    for (const auto& st : stats) steps = std::min(steps, st.staleness_of[r].size());
     for (std::size_t c = 0; c < steps; ++c) {
       std::uint64_t s = 0;
       for (const auto& st : stats) {
@@ -59,6 +82,104 @@ roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& st
   }
   return out;
 }
+
+// The coordinator's side of lost workers: each worker's plan and the run's updates as they
+// change, what lost workers left undone, and who took their rows.
+class LostWorkers {
+ public:
+  LostWorkers(roles::CoordinatorSession& session, roles::ServerGroup& servers,
+              std::vector<std::uint64_t> plans)
+      : session_(session), servers_(servers), plans_(std::move(plans)) {
+    for (const auto p : plans_) total_ += p;
+    update_schedule();
+  }
+
+  [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
+  [[nodiscard]] std::uint64_t plan(std::uint32_t rank) const { return plans_.at(rank); }
+
+  void on_loss(int rank, config::FailurePolicy action) {
+    const auto r = static_cast<std::size_t>(rank);
+    if (action == config::FailurePolicy::kRestart) {
+      const auto applied_by = servers_.lose_worker(rank, true);
+      auto setup = servers_.servers_message();
+      std::vector<std::uint64_t> start(plans_.size(), 0);
+      start[r] = *std::min_element(applied_by.begin(), applied_by.end());
+      setup.fields["start_steps"] = start;
+      session_.send_to(rank, std::move(setup));
+      return;
+    }
+    const auto& plan = session_.plan();
+    auto deal = protocol::make_setup({"", "", roles::source_for(plan, r), plan.segments[r]});
+    deal.type = protocol::Type::kReassign;
+    deal.fields["lost_rank"] = rank;
+    std::vector<int> to;
+    const auto applied_by = servers_.drop_worker_dealing(rank, std::move(deal), to);
+    // Server 0's log counts the updates: the lost worker's pushes it will never apply.
+    const auto left = plans_[r] - std::min(applied_by.front(), plans_[r]);
+    total_ -= left;
+    plans_[r] -= left;
+    update_schedule();
+    lost_.push_back({{"rank", rank}, {"applied", applied_by.front()}, {"not_done", left}});
+    if (to.empty()) return;  // every survivor is on its last step: evaluation only
+    session_.rows_dealt(rank);
+    dealt_.emplace_back(rank, to);
+    log::warn("worker {}'s {} rows are dealt to workers {} from their next local epoch", rank,
+              plan.shard_rows[r], fmt::join(to, ", "));
+  }
+
+  // A push that states a longer plan (its worker took rows over).
+  void replan(std::uint32_t rank, std::uint64_t planned) {
+    if (planned == 0 || planned == plans_.at(rank)) return;
+    total_ = total_ - plans_[rank] + planned;
+    plans_[rank] = planned;
+    update_schedule();
+  }
+
+  // After training: who trained on which lost rows from when (the survivors' `done`
+  // messages say), in summary.json's failures and the survivors' rows.
+  void settle(const std::vector<protocol::Envelope>& done) {
+    auto& result = session_.result();
+    for (const auto& [lost, to] : dealt_) {
+      nlohmann::json takers = nlohmann::json::array();
+      std::uint64_t from = UINT64_MAX;
+      for (const auto& d : done) {
+        for (const auto& t : d.fields.value("took", nlohmann::json::array())) {
+          if (t.at("lost_rank") != lost) continue;
+          const auto rows = t.at("rows").get<std::uint64_t>();
+          const auto epoch = t.at("from_epoch").get<std::uint64_t>();
+          takers.push_back({{"rank", d.rank}, {"rows", rows}, {"from_epoch", epoch}});
+          result.workers[d.rank].rows += rows;
+          from = std::min(from, epoch);
+        }
+      }
+      for (auto& f : result.failures) {
+        if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
+          f["reassigned"] = {{"from_epoch", from == UINT64_MAX ? nlohmann::json() : nlohmann::json(from)},
+                             {"local_epochs", true},
+                             {"rows", session_.plan().shard_rows[static_cast<std::size_t>(lost)]},
+                             {"to", takers}};
+        }
+      }
+    }
+  }
+
+  [[nodiscard]] const nlohmann::json& lost() const noexcept { return lost_; }
+
+ private:
+  void update_schedule() {
+    // Epochs in the log are the share of the plan done: updates applied / (updates / epochs),
+    // exact until a lost worker changes the plan, then rounded so as never to claim more.
+    const auto epochs = static_cast<std::uint64_t>(session_.config().training.epochs);
+    session_.set_schedule(total_, std::max<std::uint64_t>(1, (total_ + epochs - 1) / epochs));
+  }
+
+  roles::CoordinatorSession& session_;
+  roles::ServerGroup& servers_;
+  std::vector<std::uint64_t> plans_;  // each worker's planned pushes (its own, as they change)
+  std::uint64_t total_ = 0;
+  nlohmann::json lost_ = nlohmann::json::array();
+  std::vector<std::pair<int, std::vector<int>>> dealt_;
+};
 
 class AsyncMode final : public ServerGroupMode {
  public:
@@ -78,17 +199,16 @@ class AsyncMode final : public ServerGroupMode {
     // Checkpoints take the servers' state at each multiple of checkpoint_every updates.
     serving.checkpoint_every =
         static_cast<std::uint64_t>(config.fault_tolerance.checkpoint_every_steps);
-    std::uint64_t total = 0;
-    std::uint64_t per_epoch = 0;
     for (int r = 0; r < ranks; ++r) {
       const auto local = roles::local_steps_per_epoch(config.training, session.plan().shard_rows[ri(r)]);
       serving.worker_steps.push_back(local * static_cast<std::uint64_t>(config.training.epochs));
-      total += serving.worker_steps.back();
-      per_epoch += local;
     }
-    session.set_schedule(total, per_epoch);
     servers_ = std::make_unique<roles::ServerGroup>(session, serving, from_);
     auto& servers = *servers_;
+    LostWorkers lost(session, servers, serving.worker_steps);  // sets the schedule
+    const LossHandlerScope scope(session, [&](int rank, config::FailurePolicy action) {
+      lost.on_loss(rank, action);
+    });
     session.start_clock();
     servers.announce();  // the workers start training when they learn the servers
 
@@ -104,6 +224,8 @@ class AsyncMode final : public ServerGroupMode {
         if (u.version <= applied) continue;
         const auto before = applied;
         applied = u.version;
+        lost.replan(static_cast<std::uint32_t>(u.rank), u.planned);
+        const auto total = lost.total();
         if (u.rows > 0 && !std::isfinite(u.loss_sum)) {
           fail<TrainingError>("training diverged at update {} (worker {}, its step {}): the "
                               "batch loss is {}; lower training.optimizer.lr (now {}) or "
@@ -125,15 +247,16 @@ class AsyncMode final : public ServerGroupMode {
       }
     };
     const auto done = session.gather(protocol::Type::kDone, drain);
-    for (int r = 0; r < ranks; ++r) {
-      const auto steps = protocol::count(done[ri(r)], "steps");
-      if (steps != serving.worker_steps[ri(r)]) {
-        fail<ProtocolError>("worker {} finished after {} steps, {} were planned", r, steps,
-                            serving.worker_steps[ri(r)]);
+    servers.wait_all_applied(config.fault_tolerance.worker_timeout_ms);
+    drain();  // every plan a push stated is known now
+    for (const auto& d : done) {  // the survivors' only, after a continue
+      const auto steps = protocol::count(d, "steps");
+      if (steps != lost.plan(d.rank)) {
+        fail<ProtocolError>("worker {} finished after {} steps, {} were planned", d.rank, steps,
+                            lost.plan(d.rank));
       }
     }
-    servers.wait_version(total, config.fault_tolerance.worker_timeout_ms);
-    drain();
+    lost.settle(done);
     servers.copy_params(params);
     servers.stop();
 
@@ -151,8 +274,9 @@ class AsyncMode final : public ServerGroupMode {
     }
     out["max_clock_gap"] = gap;
     out["worker_steps"] = stats.front().worker_steps;
-    out["updates"] = total;
+    out["updates"] = lost.total();
     out["server_copy_seconds"] = servers.keep_seconds();
+    if (!lost.lost().empty()) out["lost_steps"] = lost.lost();
   }
 
  public:
@@ -173,27 +297,56 @@ class AsyncMode final : public ServerGroupMode {
     auto& client = *client_;
     std::vector<double> params(p, 0.0);
     std::vector<double> grad(p, 0.0);
-    const std::uint64_t steps = session.local_steps_per_epoch() *
-                                static_cast<std::uint64_t>(session.config().training.epochs);
-    std::uint64_t first = 0;  // a resumed run: the steps the servers have applied already
+    const auto& training = session.config().training;
+    const auto epochs = static_cast<std::uint64_t>(training.epochs);
+    // Local steps of each local epoch: all alike, until rows taken over from a lost worker
+    // (continue) lengthen the epochs from the one they join.
+    std::vector<std::uint64_t> per_epoch(epochs, 0);
+    const auto plan_from = [&](std::uint64_t first_epoch) {
+      for (auto e = first_epoch; e < epochs; ++e) {
+        per_epoch[e] = roles::local_steps_per_epoch(training, session.rows_in_epoch(e));
+      }
+      return std::accumulate(per_epoch.begin(), per_epoch.end(), std::uint64_t{0});
+    };
+    std::uint64_t steps = plan_from(0);
+    const std::uint64_t planned = steps;  // as the coordinator planned it
+    std::uint64_t first = 0;  // a resumed run or a replacement: the steps the servers applied
     if (const auto it = message.fields.find("start_steps"); it != message.fields.end()) {
       first = it->at(session.rank()).get<std::uint64_t>();
     }
+    std::uint64_t epoch = 0;  // the local epoch of `step`, and its step within it
+    std::uint64_t in_epoch = first;
+    while (epoch < epochs && in_epoch >= per_epoch[epoch]) in_epoch -= per_epoch[epoch++];
+    nlohmann::json took = nlohmann::json::array();
     client.pull(steps);
     for (std::uint64_t step = first; step < steps; ++step) {
       client.receive(params);  // held by the server while the staleness bound says wait
+      if (auto notice = client.take_notice()) {
+        // A share of a lost worker's rows, from the next local epoch (this one keeps its order).
+        const auto from = epoch + 1;
+        const auto rows = session.take_share(*notice, from);
+        steps = plan_from(std::min(from, epochs));
+        took.push_back({{"lost_rank", notice->fields.at("lost_rank")}, {"rows", rows},
+                        {"from_epoch", from}});
+      }
       session.begin_step(step);
       std::fill(grad.begin(), grad.end(), 0.0);
       const auto start = std::chrono::steady_clock::now();
-      const auto batch = session.local_batch(step);
+      const auto batch = session.local_batch_at(epoch, in_epoch);
       models::BatchResult result;
       if (batch.y.size() > 0) result = model.loss_and_gradient(params, batch.x, batch.y, grad);
       session.add_compute_seconds(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      client.push(grad, step, static_cast<std::uint64_t>(batch.y.size()), result.loss_sum);
+      client.push(grad, step, static_cast<std::uint64_t>(batch.y.size()), result.loss_sum,
+                  steps == planned ? 0 : steps);
+      if (++in_epoch == per_epoch[epoch]) {
+        in_epoch = 0;
+        ++epoch;
+      }
     }
     protocol::Envelope done{.type = protocol::Type::kDone, .step = steps};
     done.fields = {{"steps", steps}};
+    if (!took.empty()) done.fields["took"] = took;
     session.send(std::move(done));
   }
 

@@ -4,11 +4,29 @@
 // and a resumed run's checkpoint is handed to the servers it starts.
 
 #include "core/modes/mode.hpp"
+#include "core/roles/coordinator.hpp"
 #include "core/roles/server_group.hpp"
 
 #include <memory>
 
 namespace dt::modes {
+
+// Sets the session's loss handler for the life of this object: the handler refers to the
+// mode's locals, so it must not outlive coordinate() (a checkpoint written after a failure, the
+// final evaluation: the session's own re-send serves those).
+class LossHandlerScope {
+ public:
+  LossHandlerScope(roles::CoordinatorSession& session, roles::CoordinatorSession::LossHandler h)
+      : session_(session) {
+    session_.set_loss_handler(std::move(h));
+  }
+  ~LossHandlerScope() { session_.set_loss_handler({}); }
+  LossHandlerScope(const LossHandlerScope&) = delete;
+  LossHandlerScope& operator=(const LossHandlerScope&) = delete;
+
+ private:
+  roles::CoordinatorSession& session_;
+};
 
 class ServerGroupMode : public Mode {
  public:

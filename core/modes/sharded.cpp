@@ -12,6 +12,14 @@
 // the L2 term and steps its optimizer, so K = 1, 2, 3 give the same parameters up to the
 // order-free elementwise arithmetic: the same bits. The coordinator drives the steps, logs,
 // checks divergence, and assembles the parameters from the servers for validation and the end.
+//
+// Lost workers (fault_tolerance.on_worker_failure): the coordinator tells the servers (threads
+// of its process) directly. continue: the round completes with the survivors' pushes, divided
+// by the rows they carried, and the lost worker's rows are dealt to the survivors from the next
+// epoch, as in gradients.cpp. restart: the replacement is sent the parameters at the start of
+// the round in progress (from the servers' copies), redoes that round's gradient and pushes it
+// to every server; a server that already has the lost worker's push of the round drops the
+// duplicate, so the run is bit-identical to one without the failure.
 
 #include "core/modes/mode.hpp"
 #include "core/modes/server_mode.hpp"
@@ -35,6 +43,20 @@ class ShardedGradientsMode final : public ServerGroupMode {
     const auto& config = session.config();
     servers_ = std::make_unique<roles::ServerGroup>(session, std::nullopt, from_);
     auto& servers = *servers_;
+    std::uint64_t round = session.first_step();  // the step in progress, or the next one
+    bool in_step = false;  // from the step's broadcast until every server has applied it
+    const LossHandlerScope scope(session, [&](int rank, config::FailurePolicy action) {
+      const bool restart = action == config::FailurePolicy::kRestart;
+      (void)servers.lose_worker(rank, restart);
+      if (!restart) return;
+      auto setup = servers.servers_message();
+      setup.step = round;
+      std::vector<double> start;
+      servers.copy_params_of_round(round, start);
+      setup.arrays.push_back(wire::to_bytes(std::span<const double>(start)));
+      session.send_to(rank, std::move(setup));
+      if (in_step) session.send_to(rank, {.type = protocol::Type::kStep, .step = round});
+    });
     servers.announce();
     const int ranks = session.ranks();
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
@@ -42,15 +64,20 @@ class ShardedGradientsMode final : public ServerGroupMode {
     const std::uint64_t steps = session.total_steps();
     const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);
     const auto timeout = 2 * config.fault_tolerance.worker_timeout_ms;
+    const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
     session.start_clock();
     for (std::uint64_t step = session.first_step(); step < steps; ++step) {
+      if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
+      round = step;
+      in_step = true;
       session.broadcast({.type = protocol::Type::kStep, .step = step});
       const auto replies = session.gather(protocol::Type::kGradient, [&] { servers.check(); });
       double loss_sum = 0;
       std::uint64_t rows = 0;
-      for (int r = 0; r < ranks; ++r) {
-        const auto& reply = replies[static_cast<std::size_t>(r)];
-        const auto ri = static_cast<std::size_t>(r);
+      std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
+      std::fill(worker_rows.begin(), worker_rows.end(), 0);
+      for (const auto& reply : replies) {  // the survivors' only, after a continue
+        const auto ri = static_cast<std::size_t>(reply.rank);
         worker_loss[ri] = protocol::number(reply, "loss_sum");
         worker_rows[ri] = protocol::count(reply, "rows");
         loss_sum += worker_loss[ri];
@@ -60,6 +87,8 @@ class ShardedGradientsMode final : public ServerGroupMode {
       // Every server has applied this step before it is logged (and before the next one).
       servers.wait_version(step + 1, timeout);
       servers.keep(step + 1);  // what a failed server's replacement would start from
+      in_step = false;
+      round = step + 1;
       if (rows > 0) {  // else an empty step (only possible with tiny shards)
         if ((step + 1) % every == 0 || step + 1 == steps) servers.copy_params(params);
         session.add_samples(rows);
@@ -83,6 +112,13 @@ class ShardedGradientsMode final : public ServerGroupMode {
       client_ = std::make_unique<roles::ServerClient>(session, message);
       params_.assign(p, 0.0);
       grad_.assign(p, 0.0);
+      if (!message.arrays.empty()) {
+        // A replacement (restart): the parameters at the start of the round it redoes, which
+        // the servers may have left behind already.
+        const auto start = protocol::doubles(message, 0, p);
+        std::copy(start.begin(), start.end(), params_.begin());
+        return;
+      }
       client_->pull(0);
       client_->receive(params_);
       return;
@@ -106,7 +142,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
     session.send(std::move(reply));
-    client_->receive(params_);  // the parameters of the next step
+    client_->receive(params_, message.step + 1);  // the parameters of the next step
   }
 
  private:

@@ -198,6 +198,9 @@ class CoordinatorSession {
   // finish). Without a handler the session re-sends the last request (star, parameters).
   using LossHandler = std::function<void(int rank, config::FailurePolicy action)>;
   void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
+  // A mode that dealt a lost worker's rows itself (async: through its servers) takes the rank
+  // off the list reassign_lost_rows deals from.
+  void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
   // Bumped at every lost worker handled; messages carry the generation they were sent in, and
   // a reply from an earlier generation than its rank's last request is dropped as stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }

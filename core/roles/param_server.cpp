@@ -29,6 +29,9 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
   grad_.assign(n, 0.0);
   stats_.worker_steps.assign(workers, 0);
   stats_.staleness_of.resize(workers);
+  gone_.assign(workers, false);
+  replaced_.assign(workers, false);
+  await_pull_.assign(workers, false);
   if (options_.asynchronous) {
     clock_.emplace(options_.worker_steps, options_.max_staleness);
     if (!options_.start_completed.empty()) {
@@ -126,6 +129,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
   try {
     while (!stop_.load()) {
       beat_ms_.store(steady_ms());
+      take_news();  // lost workers the coordinator told of
       auto in = listener->receive(deadline_in(kPollSlice));
       {
         std::lock_guard lock(mu_);
@@ -146,6 +150,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
         continue;
       }
       if (injected_fault(e)) break;
+      if (screen_lost(e)) continue;
       handle(e);
     }
   } catch (const Error& e) {
@@ -221,16 +226,12 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
   pending_rows_[r] = protocol::count(e, "rows");
   have_[r] = true;
   ++received_;
-  {
-    std::lock_guard lock(mu_);
-    stats_.missing.clear();
-    for (int rank = 0; rank < options_.workers; ++rank) {
-      if (!have_[static_cast<std::size_t>(rank)]) stats_.missing.push_back(rank);
-    }
-  }
-  if (received_ < options_.workers) return;
+  note_missing();
+  if (!round_complete()) return;
   apply_round();
-  for (int rank = 0; rank < options_.workers; ++rank) reply(rank);
+  for (int rank = 0; rank < options_.workers; ++rank) {
+    if (!gone_[static_cast<std::size_t>(rank)]) reply(rank);
+  }
 }
 
 // Exactly the arithmetic of the single-server path (gradients.cpp), restricted to the slice:
@@ -240,6 +241,7 @@ void ParameterServer::apply_round() {
   std::uint64_t rows = 0;
   const auto n = grad_.size();
   for (std::size_t r = 0; r < pending_.size(); ++r) {
+    if (!have_[r]) continue;  // a worker lost (continue) before its push of this round
     for (std::size_t i = 0; i < n; ++i) grad_[i] += pending_[r][i];
     rows += pending_rows_[r];
   }
@@ -260,6 +262,7 @@ void ParameterServer::apply_round() {
 }
 
 void ParameterServer::on_async_push(const protocol::Envelope& e) {
+  update_plan(e);  // before the clock judges this step: rows taken over lengthen the plan
   const auto rank = static_cast<int>(e.rank);
   const auto r = static_cast<std::size_t>(rank);
   if (clock_->finished(rank) || e.step != clock_->completed(rank) ||
@@ -302,7 +305,10 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   stats_.staleness_of[r].push_back(staleness);
   clock_->complete(rank);
   stats_.worker_steps[r] = clock_->completed(rank);
-  if (options_.keep_log) log_.push_back({stats_.version, rank, e.step, loss_sum, rows});
+  if (options_.keep_log) {
+    log_.push_back({stats_.version, rank, e.step, loss_sum, rows,
+                    e.fields.value("steps", std::uint64_t{0})});
+  }
   const auto every = options_.snapshot_every;
   if (every > 0 && (stats_.version % every == 0 || stats_.version == total_steps_)) {
     snapshots_.emplace(stats_.version, slice_);
@@ -339,8 +345,21 @@ void ParameterServer::reply(int rank) {
   protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
   s.fields = {{"server", options_.index}, {"version", stats_.version}};
   s.arrays.push_back(wire::to_bytes(std::span<const double>(slice_)));
-  listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
-                  protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));
+  if (const auto notice = notices_.find(rank); notice != notices_.end()) {
+    // A share of a lost worker's rows (async continue; deal_rows).
+    s.fields["reassign"] = notice->second.fields;
+    s.arrays.push_back(notice->second.arrays.at(0));
+    notices_.erase(notice);
+  }
+  try {
+    listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
+                    protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));
+  } catch (const TransportError& e) {
+    // A worker that is gone (killed, or not yet replaced) is the coordinator's to find and
+    // handle (exits, heartbeats); the server serves the others. A replacement gets the slice
+    // it needs when it asks (replace_worker).
+    log::debug("no slice for worker {}: {}", rank, e.what());
+  }
 }
 
 }  // namespace dt::roles

@@ -113,6 +113,7 @@ struct AppliedUpdate {
   std::uint64_t step = 0;  // the worker's local step
   double loss_sum = 0;
   std::uint64_t rows = 0;
+  std::uint64_t planned = 0;  // the worker's planned steps as of this push (0: not said)
 };
 
 struct ServerStats {
@@ -167,6 +168,35 @@ class ParameterServer {
   // a replacement would start from.
   // Into `out`, whose buffers are reused (no allocation once sized): one memory copy.
   void capture(ServerState& out) const;
+  // ---- Lost workers (fault_tolerance.on_worker_failure; param_server_workers.cpp). Called by
+  // the coordinator thread: the server thread takes the news in at its next poll slice, and
+  // the call waits for that (TrainingError when the thread has failed, TimeoutError past
+  // `wait`). Both return the rank's pushes this server has applied (async) or its round (sync).
+  //   drop_worker (continue): the rank's later messages are ignored. A synchronous round
+  //     completes with the pushes of the others (one of the lost worker's that already arrived
+  //     is kept: the round divides by the rows it got); the step clock no longer waits for it
+  //     and its steps not done leave total_steps() (async).
+  //   replace_worker (restart): the replacement redoes the rank's first push this server may
+  //     lack, so every (rank, round) or (rank, step) is applied exactly once: a push of one
+  //     already applied is a duplicate, dropped and answered with the current slice (async:
+  //     it also asks for the next step, as every push does). Async: its pull comes first; a
+  //     push of the lost worker still on its way before that pull is dropped.
+  [[nodiscard]] std::uint64_t drop_worker(int rank, std::chrono::milliseconds wait);
+  [[nodiscard]] std::uint64_t replace_worker(int rank, std::chrono::milliseconds wait);
+  // Async continue: drop_worker, and deal the lost worker's rows (`deal`: the kReassign
+  // message for its shard) to the survivors sure to get another slice from this server (held,
+  // or with a step to push that is not their last): share k of those m rides on the next slice
+  // each is sent ("reassign" fields, the segments as a second array). Returns the rank's
+  // applied pushes and the ranks dealt to, ascending (none: no survivor will ask again).
+  struct Dealt {
+    std::uint64_t applied = 0;
+    std::vector<int> to;
+  };
+  [[nodiscard]] Dealt drop_worker_dealing(int rank, protocol::Envelope deal,
+                                          std::chrono::milliseconds wait);
+  // Async: the pushes this server will have applied at the end (every worker's plan, less the
+  // steps lost workers left undone).
+  [[nodiscard]] std::uint64_t total_steps() const;
 
  private:
   void loop(std::unique_ptr<transport::Listener> listener);
@@ -185,6 +215,19 @@ class ParameterServer {
   void on_rejoin(const protocol::Envelope& e);
   // Async: after an update, under mu_: writes options().copy when one is due.
   void leave_copy();
+  // Lost workers (param_server_workers.cpp), on the server thread.
+  [[nodiscard]] Dealt post_news(int rank, bool replaced, std::optional<protocol::Envelope> deal,
+                                std::chrono::milliseconds wait);
+  void take_news();
+  [[nodiscard]] std::uint64_t forget_worker(int rank);
+  [[nodiscard]] std::vector<int> deal_rows(protocol::Envelope deal);
+  // Async: the worker's plan as a push states it (rows taken over lengthen it).
+  void update_plan(const protocol::Envelope& e);
+  [[nodiscard]] std::uint64_t readmit_worker(int rank);
+  [[nodiscard]] bool round_complete() const;
+  void note_missing();  // stats_.missing for the round in progress; takes mu_
+  // True when the message was handled as (or dropped for) a lost or replaced worker.
+  [[nodiscard]] bool screen_lost(const protocol::Envelope& e);
 
   transport::Listener* listener_ = nullptr;  // the thread's, while it runs
 
@@ -203,6 +246,9 @@ class ParameterServer {
   std::vector<double> before_;
   std::optional<StepClock> clock_;
   std::vector<int> waiting_;  // async: ranks whose pull is held, in arrival order
+  std::vector<bool> gone_;        // dropped (continue): their messages are ignored
+  std::vector<bool> replaced_;    // restarted: duplicates of applied pushes are expected
+  std::vector<bool> await_pull_;  // async restart: the replacement's pull has not come yet
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -215,6 +261,18 @@ class ParameterServer {
   bool dead_ = false;                    // killed by an injected fault: state_at has nothing; under mu_
   std::atomic<std::int64_t> beat_ms_{0};  // the thread's last poll of its socket
   std::atomic<bool> ended_{false};        // the thread has returned
+  // Lost workers posted by the coordinator thread, and the answers to them (by ticket).
+  struct WorkerNews {
+    int rank = 0;
+    bool replaced = false;
+    std::uint64_t ticket = 0;
+    std::optional<protocol::Envelope> deal;
+  };
+  std::vector<WorkerNews> news_;                     // under mu_
+  std::uint64_t news_posted_ = 0;                    // under mu_
+  std::uint64_t news_taken_ = 0;                     // under mu_
+  std::map<std::uint64_t, Dealt> answers_;           // under mu_
+  std::map<int, protocol::Envelope> notices_;  // thread: a share of lost rows for the next slice
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -128,11 +128,16 @@ bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out)
   return true;
 }
 
-void ServerGroup::announce() {
+protocol::Envelope ServerGroup::servers_message() const {
   protocol::Envelope e{.type = protocol::Type::kServers};
   std::vector<std::string> endpoints;
   for (const auto& s : servers_) endpoints.push_back(s->endpoint());
   e.fields = {{"endpoints", endpoints}, {"parameters", session_.params().size()}};
+  return e;
+}
+
+void ServerGroup::announce() {
+  auto e = servers_message();
   if (!start_steps_.empty()) e.fields["start_steps"] = start_steps_;
   session_.broadcast(std::move(e));
 }
@@ -269,13 +274,14 @@ void ServerClient::pull(std::uint64_t steps) {
 }
 
 void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
-                        std::uint64_t rows, double loss_sum) {
+                        std::uint64_t rows, double loss_sum, std::uint64_t planned) {
   const auto start = Clock::now();
   session_.before_server_push();
   for (std::size_t k = 0; k < connections_.size(); ++k) {
     const auto& range = ranges_[k];
     protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};
     e.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"version", versions_[k]}};
+    if (planned > 0) e.fields["steps"] = planned;
     e.arrays.push_back(wire::to_bytes(grad_sum.subspan(range.begin, range.size())));
     last_sent_[k] = protocol::encode(std::move(e), session_.job_id());
     last_push_step_[k] = step;
@@ -291,7 +297,7 @@ void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
   session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());
 }
 
-void ServerClient::receive(std::span<double> params) {
+void ServerClient::receive(std::span<double> params, std::uint64_t min_version) {
   const auto start = Clock::now();
   // Until no server owes a slice. A server replaced meanwhile (on_moved, through take_notices)
   // may owe one again.
@@ -311,12 +317,18 @@ void ServerClient::receive(std::span<double> params) {
                           endpoints_[k], protocol::name_of(e.type));
     }
     const auto version = protocol::count(e, "version");
-    if (version < min_version_[k]) continue;  // a replacement's answer to a repeated push
+    // A replacement server's answer to a repeated push, or a slice sent twice to a replacement
+    // worker (restart).
+    if (version < std::max(min_version_[k], min_version)) continue;
     const auto slice = protocol::doubles(e, 0, ranges_[k].size());
     std::copy(slice.begin(), slice.end(),
               params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
     versions_[k] = version;
     awaiting_[k] = false;
+    if (const auto it = e.fields.find("reassign"); it != e.fields.end() && e.arrays.size() > 1) {
+      notice_ = protocol::Envelope{.type = protocol::Type::kReassign, .fields = *it};
+      notice_->arrays.push_back(std::move(e.arrays[1]));
+    }
   }
   account();
   session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace dt::transport {
@@ -68,6 +69,8 @@ class ServerGroup {
   // Seconds spent copying (keep, and the async servers' copies), and servers replaced so far.
   [[nodiscard]] double keep_seconds() const;
   [[nodiscard]] int replacements() const noexcept { return replacements_; }
+  // That message, for one worker (a replacement) to be sent with fields of its own.
+  [[nodiscard]] protocol::Envelope servers_message() const;
   // Waits until every server's version reaches `version`, supervising the workers meanwhile;
   // TimeoutError after `timeout_ms` (the servers' own timeouts fire first in sync mode).
   void wait_version(std::uint64_t version, std::int64_t timeout_ms);
@@ -83,6 +86,26 @@ class ServerGroup {
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] std::vector<ServerStats> stats() const;
   void stop();
+
+  // ---- Lost workers (fault_tolerance.on_worker_failure; see ParameterServer::drop_worker and
+  // replace_worker): every server forgets `rank` (continue) or expects its replacement
+  // (restart). Returns what each server answered: the rank's pushes it applied (async), its
+  // round (sync).
+  [[nodiscard]] std::vector<std::uint64_t> lose_worker(int rank, bool replaced);
+  // The ranks dropped so far (continue): a server started later, to take over a failed one,
+  // must be told of them (drop_worker) or its synchronous rounds would wait for them.
+  [[nodiscard]] const std::vector<int>& dropped() const noexcept { return dropped_; }
+  // Async continue: lose_worker(rank, false), and server 0 deals the rank's rows (`deal`: the
+  // kReassign message of its shard) to the survivors it will send a slice again
+  // (ParameterServer::drop_worker_dealing), listed in `dealt_to`.
+  [[nodiscard]] std::vector<std::uint64_t> drop_worker_dealing(int rank, protocol::Envelope deal,
+                                                               std::vector<int>& dealt_to);
+  // Sync: the parameters at the start of round `round`, while every server is at that round or
+  // has just applied it (a replacement redoes the round from there). TrainingError otherwise.
+  void copy_params_of_round(std::uint64_t round, std::vector<double>& params) const;
+  // Async: waits until every server has applied its total_steps() (which lost workers lower),
+  // supervising the workers meanwhile; TimeoutError after `timeout_ms`.
+  void wait_all_applied(std::int64_t timeout_ms);
   // [{"index", "keys": [begin, end], "bytes_received", "bytes_sent", "messages_received",
   //   "messages_sent", "version"}, ...]
   [[nodiscard]] nlohmann::json servers_json() const;
@@ -103,6 +126,7 @@ class ServerGroup {
   std::vector<transport::Counters> retired_;    // traffic of each range's failed servers
   double keep_seconds_ = 0;
   int replacements_ = 0;
+  std::vector<int> dropped_;                // lost under continue
 };
 
 class ServerClient {
@@ -119,11 +143,18 @@ class ServerClient {
   void pull(std::uint64_t steps);
   // Sends every server its keys of `grad_sum` with the batch's rows and loss sum, and the
   // version of that server's slice the gradient was computed from.
+  // `planned` (async, when not 0): this worker's planned steps in all, which grow when it takes
+  // over rows of a lost worker.
   void push(std::span<const double> grad_sum, std::uint64_t step, std::uint64_t rows,
-            double loss_sum);
+            double loss_sum, std::uint64_t planned = 0);
   // Waits for one slice from every server and writes it into params; supervised by
   // WorkerSession::check_alive (a wait the stale-synchronous bound holds is not a failure).
-  void receive(std::span<double> params);
+  // Slices older than `min_version` are skipped: a replacement for a lost worker (restart) may
+  // be sent a round's slice twice (once as the lost worker's, once for its own push).
+  void receive(std::span<double> params, std::uint64_t min_version = 0);
+  // A share of a lost worker's rows a server sent along with a slice (async continue): the
+  // kReassign message to act on, once.
+  [[nodiscard]] std::optional<protocol::Envelope> take_notice() { return std::exchange(notice_, {}); }
 
  private:
   void account();
@@ -152,6 +183,7 @@ class ServerClient {
   std::vector<std::uint64_t> min_version_;
   std::uint64_t retired_sent_ = 0;      // bytes of connections closed for a replacement
   std::uint64_t retired_received_ = 0;
+  std::optional<protocol::Envelope> notice_;
 };
 
 }  // namespace dt::roles

@@ -112,7 +112,9 @@ void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
   retired_[k].messages_received += gone.messages_received;
   servers_[k] = std::make_unique<ParameterServer>(session_.transport(), std::move(o), copy.slice);
   ++replacements_;
-  const auto& now = *servers_[k];
+  auto& now = *servers_[k];
+  // Workers lost under `continue` before the failure: the new server must not wait for them.
+  for (const int rank : dropped_) (void)now.drop_worker(rank, std::chrono::milliseconds(5000));
 
   failure["action"] = "restart";
   failure["restored_update"] = copy.version;

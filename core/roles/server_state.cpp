@@ -51,6 +51,24 @@ void StepClock::resume_at(const std::vector<std::uint64_t>& completed) {
   }
 }
 
+void StepClock::retire(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (completed_.at(r) < steps_.at(r)) --unfinished_;
+  steps_[r] = completed_[r];
+}
+
+void StepClock::set_steps(int rank, std::uint64_t steps) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (steps < completed_.at(r)) {
+    fail<TrainingError>("worker {} now plans {} steps but has completed {}", rank, steps,
+                        completed_[r]);
+  }
+  const bool was = completed_[r] < steps_[r];
+  const bool is = completed_[r] < steps;
+  if (was != is) unfinished_ += is ? 1 : -1;
+  steps_[r] = steps;
+}
+
 std::uint64_t StepClock::completed(int rank) const { return completed_.at(static_cast<std::size_t>(rank)); }
 
 bool StepClock::finished(int rank) const {

@@ -51,6 +51,12 @@ class StepClock {
   void complete(int rank);
   // A resumed run: each worker has completed these steps already.
   void resume_at(const std::vector<std::uint64_t>& completed);
+  // A worker lost for good (fault_tolerance continue): its plan ends at the steps it has
+  // completed, so it holds nobody back any more.
+  void retire(int rank);
+  // `rank` now plans `steps` steps in all (rows taken over from a lost worker). TrainingError
+  // when it has completed more already.
+  void set_steps(int rank, std::uint64_t steps);
 
  private:
   std::vector<std::uint64_t> steps_;

@@ -209,6 +209,35 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     session.set_peer_links(peers.get());
     if (replacement) session.disarm_faults();
     session.set_transport(transport);
+    // Share k of m of a lost worker's rows (continue): rows k, k + m, ... of its shard.
+    session.set_share_taker([&](const protocol::Envelope& message, std::uint64_t from_epoch) {
+      auto lost = protocol::read_setup(message);
+      if (!options.data.empty() && lost.source.file.empty()) {  // the same data.path file
+        data::use_local_copy(options.data, lost.source, lost.segments);
+      }
+      const auto share = protocol::count(message, "share");
+      const auto shares = protocol::count(message, "shares");
+      const auto all = data::load_shard(config, lost.source, lost.segments, kind);
+      data::Shard mine;
+      const auto total = static_cast<std::uint64_t>(all.y.size());
+      const auto rows = shares == 0 || share >= total ? 0 : (total - share + shares - 1) / shares;
+      mine.x.resize(static_cast<Eigen::Index>(rows), all.x.cols());
+      mine.y.resize(static_cast<Eigen::Index>(rows));
+      for (std::uint64_t i = 0; i < rows; ++i) {
+        const auto from = static_cast<Eigen::Index>(share + i * shares);
+        mine.x.row(static_cast<Eigen::Index>(i)) = all.x.row(from);
+        mine.y(static_cast<Eigen::Index>(i)) = all.y(from);
+        if (!all.raw_labels.empty()) {
+          mine.raw_labels.push_back(all.raw_labels[static_cast<std::size_t>(from)]);
+        }
+      }
+      data::apply(finalize.normalization, mine.x);
+      if (kind == data::LabelKind::kCategorical) data::assign_classes(mine, finalize.classes);
+      session.adopt_rows(std::move(mine), from_epoch);
+      log::info("took {} rows of lost worker {} (share {} of {}) from epoch {}", rows,
+                protocol::count(message, "lost_rank"), share + 1, shares, from_epoch + 1);
+      return rows;
+    });
     const auto mode = modes::make_mode(config);
     for (;;) {
       const auto message = session.receive();
@@ -222,33 +251,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
           session.set_peer_endpoints(protocol::read_peers(message));
           break;
         case protocol::Type::kReassign: {
-          // Share k of m of a lost worker's rows (continue): rows k, k + m, ... of its shard.
-          auto lost = protocol::read_setup(message);
-          if (!options.data.empty() && lost.source.file.empty()) {  // the same data.path file
-            data::use_local_copy(options.data, lost.source, lost.segments);
-          }
-          const auto share = protocol::count(message, "share");
-          const auto shares = protocol::count(message, "shares");
-          const auto all = data::load_shard(config, lost.source, lost.segments, kind);
-          data::Shard mine;
-          const auto total = static_cast<std::uint64_t>(all.y.size());
-          const auto rows = shares == 0 || share >= total ? 0 : (total - share + shares - 1) / shares;
-          mine.x.resize(static_cast<Eigen::Index>(rows), all.x.cols());
-          mine.y.resize(static_cast<Eigen::Index>(rows));
-          for (std::uint64_t i = 0; i < rows; ++i) {
-            const auto from = static_cast<Eigen::Index>(share + i * shares);
-            mine.x.row(static_cast<Eigen::Index>(i)) = all.x.row(from);
-            mine.y(static_cast<Eigen::Index>(i)) = all.y(from);
-            if (!all.raw_labels.empty()) {
-              mine.raw_labels.push_back(all.raw_labels[static_cast<std::size_t>(from)]);
-            }
-          }
-          data::apply(finalize.normalization, mine.x);
-          if (kind == data::LabelKind::kCategorical) data::assign_classes(mine, finalize.classes);
-          session.adopt_rows(std::move(mine), protocol::count(message, "from_epoch"));
-          log::info("took {} rows of lost worker {} (share {} of {}) from epoch {}", rows,
-                    protocol::count(message, "lost_rank"), share + 1, shares,
-                    protocol::count(message, "from_epoch") + 1);
+          const auto rows = session.take_share(message, protocol::count(message, "from_epoch"));
           protocol::Envelope ack{.type = protocol::Type::kReassigned, .step = message.step};
           ack.fields = {{"rows", rows}};
           session.send(std::move(ack));
@@ -401,6 +404,25 @@ void WorkerSession::adopt_rows(data::Shard rows, std::uint64_t from_epoch) {
 void WorkerSession::adopt_all() {
   for (auto& a : adopted_) a.from_epoch = 0;
   prepare_epoch(epoch_ == UINT64_MAX ? 0 : epoch_);
+}
+
+std::uint64_t WorkerSession::take_share(const protocol::Envelope& reassign,
+                                        std::uint64_t from_epoch) {
+  if (!share_taker_) fail<TrainingError>("internal error: this worker cannot take rows over");
+  return share_taker_(reassign, from_epoch);
+}
+
+std::uint64_t WorkerSession::rows_in_epoch(std::uint64_t epoch) const {
+  auto rows = this->rows();
+  for (const auto& a : adopted_) {
+    if (a.from_epoch <= epoch) rows += static_cast<std::uint64_t>(a.rows.y.size());
+  }
+  return rows;
+}
+
+WorkerSession::Batch WorkerSession::local_batch_at(std::uint64_t epoch, std::uint64_t s) {
+  if (epoch != epoch_) prepare_epoch(epoch);  // rows taken over join here
+  return slice(epoch, s, local_steps_per_epoch());
 }
 
 void WorkerSession::prepare_epoch(std::uint64_t epoch) {

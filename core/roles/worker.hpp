@@ -153,6 +153,17 @@ class WorkerSession {
   void adopt_rows(data::Shard rows, std::uint64_t from_epoch);
   // Training is over: every adopted row joins the shard now (for the final evaluation).
   void adopt_all();
+  // Loads share k of m of a lost worker's rows (a kReassign message) to train on from
+  // `from_epoch` (adopt_rows); returns how many. Set up by run_worker, which holds the
+  // normalization and classes the rows need.
+  using ShareTaker = std::function<std::uint64_t(const protocol::Envelope&, std::uint64_t)>;
+  void set_share_taker(ShareTaker taker) { share_taker_ = std::move(taker); }
+  std::uint64_t take_share(const protocol::Envelope& reassign, std::uint64_t from_epoch);
+  // Async, where local epochs differ in length once rows taken over join: the rows local epoch
+  // `epoch` (>= the current one) will have, and local step `s` of it (rows
+  // [floor(s*n/S), floor((s+1)*n/S)) of its order, S = its local steps).
+  [[nodiscard]] std::uint64_t rows_in_epoch(std::uint64_t epoch) const;
+  [[nodiscard]] Batch local_batch_at(std::uint64_t epoch, std::uint64_t s);
 
   // Timing: compute sections are measured by the mode, communication by receive/send.
   // Each call is one step; it also tells the heartbeat (the coordinator's straggler check).
@@ -217,6 +228,7 @@ class WorkerSession {
     std::uint64_t from_epoch = 0;
   };
   std::vector<Adopted> adopted_;
+  ShareTaker share_taker_;
   std::deque<protocol::Envelope> early_;  // read by poll_coordinator, not yet by receive
 };
 

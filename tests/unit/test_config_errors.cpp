@@ -438,6 +438,19 @@ TEST_CASE("config errors: parameter-server faults") {
   CHECK(again.faults[0].action == FaultAction::kHang);
 }
 
+TEST_CASE("config: continue and restart are accepted with parameter servers, sharded or async") {
+  for (const char* aggregation : {"{servers: 2}", "{mode: async}", "{mode: async, servers: 3}"}) {
+    for (const char* policy : {"continue", "restart"}) {
+      CAPTURE(aggregation);
+      CAPTURE(policy);
+      const auto c = dt::test::parse_text(with_header(
+          fmt::format("aggregation: {}\nfault_tolerance: {{on_worker_failure: {}}}\n",
+                      aggregation, policy)));
+      CHECK(name_of(c.fault_tolerance.on_worker_failure) == std::string(policy));
+    }
+  }
+}
+
 TEST_CASE("config: --fault appends to faults, in both spellings, and its errors name it") {
   const auto c = dt::test::parse_text(
       with_header("shards: {count: 3}\nfaults: [{rank: 0, at_step: 5, action: hang}]\n"),
