@@ -277,6 +277,9 @@ void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
                         std::uint64_t rows, double loss_sum, std::uint64_t planned) {
   const auto start = Clock::now();
   session_.before_server_push();
+  // Async continue: rows taken over from a lost worker lengthen the plan, and with it the
+  // step whose push is the last (the one no slice answers).
+  if (planned > 0) steps_ = planned;
   for (std::size_t k = 0; k < connections_.size(); ++k) {
     const auto& range = ranges_[k];
     protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};

@@ -137,6 +137,7 @@ def test_async_continue_deals_the_rows_through_the_servers(tmp):
     assert "continuing with 3 workers" in err, err
     assert "worker 3's 2000 rows are dealt to workers 0, 1, 2 from their next local epoch" in err
     s = summary(out)
+    assert len(s["failures"]) == 1, s["failures"]
     [f] = s["failures"]
     assert f["rank"] == 3 and f["action"] == "continue" and f["pid"] == victim, f
     # Each survivor trains on its share from its own next local epoch: its plan grows.
