@@ -125,13 +125,17 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
       try {
         e = protocol::decode(in->message, options_.job_id);
       } catch (const ProtocolError& err) {
-        log::warn("dropped a message from '{}': {}", in->peer, err.what());
+        if (log::first_time("drop:" + in->peer)) {
+          log::warn("dropped a message from '{}': {}", in->peer, err.what());
+        }
         continue;
       }
       if (e.rank >= static_cast<std::uint32_t>(options_.workers) ||
           in->peer != protocol::peer_name(e.rank)) {
-        log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
-                  in->peer, e.rank);
+        if (log::first_time("drop:" + in->peer)) {
+          log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
+                    in->peer, e.rank);
+        }
         continue;
       }
       handle(e);

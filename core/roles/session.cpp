@@ -34,7 +34,11 @@ std::optional<protocol::Envelope> CoordinatorSession::decode_or_drop(const trans
   try {
     return protocol::decode(in.message, job);
   } catch (const ProtocolError& err) {
-    log::warn("dropped a message from '{}': {}", in.peer, err.what());
+    if (log::first_time("drop:" + in.peer)) {
+      log::warn("dropped a message from '{}': {} (further ones from there are dropped without "
+                "a warning)",
+                in.peer, err.what());
+    }
     return std::nullopt;
   }
 }
@@ -218,8 +222,10 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       if (!decoded) continue;
       protocol::Envelope e = std::move(*decoded);
       if (e.rank >= static_cast<std::uint32_t>(n) || in->peer != peer_of(static_cast<int>(e.rank))) {
-        log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
-                  in->peer, e.rank);
+        if (log::first_time("drop:" + in->peer)) {
+          log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
+                    in->peer, e.rank);
+        }
         continue;
       }
       const auto r = static_cast<int>(e.rank);
