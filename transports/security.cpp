@@ -215,7 +215,8 @@ std::string key_pair_file_text(const KeyPair& pair) {
 }
 
 std::string public_key_file_text(const KeyPair& pair, std::string_view name) {
-  return fmt::format("# disttrain CURVE public key of {}.key\n{} {}\n", name, pair.public_key, name);
+  return fmt::format("# disttrain CURVE public key of {}.key\n{} {}\n", name, pair.public_key,
+                     name);
 }
 
 ZapDecision decide_zap(const std::vector<std::string>& request,

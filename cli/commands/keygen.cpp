@@ -36,8 +36,8 @@ int keygen(const KeygenArgs& args) {
   }
   const auto pair = transport::generate_key_pair();
   files::write_atomic(secret, transport::key_pair_file_text(pair), 0600);
-  files::write_atomic(pub, transport::public_key_file_text(pair, fs::path(args.prefix).filename().string()),
-                      0644);
+  const std::string name = fs::path(args.prefix).filename().string();
+  files::write_atomic(pub, transport::public_key_file_text(pair, name), 0644);
   log::info("wrote {} (keep it private) and {} (hand it out)", secret.string(), pub.string());
   print(pair.public_key + "\n");
   return 0;

@@ -86,7 +86,9 @@ int run_joining_worker(const JoinOptions& join) {
   }
   worker.config_hash = join.config_hash;
   worker.curve = join.security.curve;
-  if (join.security.curve) log::info("CURVE: this worker's public key is {}", join.security.own.public_key);
+  if (join.security.curve) {
+    log::info("CURVE: this worker's public key is {}", join.security.own.public_key);
+  }
   return roles::run_worker(*transport, worker);
 }
 

@@ -175,6 +175,27 @@ def test_unknown_key_cannot_join(tmp):
     assert plain.returncode == 3 and "give this worker --key and --server-key" in perr, perr
 
 
+def test_launcher_ranks_share_one_job_key(tmp):
+    """Under a launcher every rank reads the same config: one key pair for the job, given as the
+    coordinator's secret, the admitted key and the server key at once."""
+    job_key, job_pub = keygen(tmp, "job")
+    keys = f", keys: {{secret: {job_key}, authorized: {job_pub}, server: {job_pub}}}"
+    h.run("run", config(tmp, "solo", transport="tcp"))
+    cfg = config(tmp, "launched", security="curve", keys=keys, transport="tcp")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [subprocess.Popen([h.binary(), "run", str(cfg)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True,
+                              env=dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                                       RANK=str(rank), WORLD_SIZE="4"))
+             for rank in range(4)]
+    for p in procs:
+        _, err = h.finish(p, 60, "a launched rank")
+        assert p.returncode == 0, err
+    assert model_of(tmp, "launched") == model_of(tmp, "solo")
+
+
 def test_refusals_say_how(tmp):
     r = h.run("run", config(tmp, "open", transport="tcp"), "--listen", "0.0.0.0:0")
     assert r.code == 2 and "transport.security: curve" in r.stderr, r
@@ -332,5 +353,6 @@ def test_plain_client_cannot_reach_a_curve_coordinator(tmp):
 
 if __name__ == "__main__":
     h.main([test_curve_trains_the_same_model_in_every_mode, test_workers_join_with_keys_from_keygen,
-            test_unknown_key_cannot_join, test_refusals_say_how,
+            test_unknown_key_cannot_join, test_launcher_ranks_share_one_job_key,
+            test_refusals_say_how,
             test_strangers_leave_the_run_intact, test_plain_client_cannot_reach_a_curve_coordinator])

@@ -288,14 +288,14 @@ TEST_CASE("config errors: name, address and timeouts") {
        "`disttrain keygen worker`, and give transport.keys: {secret: coordinator.key, "
        "authorized: worker.pub} (README: Security); or listen on 127.0.0.1:PORT"},
       {with_header("transport: {keys: {secret: a.key}}\n"),
-       "test.yaml:3:20: transport.keys: key files are used with transport.security: curve; set "
+       "test.yaml:3:19: transport.keys: key files are used with transport.security: curve; set "
        "it, or remove transport.keys"},
       {with_header("transport: {type: inproc, security: curve}\n"),
-       "test.yaml:3:47: transport.security: curve protects links between processes, and with "
+       "test.yaml:3:37: transport.security: curve protects links between processes, and with "
        "transport.type inproc the workers are threads of one process; use type ipc or tcp, or "
        "security: none"},
       {with_header("transport: {security: tls}\n"),
-       "test.yaml:3:23: transport.security: expected none or curve, got 'tls'"},
+       "test.yaml:3:23: transport.security: unknown value 'tls' (expected none or curve)"},
       {with_header("transport: {max_message_bytes: 1000}\n"),
        "test.yaml:3:32: transport.max_message_bytes: expected an integer >= 1048576, got 1000"},
       {with_header("transport: {remote_workers: 2}\n"),

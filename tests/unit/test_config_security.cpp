@@ -22,7 +22,8 @@ TEST_CASE("config security: none by default; curve allows any address and reads 
   const auto c = parse_text(std::string(kMinimal) +
                             "transport:\n  type: tcp\n  address: 0.0.0.0:29500\n"
                             "  security: curve\n  max_message_bytes: 2000000\n"
-                            "  keys: {secret: keys/c.key, authorized: /etc/w.pub, server: c.pub}\n");
+                            "  keys: {secret: keys/c.key, authorized: /etc/w.pub, "
+                            "server: c.pub}\n");
   CHECK(c.transport.security == dt::config::SecurityMode::kCurve);
   CHECK(c.transport.address == "0.0.0.0:29500");
   CHECK(c.transport.max_message_bytes == 2000000);
