@@ -40,6 +40,7 @@ const char* name_of(Type type) {
     case Type::kTensorReady: return "tensor ready";
     case Type::kReassign: return "reassign";
     case Type::kReassigned: return "reassigned";
+    case Type::kRingReform: return "ring reform";
     case Type::kServers: return "servers";
     case Type::kPull: return "pull";
     case Type::kPush: return "push";

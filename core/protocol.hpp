@@ -59,6 +59,8 @@ enum class Type : std::uint16_t {
   // Failure handling (35-39).
   kReassign = 35,    // coordinator -> survivor (continue): load share k of m of a lost shard
   kReassigned = 36,  // survivor -> coordinator: loaded; the rows it adds from the next epoch
+  // Re-forming peer groups after a lost worker (40-44, see core/modes/ring_reform.hpp).
+  kRingReform = 40,  // coordinator -> worker: abandon the step; the ring is now these members
 };
 
 [[nodiscard]] const char* name_of(Type type);

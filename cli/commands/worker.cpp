@@ -11,7 +11,10 @@
 #include "core/util/random.hpp"
 #include "transports/transport.hpp"
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -30,12 +33,14 @@ struct WorkerArgs {
   std::string key;         // --key FILE: this worker's PREFIX.key
   std::string server_key;  // --server-key FILE: the coordinator's PREFIX.pub
   int join_timeout_ms = 60000;
+  std::string data;
   int log_level = -1;
 };
 
 // tcp://HOST:PORT: the host must resolve here, or the wait for the coordinator would only time
-// out without saying why.
-void check_resolves(const std::string& endpoint) {
+// out without saying why. Returns this host's address on the route to it: the interface this
+// worker's own listeners (peer links) bind, so that the other workers reach them the same way.
+std::string check_resolves(const std::string& endpoint) {
   const std::string rest = endpoint.substr(6);
   const auto colon = rest.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
@@ -44,13 +49,30 @@ void check_resolves(const std::string& endpoint) {
   std::string host = rest.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_socktype = SOCK_DGRAM;
   addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
+  if (const int rc = ::getaddrinfo(host.c_str(), rest.substr(colon + 1).c_str(), &hints, &found);
+      rc != 0) {
     fail<UsageError>("--connect {}: cannot resolve host '{}': {}", endpoint, host,
                      ::gai_strerror(rc));
   }
+  // A datagram socket "connected" to the coordinator sends nothing; it only asks the kernel
+  // which local address the route uses.
+  std::string local = "127.0.0.1";
+  const int fd = ::socket(found->ai_family, SOCK_DGRAM, 0);
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_storage addr{};
+    socklen_t length = sizeof addr;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0 &&
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), length, text, sizeof text, nullptr, 0,
+                      NI_NUMERICHOST) == 0) {
+      local = addr.ss_family == AF_INET6 ? fmt::format("[{}]", text) : std::string(text);
+    }
+  }
+  if (fd >= 0) ::close(fd);
   ::freeaddrinfo(found);
+  return local;
 }
 
 }  // namespace
@@ -68,7 +90,7 @@ int run_joining_worker(const JoinOptions& join) {
     options.ipc_dir = std::filesystem::path(join.connect.substr(6)).parent_path();
   } else if (join.connect.starts_with("tcp://")) {
     options.kind = transport::TransportOptions::Kind::kTcp;
-    check_resolves(join.connect);
+    options.tcp_address = check_resolves(join.connect) + ":0";
   } else {
     fail<UsageError>("--connect expects ipc://PATH or tcp://HOST:PORT, got '{}'", join.connect);
   }
@@ -89,6 +111,7 @@ int run_joining_worker(const JoinOptions& join) {
   if (join.security.curve) {
     log::info("CURVE: this worker's public key is {}", join.security.own.public_key);
   }
+  worker.data = join.data;
   return roles::run_worker(*transport, worker);
 }
 
@@ -100,6 +123,7 @@ int work(const WorkerArgs& args) {
   join.rank = args.rank;
   join.log_level = args.log_level;
   join.join_timeout_ms = args.join_timeout_ms;
+  join.data = args.data;
   if (!args.job.empty()) {
     const auto* end = args.job.data() + args.job.size();
     if (std::from_chars(args.job.data(), end, join.job_id, 16).ptr != end || join.job_id == 0) {
@@ -145,6 +169,10 @@ void add_worker(CLI::App& app, Action& action, const Globals&) {
   cmd->add_option("--server-key", args->server_key,
                   "transport.security curve: the coordinator's public key file, its PREFIX.pub "
                   "(else $DISTTRAIN_SERVER_KEY)")
+      ->type_name("FILE");
+  cmd->add_option("--data", args->data,
+                  "this worker's own copy of the run's CSV (same columns and rows), instead of "
+                  "the coordinator's path")
       ->type_name("FILE");
   cmd->add_option("--join-timeout-ms", args->join_timeout_ms,
                   "how long to wait for the coordinator to answer")

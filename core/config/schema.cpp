@@ -173,7 +173,9 @@ std::vector<Key> build_keys() {
        "A worker silent for this many milliseconds is declared lost."},
       {"fault_tolerance.on_worker_failure", one_of(kFailurePolicies), "abort", "",
        "`abort`: stop, checkpoint the last completed step, exit 3; `continue`: go on without "
-       "the lost worker, its rows dealt to the survivors from the next epoch; `restart`: a "
+       "the lost worker, its rows dealt to the survivors from the next epoch (with "
+       "`parallelism.tensor` > 1 its whole model replica leaves, so `shards.count` must be at "
+       "least 2); `restart`: a "
        "replacement takes the lost worker's rank and state."},
       {"fault_tolerance.max_restarts", "integer >= 0", "3", "",
        "`restart`: replacements allowed over the whole run; one more failure aborts."},

@@ -99,13 +99,19 @@ void check_fault_tolerance(const Section& root, const Config& c) {
     }
   }
   const auto policy = c.fault_tolerance.on_worker_failure;
+  if (policy == FailurePolicy::kContinue && c.parallelism.tensor > 1 && c.shards.count < 2) {
+    root.section("fault_tolerance")
+        .fail("on_worker_failure",
+              "continue cannot work with parallelism.tensor > 1 and one model replica "
+              "(shards.count 1): a lost worker's replica is dropped whole, since its other "
+              "slices cannot compute without it, and no replica would be left; use restart "
+              "(a replacement takes over the slice), or shards.count >= 2");
+  }
   if (policy != FailurePolicy::kAbort) {
     const AggregationConfig& a = c.aggregation;
     std::string what;
-    if (a.topology == Topology::kRing) what = "aggregation.topology ring";
     if (a.servers > 1) what = "aggregation.servers > 1";
     if (a.mode == AggregationMode::kAsync) what = "aggregation.mode async";
-    if (c.parallelism.tensor > 1) what = "parallelism.tensor > 1";
     if (!what.empty()) {
       root.section("fault_tolerance")
           .fail("on_worker_failure",

@@ -15,8 +15,12 @@
 //
 // Wire per step: 2(N-1)/N of the P+2 values to the ring successor and as much from the
 // predecessor, per worker; a few bytes to and from the coordinator.
+//
+// A lost member (restart, continue): the ring re-forms and the step is done again
+// (ring_reform.hpp). "Rank 0" above is then the ring's leader: its lowest-ranked member.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/ring_reform.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/roles/coordinator.hpp"
@@ -71,39 +75,69 @@ class RingMode final : public Mode {
     const auto every = static_cast<std::uint64_t>(session.config().output.log_every_steps);
     const bool validation = !session.plan().validation_rows.empty();
     session.start_clock();
-    for (std::uint64_t step = session.first_step(); step < steps; ++step) {
-      const std::uint64_t done = step + 1;
-      // record_step evaluates the validation split on exactly these steps.
-      const bool want_params = validation && (done % every == 0 || done == steps);
-      // A checkpoint after this step needs the replicas' state: rank 0 sends it along.
-      const bool want_state = session.checkpoint_due(done);
-      protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
-      request.fields = {{"send_parameters", want_params || want_state},
-                        {"send_state", want_state}};
-      session.broadcast(std::move(request));
-      const auto replies = session.gather(protocol::Type::kRingLoss);
-
-      double loss_sum = 0;
-      std::uint64_t rows = 0;
-      for (std::size_t r = 0; r < n; ++r) {
-        worker_loss[r] = protocol::number(replies[r], "loss_sum");
-        worker_rows[r] = protocol::count(replies[r], "rows");
-        loss_sum += worker_loss[r];
-        rows += worker_rows[r];
-      }
-      if (want_state) keep_state(replies[0], done, p);
-      if (rows > 0) {  // else an empty step (only possible with tiny shards)
-        check_batch_loss(session.config(), done, loss_sum, rows);
-        if (want_params) {
-          const auto got = protocol::doubles(replies[0], 0, p);
-          std::copy(got.begin(), got.end(), params.begin());
+    RingReformer reformer(session);
+    const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
+    std::uint64_t dealt_epoch = UINT64_MAX;  // the epoch whose start dealt lost workers' rows
+    for (std::uint64_t step = session.first_step(); step < steps;) {
+      try {
+        // Rows of workers lost under `continue` go to the survivors from the next epoch on
+        // (once per epoch start: a step done again after a re-form does not deal them twice).
+        if (step % per_epoch == 0 && dealt_epoch != step / per_epoch) {
+          reformer.arm(false);  // all or nothing: a loss meanwhile re-forms before the step
+          session.reassign_lost_rows(step / per_epoch);
+          reformer.arm(true);
+          dealt_epoch = step / per_epoch;
         }
-        session.add_samples(rows);
-        session.record_step(done, loss_sum, rows, worker_loss, worker_rows);
+        if (reformer.pending()) reformer.reform(step);
+        const std::uint64_t done = step + 1;
+        // record_step evaluates the validation split on exactly these steps.
+        const bool want_params = validation && (done % every == 0 || done == steps);
+        // A checkpoint after this step needs the replicas' state: the leader sends it along.
+        const bool want_state = session.checkpoint_due(done);
+        protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
+        request.fields = {{"send_parameters", want_params || want_state},
+                          {"send_state", want_state}};
+        session.broadcast(std::move(request));
+        const auto replies = session.gather(protocol::Type::kRingLoss);
+
+        double loss_sum = 0;
+        std::uint64_t rows = 0;
+        std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
+        std::fill(worker_rows.begin(), worker_rows.end(), 0);
+        for (const auto& reply : replies) {  // by rank: under continue some are gone
+          const auto r = static_cast<std::size_t>(reply.rank);
+          worker_loss[r] = protocol::number(reply, "loss_sum");
+          worker_rows[r] = protocol::count(reply, "rows");
+          loss_sum += worker_loss[r];
+          rows += worker_rows[r];
+        }
+        // replies[0] is the leader's (the lowest rank alive), which sends what is asked.
+        if (want_state) keep_state(replies.at(0), done, p);
+        if (rows > 0) {  // else an empty step (only possible with tiny shards)
+          check_batch_loss(session.config(), done, loss_sum, rows);
+          if (want_params) {
+            const auto got = protocol::doubles(replies.at(0), 0, p);
+            std::copy(got.begin(), got.end(), params.begin());
+          }
+          session.add_samples(rows);
+          session.record_step(done, loss_sum, rows, worker_loss, worker_rows);
+        }
+        session.step_boundary(done);
+        ++step;
+      } catch (const RingReform&) {
+        reformer.arm(true);
+        reformer.reform(step);
       }
-      session.step_boundary(done);
     }
-    finish(session);
+    for (;;) {
+      try {
+        if (reformer.pending()) reformer.reform(steps);
+        finish(session);
+        return;
+      } catch (const RingReform&) {
+        reformer.reform(steps);
+      }
+    }
   }
 
   // Checkpoints: the replicas hold the parameters and the optimizer state, so rank 0 sends them
@@ -127,6 +161,7 @@ class RingMode final : public Mode {
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
     switch (message.type) {
+      case protocol::Type::kRingReform: return reform(session, message);
       case protocol::Type::kStep: return step(session, message);
       case protocol::Type::kRingFinish: return report(session, message);
       case protocol::Type::kResumeState: return resume(session, message);
@@ -138,22 +173,22 @@ class RingMode final : public Mode {
   }
 
  private:
-  // Coordinator: the final parameters from rank 0, checked against every worker's digest;
+  // Coordinator: the final parameters from the leader, checked against every worker's digest;
   // each worker's ring counters into summary.json's "aggregation".
   void finish(roles::CoordinatorSession& session) {
     auto& params = session.params();
     session.broadcast({.type = protocol::Type::kRingFinish, .step = session.result().steps});
     const auto results = session.gather(protocol::Type::kRingResult);
-    const auto got = protocol::doubles(results[0], 0, params.size());
+    const auto got = protocol::doubles(results.at(0), 0, params.size());
     std::copy(got.begin(), got.end(), params.begin());
     const std::uint64_t expected = digest(params);
     nlohmann::json workers = nlohmann::json::array();
     for (const auto& r : results) {
       const std::uint64_t d = protocol::count(r, "digest");
       if (d != expected) {
-        fail<TrainingError>("worker {} ends with other parameters than worker 0 (digest "
+        fail<TrainingError>("worker {} ends with other parameters than worker {} (digest "
                             "{:016x}, expected {:016x}): the ring replicas diverged",
-                            r.rank, d, expected);
+                            r.rank, results.front().rank, d, expected);
       }
       workers.push_back({{"rank", r.rank},
                          {"allreduces", protocol::count(r, "allreduces")},
@@ -164,7 +199,7 @@ class RingMode final : public Mode {
                          {"peer_bytes_received", protocol::count(r, "peer_bytes_received")},
                          {"peer_messages_dropped", protocol::count(r, "peer_messages_dropped")}});
     }
-    const auto n = static_cast<double>(session.ranks());
+    const auto n = static_cast<double>(session.alive().size());
     session.result().aggregation = {
         {"topology", "ring"},
         {"vector_values", params.size() + 2},  // the gradient, rows and loss
@@ -203,21 +238,30 @@ class RingMode final : public Mode {
     state_step_ = done;
   }
 
-  // Coordinator, after a stop: asks rank 0 for its state after `step` steps. Rank 0 answers once
+  // Coordinator, after a stop: asks the leader for its state after `step` steps. It answers once
   // its current step is done (it holds that step's state and the one before); a ring that
   // cannot finish its step (a member lost) does not answer in time, and the last periodic
   // checkpoint stands.
   bool request_state(roles::CoordinatorSession& session, std::uint64_t step) {
     const auto wait = std::chrono::milliseconds(
         std::min(1000, std::max(100, session.config().fault_tolerance.worker_timeout_ms / 2)));
+    if (session.alive().empty()) return false;
+    const int leader = session.alive().front();
+    // Under abort the lost worker is still listed: when it is the leader, no one else holds
+    // the state (the others may be stuck in the step's all-reduce), so the last periodic
+    // checkpoint stands.
+    for (const auto& f : session.result().failures) {
+      if (f.value("rank", -1) == leader && f.value("action", "") == "abort") return false;
+    }
     try {
-      session.send_to(0, {.type = protocol::Type::kStateRequest, .step = step});
-      const auto reply = session.receive_from(0, protocol::Type::kResumeState, wait);
+      session.send_to(leader, {.type = protocol::Type::kStateRequest, .step = step});
+      const auto reply = session.receive_from(leader, protocol::Type::kResumeState, wait);
       if (!reply || !reply->fields.value("available", false)) return false;
       keep_state(*reply, step, session.params().size());
       return true;
     } catch (const Error& e) {
-      log::warn("ring rank 0 could not send its state for the checkpoint: {}", e.what());
+      log::warn("ring worker {} could not send its state for the checkpoint: {}", leader,
+                e.what());
       return false;
     }
   }
@@ -231,8 +275,8 @@ class RingMode final : public Mode {
     done_ = message.step;
   }
 
-  // Worker (rank 0): the state after the requested step count, the current one or the one
-  // before the latest step.
+  // Worker (the leader; after a re-form, the member that hands its state to replacements): the
+  // state after the requested step count, the current one or the one before the latest step.
   void send_state(roles::WorkerSession& session, const protocol::Envelope& message) {
     prepare(session);
     protocol::Envelope reply{.type = protocol::Type::kResumeState, .step = message.step};
@@ -257,9 +301,58 @@ class RingMode final : public Mode {
     model.init(params_, session.config().seed);
     optimizer_ = models::make_optimizer(session.config().training.optimizer, p);
     buffer_.assign(p + 2, 0.0);
-    std::vector<std::uint32_t> all(session.world_size());
-    std::iota(all.begin(), all.end(), 0U);
-    ring_ = &session.group(all);
+    if (members_.empty()) {
+      members_.resize(session.world_size());
+      std::iota(members_.begin(), members_.end(), 0U);
+    }
+    ring_ = &session.peers().ring(members_, ring_generation_);
+    keep_previous_ = session.config().fault_tolerance.on_worker_failure !=
+                     config::FailurePolicy::kAbort;
+    if (keep_previous_) {
+      // A re-form message ends a collective that waits on a lost peer (ring_reform.hpp).
+      session.peers().set_interrupt([&session] {
+        if (session.poll_coordinator(protocol::Type::kRingReform)) throw GroupAbandoned{};
+      });
+    }
+  }
+
+  [[nodiscard]] bool leader(const roles::WorkerSession& session) const {
+    return !members_.empty() && members_.front() == session.rank();
+  }
+
+  // Worker: the coordinator re-forms the ring after a lost member. Back to the state after
+  // message.step steps (the state before the latest step, when this replica finished the
+  // abandoned one), then the ring of the new generation over the members. A replacement
+  // ("fresh") holds no state yet: the coordinator sends it a member's next (kResumeState).
+  void reform(roles::WorkerSession& session, const protocol::Envelope& message) {
+    const auto& f = protocol::field(message, "members");
+    const auto& fresh = protocol::field(message, "fresh");
+    if (!f.is_array() || !fresh.is_array()) {
+      fail<ProtocolError>("ring reform message: members and fresh must be lists of ranks");
+    }
+    session.update_peer_endpoints(
+        protocol::field(message, "endpoints").get<std::vector<std::string>>(),
+        fresh.get<std::vector<std::uint32_t>>());
+    prepare(session);
+    const auto step = message.step;
+    const bool is_fresh = std::find(fresh.begin(), fresh.end(), session.rank()) != fresh.end();
+    if (!is_fresh && done_ == step + 1 && have_previous_) {
+      params_ = previous_params_;
+      optimizer_->set_state(previous_optimizer_);
+      have_previous_ = false;
+      done_ = step;
+    } else if (!is_fresh && done_ != step) {
+      fail<ProtocolError>("the ring re-forms at step {}, but this replica has done {} steps and "
+                          "cannot go back there",
+                          step, done_);
+    }
+    retired_ += ring_->stats();
+    session.peers().retire(*ring_);
+    members_ = f.get<std::vector<std::uint32_t>>();
+    ring_generation_ = message.generation;
+    ring_ = &session.peers().ring(members_, ring_generation_);
+    log::info("the ring re-forms over workers {} at step {}{}", fmt::join(members_, ", "),
+              step + 1, is_fresh ? "; waiting for a member's state" : "");
   }
 
   void step(roles::WorkerSession& session, const protocol::Envelope& message) {
@@ -280,6 +373,10 @@ class RingMode final : public Mode {
 
     try {
       ring_->allreduce_sum(buffer_);
+    } catch (const GroupAbandoned&) {
+      // A member was lost: the coordinator's re-form message waits to be read next.
+      log::info("step {} abandoned: a ring member was lost", message.step + 1);
+      return;
     } catch (Error& e) {
       e.add_context(fmt::format("step {}: ring all-reduce of {} values", message.step + 1,
                                 buffer_.size()));
@@ -290,7 +387,7 @@ class RingMode final : public Mode {
     const double rows = buffer_[p];
     // The star skips an empty step, and a diverged one fails the run before its update: the
     // replicas do the same (the coordinator reports the divergence).
-    if (session.rank() == 0) {  // kept for a stop checkpoint (send_state)
+    if (keep_previous_ || leader(session)) {  // for a stop checkpoint and a re-form
       previous_params_ = params_;
       previous_optimizer_ = optimizer_->state();
       have_previous_ = true;
@@ -306,10 +403,10 @@ class RingMode final : public Mode {
     reply.fields = {{"rows", batch.y.size()}, {"loss_sum", result.loss_sum}};
     const auto want = message.fields.find("send_parameters");
     const auto state = message.fields.find("send_state");
-    if (session.rank() == 0 && state != message.fields.end() && state->is_boolean() &&
+    if (leader(session) && state != message.fields.end() && state->is_boolean() &&
         state->get<bool>()) {
       put_state(reply, params_, optimizer_->state());
-    } else if (session.rank() == 0 && want != message.fields.end() && want->is_boolean() &&
+    } else if (leader(session) && want != message.fields.end() && want->is_boolean() &&
                want->get<bool>()) {
       reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
     }
@@ -319,7 +416,8 @@ class RingMode final : public Mode {
   void report(roles::WorkerSession& session, const protocol::Envelope& message) {
     prepare(session);
     const auto peer = session.peers().stats();
-    const auto& ring = ring_->stats();
+    auto ring = retired_;
+    ring += ring_->stats();
     protocol::Envelope reply{.type = protocol::Type::kRingResult, .step = message.step};
     reply.fields = {{"digest", digest(params_)},
                     {"allreduces", ring.allreduces},
@@ -329,8 +427,10 @@ class RingMode final : public Mode {
                     {"peer_bytes_sent", peer.bytes_sent},
                     {"peer_bytes_received", peer.bytes_received},
                     {"peer_messages_dropped", peer.messages_dropped}};
-    if (session.rank() == 0) reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
+    if (leader(session)) reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
     session.send(std::move(reply));
+    if (reported_) return;  // asked again after a re-form: counted once
+    reported_ = true;
     // worker_stats count every socket: the ring's traffic and time join the coordinator link's
     // (the ring is done by now; summary.json's "aggregation" has them on their own).
     session.add_bytes(peer.bytes_sent, peer.bytes_received);
@@ -344,13 +444,19 @@ class RingMode final : public Mode {
 
   // Worker side.
   std::uint64_t done_ = 0;  // steps this replica has completed
-  std::vector<double> previous_params_;  // rank 0: the state before its latest step
+  std::vector<double> previous_params_;  // the state before its latest step (leader, or all
+                                         // replicas when a lost member re-forms the ring)
   models::OptimizerState previous_optimizer_;
   bool have_previous_ = false;
   std::vector<double> params_;
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> buffer_;  // [gradient sum, rows, loss sum], all-reduced in place
   collectives::Ring* ring_ = nullptr;
+  std::vector<std::uint32_t> members_;  // the ring, in order; empty until the first message
+  std::uint64_t ring_generation_ = 0;   // the coordinator's generation when it re-formed
+  collectives::RingStats retired_;      // of rings retired by re-forms
+  bool keep_previous_ = false;
+  bool reported_ = false;
 };
 
 }  // namespace

@@ -14,14 +14,25 @@
 //                           optimizer step on the full vector, exactly as gradients mode does.
 // The coordinator keeps the merged, unsplit model all along, so model.json, validation and
 // predict never see the split. The final evaluation sends the full vector; each rank slices it.
+//
+// A lost rank (ring_reform.hpp): every group re-forms (a new generation of its ring) and the
+// step is sent again. `restart`: the replacement is sent its slice setup; the workers hold no
+// state between steps (the coordinator sends the parameters), so the model is bit-identical to
+// a run without the failure. `continue`: a group cannot compute without one of its slices, so
+// the lost rank's whole replica is dropped (its other ranks are stopped), the step is done by
+// the other replicas, and from the next epoch each slice's rows of the lost replica are dealt
+// to the same slice of the others. With one replica there is no other: continue is refused at
+// parse time.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/ring_reform.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/models/tensor.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
+#include "core/util/log.hpp"
 #include "core/util/text.hpp"
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"
@@ -57,17 +68,58 @@ class TensorMode final : public CoordinatorOptimizerMode {
     std::vector<std::unique_ptr<models::TensorSlice>> slices;
     for (int t = 0; t < tensor; ++t) slices.push_back(models::make_tensor_slice(spec, tensor, t));
 
-    for (int r = 0; r < ranks; ++r) {
-      const auto pos = position_of(r, tensor);
-      protocol::Envelope setup{.type = protocol::Type::kTensorSetup};
-      setup.fields = {{"tensor", tensor},
-                      {"slice", pos.slice},
-                      {"replica", pos.replica},
-                      {"inputs", spec.inputs},
-                      {"classes", spec.classes}};
-      session.send_to(r, std::move(setup));
+    // Slice setups to the ranks that have none yet (all at first, then replacements).
+    std::vector<bool> ready(static_cast<std::size_t>(ranks), false);
+    const auto set_up = [&] {
+      std::vector<int> todo;
+      for (const int r : session.alive()) {
+        if (!ready[static_cast<std::size_t>(r)]) todo.push_back(r);
+      }
+      for (const int r : todo) {
+        const auto pos = position_of(r, tensor);
+        protocol::Envelope setup{.type = protocol::Type::kTensorSetup};
+        setup.fields = {{"tensor", tensor},
+                        {"slice", pos.slice},
+                        {"replica", pos.replica},
+                        {"inputs", spec.inputs},
+                        {"classes", spec.classes}};
+        session.send_to(r, std::move(setup));
+      }
+      (void)session.gather_from(protocol::Type::kTensorReady, todo);
+      for (const int r : todo) ready[static_cast<std::size_t>(r)] = true;
+    };
+    RingReformer reformer(
+        session,
+        [&](const std::vector<int>& fresh, std::uint64_t /*step*/) {
+          for (const int r : fresh) ready[static_cast<std::size_t>(r)] = false;
+          set_up();
+        },
+        [](int rank, config::FailurePolicy /*action*/) {
+          fail<TrainingError>("worker {} was lost during the final evaluation, where the tensor-"
+                              "parallel groups do not re-form; resume (--resume) to redo the "
+                              "steps after the last checkpoint and evaluate again",
+                              rank);
+        });
+    reformer.set_wording("the tensor-parallel groups re-form");
+    reformer.set_on_loss([&session, tensor](int rank, config::FailurePolicy action) {
+      if (action != config::FailurePolicy::kContinue) return;
+      const int first = rank / tensor * tensor;
+      for (int r = first; r < first + tensor; ++r) {
+        session.drop_worker(r, fmt::format("was stopped: the other slices of its model replica "
+                                           "cannot compute without worker {}",
+                                           rank));
+      }
+    });
+    std::uint64_t step = session.first_step();
+    for (bool done = false; !done;) {
+      try {
+        if (reformer.pending()) reformer.reform(step);
+        set_up();
+        done = true;
+      } catch (const RingReform&) {
+        reformer.reform(step);
+      }
     }
-    (void)session.gather(protocol::Type::kTensorReady);
 
     auto* optimizer = &this->optimizer(session);
     std::vector<double> grad(p);
@@ -76,45 +128,72 @@ class TensorMode final : public CoordinatorOptimizerMode {
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     const std::uint64_t steps = session.total_steps();
+    const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
+    std::uint64_t dealt_epoch = UINT64_MAX;  // as in ring.cpp: once per epoch start
+    std::vector<const protocol::Envelope*> by_rank(static_cast<std::size_t>(ranks));
     session.start_clock();
-    for (std::uint64_t step = session.first_step(); step < steps; ++step) {
-      for (int t = 0; t < tensor; ++t) {
-        const auto ut = static_cast<std::size_t>(t);
-        slices[ut]->gather(params, slice_params[ut]);
-      }
-      for (int r = 0; r < ranks; ++r) {
-        protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
-        request.arrays.push_back(wire::to_bytes(
-            std::span<const double>(slice_params[static_cast<std::size_t>(r % tensor)])));
-        session.send_to(r, std::move(request));
-      }
-      const auto replies = session.gather(protocol::Type::kGradient);
-
-      std::fill(grad.begin(), grad.end(), 0.0);
-      double loss_sum = 0;
-      std::uint64_t rows = 0;
-      for (int d = 0; d < replicas; ++d) {
-        const auto& head = replies[static_cast<std::size_t>(d * tensor)];
-        const double group_loss = protocol::number(head, "loss_sum");
-        const std::uint64_t group_rows = protocol::count(head, "rows");
-        loss_sum += group_loss;
-        rows += group_rows;
-        for (int t = 0; t < tensor; ++t) {
-          const auto r = static_cast<std::size_t>(d * tensor + t);
-          const auto& slice = *slices[static_cast<std::size_t>(t)];
-          slice.add_owned(protocol::doubles(replies[r], 0, slice.owned()), grad);
-          // Every rank of a group trained on the group's rows: loss.csv shows the group's loss.
-          worker_loss[r] = group_loss;
-          worker_rows[r] = group_rows;
+    // A step is sent again whole after a re-form: the parameters have not moved.
+    while (step < steps) {
+      try {
+        if (step % per_epoch == 0 && dealt_epoch != step / per_epoch) {
+          reformer.arm(false);  // all or nothing: a loss meanwhile re-forms before the step
+          session.reassign_lost_rows(step / per_epoch);
+          reformer.arm(true);
+          dealt_epoch = step / per_epoch;
         }
+        if (reformer.pending()) reformer.reform(step);
+        for (int t = 0; t < tensor; ++t) {
+          const auto ut = static_cast<std::size_t>(t);
+          slices[ut]->gather(params, slice_params[ut]);
+        }
+        for (int r = 0; r < ranks; ++r) {
+          protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
+          request.arrays.push_back(wire::to_bytes(
+              std::span<const double>(slice_params[static_cast<std::size_t>(r % tensor)])));
+          session.send_to(r, std::move(request));
+        }
+        const auto replies = session.gather(protocol::Type::kGradient);
+        std::fill(by_rank.begin(), by_rank.end(), nullptr);
+        for (const auto& reply : replies) by_rank[reply.rank] = &reply;
+
+        std::fill(grad.begin(), grad.end(), 0.0);
+        double loss_sum = 0;
+        std::uint64_t rows = 0;
+        std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
+        std::fill(worker_rows.begin(), worker_rows.end(), 0);
+        for (int d = 0; d < replicas; ++d) {
+          // A replica dropped under `continue` is gone whole (drop_worker).
+          if (by_rank[static_cast<std::size_t>(d * tensor)] == nullptr) continue;
+          const auto& head = *by_rank[static_cast<std::size_t>(d * tensor)];
+          const double group_loss = protocol::number(head, "loss_sum");
+          const std::uint64_t group_rows = protocol::count(head, "rows");
+          loss_sum += group_loss;
+          rows += group_rows;
+          for (int t = 0; t < tensor; ++t) {
+            const auto r = static_cast<std::size_t>(d * tensor + t);
+            const auto& slice = *slices[static_cast<std::size_t>(t)];
+            slice.add_owned(protocol::doubles(*by_rank.at(r), 0, slice.owned()), grad);
+            // Every rank of a group trained on the group's rows: loss.csv shows the group's loss.
+            worker_loss[r] = group_loss;
+            worker_rows[r] = group_rows;
+          }
+        }
+        finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
+        ++step;
+      } catch (const RingReform&) {
+        reformer.arm(true);
+        reformer.reform(step);
       }
-      finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
     }
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
     if (message.type == protocol::Type::kTensorSetup) {
       setup(session, message);
+      return;
+    }
+    if (message.type == protocol::Type::kRingReform) {
+      reform(session, message);
       return;
     }
     if (message.type != protocol::Type::kStep) {
@@ -130,7 +209,14 @@ class TensorMode final : public CoordinatorOptimizerMode {
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     // Every rank of the group computes, even on an empty batch: the all-reduces must match up.
-    const auto result = slice.loss_and_gradient(params, batch.x, batch.y, grad_, all_reduce_);
+    models::BatchResult result;
+    try {
+      result = slice.loss_and_gradient(params, batch.x, batch.y, grad_, all_reduce_);
+    } catch (const GroupAbandoned&) {
+      // A rank was lost: the coordinator's re-form message waits to be read next.
+      log::info("step {} abandoned: a rank of this run was lost", message.step + 1);
+      return;
+    }
     // An all-reduce waits for the slowest member of the group: that is communication, or one
     // slow rank would make its whole group look slow (the straggler check compares step times).
     const double seconds =
@@ -201,43 +287,57 @@ class TensorMode final : public CoordinatorOptimizerMode {
                           pos.slice, slice_->features().size(), session.shard().x.cols());
     }
     grad_.assign(slice_->size(), 0.0);
-    std::vector<std::uint32_t> members;
+    members_.clear();
     for (int t = 0; t < tensor; ++t) {
-      members.push_back(static_cast<std::uint32_t>(pos.replica * tensor + t));
+      members_.push_back(static_cast<std::uint32_t>(pos.replica * tensor + t));
     }
-    all_reduce_ = group_all_reduce(session, members, peer_seconds_);
+    // The ring over the group's ranks (transports/collectives/ring.hpp): reproducible (a fixed
+    // order per segment) and identical on every member, as TensorSlice requires. Connected now,
+    // so that a missing peer shows before the first step.
+    ring_ = &session.peers().ring(members_, generation_);
+    all_reduce_ = [this](std::span<double> values) {
+      const auto start = std::chrono::steady_clock::now();
+      ring_->allreduce_sum(values);
+      peer_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    if (session.config().fault_tolerance.on_worker_failure != config::FailurePolicy::kAbort) {
+      // A re-form message ends a collective that waits on a lost rank (ring_reform.hpp).
+      session.peers().set_interrupt([&session] {
+        if (session.poll_coordinator(protocol::Type::kRingReform)) throw GroupAbandoned{};
+      });
+    }
     protocol::Envelope ready{.type = protocol::Type::kTensorReady};
     ready.fields = {{"parameters", slice_->size()}, {"owned", slice_->owned()}};
     session.send(std::move(ready));
   }
 
-  // The sum over the group's members, over direct worker links.
-  // `seconds` accumulates the time spent in the all-reduces (owned by the mode, outlives it).
-  static models::GroupAllReduce group_all_reduce(roles::WorkerSession& session,
-                                                 const std::vector<std::uint32_t>& members,
-                                                 double& seconds);
-
+  // Worker: the coordinator re-forms the groups after a lost rank. Every group moves to the
+  // ring of the new generation (a replacement's endpoint is new); a replacement gets its slice
+  // setup next.
+  void reform(roles::WorkerSession& session, const protocol::Envelope& message) {
+    const auto& fresh = protocol::field(message, "fresh");
+    if (!fresh.is_array()) fail<ProtocolError>("ring reform message: fresh must be a list of ranks");
+    session.update_peer_endpoints(
+        protocol::field(message, "endpoints").get<std::vector<std::string>>(),
+        fresh.get<std::vector<std::uint32_t>>());
+    generation_ = message.generation;
+    if (ring_ != nullptr) {
+      session.peers().retire(*ring_);
+      ring_ = &session.peers().ring(members_, generation_);
+    }
+    log::info("the tensor-parallel group re-forms at step {}", message.step + 1);
+  }
 
   // Worker side.
   std::unique_ptr<models::TensorSlice> slice_;
   std::vector<double> grad_;  // reused every step
   models::GroupAllReduce all_reduce_;
   double peer_seconds_ = 0;  // in all_reduce_ since the step began
+  std::vector<std::uint32_t> members_;  // this rank's group
+  std::uint64_t generation_ = 0;        // of the group's ring (the coordinator's, at a re-form)
+  collectives::Ring* ring_ = nullptr;
 };
-
-models::GroupAllReduce TensorMode::group_all_reduce(roles::WorkerSession& session,
-                                                    const std::vector<std::uint32_t>& members,
-                                                    double& seconds) {
-  // The ring over the group's ranks (transports/collectives/ring.hpp): reproducible (a fixed
-  // order per segment) and identical on every member, as TensorSlice requires. Connected now,
-  // so that a missing peer shows before the first step.
-  collectives::Ring& ring = session.group(members);
-  return [&ring, &seconds](std::span<double> values) {
-    const auto start = std::chrono::steady_clock::now();
-    ring.allreduce_sum(values);
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-}
 
 }  // namespace
 

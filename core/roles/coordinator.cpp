@@ -67,6 +67,7 @@ std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool
                                  const std::string& config_hash, std::chrono::milliseconds timeout,
                                  std::vector<std::optional<Joined>>& joined) {
   std::vector<std::string> refusals;
+  DropLog drops;
   int remaining = ranks;
   const auto deadline = deadline_in(timeout);
   const auto refuse = [&](const transport::Incoming& in, const protocol::Hello& hello,
@@ -126,11 +127,7 @@ std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool
         joined[r] = Joined{hello, in->peer};
         --remaining;
       } catch (const ProtocolError& err) {
-        if (log::first_time("drop:" + in->peer)) {
-          log::warn("dropped a message from '{}': {} (further ones from there are dropped "
-                    "without a warning)",
-                    in->peer, err.what());
-        }
+        drops.drop(in->peer, err.what());
       }
       continue;
     }
@@ -411,7 +408,8 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     session.expect_exits();
     const auto reports = session.gather(protocol::Type::kReport);
     for (std::size_t r = 0; r < reports.size(); ++r) {
-      result.workers[r].report = protocol::read_report(reports[r]);
+      // By the report's rank: under `continue` lost ranks send none.
+      result.workers[reports[r].rank].report = protocol::read_report(reports[r]);
     }
     if (!pool->wait_all(kExitTimeout)) {
       log::warn("some workers did not exit within {} ms of the stop; stopping them",

@@ -10,6 +10,7 @@
 #include "core/models/optim.hpp"
 #include "core/models/tensor.hpp"
 #include "core/protocol.hpp"
+#include "core/roles/drop_log.hpp"
 #include "core/roles/stragglers.hpp"
 #include "transports/transport.hpp"
 
@@ -189,6 +190,11 @@ class CoordinatorSession {
   // the survivors, who train on them from `epoch` on (their share of the global batch grows).
   // Call it before the first step of each epoch.
   void reassign_lost_rows(std::uint64_t epoch);
+  // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the
+  // other slices of its model replica) is stopped and leaves alive() as if lost; its rows are
+  // dealt like a lost worker's. With parallelism.tensor > 1, reassign_lost_rows deals a lost
+  // rank's rows only to the surviving ranks of the same slice (they read the same columns).
+  void drop_worker(int rank, const std::string& cause);
   // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
   // pushes) sets a handler: lose_worker calls it once the rank has been replaced (restart) or
   // dropped from alive() (continue), instead of sending the replacement the rank's last
@@ -236,6 +242,11 @@ class CoordinatorSession {
   // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
   // they opened peer links (core/roles/peers.hpp); nothing for a star run.
   void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
+  // Every rank's peer endpoint as last reported (a replacement's replaces the lost worker's);
+  // empty for a star run. Sent again when a group re-forms (core/modes/ring_reform.hpp).
+  [[nodiscard]] const std::vector<std::string>& peer_endpoints() const noexcept {
+    return peer_endpoints_;
+  }
 
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
   void record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
@@ -285,6 +296,7 @@ class CoordinatorSession {
   void lose_worker(int rank, const std::string& cause);
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
+  void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
   void replace_worker(int rank);
   // The next message of `rank` of `type` while a replacement starts; other ranks' messages
   // wait in stash_ for the gather they belong to.
@@ -294,8 +306,8 @@ class CoordinatorSession {
   [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
   [[nodiscard]] std::chrono::milliseconds join_timeout(int rank) const;
   [[nodiscard]] std::optional<transport::Incoming> next_message(transport::Clock::time_point until);
-  [[nodiscard]] static std::optional<protocol::Envelope> decode_or_drop(
-      const transport::Incoming& in, std::uint64_t job);
+  [[nodiscard]] std::optional<protocol::Envelope> decode_or_drop(const transport::Incoming& in,
+                                                                std::uint64_t job);
   void send_request(int rank, std::shared_ptr<const wire::Message> message, protocol::Type type,
                     std::uint64_t step, std::uint32_t generation);
   [[nodiscard]] std::int64_t resend_after_ms() const;
@@ -338,6 +350,7 @@ class CoordinatorSession {
   std::vector<protocol::Envelope> finalizes_;
   std::vector<std::int64_t> joined_ms_;  // when each rank's current worker became ready
   std::vector<std::string> peers_;       // see peer_of
+  DropLog drops_;                        // strangers' and malformed messages
   std::deque<transport::Incoming> stash_;
   std::vector<ChildExit> pending_exits_;
   // The last request sent to each rank (re-sent when its reply is lost, and to a replacement)
@@ -347,6 +360,7 @@ class CoordinatorSession {
   std::vector<protocol::Type> last_request_type_;
   std::vector<std::uint32_t> last_request_generation_;
   LossHandler loss_handler_;
+  std::vector<std::string> peer_endpoints_;  // by rank; empty without peer links
   struct Answered {
     protocol::Type type{};
     std::uint64_t step = 0;

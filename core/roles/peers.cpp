@@ -28,7 +28,8 @@ bool needs_peer_links(const config::Config& config) {
 std::unique_ptr<collectives::PeerLinks> open_peer_links(transport::Transport& transport,
                                                         const WorkerOptions& options,
                                                         const HeartbeatClient& heartbeat,
-                                                        const config::Config& config) {
+                                                        const config::Config& config,
+                                                        std::uint32_t generation) {
   const std::int64_t timeout_ms = config.fault_tolerance.worker_timeout_ms;
   collectives::PeerOptions peer;
   peer.job_id = options.job_id;
@@ -45,7 +46,9 @@ std::unique_ptr<collectives::PeerLinks> open_peer_links(transport::Transport& tr
     }
   };
   try {
-    auto listener = transport.listen(fmt::format("p{}", options.rank));
+    auto listener = transport.listen(generation == 0
+                                         ? fmt::format("p{}", options.rank)
+                                         : fmt::format("p{}-{}", options.rank, generation));
     auto links = std::make_unique<collectives::PeerLinks>(transport, std::move(listener),
                                                           std::move(peer));
     log::info("peer links listen on {}", links->endpoint());
@@ -85,6 +88,15 @@ void WorkerSession::set_peer_endpoints(std::vector<std::string> endpoints) {
   peers_->set_endpoints(std::move(endpoints));
 }
 
+void WorkerSession::update_peer_endpoints(std::vector<std::string> endpoints,
+                                          const std::vector<std::uint32_t>& replaced) {
+  if (peers_ == nullptr) {
+    fail<ProtocolError>("worker {}: the coordinator re-formed a peer group, but this run has no "
+                        "peer links", rank());
+  }
+  peers_->update_endpoints(std::move(endpoints), replaced);
+}
+
 void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelope>& ready) {
   std::vector<std::string> endpoints;
   for (const auto& e : ready) {
@@ -101,6 +113,7 @@ void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelo
     endpoints.push_back(it->get<std::string>());
   }
   if (endpoints.empty()) return;  // a star run: no peer links
+  peer_endpoints_ = endpoints;
   log::debug("peer endpoints: {}", fmt::join(endpoints, " "));
   broadcast(protocol::make_peers(endpoints));
 }

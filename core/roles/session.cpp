@@ -34,11 +34,7 @@ std::optional<protocol::Envelope> CoordinatorSession::decode_or_drop(const trans
   try {
     return protocol::decode(in.message, job);
   } catch (const ProtocolError& err) {
-    if (log::first_time("drop:" + in.peer)) {
-      log::warn("dropped a message from '{}': {} (further ones from there are dropped without "
-                "a warning)",
-                in.peer, err.what());
-    }
+    drops_.drop(in.peer, err.what());
     return std::nullopt;
   }
 }
@@ -218,14 +214,19 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
   while (missing()) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
     if (auto in = next_message(deadline_in(kPollSlice))) {
+      if (in->message.header.job_id == 0 &&
+          in->message.header.type == static_cast<std::uint16_t>(protocol::Type::kHello)) {
+        // A worker joining by itself says hello until it is set up: a replacement that came
+        // before its rank was found lost, or a late repeat. Not a stranger.
+        log::debug("ignored a hello from '{}' (rank {})", in->peer, in->message.header.rank);
+        continue;
+      }
       auto decoded = decode_or_drop(*in, job_id_);
       if (!decoded) continue;
       protocol::Envelope e = std::move(*decoded);
       if (e.rank >= static_cast<std::uint32_t>(n) || in->peer != peer_of(static_cast<int>(e.rank))) {
-        if (log::first_time("drop:" + in->peer)) {
-          log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
-                    in->peer, e.rank);
-        }
+        drops_.drop(in->peer, fmt::format("a {} message claiming rank {}",
+                                          protocol::name_of(e.type), e.rank));
         continue;
       }
       const auto r = static_cast<int>(e.rank);
@@ -237,10 +238,11 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       }
       const auto& done = answered_[i];
       // Workers copy the generation of the request they answer into the reply: one from before
-      // the rank's last request was sent (a step abandoned when a worker was lost) is stale.
+      // the rank's last request was sent (a step abandoned when a worker was lost) is stale,
+      // whatever its type (a ring step's reply read while the ring re-forms).
       const bool stale = (done.any && e.type == done.type && e.step <= done.step) ||
                          (e.type == type && e.step < last_request_step_[i]) ||
-                         (e.type == type && e.generation < last_request_generation_[i]);
+                         e.generation < last_request_generation_[i];
       if (stale || (e.type == type && got[i])) {
         // A reply sent twice (its request was re-sent) or to an abandoned request.
         log::debug("dropped a late {} message of worker {} (step {})", protocol::name_of(e.type),

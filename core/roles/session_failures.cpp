@@ -179,15 +179,43 @@ void CoordinatorSession::replace_worker(int rank) {
                         rank, protocol::count(loaded, "rows"), plan_.shard_rows[r]);
   }
   send(finalizes_[r]);
-  (void)await_from(rank, protocol::Type::kReady, deadline);
+  const auto ready = await_from(rank, protocol::Type::kReady, deadline);
+  if (const auto it = ready.fields.find("peer_endpoint");
+      it != ready.fields.end() && it->is_string() && r < peer_endpoints_.size()) {
+    peer_endpoints_[r] = it->get<std::string>();  // a mode re-forming its peer groups sends it
+  }
   joined_ms_[r] = steady_ms();
+}
+
+void CoordinatorSession::drop_worker(int rank, const std::string& cause) {
+  if (!is_alive(rank)) return;
+  const auto r = static_cast<std::size_t>(rank);
+  const std::string host = r < result_.workers.size() ? result_.workers[r].host : "?";
+  const std::string line = fmt::format("worker {} (pid {} on {}) {}; last completed step {}",
+                                       rank, pool_.pid_of(rank), host, cause, result_.steps);
+  result_.failures.push_back({{"rank", rank},          {"pid", pool_.pid_of(rank)},
+                              {"host", host},          {"cause", cause},
+                              {"step", result_.steps}, {"message", line},
+                              {"action", "continue"}});
+  pool_.kill(rank);
+  heartbeat_.forget(rank);
+  alive_flag_[r] = false;
+  std::erase(alive_, rank);
+  if (alive_.empty()) throw TrainingError(fmt::format("{}; no worker is left", line));
+  log::warn("{}; continuing with {} workers", line, alive_.size());
+  lost_unassigned_.push_back(rank);
 }
 
 void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
   if (lost_unassigned_.empty()) return;
-  const auto survivors = alive_;
   for (const int lost : lost_unassigned_) {
     const auto l = static_cast<std::size_t>(lost);
+    // Tensor parallelism: only the ranks of the lost one's slice read its columns.
+    std::vector<int> survivors;
+    for (const int s : alive_) {
+      if (plan_.tensor <= 1 || s % plan_.tensor == lost % plan_.tensor) survivors.push_back(s);
+    }
+    if (survivors.empty()) continue;
     // Every survivor reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k
     // of m): no data is dropped for the rest of training, and the split needs no row index.
     for (std::size_t k = 0; k < survivors.size(); ++k) {
@@ -239,36 +267,48 @@ void CoordinatorSession::check_workers() {
   auto exits = std::move(pending_exits_);
   pending_exits_.clear();
   for (auto& exit : pool_.poll()) exits.push_back(exit);
-  for (const auto& exit : exits) {
-    if (exits_expected_) {
-      note_late_exit(exit);
-      continue;
+  for (std::size_t k = 0; k < exits.size(); ++k) {
+    try {
+      check_exit(exits[k]);
+    } catch (...) {
+      // A loss handler may throw out of here (a ring re-forms): the exits not looked at yet are
+      // kept for the next check, so a second worker lost at the same moment is seen at once.
+      pending_exits_.insert(pending_exits_.end(), exits.begin() + static_cast<std::ptrdiff_t>(k + 1),
+                            exits.end());
+      throw;
     }
-    if (!is_alive(exit.rank) || exit.pid != pool_.pid_of(exit.rank)) continue;  // handled
-    // Give an error report the worker sent just before exiting a moment to arrive: it says more
-    // than the exit code. Other workers' messages read meanwhile wait for their gather.
-    std::optional<protocol::WorkerError> error;
-    const auto is_its_error = [&](const transport::Incoming& in) {
-      try {
-        const auto e = protocol::decode(in.message, job_id_);
-        if (e.type != protocol::Type::kError || static_cast<int>(e.rank) != exit.rank) return false;
-        error = protocol::read_error(e);
-        return true;
-      } catch (const ProtocolError&) {
-        return false;
-      }
-    };
-    std::erase_if(stash_, is_its_error);
-    const auto until = deadline_in(std::chrono::milliseconds(200));
-    while (!error) {
-      auto in = listener_.receive(until);
-      if (!in) break;
-      if (!is_its_error(*in)) stash_.push_back(std::move(*in));
-    }
-    const bool reported = error.has_value();
-    if (error) raise_worker_error(exit.rank, *error);
-    if (!reported) lose_worker(exit.rank, exit.status.describe());
   }
+}
+
+void CoordinatorSession::check_exit(const ChildExit& exit) {
+  if (exits_expected_) {
+    note_late_exit(exit);
+    return;
+  }
+  if (!is_alive(exit.rank) || exit.pid != pool_.pid_of(exit.rank)) return;  // handled
+  // Give an error report the worker sent just before exiting a moment to arrive: it says more
+  // than the exit code. Other workers' messages read meanwhile wait for their gather.
+  std::optional<protocol::WorkerError> error;
+  const auto is_its_error = [&](const transport::Incoming& in) {
+    try {
+      const auto e = protocol::decode(in.message, job_id_);
+      if (e.type != protocol::Type::kError || static_cast<int>(e.rank) != exit.rank) return false;
+      error = protocol::read_error(e);
+      return true;
+    } catch (const ProtocolError&) {
+      return false;
+    }
+  };
+  std::erase_if(stash_, is_its_error);
+  const auto until = deadline_in(std::chrono::milliseconds(200));
+  while (!error) {
+    auto in = listener_.receive(until);
+    if (!in) break;
+    if (!is_its_error(*in)) stash_.push_back(std::move(*in));
+  }
+  const bool reported = error.has_value();
+  if (error) raise_worker_error(exit.rank, *error);
+  if (!reported) lose_worker(exit.rank, exit.status.describe());
 }
 
 }  // namespace dt::roles

@@ -82,6 +82,31 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
   }
 }
 
+// The coordinator's first message (the setup). A worker that joins by itself says hello again
+// every second until it comes: a coordinator busy with something else (noticing the lost worker
+// this one replaces) may have dropped the first one.
+protocol::Envelope await_setup(transport::Connection& connection, WorkerOptions& options,
+                               const wire::Message& hello) {
+  constexpr std::chrono::milliseconds kHelloEvery{1000};
+  const auto deadline = Clock::now() + options.startup_timeout;
+  const bool joining = options.job_id == 0;
+  for (;;) {
+    const auto until = joining ? std::min(deadline, Clock::now() + kHelloEvery) : deadline;
+    try {
+      return receive_from(connection, options, nullptr, 0, until,
+                          joining ? &options.job_id : nullptr);
+    } catch (const TimeoutError&) {
+      if (Clock::now() >= deadline) throw;
+    }
+    try {
+      connection.send(hello, deadline_in(kHelloEvery));
+    } catch (const TimeoutError&) {
+      // No link to queue it on (a handshake the coordinator refused, say a CURVE key it does
+      // not admit): the wait above says what to check when its deadline passes.
+    }
+  }
+}
+
 protocol::Envelope expect(protocol::Envelope envelope, protocol::Type type) {
   if (envelope.type == protocol::Type::kStop) {
     fail<InterruptedError>("the coordinator stopped the run");
@@ -130,14 +155,13 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     connection = transport.connect(options.endpoint, options.identity.empty()
                                                          ? protocol::peer_name(options.rank)
                                                          : options.identity);
-    connection->send(protocol::encode(protocol::make_hello({options.rank, ::getpid(), host_name(),
-                                                            options.config_hash}),
-                                      options.job_id),
-                     deadline_in(kSendDeadline));
+    const auto hello = protocol::encode(
+        protocol::make_hello({options.rank, ::getpid(), host_name(), options.config_hash}),
+        options.job_id);
+    connection->send(hello, deadline_in(kSendDeadline));
     const auto startup_deadline = Clock::now() + options.startup_timeout;
-    const auto setup_message = expect(
-        receive_from(*connection, options, nullptr, 0, startup_deadline, &options.job_id),
-        protocol::Type::kSetup);
+    const auto setup_message =
+        expect(await_setup(*connection, options, hello), protocol::Type::kSetup);
     // A replacement for a lost worker (restart policy) is set up in a later generation.
     const bool replacement = setup_message.generation != 0;
     auto setup = protocol::read_setup(setup_message);
@@ -148,7 +172,26 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
 
     const auto task = config::task_of(config.model);
     const auto kind = data::label_kind(task);
-    auto shard = data::load_shard(config, setup.source, setup.segments, kind);
+    if (!options.data.empty()) {
+      if (config.data.synthetic) {
+        fail<ConfigError>("--data {}: this run's data is synthetic (every worker generates its "
+                          "rows from the seed); drop --data",
+                          options.data.string());
+      }
+      data::use_local_copy(options.data, setup.source, setup.segments);
+    }
+    auto shard = [&] {
+      try {
+        return data::load_shard(config, setup.source, setup.segments, kind);
+      } catch (DataError& e) {
+        if (given.job_id == 0 && options.data.empty() && !config.data.synthetic) {
+          // Joined from elsewhere: the path is the coordinator's.
+          e.add_context("reading the coordinator's data path on this host (put the data on a "
+                        "shared filesystem, or give this worker its own copy with --data FILE)");
+        }
+        throw;
+      }
+    }();
     protocol::Loaded loaded{static_cast<std::uint64_t>(shard.y.size()), data::column_stats(shard.x),
                             kind == data::LabelKind::kCategorical ? data::distinct_labels(shard)
                                                                    : std::vector<std::string>{}};
@@ -175,7 +218,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     std::unique_ptr<collectives::PeerLinks> peers;
     if (needs_peer_links(config)) {
       peers = open_peer_links(peer_transport ? *peer_transport : transport, options, heartbeat,
-                              config);
+                              config, setup_message.generation);
     }
     protocol::Envelope ready{.type = protocol::Type::kReady, .rank = options.rank};
     if (peers) ready.fields["peer_endpoint"] = peers->endpoint();
@@ -201,7 +244,10 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
           break;
         case protocol::Type::kReassign: {
           // Share k of m of a lost worker's rows (continue): rows k, k + m, ... of its shard.
-          const auto lost = protocol::read_setup(message);
+          auto lost = protocol::read_setup(message);
+          if (!options.data.empty() && lost.source.file.empty()) {  // the same data.path file
+            data::use_local_copy(options.data, lost.source, lost.segments);
+          }
           const auto share = protocol::count(message, "share");
           const auto shares = protocol::count(message, "shares");
           const auto all = data::load_shard(config, lost.source, lost.segments, kind);
@@ -287,11 +333,25 @@ WorkerSession::WorkerSession(const WorkerOptions& options, const config::Config&
       faults_(config.faults, options.rank) {}
 
 protocol::Envelope WorkerSession::receive() {
+  if (!early_.empty()) {
+    auto e = std::move(early_.front());
+    early_.pop_front();
+    return e;
+  }
   const auto start = Clock::now();
   auto e = receive_from(connection_, options_, &heartbeat_,
                         config_.fault_tolerance.worker_timeout_ms, Clock::time_point::max());
   comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
   return e;
+}
+
+bool WorkerSession::poll_coordinator(protocol::Type type) {
+  while (auto message = connection_.receive(Clock::now())) {
+    auto envelope = protocol::decode(*message, options_.job_id);
+    if (envelope.rank == wire::kCoordinatorRank) early_.push_back(std::move(envelope));
+  }
+  return std::any_of(early_.begin(), early_.end(),
+                     [type](const protocol::Envelope& e) { return e.type == type; });
 }
 
 void WorkerSession::send(protocol::Envelope envelope) {

@@ -12,6 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +44,7 @@ struct WorkerOptions {
   // other's connection), the hash of its own config when it read one (config::config_hash).
   std::string identity;  // empty: protocol::peer_name(rank)
   std::string config_hash;
+  std::filesystem::path data;  // this worker's own copy of the data (`--data`); empty: the source
   // Before heartbeats run (the coordinator has not sent their endpoint yet) the wait for the
   // setup ends after this long.
   std::chrono::milliseconds startup_timeout{30000};
@@ -78,6 +81,10 @@ class WorkerSession {
   // coordinator silent for worker_timeout_ms (or a cancel) ends the wait with an error.
   [[nodiscard]] protocol::Envelope receive();
   void send(protocol::Envelope envelope);
+  // Reads what the coordinator has sent so far without waiting (receive serves it first, in
+  // order); true when a message of `type` is among what waits. For a wait on peers that the
+  // coordinator may call off (a ring re-forms after a lost worker).
+  [[nodiscard]] bool poll_coordinator(protocol::Type type);
 
   // This worker's part of the global batch of `step`: rows [floor(s*n/S), floor((s+1)*n/S)) of
   // this epoch's order (shuffled per epoch from the seed when training.shuffle), gathered into
@@ -107,6 +114,9 @@ class WorkerSession {
   // Wiring, done by run_worker.
   void set_peer_links(collectives::PeerLinks* links) noexcept { peers_ = links; }
   void set_peer_endpoints(std::vector<std::string> endpoints);
+  // A re-formed group: a replacement's new endpoint (PeerLinks::update_endpoints).
+  void update_peer_endpoints(std::vector<std::string> endpoints,
+                             const std::vector<std::uint32_t>& replaced);
 
   // The run's transport (for modes that connect to more than the coordinator: parameter
   // servers) and the job id their messages carry.
@@ -199,6 +209,7 @@ class WorkerSession {
     std::uint64_t from_epoch = 0;
   };
   std::vector<Adopted> adopted_;
+  std::deque<protocol::Envelope> early_;  // read by poll_coordinator, not yet by receive
 };
 
 }  // namespace dt::roles

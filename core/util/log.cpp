@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <mutex>
-#include <set>
 
 namespace dt::log {
 namespace {
@@ -15,16 +14,6 @@ std::mutex g_prefix_mutex;
 std::string g_prefix = "disttrain";
 thread_local std::string t_prefix;
 }  // namespace
-
-bool first_time(std::string_view key) {
-  constexpr std::size_t kMaxKeys = 4096;
-  static std::mutex mutex;
-  static std::set<std::string, std::less<>> seen;
-  std::lock_guard lock(mutex);
-  if (seen.size() >= kMaxKeys || seen.contains(key)) return false;
-  seen.emplace(key);
-  return true;
-}
 
 void set_level(Level level) noexcept { g_level.store(level); }
 Level level() noexcept { return g_level.load(); }

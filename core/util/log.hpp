@@ -17,11 +17,6 @@ void set_prefix(std::string prefix);
 // Overrides the prefix for the calling thread only (workers running as threads of a run).
 void set_thread_prefix(std::string prefix);
 void write(Level level, std::string_view message);
-// True the first time it is called with this `key` in this process, false after: a warning
-// about a misbehaving peer is logged once per peer ("drop:" + its identity), not once per
-// message. Thread-safe; past a few thousand keys it answers false for new ones, so a flood of
-// made-up identities grows neither memory nor the log.
-[[nodiscard]] bool first_time(std::string_view key);
 // Rewrites the current terminal line with `line` ("" clears it): a progress display.
 void progress(std::string_view line);
 

@@ -173,12 +173,14 @@ def test_continue_in_parameters_mode_leaves_the_client_out(tmp):
     assert s["final_metrics"]["accuracy"] > clean["final_metrics"]["accuracy"] - 0.05
 
 
-def test_policies_not_yet_available_are_refused(tmp):
-    cfg = h.write_config(tmp, GRADIENTS.format(out=tmp / "x", policy="restart", transport="ipc",
+def test_continue_with_tensor_parallelism_is_refused(tmp):
+    cfg = h.write_config(tmp, GRADIENTS.format(out=tmp / "x", policy="continue", transport="ipc",
                                                restarts=3)
-                         + "aggregation: {topology: ring}\n", "ring.yaml")
+                         .replace("shards: {count: 4}", "shards: {count: 1}")
+                         + "parallelism: {tensor: 2}\n", "tensor.yaml")
     r = h.run("validate", cfg)
-    assert r.code == 2 and "restart is not available with aggregation.topology ring yet" in r.stderr, r
+    assert r.code == 2 and "continue cannot work with parallelism.tensor > 1 and one model " \
+                           "replica" in r.stderr, r
 
 
 if __name__ == "__main__":
@@ -188,4 +190,4 @@ if __name__ == "__main__":
             test_restart_gives_up_after_max_restarts,
             test_continue_finishes_with_the_survivors,
             test_continue_in_parameters_mode_leaves_the_client_out,
-            test_policies_not_yet_available_are_refused])
+            test_continue_with_tensor_parallelism_is_refused])

@@ -84,16 +84,19 @@ def test_all_workers_join_from_outside(tmp):
 
 
 def test_some_workers_local_some_joined(tmp):
-    expected = local_model(tmp)
-    cfg = config(tmp, "mixed")
-    proc, endpoint = coordinator(cfg, "--expect-workers", "2", "--json")
-    workers = [worker(endpoint, r) for r in (2, 3)]
-    out, err = h.finish(proc, 60)
-    assert proc.returncode == 0, err
-    for w in workers:
-        h.finish(w, 20, "a worker")
-        assert w.returncode == 0
-    assert (tmp / "mixed" / "model.json").read_bytes() == expected
+    # The ring topology too: joined workers open peer listeners that the others reach.
+    for shards in ("shards: {count: 4}",
+                   "shards: {count: 4}\naggregation: {topology: ring}"):
+        expected = local_model(tmp, shards)
+        cfg = config(tmp, "mixed", shards)
+        proc, endpoint = coordinator(cfg, "--expect-workers", "2", "--json")
+        workers = [worker(endpoint, r) for r in (2, 3)]
+        out, err = h.finish(proc, 60)
+        assert proc.returncode == 0, err
+        for w in workers:
+            h.finish(w, 20, "a worker")
+            assert w.returncode == 0
+        assert (tmp / "mixed" / "model.json").read_bytes() == expected, shards
 
 
 def test_missing_rank_is_named(tmp):
@@ -136,6 +139,97 @@ def test_worker_says_which_address_failed(tmp):
     assert r.code == 3 and "no setup from the coordinator at tcp://127.0.0.1:" in r.stderr, r
     r = h.run("worker", "--connect", "tcp://no-such-host.invalid:5555", "--rank", "0", timeout=30)
     assert r.code == 2 and "cannot resolve host 'no-such-host.invalid'" in r.stderr, r
+
+
+CSV_CONFIG = """
+version: 1
+name: own-data
+seed: 5
+model: {{type: logistic_regression}}
+data: {{path: {path}}}
+shards: {{count: 3}}
+training: {{epochs: 3, batch_size: 50, optimizer: {{type: sgd, lr: 0.1}}}}
+transport: {{type: tcp, join_timeout_ms: 20000}}
+output: {{dir: {out}}}
+"""
+
+
+def test_worker_reads_its_own_copy_of_the_data(tmp):
+    r = h.run("gen", "logistic", "--rows", "900", "--features", "5", "--seed", "5")
+    assert r.code == 0, r
+    (tmp / "data.csv").write_text(r.stdout)
+    # The same rows saved another way (CRLF line ends): other byte offsets, same data.
+    (tmp / "copy.csv").write_bytes(r.stdout.replace("\n", "\r\n").encode())
+    lines = r.stdout.splitlines()
+    (tmp / "renamed.csv").write_text("\n".join([lines[0].replace("x2", "z2")] + lines[1:]) + "\n")
+    (tmp / "short.csv").write_text("\n".join(lines[:-5]) + "\n")
+    local = h.write_config(tmp, CSV_CONFIG.format(path=tmp / "data.csv", out=tmp / "local"), "l.yaml")
+    assert h.run("run", local).code == 0
+    cfg = h.write_config(tmp, CSV_CONFIG.format(path=tmp / "data.csv", out=tmp / "own"))
+    proc, endpoint = coordinator(cfg, "--expect-workers", "1")
+    w = worker(endpoint, 2, "--data", str(tmp / "copy.csv"))
+    out, err = h.finish(proc, 60)
+    assert proc.returncode == 0, err
+    h.finish(w, 20, "the worker")
+    assert w.returncode == 0
+    assert (tmp / "own" / "model.json").read_bytes() == (tmp / "local" / "model.json").read_bytes()
+
+    for bad, words in (("renamed.csv", "column 3 is 'z2' here and 'x2'"),
+                       ("short.csv", "it has 895 data rows, the coordinator's data has 900")):
+        proc, endpoint = coordinator(cfg, "--expect-workers", "1")
+        w = worker(endpoint, 2, "--data", str(tmp / bad))
+        out, err = h.finish(proc, 60)
+        _, werr = h.finish(w, 20, "the worker")
+        assert proc.returncode == 2 and words in err and "worker 2" in err, err
+        assert w.returncode == 2 and words in werr, werr
+
+
+LONG = """
+version: 1
+name: joined-restart
+seed: 7
+model: {{type: linear_regression}}
+data: {{synthetic: {{kind: linear, rows: 8000, features: 10, noise: 0.1}}}}
+shards: {{count: 4}}
+training: {{epochs: 12, batch_size: 32, optimizer: {{type: sgd, lr: 0.01, momentum: 0.9}}}}
+transport: {{type: tcp, join_timeout_ms: 20000}}
+fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 1000, on_worker_failure: {policy}}}
+output: {{dir: {out}, log_every: {{steps: 500}}}}
+"""
+
+
+def test_lost_joined_worker_restart_and_continue(tmp):
+    """A joined worker is SIGKILLed mid-run. restart: `run` cannot respawn it, so it waits for a
+    new `disttrain worker --rank 3` (a launcher's restart), which takes the rank over: the model
+    is the unfailed run's, bit for bit. continue: the run finishes without it."""
+    ref = h.write_config(tmp, LONG.format(policy="abort", out=tmp / "ref"), "ref.yaml")
+    assert h.run("run", ref).code == 0
+    expected = (tmp / "ref" / "model.json").read_bytes()
+    for policy in ("restart", "continue"):
+        out = tmp / policy
+        cfg = h.write_config(tmp, LONG.format(policy=policy, out=out), f"{policy}.yaml")
+        proc, endpoint = coordinator(cfg, "--expect-workers", "2")
+        joined = {r: worker(endpoint, r) for r in (2, 3)}
+        folder = out / "checkpoint"
+        h.wait_for(lambda: folder.exists() and any(p.name.startswith("step-") for p in folder.iterdir()),
+                   60, "the first checkpoint")
+        os.kill(joined[3].pid, signal.SIGKILL)
+        joined[3].communicate()
+        if policy == "restart":
+            joined[3] = worker(endpoint, 3)
+        out_text, err = h.finish(proc, 90)
+        assert proc.returncode == 0, err
+        # Not this process's child: found by its silence, or by its closed connection.
+        assert "worker 3 (pid" in err and ("sent no heartbeat" in err or
+                                           "cannot be reached" in err), err
+        for r, w in joined.items():
+            h.finish(w, 20, f"worker {r}")
+        if policy == "restart":
+            assert joined[3].returncode == 0
+            assert (out / "model.json").read_bytes() == expected
+        else:
+            assert b'"action": "continue"' in (out / "summary.json").read_bytes() or \
+                '"continue"' in (out / "summary.json").read_text()
 
 
 def launch(tmp, cfg, variables, size, extra=None):
@@ -198,5 +292,6 @@ def test_mpirun(tmp):
 if __name__ == "__main__":
     h.main([test_all_workers_join_from_outside, test_some_workers_local_some_joined,
             test_missing_rank_is_named, test_duplicate_rank_and_other_config_are_refused_by_name,
-            test_worker_says_which_address_failed, test_launcher_environments,
+            test_worker_says_which_address_failed, test_worker_reads_its_own_copy_of_the_data,
+            test_lost_joined_worker_restart_and_continue, test_launcher_environments,
             test_launcher_with_another_worker_count_exits_2, test_mpirun])

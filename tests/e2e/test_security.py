@@ -336,9 +336,11 @@ def attacked(tmp, out, security="none", keys=""):
 
 def test_strangers_leave_the_run_intact(tmp):
     err = attacked(tmp, "attacked")
-    # Each misbehaving peer is logged once, however often it misbehaved.
-    for identity in ("evil-trunc", "evil-size", "evil-version", "evil-job"):
+    # Each misbehaving peer is logged once, however often it misbehaved: by the transport for
+    # malformed frames; by the join wait and then by the training session for a wrong job id.
+    for identity in ("evil-trunc", "evil-size", "evil-version"):
         assert err.count(f"'{identity}'") == 1, f"{identity}:\n{err}"
+    assert 1 <= err.count("'evil-job'") <= 2, err
     assert "header frame is 12 bytes" in err and "protocol version 7" in err, err
     assert "exceeds" in err and "belongs to job 0000000000001234" in err, err
 

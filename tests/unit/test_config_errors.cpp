@@ -176,6 +176,12 @@ TEST_CASE("config errors: keys that conflict name both and what to use instead")
        "test.yaml:4:23: parallelism.tensor: tensor parallelism splits one model whose gradients "
        "are combined every step, so it needs aggregation.mode gradients, but the mode is async; "
        "use tensor: 1 with async"},
+      {with_header("shards: {count: 1}\nparallelism: {tensor: 2}\n"
+                   "fault_tolerance: {on_worker_failure: continue}\n"),
+       "test.yaml:5:38: fault_tolerance.on_worker_failure: continue cannot work with "
+       "parallelism.tensor > 1 and one model replica (shards.count 1): a lost worker's replica "
+       "is dropped whole, since its other slices cannot compute without it, and no replica "
+       "would be left; use restart (a replacement takes over the slice), or shards.count >= 2"},
       {with_header("aggregation: {topology: ring}\nparallelism: {tensor: 2}\n"),
        "test.yaml:4:23: parallelism.tensor: tensor parallelism is available with "
        "aggregation.topology star only, not ring; use topology star (or tensor: 1 with ring)"},

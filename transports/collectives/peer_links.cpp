@@ -65,13 +65,46 @@ void PeerLinks::set_endpoints(std::vector<std::string> endpoints) {
   endpoints_ = std::move(endpoints);
 }
 
+void PeerLinks::update_endpoints(std::vector<std::string> endpoints,
+                                 const std::vector<std::uint32_t>& replaced) {
+  if (endpoints_.empty()) return set_endpoints(std::move(endpoints));
+  if (endpoints.size() != endpoints_.size()) {
+    fail<TransportError>("peer links: {} endpoints for a job of {} ranks", endpoints.size(),
+                         endpoints_.size());
+  }
+  for (std::uint32_t r = 0; r < endpoints.size(); ++r) {
+    const bool renewed = std::find(replaced.begin(), replaced.end(), r) != replaced.end();
+    if (endpoints[r] == endpoints_[r] && !renewed) continue;
+    if (r == options_.rank) {
+      if (endpoints[r] == endpoints_[r]) continue;  // this member is the replacement
+      fail<TransportError>("peer links: rank {} was told another endpoint for itself ({})", r,
+                           endpoints[r]);
+    }
+    endpoints_[r] = std::move(endpoints[r]);
+    links_.erase(r);
+  }
+}
+
 std::string PeerLinks::describe(std::uint32_t rank) const {
   if (rank < endpoints_.size()) return fmt::format("rank {} ({})", rank, endpoints_[rank]);
   return fmt::format("rank {}", rank);
 }
 
-Ring& PeerLinks::ring(const std::vector<std::uint32_t>& members) {
-  if (auto it = rings_.find(members); it != rings_.end()) return *it->second;
+Ring& PeerLinks::ring(const std::vector<std::uint32_t>& members) { return ring(members, 0); }
+
+void PeerLinks::retire(const Ring& ring) {
+  begin(ring.id(), UINT64_MAX);
+  for (auto it = rings_.begin(); it != rings_.end(); ++it) {
+    if (it->second.get() == &ring) {
+      rings_.erase(it);
+      return;
+    }
+  }
+}
+
+Ring& PeerLinks::ring(const std::vector<std::uint32_t>& members, std::uint64_t epoch) {
+  auto key = std::make_pair(epoch, members);
+  if (auto it = rings_.find(key); it != rings_.end()) return *it->second;
   if (endpoints_.empty()) {
     fail<TransportError>("peer links of rank {}: no peer endpoints yet (the coordinator sends them "
                          "after every worker is ready)", options_.rank);
@@ -89,14 +122,14 @@ Ring& PeerLinks::ring(const std::vector<std::uint32_t>& members) {
     fail<TransportError>("rank {} cannot build a ring it is not a member of ({})", options_.rank,
                          fmt::join(members, ", "));
   }
-  auto ring = std::make_unique<Ring>(*this, members);
+  auto ring = std::make_unique<Ring>(*this, members, epoch);
   for (const auto& [other, r] : rings_) {
     if (r->id() == ring->id()) {
       fail<TransportError>("rings ({}) and ({}) hash to the same group id",
-                           fmt::join(other, ", "), fmt::join(members, ", "));
+                           fmt::join(other.second, ", "), fmt::join(members, ", "));
     }
   }
-  return *rings_.emplace(members, std::move(ring)).first->second;
+  return *rings_.emplace(std::move(key), std::move(ring)).first->second;
 }
 
 transport::Connection& PeerLinks::link(std::uint32_t to) {
@@ -205,6 +238,7 @@ PeerLinks::Pending PeerLinks::take(const ChunkKey& key, const ChunkPlace& place,
       return pending;
     }
     if (options_.on_wait) options_.on_wait();
+    if (interrupt_) interrupt_();
     const auto now = Clock::now();
     if (now >= deadline) {
       fail<TimeoutError>("{}: no message from {} within {} ms (collective {}, phase {}, chunk {})",

@@ -34,6 +34,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dt::collectives {
@@ -101,12 +102,30 @@ class PeerLinks {
   // first collective.
   void set_endpoints(std::vector<std::string> endpoints);
   [[nodiscard]] bool has_endpoints() const noexcept { return !endpoints_.empty(); }
+  // A group re-formed after members were replaced (ring re-form, core/modes/ring_reform.hpp):
+  // sets the endpoints when there are none yet; else, for each rank in `replaced` or whose
+  // endpoint changed, takes the new endpoint and drops the cached connection to the old
+  // process (what was queued there is lost: it belonged to the abandoned collective; an ipc
+  // replacement listens on the same path, a tcp one on a new port). The rank count must not
+  // change.
+  void update_endpoints(std::vector<std::string> endpoints,
+                        const std::vector<std::uint32_t>& replaced = {});
   [[nodiscard]] std::size_t world_size() const noexcept { return endpoints_.size(); }
 
   // The ring over `members` (ranks, in ring order; must include this member's rank, no
   // duplicates), made on first use and cached: every later call with the same list returns the
   // same Ring. TransportError for a bad member list or before set_endpoints.
   [[nodiscard]] Ring& ring(const std::vector<std::uint32_t>& members);
+  // The same for incarnation `epoch` of a group (a re-formed ring: epoch = the coordinator's
+  // generation). Its group id differs from every other epoch's, so chunks of an abandoned
+  // incarnation can never be taken for the new one; epoch 0 is ring(members).
+  [[nodiscard]] Ring& ring(const std::vector<std::uint32_t>& members, std::uint64_t epoch);
+  // Forgets `ring` (the reference dies): its messages waiting now are discarded, and any that
+  // arrive later are dropped as stale. For a collective abandoned midway.
+  void retire(const Ring& ring);
+  // Called with on_wait while a receive waits, until replaced (empty: none): the group's user
+  // ends a collective from here when the group is re-formed (throw from it).
+  void set_interrupt(std::function<void()> interrupt) { interrupt_ = std::move(interrupt); }
 
   // Building blocks for collectives. send_chunk queues one message to `to` (waits only when
   // the link is full, up to `timeout`); receive_chunk returns the values of the message `key`
@@ -143,7 +162,8 @@ class PeerLinks {
   std::map<std::uint32_t, std::unique_ptr<transport::Connection>> links_;
   std::map<ChunkKey, Pending> mailbox_;
   std::map<std::uint64_t, std::uint64_t> floor_;  // group -> oldest sequence still wanted
-  std::map<std::vector<std::uint32_t>, std::unique_ptr<Ring>> rings_;
+  std::map<std::pair<std::uint64_t, std::vector<std::uint32_t>>, std::unique_ptr<Ring>> rings_;
+  std::function<void()> interrupt_;
   wire::Message outgoing_;  // reused for every send: no allocation per chunk once warm
   std::uint64_t dropped_ = 0;
   bool warned_ = false;

@@ -29,7 +29,7 @@ struct Segment {
 
 }  // namespace
 
-std::uint64_t Ring::group_id(const std::vector<std::uint32_t>& members) {
+std::uint64_t Ring::group_id(const std::vector<std::uint32_t>& members, std::uint64_t epoch) {
   // FNV-1a over the member count and the ranks in order.
   std::uint64_t h = 0xcbf29ce484222325ULL;
   const auto mix = [&h](std::uint64_t v) {
@@ -40,11 +40,12 @@ std::uint64_t Ring::group_id(const std::vector<std::uint32_t>& members) {
   };
   mix(members.size());
   for (const auto m : members) mix(m);
+  if (epoch != 0) mix(epoch);
   return h;
 }
 
-Ring::Ring(PeerLinks& links, std::vector<std::uint32_t> members)
-    : links_(links), members_(std::move(members)), id_(group_id(members_)) {
+Ring::Ring(PeerLinks& links, std::vector<std::uint32_t> members, std::uint64_t epoch)
+    : links_(links), members_(std::move(members)), id_(group_id(members_, epoch)) {
   position_ = static_cast<std::size_t>(
       std::find(members_.begin(), members_.end(), links_.rank()) - members_.begin());
 }

@@ -29,12 +29,19 @@ struct RingStats {
   std::uint64_t values_sent = 0;      // doubles sent to the successor, over all all-reduces
   std::uint64_t values_received = 0;  // doubles received from the predecessor
   double seconds = 0;                 // wall time inside allreduce_sum (waits included)
+  RingStats& operator+=(const RingStats& other) noexcept {
+    allreduces += other.allreduces;
+    values_sent += other.values_sent;
+    values_received += other.values_received;
+    seconds += other.seconds;
+    return *this;
+  }
 };
 
 class Ring {
  public:
   // Made by PeerLinks::ring; `members` is checked there.
-  Ring(PeerLinks& links, std::vector<std::uint32_t> members);
+  Ring(PeerLinks& links, std::vector<std::uint32_t> members, std::uint64_t epoch = 0);
 
   [[nodiscard]] const std::vector<std::uint32_t>& members() const noexcept { return members_; }
   [[nodiscard]] std::size_t size() const noexcept { return members_.size(); }
@@ -49,8 +56,10 @@ class Ring {
   // ring is unusable (peers are mid-collective) and the run should end.
   void allreduce_sum(std::span<double> values);
 
-  // The id a group of these members has: a hash of the ordered member list.
-  [[nodiscard]] static std::uint64_t group_id(const std::vector<std::uint32_t>& members);
+  // The id a group of these members has: a hash of the ordered member list (and of the
+  // group's incarnation, when not 0: see PeerLinks::ring).
+  [[nodiscard]] static std::uint64_t group_id(const std::vector<std::uint32_t>& members,
+                                              std::uint64_t epoch = 0);
 
  private:
   PeerLinks& links_;

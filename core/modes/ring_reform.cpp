@@ -1,0 +1,92 @@
+#include "core/modes/ring_reform.hpp"
+
+#include "core/util/error.hpp"
+#include "core/util/log.hpp"
+
+#include <vector>
+
+namespace dt::modes {
+
+RingReformer::RingReformer(roles::CoordinatorSession& session, HandOver hand_over,
+                           roles::CoordinatorSession::LossHandler after)
+    : session_(session), hand_over_(std::move(hand_over)), after_(std::move(after)) {
+  const auto policy = session.config().fault_tolerance.on_worker_failure;
+  if (policy == config::FailurePolicy::kAbort) return;
+  active_ = true;
+  session.set_loss_handler([this](int rank, config::FailurePolicy action) {
+    if (on_loss_) on_loss_(rank, action);
+    if (action == config::FailurePolicy::kRestart) fresh_.insert(rank);
+    pending_ = true;
+    if (armed_) throw RingReform{};
+  });
+}
+
+RingReformer::~RingReformer() {
+  // After training the session's own handling serves (a replacement is sent the evaluation
+  // request again: it needs no replica state for that).
+  if (active_) session_.set_loss_handler(std::move(after_));
+}
+
+void RingReformer::reform(std::uint64_t step) {
+  for (;;) {
+    pending_ = false;
+    try {
+      const std::vector<int> members = session_.alive();
+      std::vector<int> fresh;
+      for (const int r : members) {
+        if (fresh_.contains(r)) fresh.push_back(r);
+      }
+      ++reforms_;
+      log::warn("{} over workers {} (generation {}); step {} is done again", wording_,
+                fmt::join(members, ", "), session_.generation(), step + 1);
+      protocol::Envelope reform{.type = protocol::Type::kRingReform, .step = step};
+      reform.fields = {{"members", members},
+                       {"fresh", fresh},
+                       {"endpoints", session_.peer_endpoints()}};
+      session_.broadcast(std::move(reform));
+      for (auto& f : session_.result().failures) {
+        if (!f.contains("reformed")) f["reformed"] = {{"members", members}, {"redone_step", step + 1}};
+      }
+      if (fresh.empty()) return;
+      if (hand_over_) {
+        hand_over_(fresh, step);
+      } else {
+        relay_state(fresh, step);
+      }
+      // Handed over: should one of them be lost later, its own replacement is fresh again.
+      for (const int r : fresh) fresh_.erase(r);
+      return;
+    } catch (const RingReform&) {
+      log::warn("another worker was lost while the ring re-formed; it re-forms again");
+    }
+  }
+}
+
+void RingReformer::relay_state(const std::vector<int>& fresh, std::uint64_t step) {
+  int source = -1;
+  for (const int r : session_.alive()) {
+    if (!fresh_.contains(r)) {
+      source = r;
+      break;
+    }
+  }
+  if (source < 0) {
+    fail<TrainingError>("every ring member was replaced before one could hand over the model: no "
+                        "replica holds the state of step {}",
+                        step);
+  }
+  session_.send_to(source, {.type = protocol::Type::kStateRequest, .step = step});
+  auto got = session_.gather_from(protocol::Type::kResumeState, {source});
+  if (got.empty() || !got.front().fields.value("available", false)) {
+    fail<TrainingError>("ring worker {} cannot hand over its state after step {} to the "
+                        "replacement of worker {}",
+                        source, step, fmt::join(fresh, ", "));
+  }
+  protocol::Envelope state = std::move(got.front());
+  state.rank = wire::kCoordinatorRank;
+  session_.broadcast(std::move(state), fresh);
+  log::info("worker {} handed its state after step {} to worker {}", source, step,
+            fmt::join(fresh, ", "));
+}
+
+}  // namespace dt::modes

@@ -1,0 +1,87 @@
+#pragma once
+// A ring that loses a member (fault_tolerance.on_worker_failure restart or continue) re-forms
+// and redoes the step it was in. The coordinator's half is here; the replicas' half is in
+// ring.cpp (RingMode::reform). Tensor parallelism (tensor.cpp) re-forms its groups the same
+// way, with another hand-over (the replacement is sent its slice setup; the coordinator holds
+// the parameters).
+//
+//   1. The session reports the loss (CoordinatorSession::set_loss_handler) once the rank is
+//      replaced (restart) or dropped from alive() (continue). The handler throws Reform, which
+//      unwinds the wait of the step (gather, broadcast) to the mode's step loop.
+//   2. reform(step) sends every member kRingReform: the step to go back to, the members (the
+//      ranks alive, ascending: with restart the same ring as before), every peer endpoint (a
+//      replacement has a new one) and the ranks that hold no state ("fresh": replacements).
+//      A replica stuck in the step's all-reduce sees the message while it waits on its peers
+//      (WorkerSession::poll_coordinator, about every 50 ms) and abandons the collective; every
+//      replica then goes back to its state before the step if it had finished it (each keeps
+//      the state before its latest step), and builds the ring of the new generation (a new
+//      group id: no chunk of the abandoned collective can be taken for the new one).
+//   3. With replacements, the hand-over: by default (the ring) the lowest-ranked member that is
+//      not fresh sends its state after `step` steps (kStateRequest -> kResumeState) and the
+//      coordinator relays it to them.
+//   4. The caller sends the step again. With restart the members, their order and their state
+//      are those of the lost attempt, so the sums and the model are bit-identical to a run
+//      without the failure; with continue the survivors' sum is divided by their rows.
+// A worker lost during a re-form starts it again (each loss uses a restart or a worker, so
+// this ends). Reform is not a dt::Error (nor a std::exception): no handler on the way catches
+// it by accident.
+
+#include "core/roles/coordinator.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace dt::modes {
+
+struct RingReform {};  // thrown by the loss handler; caught by the ring's step loop
+// Thrown on a worker from the peer links' wait (PeerLinks::set_interrupt) when the coordinator's
+// kRingReform has arrived: only the collective's caller catches it.
+struct GroupAbandoned {};
+
+class RingReformer {
+ public:
+  // What replacements need before the step is done again, after every member has the re-form
+  // message; it may wait on workers (a loss there starts the re-form again).
+  using HandOver = std::function<void(const std::vector<int>& fresh, std::uint64_t step)>;
+  // Sets the session's loss handler unless the policy is abort. Without `hand_over`, a
+  // replica's state is relayed (step 3); `after` becomes the session's loss handler once this
+  // object goes (none: the session's own handling).
+  explicit RingReformer(roles::CoordinatorSession& session, HandOver hand_over = {},
+                        roles::CoordinatorSession::LossHandler after = {});
+  ~RingReformer();
+  RingReformer(const RingReformer&) = delete;
+  RingReformer& operator=(const RingReformer&) = delete;
+
+  // While disarmed a loss is only noted (pending()); the caller re-forms before its next step.
+  // For waits that must not be cut short (dealing a lost worker's rows to the survivors).
+  void arm(bool armed) noexcept { armed_ = armed; }
+  [[nodiscard]] bool pending() const noexcept { return pending_; }
+  // Brings the members alive to their state after `step` steps over a ring of this generation
+  // (steps 2-3 above). Throws TrainingError when no replica holding the state is left.
+  void reform(std::uint64_t step);
+  [[nodiscard]] int reforms() const noexcept { return reforms_; }
+  // Called first for every loss the handler sees (tensor, continue: drop the lost rank's
+  // replica-mates).
+  void set_on_loss(roles::CoordinatorSession::LossHandler on_loss) { on_loss_ = std::move(on_loss); }
+  // How the log says it ("the ring re-forms", the default).
+  void set_wording(std::string wording) { wording_ = std::move(wording); }
+
+ private:
+  void relay_state(const std::vector<int>& fresh, std::uint64_t step);
+
+  roles::CoordinatorSession& session_;
+  HandOver hand_over_;
+  roles::CoordinatorSession::LossHandler after_;
+  roles::CoordinatorSession::LossHandler on_loss_;
+  bool active_ = false;
+  bool armed_ = true;
+  bool pending_ = false;
+  std::set<int> fresh_;  // replacements that have not received a replica's state yet
+  int reforms_ = 0;
+  std::string wording_ = "the ring re-forms";
+};
+
+}  // namespace dt::modes
