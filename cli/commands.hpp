@@ -3,6 +3,8 @@
 // it adds its options and returns, through `action`, what to run when it is chosen.
 // Commands parse arguments and print; the work is in core/.
 
+#include "transports/security.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -26,6 +28,7 @@ void add_eval(CLI::App& app, Action& action, const Globals& globals);
 void add_worker(CLI::App& app, Action& action, const Globals& globals);
 void add_gen(CLI::App& app, Action& action, const Globals& globals);
 void add_reference(CLI::App& app, Action& action, const Globals& globals);
+void add_keygen(CLI::App& app, Action& action, const Globals& globals);
 
 // A worker that joins a coordinator by itself (`disttrain worker --connect`, or a rank > 0 of
 // `disttrain run` under a launcher). job_id 0: learned from the coordinator.
@@ -37,6 +40,7 @@ struct JoinOptions {
   std::string data;         // its own copy of the data (--data); empty: the coordinator's path
   int join_timeout_ms = 60000;
   int log_level = -1;
+  transport::Security security;  // core/roles/keys.hpp: worker_keys()
 };
 [[nodiscard]] int run_joining_worker(const JoinOptions& join);
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -34,11 +35,29 @@ ExitStatus decode_status(int status) {
   return s;
 }
 
+// This process's environment with `changes` applied ("NAME=VALUE" sets, "NAME" removes).
+std::vector<std::string> child_environment(const std::vector<std::string>& changes) {
+  const auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const bool changed = std::any_of(changes.begin(), changes.end(), [&](const std::string& c) {
+      return name_of(c) == name_of(entry);
+    });
+    if (!changed) out.push_back(entry);
+  }
+  for (const auto& c : changes) {
+    if (c.find('=') != std::string::npos) out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 pid_t Launcher::spawn(int rank, const std::filesystem::path& program,
                       const std::vector<std::string>& args,
-                      const std::filesystem::path& log_path) {
+                      const std::filesystem::path& log_path,
+                      const std::vector<std::string>& environment) {
   // Everything the child needs is prepared before fork: after it, in a multi-threaded parent,
   // only async-signal-safe calls are allowed.
   std::vector<std::string> storage;
@@ -47,6 +66,10 @@ pid_t Launcher::spawn(int rank, const std::filesystem::path& program,
   std::vector<char*> argv;
   for (auto& s : storage) argv.push_back(s.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_storage = child_environment(environment);
+  std::vector<char*> envp;
+  for (auto& s : env_storage) envp.push_back(s.data());
+  envp.push_back(nullptr);
 
   const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) fail<IoError>("cannot create worker log {}: {}", log_path.string(), std::strerror(errno));
@@ -78,7 +101,7 @@ pid_t Launcher::spawn(int rank, const std::filesystem::path& program,
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     const char msg[] = "disttrain worker: exec failed\n";
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(127);

@@ -38,9 +38,12 @@ class Launcher {
   Launcher& operator=(const Launcher&) = delete;
 
   // Starts `program args...` as worker `rank`; IoError when fork or exec is impossible (an exec
-  // failure shows up as exit code 127 with the reason in the log).
+  // failure shows up as exit code 127 with the reason in the log). The child inherits this
+  // process's environment changed by `environment`: "NAME=VALUE" sets NAME, "NAME" removes it
+  // (keys go to workers this way, never on their command line).
   pid_t spawn(int rank, const std::filesystem::path& program, const std::vector<std::string>& args,
-              const std::filesystem::path& log_path);
+              const std::filesystem::path& log_path,
+              const std::vector<std::string>& environment = {});
 
   // Children that exited since the last call (reaped, never reported twice).
   [[nodiscard]] std::vector<ChildExit> poll();

@@ -215,6 +215,7 @@ Envelope make_setup(const Setup& s) {
               {"label_index", s.source.label_index},
               {"rows", s.source.rows}};
   if (!s.source.file.empty()) e.fields["file"] = s.source.file.string();
+  if (!s.peer_secret_key.empty()) e.fields["peer_key"] = s.peer_secret_key;
   std::vector<std::uint64_t> flat;
   flat.reserve(s.segments.size() * 4);
   for (const auto& seg : s.segments) {
@@ -234,6 +235,7 @@ Setup read_setup(const Envelope& e) {
   s.source.label_index = get<std::size_t>(e, "label_index");
   s.source.rows = get<std::uint64_t>(e, "rows");
   if (e.fields.contains("file")) s.source.file = get<std::string>(e, "file");
+  if (e.fields.contains("peer_key")) s.peer_secret_key = get<std::string>(e, "peer_key");
   const auto flat = u64s(e, 0);
   if (flat.size() % 4 != 0) fail<ProtocolError>("setup message: segment array is malformed");
   for (std::size_t i = 0; i < flat.size(); i += 4) {

@@ -120,6 +120,9 @@ struct Setup {
   std::string heartbeat_endpoint;
   data::SourceInfo source;  // csv index omitted: workers get byte offsets through segments
   std::vector<data::Segment> segments;
+  // transport.security curve: the secret of the run's peer-link key pair (core/roles/keys.hpp),
+  // sent only over the encrypted link; empty otherwise. Never logged.
+  std::string peer_secret_key;
 };
 [[nodiscard]] Envelope make_setup(const Setup& setup);
 [[nodiscard]] Setup read_setup(const Envelope& e);

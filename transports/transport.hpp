@@ -14,6 +14,7 @@
 // may return std::nullopt before its deadline when a signal interrupts the wait (EINTR), so that
 // the caller can look at its interrupt flag; callers loop on short waits anyway.
 
+#include "transports/security.hpp"
 #include "transports/wire.hpp"
 
 #include <chrono>
@@ -92,13 +93,23 @@ class Transport {
   // Two live connections with one identity: the newer takes the identity over.
   [[nodiscard]] virtual std::unique_ptr<Connection> connect(const std::string& endpoint,
                                                             const std::string& identity) = 0;
+  // A Transport like this one (kind, address, job id, ipc folder, size limit) but with other
+  // CURVE keys, and so its own context and ZAP handler: workers open their peer links on one,
+  // serving and trusting the job's peer key rather than their keys for the coordinator.
+  [[nodiscard]] virtual std::unique_ptr<Transport> with_security(const Security& security) const = 0;
 };
 
 struct TransportOptions {
   enum class Kind { kInproc, kIpc, kTcp } kind = Kind::kIpc;
   std::string tcp_address = "127.0.0.1:0";  // tcp: host:port to bind listeners on
   std::uint64_t job_id = 0;
+  // Larger messages are dropped (logged once per peer); ZeroMQ cuts off a peer that sends a
+  // frame beyond it before the frame is allocated.
   std::uint64_t max_payload = wire::kDefaultMaxPayload;
+  // transport.security curve: every link encrypted, every listener admits only the authorized
+  // client keys (ipc and tcp; inproc never leaves the process and ZeroMQ applies no
+  // mechanism to it).
+  Security security;
   // ipc only: put listeners' socket files in this existing folder, which its owner removes,
   // instead of a private temporary one removed with the Transport. Worker processes that listen
   // (peer links) use the coordinator's folder, so a worker killed outright leaves nothing behind.

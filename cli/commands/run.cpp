@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "core/config/config.hpp"
 #include "core/roles/coordinator.hpp"
+#include "core/roles/keys.hpp"
 #include "core/roles/resume.hpp"
 #include "core/run_output.hpp"
 #include "core/util/error.hpp"
@@ -141,6 +142,10 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
         join.config_hash = config::config_hash(config);
         join.join_timeout_ms = config.transport.join_timeout_ms;
         join.log_level = globals.log_level();
+        if (config.transport.security == config::SecurityMode::kCurve) {
+          join.security = roles::worker_keys(config.transport.secret_key,
+                                             config.transport.server_key, true);
+        }
         printed = true;  // a worker prints no summary
         return run_joining_worker(join);
       }
@@ -167,6 +172,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
   // no run folder behind, and neither does a checkpoint that does not fit.
   const auto plan = roles::make_plan(config);
+  const auto keys = roles::run_keys(config);
   roles::Checkpointer checkpointer(config, plan, config.output.dir);
   roles::RunResult result;
   if (args.resume) {
@@ -187,8 +193,8 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
     if (checkpointer.any_written()) result.checkpoint["last_step"] = checkpointer.last_written();
   };
   try {
-    result = roles::run_coordinator(config, plan,
-                                    {dir / "workers", globals.log_level(), &checkpointer}, &result);
+    result = roles::run_coordinator(
+        config, plan, {dir / "workers", globals.log_level(), &checkpointer, &keys}, &result);
     note_checkpoint();
   } catch (const Error& e) {
     note_checkpoint();

@@ -6,6 +6,7 @@
 #include "core/models/model.hpp"
 #include "core/modes/mode.hpp"
 #include "core/roles/coordinator.hpp"
+#include "core/roles/keys.hpp"
 #include "core/run_output.hpp"
 
 #include <fmt/format.h>
@@ -99,6 +100,7 @@ int validate(const ValidateArgs& args) {
   std::vector<config::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
   const auto config = config::load(args.config_path, overrides);
+  (void)roles::run_keys(config);  // key files readable, private, well-formed
   const auto plan = roles::make_plan(config);
   const auto task = config::task_of(config.model);
   const auto kind = data::label_kind(task);

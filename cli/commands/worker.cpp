@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "core/config/config.hpp"
+#include "core/roles/keys.hpp"
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
@@ -29,6 +30,8 @@ struct WorkerArgs {
   std::string job;
   std::string config_path;
   std::vector<std::string> sets;
+  std::string key;         // --key FILE: this worker's PREFIX.key
+  std::string server_key;  // --server-key FILE: the coordinator's PREFIX.pub
   int join_timeout_ms = 60000;
   std::string data;
   int log_level = -1;
@@ -79,6 +82,7 @@ int run_joining_worker(const JoinOptions& join) {
   if (join.log_level >= 0) log::set_level(static_cast<log::Level>(join.log_level));
   transport::TransportOptions options;
   options.job_id = join.job_id;
+  options.security = join.security;
   if (join.connect.starts_with("ipc://")) {
     options.kind = transport::TransportOptions::Kind::kIpc;
     // Listeners of this worker (peer links) go next to the coordinator's socket: its folder is
@@ -103,6 +107,10 @@ int run_joining_worker(const JoinOptions& join) {
     worker.startup_timeout = std::chrono::milliseconds(join.join_timeout_ms);
   }
   worker.config_hash = join.config_hash;
+  worker.curve = join.security.curve;
+  if (join.security.curve) {
+    log::info("CURVE: this worker's public key is {}", join.security.own.public_key);
+  }
   worker.data = join.data;
   return roles::run_worker(*transport, worker);
 }
@@ -123,13 +131,17 @@ int work(const WorkerArgs& args) {
                        args.job);
     }
   }
+  bool curve_required = false;
   if (!args.config_path.empty()) {
     std::vector<config::Override> overrides;
     for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
-    join.config_hash = config::config_hash(config::load(args.config_path, overrides));
+    const auto config = config::load(args.config_path, overrides);
+    join.config_hash = config::config_hash(config);
+    curve_required = config.transport.security == config::SecurityMode::kCurve;
   } else if (!args.sets.empty()) {
     fail<UsageError>("--set needs --config: a worker without one takes the coordinator's config");
   }
+  join.security = roles::worker_keys(args.key, args.server_key, curve_required);
   return run_joining_worker(join);
 }
 
@@ -150,6 +162,14 @@ void add_worker(CLI::App& app, Action& action, const Globals&) {
                   "differs (the worker trains with the coordinator's)");
   cmd->add_option("--set", args->sets, "with --config: the overrides the coordinator was given")
       ->type_name("KEY=VALUE");
+  cmd->add_option("--key", args->key,
+                  "transport.security curve: this worker's key pair, PREFIX.key of `disttrain "
+                  "keygen` (else $DISTTRAIN_SECRET_KEY); keys are never given on the command line")
+      ->type_name("FILE");
+  cmd->add_option("--server-key", args->server_key,
+                  "transport.security curve: the coordinator's public key file, its PREFIX.pub "
+                  "(else $DISTTRAIN_SERVER_KEY)")
+      ->type_name("FILE");
   cmd->add_option("--data", args->data,
                   "this worker's own copy of the run's CSV (same columns and rows), instead of "
                   "the coordinator's path")

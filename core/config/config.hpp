@@ -25,6 +25,7 @@ enum class MergeRule { kWeightedAverage, kAverage, kMedian, kTrimmedMean, kBest,
 enum class OptimizerState { kReset, kKeep };
 enum class OptimizerType { kSgd, kAdam };
 enum class TransportType { kInproc, kIpc, kTcp };
+enum class SecurityMode { kNone, kCurve };
 
 struct ModelConfig {
   ModelType type = ModelType::kLinearRegression;
@@ -112,6 +113,14 @@ struct TransportConfig {
   // remote_workers ranks join over tcp instead of being spawned; 0: every worker is local.
   int remote_workers = 0;
   int join_timeout_ms = 60000;  // how long the coordinator waits for every worker to join
+  // curve: every link encrypted and authenticated (transports/security.hpp). Key files are
+  // absolute paths, empty when not given; their content is read and checked when a run starts
+  // (config::load_security), not here: workers parse this config on hosts without those files.
+  SecurityMode security = SecurityMode::kNone;
+  std::filesystem::path secret_key;       // keys.secret: this process's PREFIX.key
+  std::filesystem::path authorized_keys;  // keys.authorized: the client keys the coordinator admits
+  std::filesystem::path server_key;       // keys.server: the coordinator's PREFIX.pub (workers)
+  std::uint64_t max_message_bytes = std::uint64_t{1} << 32;  // larger messages are dropped
 };
 
 enum class FailurePolicy { kAbort, kContinue, kRestart };
@@ -218,6 +227,7 @@ inline constexpr const char* kFaultOverride = "faults[]";
 [[nodiscard]] const char* name_of(OptimizerState v);
 [[nodiscard]] const char* name_of(OptimizerType v);
 [[nodiscard]] const char* name_of(TransportType v);
+[[nodiscard]] const char* name_of(SecurityMode v);
 [[nodiscard]] const char* name_of(FailurePolicy v);
 [[nodiscard]] const char* name_of(FaultAction v);
 

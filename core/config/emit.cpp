@@ -200,6 +200,16 @@ std::string to_yaml(const Config& c) {
   w.put("address", c.transport.address);
   w.put("remote_workers", c.transport.remote_workers);
   w.put("join_timeout_ms", c.transport.join_timeout_ms);
+  w.put("security", name_of(c.transport.security));
+  const auto& t = c.transport;
+  if (!t.secret_key.empty() || !t.authorized_keys.empty() || !t.server_key.empty()) {
+    w.begin("keys");
+    if (!t.secret_key.empty()) w.put("secret", t.secret_key.string());
+    if (!t.authorized_keys.empty()) w.put("authorized", t.authorized_keys.string());
+    if (!t.server_key.empty()) w.put("server", t.server_key.string());
+    w.end();
+  }
+  w.put("max_message_bytes", c.transport.max_message_bytes);
   w.end();
 
   w.begin("fault_tolerance");

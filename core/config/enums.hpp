@@ -34,6 +34,7 @@ inline constexpr std::array kOptimizerStates{OptimizerState::kReset, OptimizerSt
 inline constexpr std::array kOptimizerTypes{OptimizerType::kSgd, OptimizerType::kAdam};
 inline constexpr std::array kTransportTypes{TransportType::kInproc, TransportType::kIpc,
                                             TransportType::kTcp};
+inline constexpr std::array kSecurityModes{SecurityMode::kNone, SecurityMode::kCurve};
 inline constexpr std::array kFailurePolicies{FailurePolicy::kAbort, FailurePolicy::kContinue,
                                              FailurePolicy::kRestart};
 inline constexpr std::array kFaultActions{FaultAction::kKill, FaultAction::kHang,

@@ -147,6 +147,16 @@ const char* name_of(OptimizerType v) {
   return "?";
 }
 
+const char* name_of(SecurityMode v) {
+  switch (v) {
+    case SecurityMode::kNone:
+      return "none";
+    case SecurityMode::kCurve:
+      return "curve";
+  }
+  return "?";
+}
+
 const char* name_of(TransportType v) {
   switch (v) {
     case TransportType::kInproc:

@@ -29,7 +29,8 @@ std::vector<Key> build_keys() {
   using detail::kActivations, detail::kAggregationModes, detail::kModelTypes,
       detail::kNormalizations, detail::kOptimizerTypes, detail::kShardStrategies,
       detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes,
-      detail::kMergeRules, detail::kOptimizerStates, detail::kFailurePolicies, detail::kFaultActions;
+      detail::kSecurityModes, detail::kMergeRules, detail::kOptimizerStates,
+      detail::kFailurePolicies, detail::kFaultActions;
   return {
       // top level
       {"version", "integer", "", "required", "Schema version of this file; must be `1`."},
@@ -142,14 +143,29 @@ std::vector<Key> build_keys() {
        "`inproc`: workers are threads of one process; `ipc`: local processes; `tcp`: "
        "processes over TCP."},
       {"transport.address", "host:port", "127.0.0.1:0", "",
-       "Where the coordinator listens with `tcp`; port `0` picks a free port. Loopback only "
-       "(127.x.x.x or [::1]) until authentication exists."},
+       "Where the coordinator listens with `tcp`; port `0` picks a free port. Loopback "
+       "(127.x.x.x, [::1]) unless `security` is `curve`."},
       {"transport.remote_workers", "integer >= 0", "0", "",
        "Workers started by someone else (`disttrain worker --connect`, mpirun, srun): the last "
        "this many ranks join over `tcp` instead of being spawned by `run`."},
       {"transport.join_timeout_ms", "integer >= 1000", "60000", "",
        "How long the coordinator waits for every worker to join; the error names the ranks "
        "still missing."},
+      {"transport.security", one_of(kSecurityModes), "none", "",
+       "`curve`: every link (coordinator, servers, ring peers) encrypted with ZeroMQ CURVE and "
+       "only authorized client keys admitted; needed to listen beyond loopback. Local workers "
+       "get keys made for the run."},
+      {"transport.keys.secret", "path", "", "none",
+       "With `curve`: this process's key pair (`disttrain keygen PREFIX` writes PREFIX.key, "
+       "mode 600). Else `DISTTRAIN_SECRET_KEY`; else a key made for the run."},
+      {"transport.keys.authorized", "path", "", "none",
+       "With `curve`: the public keys the coordinator admits, one per line (`.pub` files "
+       "concatenated). Else `DISTTRAIN_AUTHORIZED_KEYS`."},
+      {"transport.keys.server", "path", "", "none",
+       "With `curve`, for workers started by a launcher: the coordinator's PREFIX.pub. Else "
+       "`DISTTRAIN_SERVER_KEY`."},
+      {"transport.max_message_bytes", "integer >= 1048576", "4294967296", "",
+       "Largest message accepted; a larger one is dropped and its sender logged once."},
       // fault_tolerance
       {"fault_tolerance.heartbeat_ms", "integer >= 10", "200", "",
        "Milliseconds between heartbeats."},

@@ -312,13 +312,19 @@ bool valid_address(const std::string& address) {
 }
 
 // Loopback only: 127.0.0.0/8 or [::1]. A training port open to the network would take
-// gradients from anyone until authentication (transport.security) exists.
+// gradients from anyone without authentication (transport.security: curve).
 bool loopback_host(const std::string& address) {
   const std::string host = address.substr(0, address.rfind(':'));
   return host.starts_with("127.") || host == "[::1]";
 }
 
-TransportConfig parse_transport(const Section& s) {
+void parse_keys(const Section& s, const fs::path& base_dir, TransportConfig& c) {
+  if (s.has("secret")) c.secret_key = resolve(base_dir, s.string("secret", ""));
+  if (s.has("authorized")) c.authorized_keys = resolve(base_dir, s.string("authorized", ""));
+  if (s.has("server")) c.server_key = resolve(base_dir, s.string("server", ""));
+}
+
+TransportConfig parse_transport(const Section& s, const fs::path& base_dir) {
   TransportConfig c;
   c.type = s.choice("type", c.type, kTransportTypes);
   c.address = s.string("address", c.address);
@@ -328,11 +334,30 @@ TransportConfig parse_transport(const Section& s) {
   }
   c.remote_workers = to_int(s.integer("remote_workers", c.remote_workers, 0, INT_MAX));
   c.join_timeout_ms = to_int(s.integer("join_timeout_ms", c.join_timeout_ms, 1000, INT_MAX));
-  if (!loopback_host(c.address)) {
-    s.fail("address", fmt::format("{} is not a loopback address; this version listens on "
-                                  "127.0.0.1 or [::1] only, because it has no authentication for "
-                                  "connections from other machines yet; use 127.0.0.1:PORT",
-                                  describe(s.node("address"))));
+  c.security = s.choice("security", c.security, kSecurityModes);
+  c.max_message_bytes = static_cast<std::uint64_t>(
+      s.integer("max_message_bytes", static_cast<std::int64_t>(c.max_message_bytes),
+                std::int64_t{1} << 20, INT64_MAX));
+  if (s.has("keys")) {
+    if (c.security != SecurityMode::kCurve) {
+      s.fail("keys", "key files are used with transport.security: curve; set it, or remove "
+                     "transport.keys");
+    }
+    parse_keys(s.section("keys"), base_dir, c);
+  }
+  if (c.security == SecurityMode::kCurve && c.type == TransportType::kInproc) {
+    s.fail("security", "curve protects links between processes, and with transport.type inproc "
+                       "the workers are threads of one process; use type ipc or tcp, or "
+                       "security: none");
+  }
+  if (!loopback_host(c.address) && c.security != SecurityMode::kCurve) {
+    s.fail("address",
+           fmt::format("{} is not a loopback address, and listening where other machines can "
+                       "connect needs authentication: set transport.security: curve, make key "
+                       "pairs with `disttrain keygen coordinator` and `disttrain keygen worker`, "
+                       "and give transport.keys: {{secret: coordinator.key, authorized: "
+                       "worker.pub}} (README: Security); or listen on 127.0.0.1:PORT",
+                       describe(s.node("address"))));
   }
   return c;
 }
@@ -459,7 +484,7 @@ Config build(const Section& root, const fs::path& base_dir) {
   c.aggregation = parse_aggregation(root.section("aggregation"));
   c.parallelism = parse_parallelism(root.section("parallelism"));
   c.training = parse_training(root.section("training"));
-  c.transport = parse_transport(root.section("transport"));
+  c.transport = parse_transport(root.section("transport"), base_dir);
   c.fault_tolerance = parse_fault_tolerance(root.section("fault_tolerance"));
   c.faults = parse_faults(root, c.seed);
   c.output = parse_output(root.section("output"), base_dir, c.name);

@@ -6,6 +6,7 @@
 
 #include "core/modes/mode.hpp"
 #include "core/roles/heartbeat.hpp"
+#include "core/roles/keys.hpp"
 #include "core/roles/resume.hpp"
 #include "core/roles/tensor_plan.hpp"
 #include "core/roles/worker_pool.hpp"
@@ -35,7 +36,8 @@ std::uint64_t new_job_id() {
   return random::hash(static_cast<std::uint64_t>(now), static_cast<std::uint64_t>(::getpid()), 0, 0);
 }
 
-transport::TransportOptions transport_options(const config::Config& config, std::uint64_t job) {
+transport::TransportOptions transport_options(const config::Config& config, std::uint64_t job,
+                                              const RunKeys& keys) {
   transport::TransportOptions o;
   switch (config.transport.type) {
     case config::TransportType::kInproc: o.kind = transport::TransportOptions::Kind::kInproc; break;
@@ -44,6 +46,8 @@ transport::TransportOptions transport_options(const config::Config& config, std:
   }
   o.tcp_address = config.transport.address;
   o.job_id = job;
+  o.max_payload = config.transport.max_message_bytes;
+  o.security = keys.coordinator;
   return o;
 }
 
@@ -187,6 +191,18 @@ std::vector<Joined> wait_for_hellos(transport::Listener& listener, WorkerPool& p
   }
 }
 
+// Whole parameter vectors cross the network in one message: a limit below that would drop
+// every one of them, which is better said now than found out by a timeout.
+void check_message_size(const config::Config& config, std::size_t parameters) {
+  constexpr std::uint64_t kSlack = 65536;  // the other fields of the message
+  const std::uint64_t needed = static_cast<std::uint64_t>(parameters) * sizeof(double) + kSlack;
+  if (config.transport.max_message_bytes < needed) {
+    fail<ConfigError>("transport.max_message_bytes is {}, but this model's {} parameters need "
+                      "messages of {} bytes; raise it to at least {}",
+                      config.transport.max_message_bytes, parameters, needed, needed);
+  }
+}
+
 // Merges the workers' statistics in rank order: the normalization and the class list are
 // functions of ALL training rows, identical in every process.
 protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
@@ -243,16 +259,28 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   const auto kind = data::label_kind(task);
 
   const std::uint64_t job = new_job_id();
-  auto transport = transport::make_zmq_transport(transport_options(config, job));
+  const RunKeys keys = options.keys != nullptr ? *options.keys : run_keys(config);
+  auto transport = transport::make_zmq_transport(transport_options(config, job, keys));
   auto listener = transport->listen("coord");
   HeartbeatServer heartbeat(*transport, job, ranks);
   log::info("listening on {} (heartbeats on {})", listener->endpoint(), heartbeat.endpoint());
+  if (keys.coordinator.curve) {
+    log::info("transport.security curve: every link encrypted; the coordinator's public key is "
+              "{}, {} client key{} admitted",
+              keys.coordinator.own.public_key, keys.coordinator.authorized.size(),
+              keys.coordinator.authorized.size() == 1 ? "" : "s");
+  }
 
   std::unique_ptr<WorkerPool> pool;
   if (config.transport.type == config::TransportType::kInproc) {
     pool = make_thread_pool(*transport, job);
   } else {
-    pool = make_process_pool({self_executable(), options.worker_log_dir, job, options.log_level});
+    // Keys inherited from this process's environment are not the workers' own: only the run's.
+    std::vector<std::string> environment = {kSecretKeyEnv, kServerKeyEnv, kAuthorizedKeysEnv};
+    environment.insert(environment.end(), keys.child_environment.begin(),
+                       keys.child_environment.end());
+    pool = make_process_pool(
+        {self_executable(), options.worker_log_dir, job, options.log_level, environment});
   }
   // The last remote_workers ranks are started by someone else and join by themselves.
   const int first_remote = ranks - config.transport.remote_workers;
@@ -290,6 +318,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       protocol::Setup setup{config_yaml, heartbeat.endpoint(), source_for(plan, rank),
                             plan.segments[rank]};
       setup.source.csv.reset();  // workers seek by the byte offsets in their segments
+      setup.peer_secret_key = keys.peer.secret_key;
       setups.push_back(protocol::make_setup(setup));
       listener->send(peers[rank], protocol::encode(setups.back(), job),
                      deadline_in(kSendDeadline));
@@ -331,6 +360,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
                                           static_cast<int>(plan.source.features.size()),
                                           static_cast<int>(finalize.classes.size())}));
     params.assign(session.model().parameter_count(), 0.0);
+    check_message_size(config, params.size());
     session.model().init(params, config.seed);
     session.share_peer_endpoints(session.gather(protocol::Type::kReady));
 

@@ -37,6 +37,7 @@ namespace dt::roles {
 
 class Checkpointer;
 class HeartbeatServer;
+struct RunKeys;
 class WorkerPool;
 
 struct LogRow {
@@ -133,6 +134,9 @@ struct CoordinatorOptions {
   // Writes the run's checkpoints and restores a resumed run (core/roles/resume.hpp); none: no
   // checkpoints.
   Checkpointer* checkpointer = nullptr;
+  // transport.security curve: the keys run_keys() read (so that `run` checks them before it
+  // makes the run folder); null: read them here.
+  const RunKeys* keys = nullptr;
 };
 
 // Trains. Throws dt::Error subclasses on failure; `partial` (if given) receives what was done

@@ -2,6 +2,7 @@
 
 #include "core/models/optim.hpp"
 #include "core/roles/heartbeat.hpp"
+#include "core/roles/drop_log.hpp"
 #include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
@@ -126,6 +127,7 @@ ServerStats ParameterServer::stats() const {
 void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
   log::set_thread_prefix(fmt::format("server {}", options_.index));
   listener_ = listener.get();
+  DropLog drops;  // strangers' and malformed messages: a warning once per peer
   try {
     while (!stop_.load()) {
       beat_ms_.store(steady_ms());
@@ -140,13 +142,13 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
       try {
         e = protocol::decode(in->message, options_.job_id);
       } catch (const ProtocolError& err) {
-        log::warn("dropped a message from '{}': {}", in->peer, err.what());
+        drops.drop(in->peer, err.what());
         continue;
       }
       if (e.rank >= static_cast<std::uint32_t>(options_.workers) ||
           in->peer != protocol::peer_name(e.rank)) {
-        log::warn("dropped a {} message from '{}' claiming rank {}", protocol::name_of(e.type),
-                  in->peer, e.rank);
+        drops.drop(in->peer, fmt::format("a {} message claiming rank {}",
+                                         protocol::name_of(e.type), e.rank));
         continue;
       }
       if (injected_fault(e)) break;

@@ -3,6 +3,7 @@
 #include "core/modes/mode.hpp"
 #include "core/roles/coordinator.hpp"
 #include "core/roles/heartbeat.hpp"
+#include "core/roles/keys.hpp"
 #include "core/roles/peers.hpp"
 #include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
@@ -66,9 +67,17 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
                              options.endpoint, silent, timeout_ms);
       }
     } else if (Clock::now() >= startup_deadline) {
-      fail<TimeoutError>("no setup from the coordinator at {} within {} ms: nothing answered "
-                         "there; is the coordinator running, and is that its address and port?",
-                         options.endpoint, options.startup_timeout.count());
+      fail<TimeoutError>(
+          "no setup from the coordinator at {} within {} ms: nothing answered there; is the "
+          "coordinator running, and is that its address and port?{}",
+          options.endpoint, options.startup_timeout.count(),
+          options.curve ? " This worker uses CURVE keys: does the coordinator use "
+                          "transport.security curve, is --server-key (or $DISTTRAIN_SERVER_KEY) "
+                          "its public key, and is this worker's public key among its "
+                          "transport.keys.authorized? (It logs keys it refuses.)"
+                        : " If the coordinator uses transport.security curve, give this worker "
+                          "--key and --server-key (or $DISTTRAIN_SECRET_KEY and "
+                          "$DISTTRAIN_SERVER_KEY).");
     }
   }
 }
@@ -89,7 +98,12 @@ protocol::Envelope await_setup(transport::Connection& connection, WorkerOptions&
     } catch (const TimeoutError&) {
       if (Clock::now() >= deadline) throw;
     }
-    connection.send(hello, deadline_in(kSendDeadline));
+    try {
+      connection.send(hello, deadline_in(kHelloEvery));
+    } catch (const TimeoutError&) {
+      // No link to queue it on (a handshake the coordinator refused, say a CURVE key it does
+      // not admit): the wait above says what to check when its deadline passes.
+    }
   }
 }
 
@@ -195,9 +209,16 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     const auto model = models::make_model(
         {config.model, static_cast<int>(setup.source.features.size()),
          static_cast<int>(finalize.classes.size())});
+    // transport.security curve: peer links serve and trust the run's peer key (keys.hpp).
+    std::unique_ptr<transport::Transport> peer_transport;
+    if (!setup.peer_secret_key.empty() && needs_peer_links(config)) {
+      peer_transport = transport.with_security(peer_security(
+          {transport::public_key_of(setup.peer_secret_key), setup.peer_secret_key}));
+    }
     std::unique_ptr<collectives::PeerLinks> peers;
     if (needs_peer_links(config)) {
-      peers = open_peer_links(transport, options, heartbeat, config, setup_message.generation);
+      peers = open_peer_links(peer_transport ? *peer_transport : transport, options, heartbeat,
+                              config, setup_message.generation);
     }
     protocol::Envelope ready{.type = protocol::Type::kReady, .rank = options.rank};
     if (peers) ready.fields["peer_endpoint"] = peers->endpoint();

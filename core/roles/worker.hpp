@@ -50,6 +50,9 @@ struct WorkerOptions {
   // Before heartbeats run (the coordinator has not sent their endpoint yet) the wait for the
   // setup ends after this long.
   std::chrono::milliseconds startup_timeout{30000};
+  // Whether this worker connects with CURVE keys: a coordinator that refuses its key, or does
+  // not use CURVE, looks like silence from here, and the timeout says what to check.
+  bool curve = false;
 };
 
 // Whether a run's workers open peer links (core/roles/peers.hpp): aggregation.topology ring or

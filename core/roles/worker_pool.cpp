@@ -26,7 +26,8 @@ class ProcessPool final : public WorkerPool {
     const int n = starts_[rank]++;
     launcher_.spawn(rank, options_.program, args,
                     options_.log_dir /
-                        (n == 0 ? fmt::format("{}.log", rank) : fmt::format("{}.restart{}.log", rank, n)));
+                        (n == 0 ? fmt::format("{}.log", rank) : fmt::format("{}.restart{}.log", rank, n)),
+                    options_.environment);
   }
   void kill(int rank) override { launcher_.kill(rank); }
   std::vector<ChildExit> poll() override { return launcher_.poll(); }

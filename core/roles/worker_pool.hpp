@@ -44,6 +44,8 @@ struct ProcessPoolOptions {
   std::filesystem::path log_dir;  // workers/<rank>.log
   std::uint64_t job_id = 0;
   int log_level = 2;
+  // Changes to the workers' environment (Launcher::spawn): their keys (core/roles/keys.hpp).
+  std::vector<std::string> environment;
 };
 
 [[nodiscard]] std::unique_ptr<WorkerPool> make_process_pool(const ProcessPoolOptions& options);

@@ -37,7 +37,7 @@ bool write_fd(int fd, std::string_view content) noexcept {
   return true;
 }
 
-void write_atomic(const std::filesystem::path& path, std::string_view content) {
+void write_atomic(const std::filesystem::path& path, std::string_view content, unsigned mode) {
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // fmt rather than operator+: GCC 12 at -O3 reports a false -Wrestrict on the concatenation.
   std::string tmpl = (dir / fmt::format(".{}.tmp.XXXXXX", path.filename().string())).string();
@@ -48,7 +48,7 @@ void write_atomic(const std::filesystem::path& path, std::string_view content) {
   const std::filesystem::path tmp(name.data());
   try {
     write_fully(fd, content, tmp);
-    if (::fchmod(fd, 0644) != 0 || ::fsync(fd) != 0) {
+    if (::fchmod(fd, static_cast<mode_t>(mode)) != 0 || ::fsync(fd) != 0) {
       fail<IoError>("cannot sync {}: {}", tmp.string(), std::strerror(errno));
     }
   } catch (...) {

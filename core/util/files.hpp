@@ -9,7 +9,10 @@
 
 namespace dt::files {
 
-void write_atomic(const std::filesystem::path& path, std::string_view content);
+// `mode` applies from the first byte written (a secret key is never readable by others, even
+// half-written).
+void write_atomic(const std::filesystem::path& path, std::string_view content,
+                  unsigned mode = 0644);
 // Writes all of `content` to a file descriptor, retrying short writes and EINTR; false (errno
 // set) on an error. No allocation and no locks, so it is safe anywhere.
 [[nodiscard]] bool write_fd(int fd, std::string_view content) noexcept;

@@ -318,6 +318,8 @@ transport:
   address: 127.0.0.1:0
   remote_workers: 0
   join_timeout_ms: 60000
+  security: none
+  max_message_bytes: 4294967296
 fault_tolerance:
   heartbeat_ms: 200
   worker_timeout_ms: 3000

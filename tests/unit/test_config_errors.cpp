@@ -288,9 +288,22 @@ TEST_CASE("config errors: name, address and timeouts") {
        "test.yaml:3:22: transport.address: expected host:port with a port from 0 to 65535, got "
        "'::1:80'"},
       {with_header("transport: {address: '0.0.0.0:5555'}\n"),
-       "test.yaml:3:22: transport.address: '0.0.0.0:5555' is not a loopback address; this "
-       "version listens on 127.0.0.1 or [::1] only, because it has no authentication for "
-       "connections from other machines yet; use 127.0.0.1:PORT"},
+       "test.yaml:3:22: transport.address: '0.0.0.0:5555' is not a loopback address, and "
+       "listening where other machines can connect needs authentication: set "
+       "transport.security: curve, make key pairs with `disttrain keygen coordinator` and "
+       "`disttrain keygen worker`, and give transport.keys: {secret: coordinator.key, "
+       "authorized: worker.pub} (README: Security); or listen on 127.0.0.1:PORT"},
+      {with_header("transport: {keys: {secret: a.key}}\n"),
+       "test.yaml:3:19: transport.keys: key files are used with transport.security: curve; set "
+       "it, or remove transport.keys"},
+      {with_header("transport: {type: inproc, security: curve}\n"),
+       "test.yaml:3:37: transport.security: curve protects links between processes, and with "
+       "transport.type inproc the workers are threads of one process; use type ipc or tcp, or "
+       "security: none"},
+      {with_header("transport: {security: tls}\n"),
+       "test.yaml:3:23: transport.security: unknown value 'tls' (expected none or curve)"},
+      {with_header("transport: {max_message_bytes: 1000}\n"),
+       "test.yaml:3:32: transport.max_message_bytes: expected an integer >= 1048576, got 1000"},
       {with_header("transport: {remote_workers: 2}\n"),
        "test.yaml:3:29: transport.remote_workers: is 2, but workers on other hosts join over tcp "
        "and transport.type is ipc; set transport.type: tcp (or `disttrain run --listen "

@@ -3,6 +3,7 @@
 // outside transports/zmq/ includes this (core/ never sees ZeroMQ).
 
 #include "transports/transport.hpp"
+#include "transports/zmq/zap_handler.hpp"
 
 #include <zmq.hpp>
 
@@ -16,9 +17,12 @@ namespace dt::transport::zmq_detail {
 
 // The ZeroMQ context, shared by a Transport and every socket it made. zmq_ctx_term blocks until
 // every socket of the context is closed, so each socket holds a reference and the context goes
-// away with the last of them, whatever order the owners are destroyed in.
+// away with the last of them, whatever order the owners are destroyed in. With CURVE the
+// context's ZAP handler lives exactly as long: a listener never outlives the handler that
+// vets its clients (without one, ZeroMQ would admit every client key).
 struct Context {
   zmq::context_t context{1};
+  std::unique_ptr<ZapHandler> zap;  // declared after context: stopped before it is terminated
 };
 
 inline constexpr int kHighWaterMark = 1000;  // messages queued per peer before send waits

@@ -76,12 +76,46 @@ TcpAddress parse_tcp_address(const std::string& address) {
   return out;
 }
 
+// ZeroMQ takes a Z85 key as 41 bytes with its terminator (40 would be read as binary).
+void set_key(zmq::socket_t& socket, int option, const std::string& key) {
+  if (zmq_setsockopt(socket.handle(), option, key.c_str(), key.size() + 1) != 0) {
+    fail<TransportError>("cannot set a CURVE key: {}", zmq_strerror(zmq_errno()));
+  }
+}
+
+void check_security(const Security& security) {
+  if (!security.curve) return;
+  if (!is_key(security.own.secret_key) || !is_key(security.own.public_key)) {
+    fail<TransportError>("transport.security curve needs this process's key pair");
+  }
+  if (!security.server_key.empty() && !is_key(security.server_key)) {
+    fail<TransportError>("transport.security curve: the server key is not a CURVE public key");
+  }
+  for (const auto& key : security.authorized) {
+    if (!is_key(key)) fail<TransportError>("transport.security curve: an authorized key is not a "
+                                           "CURVE public key");
+  }
+}
+
+// How long a connection may take to complete its handshake before ZeroMQ drops it: a peer
+// that connects and says nothing (or too little) holds no resources for long.
+constexpr int kHandshakeMs = 10000;
+constexpr const char* kZapDomain = "disttrain";
+
 class ZmqTransport final : public Transport {
  public:
   explicit ZmqTransport(const TransportOptions& options)
       : options_(options), context_(std::make_shared<Context>()) {
     if (options_.kind == TransportOptions::Kind::kTcp) {
       tcp_ = parse_tcp_address(options_.tcp_address);
+    }
+    check_security(options_.security);
+    if (curve()) {
+      // Before any listener exists: ZeroMQ admits every client of a CURVE server whose
+      // context has no ZAP handler.
+      context_->zap = std::make_unique<zmq_detail::ZapHandler>(
+          context_->context, std::set<std::string>(options_.security.authorized.begin(),
+                                                   options_.security.authorized.end()));
     }
   }
 
@@ -92,6 +126,12 @@ class ZmqTransport final : public Transport {
     try {
       if (options_.kind == TransportOptions::Kind::kTcp && tcp_.host.starts_with('[')) {
         socket.raw().set(zmq::sockopt::ipv6, true);
+      }
+      socket.raw().set(zmq::sockopt::handshake_ivl, kHandshakeMs);
+      if (curve()) {
+        socket.raw().set(zmq::sockopt::curve_server, true);
+        set_key(socket.raw(), ZMQ_CURVE_SECRETKEY, options_.security.own.secret_key);
+        socket.raw().set(zmq::sockopt::zap_domain, kZapDomain);
       }
       socket.raw().bind(address);
     } catch (const zmq::error_t& e) {
@@ -124,6 +164,16 @@ class ZmqTransport final : public Transport {
     }
     Socket socket(context_, zmq::socket_type::dealer, options_.max_payload, identity);
     if (endpoint.starts_with("tcp://[")) socket.raw().set(zmq::sockopt::ipv6, true);
+    if (curve()) {
+      if (options_.security.server_key.empty()) {
+        fail<TransportError>("cannot connect to {}: transport.security curve needs the public "
+                             "key of the listener (the coordinator's .pub file)",
+                             endpoint);
+      }
+      set_key(socket.raw(), ZMQ_CURVE_SERVERKEY, options_.security.server_key);
+      set_key(socket.raw(), ZMQ_CURVE_PUBLICKEY, options_.security.own.public_key);
+      set_key(socket.raw(), ZMQ_CURVE_SECRETKEY, options_.security.own.secret_key);
+    }
     try {
       // Asynchronous: returns at once and (re)connects in the background; messages sent
       // meanwhile are queued.
@@ -135,8 +185,19 @@ class ZmqTransport final : public Transport {
     return zmq_detail::make_connection(std::move(socket));
   }
 
+  [[nodiscard]] std::unique_ptr<Transport> with_security(const Security& security) const override {
+    TransportOptions options = options_;
+    options.security = security;
+    return std::make_unique<ZmqTransport>(options);
+  }
+
  private:
   static constexpr std::string_view kSchemes[] = {"inproc://", "ipc://", "tcp://"};
+
+  // inproc never leaves the process, and ZeroMQ runs no security mechanism over it.
+  [[nodiscard]] bool curve() const noexcept {
+    return options_.security.curve && options_.kind != TransportOptions::Kind::kInproc;
+  }
 
   // The address to bind for `name`. Names are unique per Transport for inproc and ipc: ZeroMQ
   // silently replaces an ipc socket file that is in use, and a closed listener's file is
