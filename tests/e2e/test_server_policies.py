@@ -155,7 +155,11 @@ def test_async_continue_deals_the_rows_through_the_servers(tmp):
     assert all(steps > PER_WORKER for steps in agg["worker_steps"][:3]), agg["worker_steps"]
     # The run's updates are what the servers applied, and the log ends there, at the last epoch.
     assert agg["updates"] == s["steps"] == sum(agg["worker_steps"])
-    assert all(server["version"] == agg["updates"] for server in agg["servers"]), agg["servers"]
+    # A push the lost worker sent just before it died may have reached one server and not the
+    # other: it stays applied where it arrived (its step is not counted as done, as the other
+    # server lacks it), so a server may be one update ahead.
+    assert all(0 <= server["version"] - agg["updates"] <= 1 for server in agg["servers"]), \
+        agg["servers"]
     last = (out / "loss.csv").read_text().strip().splitlines()[-1].split(",")
     assert int(last[0]) == agg["updates"] and 59 < float(last[1]) <= 60, last
     assert close_to(s["final_loss"], clean["final_loss"]), (s["final_loss"], clean["final_loss"])

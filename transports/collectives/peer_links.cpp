@@ -154,11 +154,24 @@ void PeerLinks::send_chunk(std::uint32_t to, const ChunkKey& key, const ChunkPla
   auto& data = outgoing_.payload[1];
   data.resize(values.size_bytes());  // keeps its capacity: no allocation once warm
   if (!values.empty()) std::memcpy(data.data(), values.data(), values.size_bytes());
-  try {
-    link(to).send(outgoing_, deadline_in(options_.timeout));
-  } catch (Error& e) {
-    e.add_context(fmt::format("send to {}", describe(to)));
-    throw;
+  // A send waits only when the link is full (or has no peer yet): in slices, so that the
+  // owner's checks (coordinator lost, the collective abandoned) end it as they end a receive.
+  const auto deadline = transport::Clock::now() + options_.timeout;
+  for (;;) {
+    try {
+      link(to).send(outgoing_, std::min(deadline, deadline_in(kPollSlice)));
+      return;
+    } catch (TimeoutError& e) {
+      if (transport::Clock::now() >= deadline) {
+        e.add_context(fmt::format("send to {}", describe(to)));
+        throw;
+      }
+    } catch (Error& e) {
+      e.add_context(fmt::format("send to {}", describe(to)));
+      throw;
+    }
+    if (options_.on_wait) options_.on_wait();
+    if (interrupt_) interrupt_();
   }
 }
 
