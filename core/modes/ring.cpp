@@ -76,19 +76,9 @@ class RingMode final : public Mode {
     const bool validation = !session.plan().validation_rows.empty();
     session.start_clock();
     RingReformer reformer(session);
-    const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
-    std::uint64_t dealt_epoch = UINT64_MAX;  // the epoch whose start dealt lost workers' rows
     for (std::uint64_t step = session.first_step(); step < steps;) {
       try {
-        // Rows of workers lost under `continue` go to the survivors from the next epoch on
-        // (once per epoch start: a step done again after a re-form does not deal them twice).
-        if (step % per_epoch == 0 && dealt_epoch != step / per_epoch) {
-          reformer.arm(false);  // all or nothing: a loss meanwhile re-forms before the step
-          session.reassign_lost_rows(step / per_epoch);
-          reformer.arm(true);
-          dealt_epoch = step / per_epoch;
-        }
-        if (reformer.pending()) reformer.reform(step);
+        reformer.before_step(step, session.plan().steps_per_epoch);
         const std::uint64_t done = step + 1;
         // record_step evaluates the validation split on exactly these steps.
         const bool want_params = validation && (done % every == 0 || done == steps);

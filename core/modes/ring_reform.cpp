@@ -3,6 +3,7 @@
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace dt::modes {
@@ -87,6 +88,17 @@ void RingReformer::relay_state(const std::vector<int>& fresh, std::uint64_t step
   session_.broadcast(std::move(state), fresh);
   log::info("worker {} handed its state after step {} to worker {}", source, step,
             fmt::join(fresh, ", "));
+}
+
+void RingReformer::before_step(std::uint64_t step, std::uint64_t per_epoch) {
+  per_epoch = std::max<std::uint64_t>(1, per_epoch);
+  if (step % per_epoch == 0 && dealt_epoch_ != step / per_epoch) {
+    arm(false);  // all or nothing: a loss meanwhile re-forms before the step
+    session_.reassign_lost_rows(step / per_epoch);
+    arm(true);
+    dealt_epoch_ = step / per_epoch;
+  }
+  if (pending()) reform(step);
 }
 
 }  // namespace dt::modes

@@ -63,6 +63,10 @@ class RingReformer {
   // (steps 2-3 above). Throws TrainingError when no replica holding the state is left.
   void reform(std::uint64_t step);
   [[nodiscard]] int reforms() const noexcept { return reforms_; }
+  // Before each step: at an epoch start, the rows of workers lost under `continue` go to the
+  // survivors (once per epoch: a step done again after a re-form does not deal them twice),
+  // then a pending re-form is done. `per_epoch`: the plan's steps per epoch.
+  void before_step(std::uint64_t step, std::uint64_t per_epoch);
   // Called first for every loss the handler sees (tensor, continue: drop the lost rank's
   // replica-mates).
   void set_on_loss(roles::CoordinatorSession::LossHandler on_loss) { on_loss_ = std::move(on_loss); }
@@ -81,6 +85,7 @@ class RingReformer {
   bool pending_ = false;
   std::set<int> fresh_;  // replacements that have not received a replica's state yet
   int reforms_ = 0;
+  std::uint64_t dealt_epoch_ = UINT64_MAX;  // the epoch whose start dealt lost workers' rows
   std::string wording_ = "the ring re-forms";
 };
 

@@ -128,20 +128,12 @@ class TensorMode final : public CoordinatorOptimizerMode {
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     const std::uint64_t steps = session.total_steps();
-    const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
-    std::uint64_t dealt_epoch = UINT64_MAX;  // as in ring.cpp: once per epoch start
     std::vector<const protocol::Envelope*> by_rank(static_cast<std::size_t>(ranks));
     session.start_clock();
     // A step is sent again whole after a re-form: the parameters have not moved.
     while (step < steps) {
       try {
-        if (step % per_epoch == 0 && dealt_epoch != step / per_epoch) {
-          reformer.arm(false);  // all or nothing: a loss meanwhile re-forms before the step
-          session.reassign_lost_rows(step / per_epoch);
-          reformer.arm(true);
-          dealt_epoch = step / per_epoch;
-        }
-        if (reformer.pending()) reformer.reform(step);
+        reformer.before_step(step, session.plan().steps_per_epoch);
         for (int t = 0; t < tensor; ++t) {
           const auto ut = static_cast<std::size_t>(t);
           slices[ut]->gather(params, slice_params[ut]);
