@@ -279,7 +279,7 @@ def test_mpirun(tmp):
         return
     expected = local_model(tmp)
     cfg = config(tmp, "mpi", shards="")
-    env = dict(os.environ, MASTER_PORT=str(free_port()), OMPI_MCA_plm_rsh_agent="",
+    env = dict(os.environ, MASTER_PORT=str(free_port()), OMPI_MCA_plm="isolated",
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     proc = subprocess.Popen([mpirun, "--oversubscribe", "-np", "5", "-x", "MASTER_PORT",
                              h.binary(), "run", str(cfg)], env=env, stdout=subprocess.PIPE,
