@@ -313,6 +313,8 @@ class CoordinatorSession {
   // wait in stash_ for the gather they belong to.
   [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
                                               transport::Clock::time_point deadline);
+  // Ends `rank`'s worker at once: this process's child is killed, a joined one told to stop.
+  void end_worker(int rank);
   // Whether `in` is the hello of a worker joining by itself to take `rank`.
   [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
   [[nodiscard]] std::chrono::milliseconds join_timeout(int rank) const;

@@ -42,10 +42,10 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
     failure["action"] = "abort";
     result_.failures.push_back(std::move(failure));
     // At once: a hung (stopped) worker would sit out the SIGTERM grace of stopping the others.
-    pool_.kill(rank);
+    end_worker(rank);
     throw TrainingError(line);
   }
-  pool_.kill(rank);  // a hung worker must not come back to life in the middle of the run
+  end_worker(rank);  // a hung worker must not come back to life in the middle of the run
   heartbeat_.forget(rank);
   ++generation_;
   if (policy == config::FailurePolicy::kRestart) {
@@ -93,6 +93,24 @@ std::chrono::milliseconds CoordinatorSession::join_timeout(int rank) const {
     return std::chrono::milliseconds(config_.transport.join_timeout_ms);
   }
   return kJoinTimeout;
+}
+
+void CoordinatorSession::end_worker(int rank) {
+  pool_.kill(rank);
+  if (rank < ranks() - config_.transport.remote_workers) return;
+  // A joined worker is no child of this process, and the heartbeat server still answers it:
+  // told to stop, one that was only slow or hung for a while does not train on beside its
+  // replacement (best effort: it may be gone).
+  try {
+    listener_.send(peer_of(rank),
+                   protocol::encode(protocol::make_error({"training",
+                                                          "gave this worker up (it was found "
+                                                          "lost); it stops",
+                                                          static_cast<int>(ExitCode::kTrainingFailed)}),
+                                    job_id_),
+                   deadline_in(kSendDeadline));
+  } catch (const TransportError&) {
+  }
 }
 
 bool CoordinatorSession::takes_rank(const transport::Incoming& in, int rank) const {
@@ -203,7 +221,7 @@ void CoordinatorSession::drop_worker(int rank, const std::string& cause) {
                               {"host", host},          {"cause", cause},
                               {"step", result_.steps}, {"message", line},
                               {"action", "continue"}});
-  pool_.kill(rank);
+  end_worker(rank);
   heartbeat_.forget(rank);
   alive_flag_[r] = false;
   std::erase(alive_, rank);

@@ -44,9 +44,10 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
                                 const HeartbeatClient* heartbeat, std::int64_t timeout_ms,
                                 Clock::time_point startup_deadline,
                                 std::uint64_t* joining = nullptr) {
+  bool last_look = false;  // the coordinator seemed silent once: one more, longer look
   for (;;) {
     check_cancel(options);
-    auto message = connection.receive(deadline_in(kPollSlice));
+    auto message = connection.receive(deadline_in(last_look ? kPollSlice * 4 : kPollSlice));
     if (message) {
       std::uint64_t job = options.job_id;
       if (joining != nullptr) {
@@ -61,7 +62,14 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
     }
     if (heartbeat != nullptr) {
       const auto silent = heartbeat->silent_ms();
-      if (silent > timeout_ms) {
+      // A worker that was itself stopped (SIGSTOP, a suspended VM) wakes with a stale heartbeat
+      // clock and the coordinator's messages still on their way in: it reads them first.
+      if (silent <= timeout_ms) {
+        last_look = false;
+      } else if (!last_look) {
+        last_look = true;
+        continue;
+      } else {
         fail<TransportError>("lost the coordinator at {}: no answer to heartbeats for {} ms "
                              "(fault_tolerance.worker_timeout_ms = {})",
                              options.endpoint, silent, timeout_ms);
@@ -278,6 +286,9 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
           session.send(std::move(ack));
           break;
         }
+        case protocol::Type::kError:  // the coordinator gave this (joined) worker up
+          (void)expect(message, protocol::Type::kStop);  // throws with its words
+          break;
         case protocol::Type::kStop: {
           auto report = protocol::make_report(session.report());
           report.rank = options.rank;

@@ -54,7 +54,8 @@ struct ProcessPoolOptions {
 // Ranks `first_remote` and up are started by someone else (`disttrain worker --connect`, a
 // launcher) and join by themselves: `local` runs the others. A joining rank is supervised by
 // heartbeats only: start (also for a replacement) just waits for it to join, kill cannot reach
-// it (it stops by itself once the coordinator stops answering it), its log is on its own host.
+// it (the session tells it to stop: CoordinatorSession::end_worker), its log is on its own
+// host.
 [[nodiscard]] std::unique_ptr<WorkerPool> with_remote_ranks(std::unique_ptr<WorkerPool> local,
                                                             int first_remote);
 

@@ -232,6 +232,31 @@ def test_lost_joined_worker_restart_and_continue(tmp):
                 '"continue"' in (out / "summary.json").read_text()
 
 
+def test_joined_worker_given_up_is_told_to_stop(tmp):
+    """A joined worker that hangs (SIGSTOP) is given up under continue; `run` cannot kill it,
+    so it tells it: once it wakes it reads that and stops, instead of training on."""
+    out = tmp / "given-up"
+    cfg = h.write_config(tmp, LONG.format(policy="continue", out=out), "given-up.yaml")
+    proc, endpoint = coordinator(cfg, "--expect-workers", "1")
+    w = worker(endpoint, 3)
+    folder = out / "checkpoint"
+    h.wait_for(lambda: folder.exists() and any(p.name.startswith("step-") for p in folder.iterdir()),
+               60, "the first checkpoint")
+    os.kill(w.pid, signal.SIGSTOP)
+    seen = []
+    while True:  # the run goes on without it; wake it while the coordinator still runs
+        line = proc.stderr.readline()
+        seen.append(line)
+        assert line, "".join(seen)
+        if "continuing with 3 workers" in line:
+            break
+    os.kill(w.pid, signal.SIGCONT)
+    _, werr = h.finish(w, 20, "the worker given up")
+    _, err = h.finish(proc, 90)
+    assert proc.returncode == 0, "".join(seen) + err
+    assert w.returncode == 3 and "gave this worker up" in werr, (w.returncode, werr)
+
+
 def launch(tmp, cfg, variables, size, extra=None):
     """Starts `disttrain run cfg` once per rank with a launcher's variables set."""
     port = free_port()
@@ -293,5 +318,6 @@ if __name__ == "__main__":
     h.main([test_all_workers_join_from_outside, test_some_workers_local_some_joined,
             test_missing_rank_is_named, test_duplicate_rank_and_other_config_are_refused_by_name,
             test_worker_says_which_address_failed, test_worker_reads_its_own_copy_of_the_data,
-            test_lost_joined_worker_restart_and_continue, test_launcher_environments,
+            test_lost_joined_worker_restart_and_continue,
+            test_joined_worker_given_up_is_told_to_stop, test_launcher_environments,
             test_launcher_with_another_worker_count_exits_2, test_mpirun])
