@@ -17,6 +17,7 @@
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 namespace dt::cli {
 namespace {
@@ -36,16 +37,31 @@ struct WorkerArgs {
 };
 
 // tcp://HOST:PORT: the host must resolve here, or the wait for the coordinator would only time
-// out without saying why. Returns this host's address on the route to it: the interface this
-// worker's own listeners (peer links) bind, so that the other workers reach them the same way.
-std::string check_resolves(const std::string& endpoint) {
+// out without saying why. A name may not resolve yet (a Kubernetes pod's DNS record appears
+// when the pod starts, and workers may start first): it is tried again until the join timeout,
+// and the failure is printed at once. Returns this host's address on the route to it: the
+// interface this worker's own listeners (peer links) bind, so that the other workers reach
+// them the same way.
+std::string check_resolves(const std::string& endpoint, int timeout_ms) {
   const std::string rest = endpoint.substr(6);
-  const auto colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+  const std::string port = net::port_of(rest);
+  if (rest.rfind(':') == std::string::npos || rest.rfind(':') == 0 || port.empty() ||
+      port.find_first_not_of("0123456789") != std::string::npos) {
     fail<UsageError>("--connect {}: expected tcp://HOST:PORT", endpoint);
   }
-  return net::route_address(net::host_of(rest), net::port_of(rest), "--connect " + endpoint)
-      .value_or("127.0.0.1");
+  const std::string what = "--connect " + endpoint;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (bool first = true;; first = false) {
+    try {
+      return net::route_address(net::host_of(rest), port, what).value_or("127.0.0.1");
+    } catch (const UsageError& e) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        fail<UsageError>("{} (tried for {} ms, --join-timeout-ms)", e.message(), timeout_ms);
+      }
+      if (first) log::warn("{}; trying again for {} ms", e.message(), timeout_ms);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
 }
 
 }  // namespace
@@ -63,7 +79,7 @@ int run_joining_worker(const JoinOptions& join) {
     options.ipc_dir = std::filesystem::path(join.connect.substr(6)).parent_path();
   } else if (join.connect.starts_with("tcp://")) {
     options.kind = transport::TransportOptions::Kind::kTcp;
-    const std::string route = check_resolves(join.connect);
+    const std::string route = check_resolves(join.connect, join.join_timeout_ms);
     if (join.advertise.empty()) {
       options.tcp_address = route + ":0";
     } else {
