@@ -67,6 +67,11 @@ class Connection {
   virtual void send(const wire::Message& message, Deadline deadline) = 0;
   [[nodiscard]] virtual std::optional<wire::Message> receive(Deadline deadline) = 0;
   [[nodiscard]] virtual const Counters& counters() const noexcept = 0;
+  // Why the listener refused this connection's handshake (a CURVE key it does not admit,
+  // security on one side only), in words; empty while it has not. A refused connection keeps
+  // retrying and never delivers anything, so a caller waiting for a first message asks this
+  // rather than wait out its timeout.
+  [[nodiscard]] virtual std::string refusal() { return {}; }
 };
 
 // A transport creates sockets. Threads of one process that use inproc endpoints must share one

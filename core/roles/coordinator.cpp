@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 
 namespace dt::roles {
 
@@ -317,12 +318,20 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   if (first_remote < ranks) {
     pool = with_remote_ranks(std::move(pool), first_remote);
     // The endpoints as resolved (a port 0 picked), so that a wrong interface shows at once.
+    // With curve a worker needs its key and this coordinator's public key (keygen's pair).
+    std::string key_flags;
+    if (keys.coordinator.curve) {
+      const auto& secret = config.transport.secret_key;
+      key_flags = fmt::format(" --key WORKER.key --server-key {}",
+                         secret.empty() ? std::string("COORDINATOR.pub")
+                                        : std::filesystem::path(secret).replace_extension(".pub").string());
+    }
     log::notice("listening on {} (heartbeats on {}); waiting for worker{} {} to join: "
-                "disttrain worker --connect {} --rank R",
+                "disttrain worker --connect {} --rank R{}",
                 listener->endpoint(), heartbeat.endpoint(), ranks - first_remote == 1 ? "" : "s",
                 first_remote + 1 == ranks ? std::to_string(first_remote)
                                           : fmt::format("{} to {}", first_remote, ranks - 1),
-                listener->endpoint());
+                listener->endpoint(), key_flags);
   }
   const std::string config_hash = config::config_hash(config);
   try {

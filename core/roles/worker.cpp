@@ -104,6 +104,17 @@ protocol::Envelope await_setup(transport::Connection& connection, WorkerOptions&
       return receive_from(connection, options, nullptr, 0, until,
                           joining ? &options.job_id : nullptr);
     } catch (const TimeoutError&) {
+      if (const std::string why = connection.refusal(); !why.empty()) {
+        fail<ConfigError>("the coordinator at {} refused this worker's connection: {}. {}",
+                          options.endpoint, why,
+                          options.curve
+                              ? "Check that --server-key (or $DISTTRAIN_SERVER_KEY) is the "
+                                "coordinator's public key and that this worker's public key is "
+                                "among its transport.keys.authorized"
+                              : "If the coordinator uses transport.security curve, give this "
+                                "worker --key and --server-key (or $DISTTRAIN_SECRET_KEY and "
+                                "$DISTTRAIN_SERVER_KEY)");
+      }
       if (Clock::now() >= deadline) throw;
     }
     try {

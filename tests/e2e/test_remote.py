@@ -289,6 +289,7 @@ def test_every_interface_advertised(tmp):
     assert endpoint.startswith("tcp://127.0.0.1:"), endpoint
     assert (f"bound to 0.0.0.0:{port}; other processes are told tcp://127.0.0.1:{port}"
             in proc.head), proc.head
+    assert f"--rank R --key WORKER.key --server-key {tmp / 'job.pub'}" in proc.head, proc.head
     workers = [worker(endpoint, r, *keys, "--advertise", "localhost", "--log-level", "3")
                for r in (1, 2)]
     out, err = h.finish(proc, 60)

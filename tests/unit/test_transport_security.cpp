@@ -84,7 +84,42 @@ std::optional<std::string> deliver(const Security& server, const Security& clien
   return std::nullopt;
 }
 
+// What a connection of `client` security learns of the listener's refusal within `patience`
+// (its refusal(): empty when none came), while the listener keeps receiving.
+template <class K>
+std::string refusal_of(const Security& server, const Security& client,
+                       std::chrono::milliseconds patience) {
+  auto server_options = options_for<K>(kJobId);
+  server_options.security = server;
+  auto client_options = options_for<K>(kJobId);
+  client_options.security = client;
+  auto listening = dt::transport::make_zmq_transport(server_options);
+  auto connecting = dt::transport::make_zmq_transport(client_options);
+  auto listener = listening->listen("coord");
+  auto connection = connecting->connect(listener->endpoint(), "w0");
+  const auto deadline = deadline_in(patience);
+  while (dt::transport::Clock::now() < deadline) {
+    (void)listener->receive(deadline_in(20ms));
+    (void)connection->receive(deadline_in(20ms));
+    if (auto why = connection->refusal(); !why.empty()) return why;
+  }
+  return {};
+}
+
 }  // namespace
+
+TEST_CASE_TEMPLATE("security curve: a refused connection learns why at once", K, Ipc, Tcp) {
+  const auto server = dt::transport::generate_key_pair();
+  const auto client = dt::transport::generate_key_pair();
+  const auto stranger = dt::transport::generate_key_pair();
+  const auto admitted = server_side(server, {client.public_key});
+  CHECK(refusal_of<K>(admitted, client_side(stranger, server.public_key), 5000ms) ==
+        "its CURVE key was refused (authentication status 400)");
+  CHECK(refusal_of<K>(admitted, Security{}, 5000ms) ==
+        "the two ends use different security (transport.security curve on one side only)");
+  // Admitted: nothing to report.
+  CHECK(refusal_of<K>(admitted, client_side(client, server.public_key), 500ms).empty());
+}
 
 TEST_CASE("security keys: a generated pair is valid and its public half derives from the secret") {
   const auto pair = dt::transport::generate_key_pair();

@@ -55,6 +55,7 @@ class ZmqConnection final : public Connection {
     return std::move(incoming->message);
   }
   [[nodiscard]] const Counters& counters() const noexcept override { return socket_.counters(); }
+  [[nodiscard]] std::string refusal() override { return socket_.refusal(); }
 
  private:
   Socket socket_;
@@ -176,6 +177,32 @@ void Socket::wait_writable(Deadline deadline) {
   }
 }
 
+void Socket::watch_handshakes() {
+  watch_ = std::make_unique<HandshakeWatch>(context_->context, socket_);
+}
+
+const std::string& Socket::refusal() {
+  if (watch_) {
+    using Kind = HandshakeWatch::Failure::Kind;
+    watch_->drain([&](const HandshakeWatch::Failure& f) {
+      if (is_router()) {
+        // Refused keys are logged by the ZAP handler, with the key; the rest once per kind.
+        const auto bit = 1U << static_cast<unsigned>(f.kind);
+        if (f.kind == Kind::kKeyRefused || (warned_handshakes_ & bit) != 0) return;
+        warned_handshakes_ |= bit;
+        log::warn("a connection to {} failed its handshake and was dropped: {} (further ones "
+                  "like it are not logged)",
+                  endpoint_, describe_failure(f));
+      } else if (refusal_.empty() &&
+                 (f.kind == Kind::kKeyRefused || f.kind == Kind::kOtherSecurity)) {
+        // Definite answers only: a closed connection may be a listener restarting.
+        refusal_ = describe_failure(f);
+      }
+    });
+  }
+  return refusal_;
+}
+
 std::optional<Incoming> Socket::receive(Deadline deadline) {
   for (;;) {
     auto frames = receive_frames(deadline);
@@ -196,14 +223,18 @@ std::optional<Incoming> Socket::receive(Deadline deadline) {
 
 std::optional<std::vector<zmq::message_t>> Socket::receive_frames(Deadline deadline) {
   for (;;) {
-    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    // A failed handshake wakes the wait too, so that it is reported when it happens.
+    zmq::pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
+                                {watch_ ? watch_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
+    const zmq::pollitem_t& item = items[0];
     try {
-      (void)zmq::poll(&item, 1, time_left(deadline));
+      (void)zmq::poll(items, watch_ ? 2 : 1, time_left(deadline));
     } catch (const zmq::error_t& e) {
       // A signal: return at once so the caller can look at its interrupt flag.
       if (e.num() == EINTR) return std::nullopt;
       fail<TransportError>("receive on {}: {}", endpoint_, e.what());
     }
+    if ((items[1].revents & ZMQ_POLLIN) != 0) (void)refusal();
     if ((item.revents & ZMQ_POLLIN) == 0) {
       if (Clock::now() >= deadline) return std::nullopt;
       continue;

@@ -3,6 +3,7 @@
 // outside transports/zmq/ includes this (core/ never sees ZeroMQ).
 
 #include "transports/transport.hpp"
+#include "transports/zmq/handshake_watch.hpp"
 #include "transports/zmq/zap_handler.hpp"
 
 #include <zmq.hpp>
@@ -41,6 +42,9 @@ class Socket {
   // A ROUTER backs a Listener; a DEALER backs a Connection and connects under `identity`.
   Socket(std::shared_ptr<Context> context, zmq::socket_type type, std::uint64_t max_payload,
          std::string identity = {});
+  Socket(Socket&&) = default;
+  // Assigning would close socket_ before watch_ stops watching it.
+  Socket& operator=(Socket&&) = delete;
 
   [[nodiscard]] zmq::socket_t& raw() noexcept { return socket_; }
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
@@ -52,6 +56,11 @@ class Socket {
   // The next well-formed message, or std::nullopt when the deadline passes or a signal
   // interrupts the wait. Incoming::peer is the sender's identity on a ROUTER, empty on a DEALER.
   [[nodiscard]] std::optional<Incoming> receive(Deadline deadline);
+
+  // Reports failed handshakes from now on (tcp and ipc; ZeroMQ runs none over inproc).
+  void watch_handshakes();
+  // A DEALER: why the listener refused its handshake, empty while it did not (Connection).
+  [[nodiscard]] const std::string& refusal();
 
  private:
   [[nodiscard]] bool is_router() const noexcept { return type_ == zmq::socket_type::router; }
@@ -72,6 +81,10 @@ class Socket {
   std::string endpoint_;
   Counters counters_;
   std::unordered_set<std::string> warned_;  // peers already warned about (bounded)
+  std::string refusal_;
+  unsigned warned_handshakes_ = 0;  // a ROUTER warns once per kind of failed handshake
+  // Declared last: stops watching before socket_ closes.
+  std::unique_ptr<HandshakeWatch> watch_;
 };
 
 [[nodiscard]] std::unique_ptr<Listener> make_listener(Socket socket);

@@ -134,6 +134,7 @@ class ZmqTransport final : public Transport {
         socket.raw().set(zmq::sockopt::zap_domain, kZapDomain);
       }
       socket.raw().bind(address);
+      if (options_.kind != TransportOptions::Kind::kInproc) socket.watch_handshakes();
     } catch (const zmq::error_t& e) {
       release(name, address);
       fail<TransportError>("cannot listen on {}: {}", address, e.what());
@@ -183,6 +184,7 @@ class ZmqTransport final : public Transport {
     try {
       // Asynchronous: returns at once and (re)connects in the background; messages sent
       // meanwhile are queued.
+      if (!endpoint.starts_with("inproc://")) socket.watch_handshakes();
       socket.raw().connect(endpoint);
     } catch (const zmq::error_t& e) {
       fail<TransportError>("cannot connect to {}: {}", endpoint, e.what());
