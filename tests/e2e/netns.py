@@ -65,10 +65,12 @@ def remove(ns, within=10.0):
     """Kills whatever runs in `ns` and deletes it (a namespace outlives its name while a
     process is still in it, so the processes go first)."""
     deadline = time.monotonic() + within
+    killed = set()
     while True:
         pids = pids_in(ns)
         if not pids or time.monotonic() > deadline:
             break
+        killed.update(pids)
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -76,7 +78,7 @@ def remove(ns, within=10.0):
                 pass
         time.sleep(0.05)
     ip("netns", "del", ns, check=False)
-    return pids
+    return killed
 
 
 def remove_stale():
@@ -119,6 +121,7 @@ class Hosts:
         self.procs = []
         self.links = {}
         self.made = []
+        self.killed = set()  # what teardown found still running in the namespaces
         self.hostname = {self.coord: "head"}
         self.hostname.update({ns: f"node{i}" for i, ns in enumerate(self.workers + self.spares)})
 
@@ -203,7 +206,7 @@ class Hosts:
                         pass
                     proc.wait(timeout=10)
             for ns in self.made:
-                remove(ns)
+                self.killed.update(remove(ns))
             left = [ns for ns in ours() if ns in self.made]
             assert not left, f"namespaces left behind: {left}"
         finally:

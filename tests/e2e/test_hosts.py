@@ -39,7 +39,7 @@ model: {{type: linear_regression}}
 data: {{synthetic: {{kind: linear, rows: 8000, features: 10, noise: 0.1}}}}
 shards: {{count: 4}}
 aggregation: {{topology: {topology}}}
-training: {{epochs: 8, batch_size: 32, optimizer: {{type: sgd, lr: 0.01, momentum: 0.9}}}}
+training: {{epochs: 20, batch_size: 32, optimizer: {{type: sgd, lr: 0.01, momentum: 0.9}}}}
 transport: {{type: tcp, security: curve, join_timeout_ms: {join},
             keys: {{secret: {keys}/coordinator.key, authorized: {keys}/workers.pub}}}}
 fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 1500, on_worker_failure: {policy}}}
@@ -107,7 +107,7 @@ def check_gone(net, before):
     assert not set(net.made) & set(netns.ours()), netns.ours()
     new = set(root_links()) - set(before)
     assert not new & {"br0", "eth0"} and not [n for n in new if n.startswith("veth")], new
-    h.assert_gone([p.pid for p in net.procs])
+    h.assert_gone([p.pid for p in net.procs] + sorted(net.killed))
 
 
 def root_links():
