@@ -197,6 +197,9 @@ class Hosts:
                                  + self.stderr(proc)[-3000:]) from None
 
     def __exit__(self, *exc):
+        # A second Ctrl-C or SIGTERM does not stop the teardown half-way (it is bounded).
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         try:
             for proc in self.procs:
                 if proc.poll() is None:
@@ -204,13 +207,18 @@ class Hosts:
                         os.killpg(proc.pid, signal.SIGKILL)
                     except OSError:
                         pass
+            for proc in self.procs:
+                try:
                     proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass  # its namespace stays: reported below
             for ns in self.made:
                 self.killed.update(remove(ns))
-            left = [ns for ns in ours() if ns in self.made]
-            assert not left, f"namespaces left behind: {left}"
         finally:
+            signal.signal(signal.SIGINT, interrupt)
             signal.signal(signal.SIGTERM, self._term)
+        left = [ns for ns in ours() if ns in self.made]
+        assert not left, f"namespaces left behind: {left} (ip netns pids NAME: what still runs there)"
 
 
 def _interrupt(signum, frame):
