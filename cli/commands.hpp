@@ -38,6 +38,7 @@ struct JoinOptions {
   std::uint64_t job_id = 0;
   std::string config_hash;  // of the config this worker read itself; empty: none
   std::string data;         // its own copy of the data (--data); empty: the coordinator's path
+  std::string advertise;    // tcp: the host its peers connect to; empty: its route address
   int join_timeout_ms = 60000;
   int log_level = -1;
   transport::Security security;  // core/roles/keys.hpp: worker_keys()

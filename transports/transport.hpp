@@ -102,6 +102,10 @@ class Transport {
 struct TransportOptions {
   enum class Kind { kInproc, kIpc, kTcp } kind = Kind::kIpc;
   std::string tcp_address = "127.0.0.1:0";  // tcp: host:port to bind listeners on
+  // tcp: the host other processes are told to connect to (Listener::endpoint()), when it is
+  // not the bound one: a listener on 0.0.0.0, or an address reached through another name.
+  // Empty: the bound address as ZeroMQ reports it.
+  std::string advertise;
   std::uint64_t job_id = 0;
   // Larger messages are dropped (logged once per peer); ZeroMQ cuts off a peer that sends a
   // frame beyond it before the frame is allocated.

@@ -8,6 +8,7 @@
 #include "core/run_output.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
+#include "core/util/net.hpp"
 #include "core/util/signals.hpp"
 #include "core/util/rendezvous.hpp"
 #include "core/util/text.hpp"
@@ -30,6 +31,7 @@ struct RunArgs {
   std::string resume_dir;   // --resume DIR: the run folder to continue (else output.dir)
   std::string listen;       // --listen HOST:PORT: tcp, where workers that join connect
   int expect_workers = -1;  // --expect-workers N: transport.remote_workers
+  std::string advertise;    // --advertise HOST: transport.advertise
 };
 
 // Under a launcher (rendezvous.hpp) every rank runs this same command line. The overrides
@@ -39,13 +41,31 @@ struct RunArgs {
 std::vector<config::Override> launcher_overrides(const rendezvous::Launch& launch,
                                                  const std::filesystem::path& config_path,
                                                  const std::vector<config::Override>& given) {
-  std::string host = launch.address.substr(0, launch.address.rfind(':'));
-  const std::string port = launch.address.substr(launch.address.rfind(':') + 1);
-  // A name ZeroMQ can bind: loopback by number.
-  if (host == "localhost") host = "127.0.0.1";
+  std::string host = net::host_of(launch.address);
+  const std::string port = net::port_of(launch.address);
   std::vector<config::Override> out = given;
   out.push_back({"transport.type", "tcp"});
-  out.push_back({"transport.address", host + ":" + port});
+  if (net::is_loopback(host)) {
+    // One host: loopback by number (the config's loopback check reads numbers).
+    out.push_back({"transport.address", (host == "localhost" ? "127.0.0.1" : host) + ":" + port});
+  } else {
+    // Rank 0 listens on every interface and tells the others MASTER_ADDR, the name they
+    // connect by. Binding MASTER_ADDR itself is the classic trap: on Debian a host's own name
+    // resolves to 127.0.1.1 in /etc/hosts, which no other host reaches.
+    if (config::load(config_path, given).transport.security != config::SecurityMode::kCurve) {
+      fail<ConfigError>("{}: the launcher's coordinator address {} ({}) is not loopback, and "
+                        "listening where other machines can connect needs authentication: set "
+                        "transport.security: curve with one key pair for the job (`disttrain "
+                        "keygen job`; transport.keys: {{secret: job.key, authorized: job.pub, "
+                        "server: job.pub}}; README: Security), or MASTER_ADDR=127.0.0.1 on one "
+                        "host",
+                        config_path.string(), host, launch.source);
+    }
+    out.push_back({"transport.address", (host.starts_with('[') ? "[::]:" : "0.0.0.0:") + port});
+    bool advertise_given = false;
+    for (const auto& o : given) advertise_given = advertise_given || o.key_path == "transport.advertise";
+    if (!advertise_given) out.push_back({"transport.advertise", host});
+  }
   const auto probe = config::load(config_path, out);
   out.push_back({"transport.remote_workers", std::to_string(launch.size - 1)});
   const int workers = config::worker_count(probe);
@@ -120,6 +140,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
     overrides.push_back({"transport.type", "tcp"});
     overrides.push_back({"transport.address", args.listen});
   }
+  if (!args.advertise.empty()) overrides.push_back({"transport.advertise", args.advertise});
   if (args.expect_workers >= 0) {
     if (args.listen.empty()) {
       fail<UsageError>("--expect-workers needs --listen HOST:PORT: the address the workers "
@@ -272,6 +293,10 @@ void add_run(CLI::App& app, Action& action, const Globals& globals) {
                   "listen on tcp HOST:PORT for workers that join (`disttrain worker --connect`); "
                   "sets transport.type tcp and transport.address")
       ->type_name("HOST:PORT");
+  cmd->add_option("--advertise", args->advertise,
+                  "the host name or address other hosts connect to, when not the one listened "
+                  "on (--listen 0.0.0.0:PORT, NAT); sets transport.advertise")
+      ->type_name("HOST");
   cmd->add_option("--expect-workers", args->expect_workers,
                   "with --listen: this many workers (the last ranks) join by themselves "
                   "(transport.remote_workers)")

@@ -8,18 +8,16 @@
 #include "core/roles/worker.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
+#include "core/util/net.hpp"
 #include "core/util/random.hpp"
 #include "transports/transport.hpp"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 namespace dt::cli {
 namespace {
@@ -34,45 +32,36 @@ struct WorkerArgs {
   std::string server_key;  // --server-key FILE: the coordinator's PREFIX.pub
   int join_timeout_ms = 60000;
   std::string data;
+  std::string advertise;  // --advertise HOST: what the other workers connect to
   int log_level = -1;
 };
 
 // tcp://HOST:PORT: the host must resolve here, or the wait for the coordinator would only time
-// out without saying why. Returns this host's address on the route to it: the interface this
-// worker's own listeners (peer links) bind, so that the other workers reach them the same way.
-std::string check_resolves(const std::string& endpoint) {
+// out without saying why. A name may not resolve yet (a Kubernetes pod's DNS record appears
+// when the pod starts, and workers may start first): it is tried again until the join timeout,
+// and the failure is printed at once. Returns this host's address on the route to it: the
+// interface this worker's own listeners (peer links) bind, so that the other workers reach
+// them the same way.
+std::string check_resolves(const std::string& endpoint, int timeout_ms) {
   const std::string rest = endpoint.substr(6);
-  const auto colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) {
+  const std::string port = net::port_of(rest);
+  if (rest.rfind(':') == std::string::npos || rest.rfind(':') == 0 || port.empty() ||
+      port.find_first_not_of("0123456789") != std::string::npos) {
     fail<UsageError>("--connect {}: expected tcp://HOST:PORT", endpoint);
   }
-  std::string host = rest.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(host.c_str(), rest.substr(colon + 1).c_str(), &hints, &found);
-      rc != 0) {
-    fail<UsageError>("--connect {}: cannot resolve host '{}': {}", endpoint, host,
-                     ::gai_strerror(rc));
-  }
-  // A datagram socket "connected" to the coordinator sends nothing; it only asks the kernel
-  // which local address the route uses.
-  std::string local = "127.0.0.1";
-  const int fd = ::socket(found->ai_family, SOCK_DGRAM, 0);
-  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
-    sockaddr_storage addr{};
-    socklen_t length = sizeof addr;
-    char text[INET6_ADDRSTRLEN] = {};
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0 &&
-        ::getnameinfo(reinterpret_cast<sockaddr*>(&addr), length, text, sizeof text, nullptr, 0,
-                      NI_NUMERICHOST) == 0) {
-      local = addr.ss_family == AF_INET6 ? fmt::format("[{}]", text) : std::string(text);
+  const std::string what = "--connect " + endpoint;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (bool first = true;; first = false) {
+    try {
+      return net::route_address(net::host_of(rest), port, what).value_or("127.0.0.1");
+    } catch (const UsageError& e) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        fail<UsageError>("{} (tried for {} ms, --join-timeout-ms)", e.message(), timeout_ms);
+      }
+      if (first) log::warn("{}; trying again for {} ms", e.message(), timeout_ms);
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  if (fd >= 0) ::close(fd);
-  ::freeaddrinfo(found);
-  return local;
 }
 
 }  // namespace
@@ -90,7 +79,15 @@ int run_joining_worker(const JoinOptions& join) {
     options.ipc_dir = std::filesystem::path(join.connect.substr(6)).parent_path();
   } else if (join.connect.starts_with("tcp://")) {
     options.kind = transport::TransportOptions::Kind::kTcp;
-    options.tcp_address = check_resolves(join.connect) + ":0";
+    const std::string route = check_resolves(join.connect, join.join_timeout_ms);
+    if (join.advertise.empty()) {
+      options.tcp_address = route + ":0";
+    } else {
+      // Told the name the others reach it by, which may not be an address of this host (NAT):
+      // every interface, advertised as that name.
+      options.tcp_address = route.starts_with('[') ? "[::]:0" : "0.0.0.0:0";
+      options.advertise = join.advertise;
+    }
   } else {
     fail<UsageError>("--connect expects ipc://PATH or tcp://HOST:PORT, got '{}'", join.connect);
   }
@@ -124,6 +121,14 @@ int work(const WorkerArgs& args) {
   join.log_level = args.log_level;
   join.join_timeout_ms = args.join_timeout_ms;
   join.data = args.data;
+  if (!args.advertise.empty()) {
+    if (!net::valid_host(args.advertise) || net::is_wildcard(args.advertise)) {
+      fail<UsageError>("--advertise {}: expected this host's name or address as the other "
+                       "workers reach it, without a port (an IPv6 address in brackets)",
+                       args.advertise);
+    }
+    join.advertise = args.advertise;
+  }
   if (!args.job.empty()) {
     const auto* end = args.job.data() + args.job.size();
     if (std::from_chars(args.job.data(), end, join.job_id, 16).ptr != end || join.job_id == 0) {
@@ -174,6 +179,10 @@ void add_worker(CLI::App& app, Action& action, const Globals&) {
                   "this worker's own copy of the run's CSV (same columns and rows), instead of "
                   "the coordinator's path")
       ->type_name("FILE");
+  cmd->add_option("--advertise", args->advertise,
+                  "the host name or address the other workers reach this one at (ring and "
+                  "tensor peer links), when not its address on the route to the coordinator")
+      ->type_name("HOST");
   cmd->add_option("--join-timeout-ms", args->join_timeout_ms,
                   "how long to wait for the coordinator to answer")
       ->check(CLI::Range(1000, 86400000));

@@ -109,6 +109,10 @@ struct TrainingConfig {
 struct TransportConfig {
   TransportType type = TransportType::kIpc;
   std::string address = "127.0.0.1:0";  // tcp only: host:port, port 0 picks a free port
+  // tcp: the host other processes are told to connect to, when not the bound one (a listener
+  // on 0.0.0.0, a name other hosts use). Empty: the bound host; for 0.0.0.0 the address of
+  // this host's default route, found when the run starts.
+  std::string advertise;
   // Workers started by someone else (`disttrain worker --connect`, a launcher): the last
   // remote_workers ranks join over tcp instead of being spawned; 0: every worker is local.
   int remote_workers = 0;

@@ -198,6 +198,7 @@ std::string to_yaml(const Config& c) {
   w.begin("transport");
   w.put("type", name_of(c.transport.type));
   w.put("address", c.transport.address);
+  if (!c.transport.advertise.empty()) w.put("advertise", c.transport.advertise);
   w.put("remote_workers", c.transport.remote_workers);
   w.put("join_timeout_ms", c.transport.join_timeout_ms);
   w.put("security", name_of(c.transport.security));
@@ -241,8 +242,24 @@ std::string to_yaml(const Config& c) {
 }
 
 std::string config_hash(const Config& config) {
+  // What the ranks must agree on is what they train. Where each process listens or what it
+  // is told to connect to, its key files, where the coordinator writes, and the folders the
+  // data files are in (each host has its own copy or mount; workers read the coordinator's
+  // paths or their own `--data` copy, checked against it) differ from host to host and are
+  // left out.
+  Config same = config;
+  same.transport.address.clear();
+  same.transport.advertise.clear();
+  same.transport.remote_workers = 0;
+  same.transport.join_timeout_ms = 0;
+  same.transport.secret_key.clear();
+  same.transport.authorized_keys.clear();
+  same.transport.server_key.clear();
+  same.output.dir.clear();
+  same.data.path = same.data.path.filename();
+  for (auto& file : same.shards.files) file = file.filename();
   std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : to_yaml(config)) {
+  for (const char c : to_yaml(same)) {
     h ^= static_cast<unsigned char>(c);
     h *= 0x100000001b3ULL;
   }

@@ -21,6 +21,14 @@ void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides, R
 // Faults that cannot hit (rank, inproc) and policies not available with the chosen mode.
 void check_fault_tolerance(const Section& root, const Config& c);
 
+// transport (sections_transport.cpp), and what it needs of the rest of the config.
+[[nodiscard]] TransportConfig parse_transport(const Section& s, const std::filesystem::path& base_dir);
+void check_transport(const Section& root, const Config& c);
+
+// `path` against `base_dir`, absolute and normal.
+[[nodiscard]] std::filesystem::path resolve(const std::filesystem::path& base_dir,
+                                            const std::string& path);
+
 // The validated Config from the top-level map; relative paths resolve against `base_dir`.
 [[nodiscard]] Config build(const Section& root, const std::filesystem::path& base_dir);
 

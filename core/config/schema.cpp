@@ -145,6 +145,10 @@ std::vector<Key> build_keys() {
       {"transport.address", "host:port", "127.0.0.1:0", "",
        "Where the coordinator listens with `tcp`; port `0` picks a free port. Loopback "
        "(127.x.x.x, [::1]) unless `security` is `curve`."},
+      {"transport.advertise", "host", "", "the bound host",
+       "With `tcp`: the name or address other hosts connect to, when not the bound one "
+       "(`address: 0.0.0.0:PORT`, NAT, several interfaces). For 0.0.0.0 without it: this "
+       "host's address on its default route. Printed at start."},
       {"transport.remote_workers", "integer >= 0", "0", "",
        "Workers started by someone else (`disttrain worker --connect`, mpirun, srun): the last "
        "this many ranks join over `tcp` instead of being spawned by `run`."},

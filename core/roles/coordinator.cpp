@@ -13,6 +13,7 @@
 #include "core/roles/timing.hpp"
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
+#include "core/util/net.hpp"
 #include "core/util/random.hpp"
 #include "core/util/signals.hpp"
 #include "transports/transport.hpp"
@@ -36,6 +37,25 @@ std::uint64_t new_job_id() {
   return random::hash(static_cast<std::uint64_t>(now), static_cast<std::uint64_t>(::getpid()), 0, 0);
 }
 
+// The host other processes are told to connect to: transport.advertise, else the bound one;
+// a listener on every interface (0.0.0.0) advertises this host's address on its default route.
+std::string advertised_host(const config::TransportConfig& transport) {
+  if (transport.type != config::TransportType::kTcp || !transport.advertise.empty()) {
+    return transport.advertise;
+  }
+  const std::string host = net::host_of(transport.address);
+  if (!net::is_wildcard(host)) return {};
+  const auto found = net::default_route_address(host.starts_with('['));
+  if (!found) {
+    fail<ConfigError>("transport.address {} listens on every interface, and this host has no "
+                      "default route to tell the other hosts its address by; set "
+                      "transport.advertise (`run --advertise HOST`) to the name or address they "
+                      "reach this host at",
+                      transport.address);
+  }
+  return *found;
+}
+
 transport::TransportOptions transport_options(const config::Config& config, std::uint64_t job,
                                               const RunKeys& keys) {
   transport::TransportOptions o;
@@ -45,6 +65,7 @@ transport::TransportOptions transport_options(const config::Config& config, std:
     case config::TransportType::kTcp: o.kind = transport::TransportOptions::Kind::kTcp; break;
   }
   o.tcp_address = config.transport.address;
+  o.advertise = advertised_host(config.transport);
   o.job_id = job;
   o.max_payload = config.transport.max_message_bytes;
   o.security = keys.coordinator;
@@ -264,6 +285,15 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   auto listener = transport->listen("coord");
   HeartbeatServer heartbeat(*transport, job, ranks);
   log::info("listening on {} (heartbeats on {})", listener->endpoint(), heartbeat.endpoint());
+  if (const auto& bound = config.transport.address;
+      config.transport.type == config::TransportType::kTcp &&
+      (!config.transport.advertise.empty() || net::is_wildcard(net::host_of(bound)))) {
+    log::notice("bound to {}:{}; other processes are told {} ({})", net::host_of(bound),
+                net::port_of(listener->endpoint()), listener->endpoint(),
+                config.transport.advertise.empty()
+                    ? "this host's address on its default route; --advertise HOST to choose"
+                    : "transport.advertise");
+  }
   if (keys.coordinator.curve) {
     log::info("transport.security curve: every link encrypted; the coordinator's public key is "
               "{}, {} client key{} admitted",

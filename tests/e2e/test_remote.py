@@ -22,14 +22,25 @@ model: {{type: logistic_regression}}
 data: {{synthetic: {{kind: logistic, rows: 3000, features: 6}}}}
 {shards}
 training: {{epochs: 4, batch_size: 64, optimizer: {{type: sgd, lr: 0.1}}}}
-transport: {{type: tcp, join_timeout_ms: {join}}}
+transport: {{type: tcp, join_timeout_ms: {join}{security}}}
 fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 1500}}
 output: {{dir: {out}}}
 """
 
 
-def config(tmp, out, shards="shards: {count: 4}", join=20000, name="config.yaml"):
-    return h.write_config(tmp, CONFIG.format(shards=shards, out=tmp / out, join=join), name)
+def config(tmp, out, shards="shards: {count: 4}", join=20000, name="config.yaml", security=""):
+    return h.write_config(tmp, CONFIG.format(shards=shards, out=tmp / out, join=join,
+                                             security=security), name)
+
+
+def job_keys(tmp):
+    """One key pair for the whole job (`disttrain keygen job`), as the config's transport keys:
+    listening beyond loopback needs curve."""
+    r = h.run("keygen", tmp / "job")
+    assert r.code == 0, r
+    key, pub = tmp / "job.key", tmp / "job.pub"
+    return (f", security: curve, keys: {{secret: {key}, authorized: {pub}, server: {pub}}}",
+            ["--key", str(key), "--server-key", str(pub)])
 
 
 def free_port():
@@ -38,10 +49,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def coordinator(cfg, *args, env=None):
+def coordinator(cfg, *args, env=None, listen="127.0.0.1:0"):
     """`run cfg --listen 127.0.0.1:0 ...` in the background; returns it and the endpoint it
-    printed (a port picked by the system: no race for a free port)."""
-    proc = subprocess.Popen([h.binary(), "run", str(cfg), "--listen", "127.0.0.1:0", *args],
+    printed (a port picked by the system: no race for a free port). proc.head: the lines it
+    printed up to there."""
+    proc = subprocess.Popen([h.binary(), "run", str(cfg), "--listen", listen, *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env=env)
     lines = []
@@ -53,6 +65,7 @@ def coordinator(cfg, *args, env=None):
         lines.append(line)
         m = re.search(r"worker --connect (tcp://\S+)", line)
         if m:
+            proc.head = "".join(lines)
             return proc, m.group(1)
     proc.kill()
     raise AssertionError("the coordinator printed no endpoint:\n" + "".join(lines))
@@ -124,8 +137,9 @@ def test_duplicate_rank_and_other_config_are_refused_by_name(tmp):
     _, err3 = h.finish(wrong, 30, "the worker with another config")
     assert wrong.returncode == 2, err3
     assert "config differs" in err3, err3
-    right = worker(endpoint, 3, "--config", str(cfg), "--set", "transport.remote_workers=2",
-                   "--set", "transport.address=127.0.0.1:0")
+    # The same file: where the coordinator listens (--listen, --expect-workers) is not part of
+    # the hash, so the worker needs no --set for it.
+    right = worker(endpoint, 3, "--config", str(cfg))
     out, err = h.finish(proc, 60)
     assert proc.returncode == 0, err
     for w in (first, right):
@@ -137,8 +151,13 @@ def test_worker_says_which_address_failed(tmp):
     r = h.run("worker", "--connect", f"tcp://127.0.0.1:{free_port()}", "--rank", "0",
               "--join-timeout-ms", "1000", timeout=30)
     assert r.code == 3 and "no setup from the coordinator at tcp://127.0.0.1:" in r.stderr, r
-    r = h.run("worker", "--connect", "tcp://no-such-host.invalid:5555", "--rank", "0", timeout=30)
-    assert r.code == 2 and "cannot resolve host 'no-such-host.invalid'" in r.stderr, r
+    # A name that does not resolve is said at once, and tried again until the join timeout
+    # (a pod's DNS name may appear after its workers start).
+    r = h.run("worker", "--connect", "tcp://no-such-host.invalid:5555", "--rank", "0",
+              "--join-timeout-ms", "1500", timeout=30)
+    assert r.code == 2, r
+    assert r.stderr.count("cannot resolve host 'no-such-host.invalid'") == 2, r
+    assert "trying again for 1500 ms" in r.stderr and "tried for 1500 ms" in r.stderr, r
 
 
 CSV_CONFIG = """
@@ -257,12 +276,47 @@ def test_joined_worker_given_up_is_told_to_stop(tmp):
     assert w.returncode == 3 and "gave this worker up" in werr, (w.returncode, werr)
 
 
-def launch(tmp, cfg, variables, size, extra=None):
+def test_every_interface_advertised(tmp):
+    """--listen 0.0.0.0:PORT binds every interface; the coordinator's other listeners and a
+    joined worker's ring links are announced by the names given with --advertise."""
+    shards = "shards: {count: 3}\naggregation: {topology: ring}"
+    expected = local_model(tmp, shards)
+    security, keys = job_keys(tmp)
+    cfg = config(tmp, "advertised", shards, security=security)
+    proc, endpoint = coordinator(cfg, "--expect-workers", "2", "--advertise", "127.0.0.1",
+                                 listen="0.0.0.0:0")
+    port = endpoint.rsplit(":", 1)[1]
+    assert endpoint.startswith("tcp://127.0.0.1:"), endpoint
+    assert (f"bound to 0.0.0.0:{port}; other processes are told tcp://127.0.0.1:{port}"
+            in proc.head), proc.head
+    workers = [worker(endpoint, r, *keys, "--advertise", "localhost", "--log-level", "3")
+               for r in (1, 2)]
+    out, err = h.finish(proc, 60)
+    assert proc.returncode == 0, err
+    for w in workers:
+        _, werr = h.finish(w, 20, "a worker")
+        assert w.returncode == 0, werr
+        assert "peer links listen on tcp://localhost:" in werr, werr
+    assert (tmp / "advertised" / "model.json").read_bytes() == expected
+
+    # Without --advertise: this host's address on its default route, or, on a host without one,
+    # an error that says what to give.
+    r = h.run("run", config(tmp, "auto", "shards: {count: 2}", security=security), "--listen",
+              "0.0.0.0:0", timeout=60)
+    if r.code == 0:
+        told = re.search(r"other processes are told tcp://(\S+):\d+ \(this host's address on its "
+                         r"default route", r.stderr)
+        assert told and told.group(1) not in ("0.0.0.0", "*"), r.stderr
+    else:
+        assert r.code == 2 and "no default route" in r.stderr and "--advertise" in r.stderr, r
+
+
+def launch(tmp, cfg, variables, size, extra=None, master="127.0.0.1"):
     """Starts `disttrain run cfg` once per rank with a launcher's variables set."""
     port = free_port()
     procs = []
     for rank in range(size):
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        env = dict(os.environ, MASTER_ADDR=master, MASTER_PORT=str(port))
         env[variables[0]] = str(rank)
         env[variables[1]] = str(size)
         env.update(extra or {})
@@ -297,6 +351,32 @@ def test_launcher_with_another_worker_count_exits_2(tmp):
         assert "the launcher started 3 processes" in err and "start 5 processes" in err, err
 
 
+def test_launcher_master_addr_by_name(tmp):
+    """MASTER_ADDR a host name, as in sbatch scripts: rank 0 listens on every interface and
+    announces that name (binding the name itself is the 127.0.1.1 trap); that needs curve."""
+    name = socket.gethostname()
+    try:
+        socket.getaddrinfo(name, None)
+    except OSError:
+        print(f"skip test_launcher_master_addr_by_name: this host's name {name} does not resolve")
+        return
+    if name == "localhost":
+        print("skip test_launcher_master_addr_by_name: this host is named localhost")
+        return
+    expected = local_model(tmp, "shards: {count: 2}")
+    security, _ = job_keys(tmp)
+    cfg = config(tmp, "by-name", shards="", security=security, name="by-name.yaml")
+    results = launch(tmp, cfg, ("RANK", "WORLD_SIZE"), 3, master=name)
+    for code, _, err in results:
+        assert code == 0, err
+    assert re.search(rf"bound to 0\.0\.0\.0:\d+; other processes are told tcp://{re.escape(name)}:",
+                     results[0][2]), results[0][2]
+    assert (tmp / "by-name" / "model.json").read_bytes() == expected
+    for code, _, err in launch(tmp, config(tmp, "open", shards="", name="open.yaml"),
+                               ("RANK", "WORLD_SIZE"), 3, master=name):
+        assert code == 2 and f"coordinator address {name}" in err and "curve" in err, err
+
+
 def test_mpirun(tmp):
     mpirun = shutil.which("mpirun")
     if mpirun is None:
@@ -320,4 +400,5 @@ if __name__ == "__main__":
             test_worker_says_which_address_failed, test_worker_reads_its_own_copy_of_the_data,
             test_lost_joined_worker_restart_and_continue,
             test_joined_worker_given_up_is_told_to_stop, test_launcher_environments,
-            test_launcher_with_another_worker_count_exits_2, test_mpirun])
+            test_launcher_with_another_worker_count_exits_2, test_every_interface_advertised,
+            test_launcher_master_addr_by_name, test_mpirun])

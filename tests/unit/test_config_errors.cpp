@@ -293,6 +293,16 @@ TEST_CASE("config errors: name, address and timeouts") {
        "transport.security: curve, make key pairs with `disttrain keygen coordinator` and "
        "`disttrain keygen worker`, and give transport.keys: {secret: coordinator.key, "
        "authorized: worker.pub} (README: Security); or listen on 127.0.0.1:PORT"},
+      {with_header("transport: {type: tcp, advertise: '10.0.0.5:29500'}\n"),
+       "test.yaml:3:35: transport.advertise: expected a host name or address without a port "
+       "(every listener advertises its own port; an IPv6 address goes in brackets: [fd00::5]), "
+       "got '10.0.0.5:29500'"},
+      {with_header("transport: {type: tcp, advertise: 0.0.0.0}\n"),
+       "test.yaml:3:35: transport.advertise: 0.0.0.0 means every interface, which no other host "
+       "can connect to; give this host's name or address as the others reach it"},
+      {with_header("transport: {advertise: node7}\n"),
+       "test.yaml:3:24: transport.advertise: is the address other hosts connect to over tcp, but "
+       "transport.type is ipc; set transport.type: tcp, or remove transport.advertise"},
       {with_header("transport: {keys: {secret: a.key}}\n"),
        "test.yaml:3:19: transport.keys: key files are used with transport.security: curve; set "
        "it, or remove transport.keys"},

@@ -45,3 +45,43 @@ TEST_CASE("config security: curve over ipc is fine; key files need not exist to 
   CHECK(c.transport.type == dt::config::TransportType::kIpc);
   CHECK(c.transport.secret_key == "/nowhere/x.key");
 }
+
+TEST_CASE("config security: transport.advertise is a host for tcp, written back by to_yaml") {
+  const auto c = parse_text(std::string(kMinimal) +
+                            "transport: {type: tcp, address: '0.0.0.0:29500', security: curve, "
+                            "advertise: node7.cluster}\n");
+  CHECK(c.transport.advertise == "node7.cluster");
+  const auto again = dt::config::parse(dt::config::to_yaml(c), "<coordinator>", "/");
+  CHECK(again.transport.advertise == "node7.cluster");
+  CHECK(parse_text(kMinimal).transport.advertise.empty());
+  CHECK(parse_text(std::string(kMinimal) + "transport: {type: tcp, advertise: '[fd00::5]'}\n")
+            .transport.advertise == "[fd00::5]");
+}
+
+TEST_CASE("config security: the config hash covers what ranks train, not where each one is") {
+  const std::string base = std::string(kMinimal) +
+                           "transport: {type: tcp, security: curve, address: '{}', keys: "
+                           "{secret: {}}}\n";
+  auto with = [&](const std::string& address, const std::string& key) {
+    std::string text = base;
+    text.replace(text.find("{}"), 2, address);
+    text.replace(text.find("{}"), 2, key);
+    return parse_text(text);
+  };
+  const auto coordinator = with("0.0.0.0:29500", "/etc/dt/coordinator.key");
+  auto worker = with("127.0.0.1:0", "/home/w/worker.key");
+  worker.transport.remote_workers = 3;
+  worker.transport.advertise = "node2";
+  worker.transport.join_timeout_ms = 1000;
+  worker.output.dir = "/elsewhere/runs/x";
+  CHECK(dt::config::config_hash(worker) == dt::config::config_hash(coordinator));
+  // The same file in another folder on another host: its data path differs, not its data.
+  std::string text = base;
+  text.replace(text.find("{}"), 2, "0.0.0.0:29500");
+  text.replace(text.find("{}"), 2, "c.key");
+  const auto elsewhere = dt::config::parse(text, "test.yaml", "/srv/other");
+  CHECK(elsewhere.data.path == "/srv/other/data.csv");
+  CHECK(dt::config::config_hash(elsewhere) == dt::config::config_hash(coordinator));
+  worker.training.epochs += 1;
+  CHECK(dt::config::config_hash(worker) != dt::config::config_hash(coordinator));
+}

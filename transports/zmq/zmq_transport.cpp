@@ -138,10 +138,16 @@ class ZmqTransport final : public Transport {
       release(name, address);
       fail<TransportError>("cannot listen on {}: {}", address, e.what());
     }
-    // With port 0 the address says "*"; the socket knows the port it got.
-    socket.set_endpoint(options_.kind == TransportOptions::Kind::kTcp
-                            ? socket.raw().get(zmq::sockopt::last_endpoint)
-                            : address);
+    if (options_.kind == TransportOptions::Kind::kTcp) {
+      // With port 0 the address says "*"; the socket knows the port it got.
+      std::string bound = socket.raw().get(zmq::sockopt::last_endpoint);
+      if (!options_.advertise.empty()) {
+        bound = fmt::format("tcp://{}:{}", options_.advertise, bound.substr(bound.rfind(':') + 1));
+      }
+      socket.set_endpoint(bound);
+    } else {
+      socket.set_endpoint(address);
+    }
     return zmq_detail::make_listener(std::move(socket));
   }
 
