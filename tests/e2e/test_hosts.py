@@ -81,11 +81,11 @@ def local_model(tmp, template, out, **kw):
     return (tmp / out / "model.json").read_bytes(), r.json()
 
 
-def start_coordinator(net, cfg, *args):
+def start_coordinator(net, cfg, *args, listen=None):
     """`disttrain -v run cfg --listen ADDR:0 ...` on the coordinator's host; returns it and the
     endpoint it printed (the port picked by the system)."""
     proc = net.run(net.coord, "coordinator", "-v", "run", cfg,
-                   "--listen", f"{net.addr[net.coord]}:0", *args)
+                   "--listen", listen or f"{net.addr[net.coord]}:0", *args)
     found = h.wait_for(lambda: re.search(r"worker --connect (tcp://\S+)", net.stderr(proc))
                        or proc.poll() is not None, 20, "the coordinator's endpoint")
     assert found is not True, "the coordinator exited early:\n" + net.stderr(proc)
@@ -136,6 +136,40 @@ def test_workers_on_other_hosts_train_the_local_model(tmp):
                 assert f"worker {rank} joined from {host} (pid" in err, (topology, err)
         check_gone(net, before)
         assert (tmp / f"hosts-{topology}" / "model.json").read_bytes() == expected, topology
+
+
+def test_every_interface_advertised(tmp):
+    """`--listen 0.0.0.0:0 --advertise ADDR` on the coordinator's host: its listeners bind every
+    interface and the workers on the other hosts are told ADDR (ring: their peer links too).
+    Without --advertise the host's address on its default route is announced, and a host with
+    no default route (the test's own hosts have none) is told to give --advertise."""
+    if skipped("test_every_interface_advertised"):
+        return
+    keys(tmp)
+    expected, _ = local_model(tmp, CONFIG, "local-ring", topology="ring")
+    before = root_links()
+    with netns.Hosts(2, tmp) as net:
+        head = net.addr[net.coord]
+        r = net.run(net.coord, "no-route", "run", config(tmp, CONFIG, "no-route"),
+                    "--listen", "0.0.0.0:0")
+        assert net.wait(r, 30) == 2, net.stderr(r)
+        assert "no default route" in net.stderr(r) and "--advertise" in net.stderr(r), net.stderr(r)
+        for advertise in (["--advertise", head], []):
+            if not advertise:  # the coordinator's host gets a default route, through its bridge
+                netns.ip("route", "add", "default", "dev", "br0", ns=net.coord)
+            out = "advertised" if advertise else "default-route"
+            coord, endpoint = start_coordinator(net, config(tmp, CONFIG, out, topology="ring"),
+                                                "--expect-workers", "2", *advertise,
+                                                listen="0.0.0.0:0")
+            port = endpoint.rsplit(":", 1)[1]
+            assert f"bound to 0.0.0.0:{port}; other processes are told tcp://{head}:{port}" in \
+                net.stderr(coord), net.stderr(coord)
+            workers = [join(net, net.workers[i], endpoint, rank, tmp) for i, rank in ((0, 2), (1, 3))]
+            assert net.wait(coord, 60) == 0, net.stderr(coord)
+            for w in workers:
+                assert net.wait(w, 20) == 0, net.stderr(w)
+            assert (tmp / out / "model.json").read_bytes() == expected, out
+    check_gone(net, before)
 
 
 def cut_mid_run(tmp, net, cfg, out, victim=3):
@@ -225,5 +259,5 @@ def test_cut_link_continue_and_restart(tmp):
 
 if __name__ == "__main__":
     h.main([test_workers_on_other_hosts_train_the_local_model,
-            test_cut_link_aborts_naming_the_worker,
+            test_every_interface_advertised, test_cut_link_aborts_naming_the_worker,
             test_cut_link_continue_and_restart])
