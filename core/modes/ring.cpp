@@ -298,12 +298,11 @@ class RingMode final : public Mode {
     ring_ = &session.peers().ring(members_, ring_generation_);
     keep_previous_ = session.config().fault_tolerance.on_worker_failure !=
                      config::FailurePolicy::kAbort;
-    if (keep_previous_) {
-      // A re-form message ends a collective that waits on a lost peer (ring_reform.hpp).
-      session.peers().set_interrupt([&session] {
-        if (session.poll_coordinator(protocol::Type::kRingReform)) throw GroupAbandoned{};
-      });
-    }
+    // A re-form message ends a collective that waits on a lost peer (ring_reform.hpp); under
+    // abort none comes, but the coordinator's word that the run ended does (poll_coordinator).
+    session.peers().set_interrupt([&session] {
+      if (session.poll_coordinator(protocol::Type::kRingReform)) throw GroupAbandoned{};
+    });
   }
 
   [[nodiscard]] bool leader(const roles::WorkerSession& session) const {

@@ -293,12 +293,11 @@ class TensorMode final : public CoordinatorOptimizerMode {
       peer_seconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    if (session.config().fault_tolerance.on_worker_failure != config::FailurePolicy::kAbort) {
-      // A re-form message ends a collective that waits on a lost rank (ring_reform.hpp).
-      session.peers().set_interrupt([&session] {
-        if (session.poll_coordinator(protocol::Type::kRingReform)) throw GroupAbandoned{};
-      });
-    }
+    // A re-form message ends a collective that waits on a lost rank (ring_reform.hpp); under
+    // abort none comes, but the coordinator's word that the run ended does (poll_coordinator).
+    session.peers().set_interrupt([&session] {
+      if (session.poll_coordinator(protocol::Type::kRingReform)) throw GroupAbandoned{};
+    });
     protocol::Envelope ready{.type = protocol::Type::kTensorReady};
     ready.fields = {{"parameters", slice_->size()}, {"owned", slice_->owned()}};
     session.send(std::move(ready));

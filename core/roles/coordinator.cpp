@@ -321,10 +321,9 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     // With curve a worker needs its key and this coordinator's public key (keygen's pair).
     std::string key_flags;
     if (keys.coordinator.curve) {
-      const auto& secret = config.transport.secret_key;
-      key_flags = fmt::format(" --key WORKER.key --server-key {}",
-                         secret.empty() ? std::string("COORDINATOR.pub")
-                                        : std::filesystem::path(secret).replace_extension(".pub").string());
+      auto pub = config.transport.secret_key;
+      pub = pub.empty() ? std::filesystem::path("COORDINATOR.pub") : pub.replace_extension(".pub");
+      key_flags = fmt::format(" --key WORKER.key --server-key {}", pub.string());
     }
     log::notice("listening on {} (heartbeats on {}); waiting for worker{} {} to join: "
                 "disttrain worker --connect {} --rank R{}",
@@ -370,93 +369,98 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
     session.set_transport(*transport);
     session.set_peers(std::move(peers));
-    // The class list covers the held-out rows too: a class seen only there is still a class.
-    std::vector<std::string> labels;
-    if (validation && kind == data::LabelKind::kCategorical) {
-      labels = data::distinct_labels(*validation);
-    }
-    const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
-                                       std::move(labels), result);
-    std::vector<protocol::Envelope> finalizes;
-    for (int r = 0; r < ranks; ++r) {  // a tensor rank gets the normalization of its columns
-      auto mine = finalize;
-      if (!plan.columns.empty()) {
-        mine.normalization =
-            normalization_for(plan, static_cast<std::size_t>(r), finalize.normalization);
-      }
-      finalizes.push_back(protocol::make_finalize(mine));
-      session.send_to(r, finalizes.back());
-    }
-    session.set_startup(std::move(setups), std::move(finalizes));
-    result.normalization = finalize.normalization;
-    result.classes = finalize.classes;
-    if (validation) {
-      data::apply(finalize.normalization, validation->x);
-      if (kind == data::LabelKind::kCategorical) data::assign_classes(*validation, finalize.classes);
-      session.set_validation(std::move(*validation));
-    }
-    session.set_model(models::make_model({config.model,
-                                          static_cast<int>(plan.source.features.size()),
-                                          static_cast<int>(finalize.classes.size())}));
-    params.assign(session.model().parameter_count(), 0.0);
-    check_message_size(config, params.size());
-    session.model().init(params, config.seed);
-    session.share_peer_endpoints(session.gather(protocol::Type::kReady));
-
-    const auto mode = modes::make_mode(config);
-    if (options.checkpointer != nullptr) {
-      options.checkpointer->set_mode(mode.get());
-      session.set_checkpointer(options.checkpointer);
-      options.checkpointer->restore(session);
-    }
-    const auto train_start = steady_ms();
     try {
-      mode->coordinate(session);
-    } catch (const Error&) {
-      // Every completed step is kept: the checkpoint of the last one, while the workers (and
-      // the ring's replicas) are still there to ask.
-      if (options.checkpointer != nullptr) options.checkpointer->save_on_stop(session);
+      // The class list covers the held-out rows too: a class seen only there is still a class.
+      std::vector<std::string> labels;
+      if (validation && kind == data::LabelKind::kCategorical) {
+        labels = data::distinct_labels(*validation);
+      }
+      const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
+                                         std::move(labels), result);
+      std::vector<protocol::Envelope> finalizes;
+      for (int r = 0; r < ranks; ++r) {  // a tensor rank gets the normalization of its columns
+        auto mine = finalize;
+        if (!plan.columns.empty()) {
+          mine.normalization =
+              normalization_for(plan, static_cast<std::size_t>(r), finalize.normalization);
+        }
+        finalizes.push_back(protocol::make_finalize(mine));
+        session.send_to(r, finalizes.back());
+      }
+      session.set_startup(std::move(setups), std::move(finalizes));
+      result.normalization = finalize.normalization;
+      result.classes = finalize.classes;
+      if (validation) {
+        data::apply(finalize.normalization, validation->x);
+        if (kind == data::LabelKind::kCategorical) data::assign_classes(*validation, finalize.classes);
+        session.set_validation(std::move(*validation));
+      }
+      session.set_model(models::make_model({config.model,
+                                            static_cast<int>(plan.source.features.size()),
+                                            static_cast<int>(finalize.classes.size())}));
+      params.assign(session.model().parameter_count(), 0.0);
+      check_message_size(config, params.size());
+      session.model().init(params, config.seed);
+      session.share_peer_endpoints(session.gather(protocol::Type::kReady));
+
+      const auto mode = modes::make_mode(config);
+      if (options.checkpointer != nullptr) {
+        options.checkpointer->set_mode(mode.get());
+        session.set_checkpointer(options.checkpointer);
+        options.checkpointer->restore(session);
+      }
+      const auto train_start = steady_ms();
+      try {
+        mode->coordinate(session);
+      } catch (const Error&) {
+        // Every completed step is kept: the checkpoint of the last one, while the workers (and
+        // the ring's replicas) are still there to ask.
+        if (options.checkpointer != nullptr) options.checkpointer->save_on_stop(session);
+        throw;
+      }
+      result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
+      result.params = params;
+
+      // Rows of workers lost late in the run (continue) are still part of the final evaluation.
+      session.reassign_lost_rows(static_cast<std::uint64_t>(config.training.epochs));
+      protocol::Envelope evaluate{.type = protocol::Type::kEvaluate, .step = result.steps};
+      evaluate.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+      session.broadcast(std::move(evaluate));
+      double loss = 0, correct = 0, squared = 0;
+      std::uint64_t rows = 0;
+      for (const auto& e : session.gather(protocol::Type::kEvaluation)) {
+        loss += protocol::number(e, "loss_sum");
+        correct += protocol::number(e, "correct");
+        squared += protocol::number(e, "squared_error_sum");
+        rows += protocol::count(e, "rows");
+      }
+      result.final = to_metrics(task, loss, correct, squared, rows);
+      // The per-step check sees the loss before each update; this one sees the last update's.
+      if (!std::isfinite(result.final->loss)) {
+        fail<TrainingError>("training diverged: the final model's loss over the training rows is "
+                            "{}; lower training.optimizer.lr (now {}) or normalize the data",
+                            result.final->loss, config.training.optimizer.lr);
+      }
+      result.validation = session.evaluate_validation(params);
+
+      session.broadcast({.type = protocol::Type::kStop});
+      session.expect_exits();
+      const auto reports = session.gather(protocol::Type::kReport);
+      for (std::size_t r = 0; r < reports.size(); ++r) {
+        // By the report's rank: under `continue` lost ranks send none.
+        result.workers[reports[r].rank].report = protocol::read_report(reports[r]);
+      }
+      if (!pool->wait_all(kExitTimeout)) {
+        log::warn("some workers did not exit within {} ms of the stop; stopping them",
+                  kExitTimeout.count());
+        pool->stop_all();
+      }
+      for (const auto& exit : pool->poll()) session.note_late_exit(exit);
+      result.status = "ok";
+    } catch (const Error& e) {
+      session.end_joined_workers(e);
       throw;
     }
-    result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
-    result.params = params;
-
-    // Rows of workers lost late in the run (continue) are still part of the final evaluation.
-    session.reassign_lost_rows(static_cast<std::uint64_t>(config.training.epochs));
-    protocol::Envelope evaluate{.type = protocol::Type::kEvaluate, .step = result.steps};
-    evaluate.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
-    session.broadcast(std::move(evaluate));
-    double loss = 0, correct = 0, squared = 0;
-    std::uint64_t rows = 0;
-    for (const auto& e : session.gather(protocol::Type::kEvaluation)) {
-      loss += protocol::number(e, "loss_sum");
-      correct += protocol::number(e, "correct");
-      squared += protocol::number(e, "squared_error_sum");
-      rows += protocol::count(e, "rows");
-    }
-    result.final = to_metrics(task, loss, correct, squared, rows);
-    // The per-step check sees the loss before each update; this one sees the last update's.
-    if (!std::isfinite(result.final->loss)) {
-      fail<TrainingError>("training diverged: the final model's loss over the training rows is "
-                          "{}; lower training.optimizer.lr (now {}) or normalize the data",
-                          result.final->loss, config.training.optimizer.lr);
-    }
-    result.validation = session.evaluate_validation(params);
-
-    session.broadcast({.type = protocol::Type::kStop});
-    session.expect_exits();
-    const auto reports = session.gather(protocol::Type::kReport);
-    for (std::size_t r = 0; r < reports.size(); ++r) {
-      // By the report's rank: under `continue` lost ranks send none.
-      result.workers[reports[r].rank].report = protocol::read_report(reports[r]);
-    }
-    if (!pool->wait_all(kExitTimeout)) {
-      log::warn("some workers did not exit within {} ms of the stop; stopping them",
-                kExitTimeout.count());
-      pool->stop_all();
-    }
-    for (const auto& exit : pool->poll()) session.note_late_exit(exit);
-    result.status = "ok";
   } catch (Error& e) {
     result.status = e.exit_code() == ExitCode::kInterrupted ? "interrupted" : "failed";
     result.error = e.what();

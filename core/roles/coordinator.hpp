@@ -12,6 +12,7 @@
 #include "core/protocol.hpp"
 #include "core/roles/drop_log.hpp"
 #include "core/roles/stragglers.hpp"
+#include "core/util/error.hpp"
 #include "transports/transport.hpp"
 
 #include <nlohmann/json.hpp>
@@ -249,6 +250,10 @@ class CoordinatorSession {
   // process starts; a worker that joins by itself has its own), by rank.
   void set_peers(std::vector<std::string> peers) { peers_ = std::move(peers); }
   [[nodiscard]] const std::string& peer_of(int rank) const;
+  // A run that fails tells its workers that joined by themselves (its own children are
+  // stopped by the pool), so that they exit at once saying why instead of finding the
+  // coordinator gone a heartbeat timeout later. Best effort, bounded: they may be gone too.
+  void end_joined_workers(const Error& why);
 
   // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
   // they opened peer links (core/roles/peers.hpp); nothing for a star run.

@@ -113,6 +113,20 @@ void CoordinatorSession::end_worker(int rank) {
   }
 }
 
+void CoordinatorSession::end_joined_workers(const Error& why) {
+  const auto stop = protocol::encode(
+      protocol::make_error({"training", fmt::format("ended the run: {}", why.what()),
+                            static_cast<int>(why.exit_code())}),
+      job_id_);
+  for (int rank = ranks() - config_.transport.remote_workers; rank < ranks(); ++rank) {
+    if (!is_alive(rank)) continue;
+    try {
+      listener_.send(peer_of(rank), stop, deadline_in(kSendDeadline));
+    } catch (const TransportError&) {
+    }
+  }
+}
+
 bool CoordinatorSession::takes_rank(const transport::Incoming& in, int rank) const {
   const auto& header = in.message.header;
   if (header.type != static_cast<std::uint16_t>(protocol::Type::kHello) ||

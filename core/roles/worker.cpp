@@ -396,7 +396,10 @@ void WorkerSession::take_notices() {
 bool WorkerSession::poll_coordinator(protocol::Type type) {
   while (auto message = connection_.receive(Clock::now())) {
     auto envelope = protocol::decode(*message, options_.job_id);
-    if (envelope.rank == wire::kCoordinatorRank) early_.push_back(std::move(envelope));
+    if (envelope.rank != wire::kCoordinatorRank) continue;
+    // The coordinator ended the run (or gave this worker up) while it waited on its peers.
+    if (envelope.type == protocol::Type::kError) (void)expect(std::move(envelope), type);
+    early_.push_back(std::move(envelope));
   }
   return std::any_of(early_.begin(), early_.end(),
                      [type](const protocol::Envelope& e) { return e.type == type; });

@@ -206,11 +206,13 @@ def test_cut_link_aborts_naming_the_worker(tmp):
             assert time.monotonic() - cut_at < 10, "abort took too long"
             err = net.stderr(coord)
             assert f"worker 3 (pid {workers[3].pid} on node1) sent no heartbeat for" in err, err
-            # The cut worker hears nothing either and gives up on its own (no hang), as does
-            # the other joined worker once the coordinator is gone.
+            # The cut worker hears nothing either and gives up on its own (no hang); the other
+            # joined worker is told why the run ended.
             for rank in (3, 2):
-                assert net.wait(workers[rank], 30) != 0, net.stderr(workers[rank])
+                assert net.wait(workers[rank], 30) == 3, net.stderr(workers[rank])
             assert "lost the coordinator at tcp://" in net.stderr(workers[3])
+            assert "the coordinator ended the run: worker 3 (pid" in net.stderr(workers[2]), \
+                net.stderr(workers[2])
             s = summary(out)
             assert s["status"] == "failed", s
             [f] = s["failures"]

@@ -220,11 +220,12 @@ output: {{dir: {out}, log_every: {{steps: 500}}}}
 def test_lost_joined_worker_restart_and_continue(tmp):
     """A joined worker is SIGKILLed mid-run. restart: `run` cannot respawn it, so it waits for a
     new `disttrain worker --rank 3` (a launcher's restart), which takes the rank over: the model
-    is the unfailed run's, bit for bit. continue: the run finishes without it."""
+    is the unfailed run's, bit for bit. continue: the run finishes without it. abort: the run
+    ends, and the other joined worker is told why at once (not by its heartbeat timeout)."""
     ref = h.write_config(tmp, LONG.format(policy="abort", out=tmp / "ref"), "ref.yaml")
     assert h.run("run", ref).code == 0
     expected = (tmp / "ref" / "model.json").read_bytes()
-    for policy in ("restart", "continue"):
+    for policy in ("restart", "continue", "abort"):
         out = tmp / policy
         cfg = h.write_config(tmp, LONG.format(policy=policy, out=out), f"{policy}.yaml")
         proc, endpoint = coordinator(cfg, "--expect-workers", "2")
@@ -237,6 +238,12 @@ def test_lost_joined_worker_restart_and_continue(tmp):
         if policy == "restart":
             joined[3] = worker(endpoint, 3)
         out_text, err = h.finish(proc, 90)
+        if policy == "abort":
+            assert proc.returncode == 3, err
+            _, err2 = h.finish(joined[2], 20, "worker 2")
+            assert joined[2].returncode == 3, err2
+            assert "the coordinator ended the run: worker 3 (pid" in err2, err2
+            continue
         assert proc.returncode == 0, err
         # Not this process's child: found by its silence, or by its closed connection.
         assert "worker 3 (pid" in err and ("sent no heartbeat" in err or

@@ -115,8 +115,15 @@ TEST_CASE_TEMPLATE("security curve: a refused connection learns why at once", K,
   const auto admitted = server_side(server, {client.public_key});
   CHECK(refusal_of<K>(admitted, client_side(stranger, server.public_key), 5000ms) ==
         "its CURVE key was refused (authentication status 400)");
-  CHECK(refusal_of<K>(admitted, Security{}, 5000ms) ==
-        "the two ends use different security (transport.security curve on one side only)");
+  // A plain client sees the mismatch, or the listener hanging up on it (who reads first).
+  const std::string plain = refusal_of<K>(admitted, Security{}, 5000ms);
+  CHECK_MESSAGE((plain == "the two ends use different security (transport.security curve on "
+                          "one side only)" ||
+                 plain.starts_with("it closed the connection during the handshake 3 times")),
+                plain);
+  // Another server key: the listener cannot decrypt and hangs up, every time.
+  CHECK(refusal_of<K>(admitted, client_side(client, stranger.public_key), 5000ms)
+            .starts_with("it closed the connection during the handshake 3 times"));
   // Admitted: nothing to report.
   CHECK(refusal_of<K>(admitted, client_side(client, server.public_key), 500ms).empty());
 }

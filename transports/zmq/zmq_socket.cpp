@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -16,6 +17,9 @@ using std::chrono::milliseconds;
 // Past this many distinct misbehaving peers a socket stops remembering (and warning about) new
 // ones, so a flood of made-up identities cannot grow memory.
 constexpr std::size_t kMaxWarnedPeers = 1024;
+// Handshakes the listener cuts off before a connection counts as refused (ZeroMQ retries every
+// 100 ms).
+constexpr int kClosedHandshakesToRefuse = 3;
 
 [[nodiscard]] milliseconds time_left(Deadline deadline) {
   return std::max(std::chrono::ceil<milliseconds>(deadline - Clock::now()), milliseconds{0});
@@ -193,10 +197,17 @@ const std::string& Socket::refusal() {
         log::warn("a connection to {} failed its handshake and was dropped: {} (further ones "
                   "like it are not logged)",
                   endpoint_, describe_failure(f));
-      } else if (refusal_.empty() &&
-                 (f.kind == Kind::kKeyRefused || f.kind == Kind::kOtherSecurity)) {
-        // Definite answers only: a closed connection may be a listener restarting.
-        refusal_ = describe_failure(f);
+      } else if (refusal_.empty()) {
+        // Definite answers at once. A handshake cut off by the other end can be a listener
+        // going away; several in a row are its answer (no CURVE there, or another key).
+        if (f.kind == Kind::kClosed && ++closed_handshakes_ < kClosedHandshakesToRefuse) return;
+        refusal_ = f.kind == Kind::kClosed
+                       ? fmt::format("it closed the connection during the handshake {} times "
+                                     "({}): either it does not use transport.security curve "
+                                     "and this process does, or the other way round, or this "
+                                     "process was given a server key that is not its public key",
+                                     closed_handshakes_, std::strerror(f.value))
+                       : describe_failure(f);
       }
     });
   }

@@ -82,6 +82,7 @@ class Socket {
   Counters counters_;
   std::unordered_set<std::string> warned_;  // peers already warned about (bounded)
   std::string refusal_;
+  int closed_handshakes_ = 0;  // a DEALER's handshakes cut off by the listener
   unsigned warned_handshakes_ = 0;  // a ROUTER warns once per kind of failed handshake
   // Declared last: stops watching before socket_ closes.
   std::unique_ptr<HandshakeWatch> watch_;
