@@ -147,6 +147,11 @@ int work(const WorkerArgs& args) {
     fail<UsageError>("--set needs --config: a worker without one takes the coordinator's config");
   }
   join.security = roles::worker_keys(args.key, args.server_key, curve_required);
+  if (!join.advertise.empty() && !join.security.curve) {
+    // Its peer links would listen on every interface, open to anyone on the network.
+    fail<UsageError>("--advertise makes this worker listen on every interface, which needs "
+                     "transport.security curve: give --key and --server-key (README: Security)");
+  }
   return run_joining_worker(join);
 }
 

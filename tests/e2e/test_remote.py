@@ -307,6 +307,10 @@ def test_every_interface_advertised(tmp):
         assert "peer links listen on tcp://localhost:" in werr, werr
     assert (tmp / "advertised" / "model.json").read_bytes() == expected
 
+    # A worker without keys may not open its peer links to the network.
+    r = h.run("worker", "--connect", endpoint, "--rank", "1", "--advertise", "localhost")
+    assert r.code == 2 and "needs transport.security curve" in r.stderr, r
+
     # Without --advertise: this host's address on its default route, or, on a host without one,
     # an error that says what to give.
     r = h.run("run", config(tmp, "auto", "shards: {count: 2}", security=security), "--listen",

@@ -55,19 +55,37 @@ Security client_side(const KeyPair& own, const std::string& server_key) {
   return {true, own, server_key, {}};
 }
 
+// A listener of `server` security and a connection of `client` security to it, each on a
+// Transport of its own (two contexts, as two processes would have).
+struct Link {
+  std::unique_ptr<dt::transport::Transport> listening;
+  std::unique_ptr<dt::transport::Transport> connecting;
+  std::unique_ptr<dt::transport::Listener> listener;
+  std::unique_ptr<dt::transport::Connection> connection;
+};
+
+template <class K>
+Link connect(const Security& server, const Security& client) {
+  auto server_options = options_for<K>(kJobId);
+  server_options.security = server;
+  auto client_options = options_for<K>(kJobId);
+  client_options.security = client;
+  Link link;
+  link.listening = dt::transport::make_zmq_transport(server_options);
+  link.connecting = dt::transport::make_zmq_transport(client_options);
+  link.listener = link.listening->listen("coord");
+  link.connection = link.connecting->connect(link.listener->endpoint(), "w0");
+  return link;
+}
+
 // What the listener receives within `patience` from a client of `client` security that sends
 // one message (std::nullopt: nothing got through).
 template <class K>
 std::optional<std::string> deliver(const Security& server, const Security& client,
                                    std::chrono::milliseconds patience) {
-  auto server_options = options_for<K>(kJobId);
-  server_options.security = server;
-  auto client_options = options_for<K>(kJobId);
-  client_options.security = client;
-  auto listening = dt::transport::make_zmq_transport(server_options);
-  auto connecting = dt::transport::make_zmq_transport(client_options);
-  auto listener = listening->listen("coord");
-  auto connection = connecting->connect(listener->endpoint(), "w0");
+  Link link = connect<K>(server, client);
+  auto& listener = link.listener;
+  auto& connection = link.connection;
   connection->send(hello(7), deadline_in(kPatience));
   const auto deadline = deadline_in(patience);
   while (dt::transport::Clock::now() < deadline) {
@@ -89,14 +107,9 @@ std::optional<std::string> deliver(const Security& server, const Security& clien
 template <class K>
 std::string refusal_of(const Security& server, const Security& client,
                        std::chrono::milliseconds patience) {
-  auto server_options = options_for<K>(kJobId);
-  server_options.security = server;
-  auto client_options = options_for<K>(kJobId);
-  client_options.security = client;
-  auto listening = dt::transport::make_zmq_transport(server_options);
-  auto connecting = dt::transport::make_zmq_transport(client_options);
-  auto listener = listening->listen("coord");
-  auto connection = connecting->connect(listener->endpoint(), "w0");
+  Link link = connect<K>(server, client);
+  auto& listener = link.listener;
+  auto& connection = link.connection;
   const auto deadline = deadline_in(patience);
   while (dt::transport::Clock::now() < deadline) {
     (void)listener->receive(deadline_in(20ms));
