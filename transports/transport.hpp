@@ -61,17 +61,26 @@ class Listener {
   [[nodiscard]] virtual const Counters& counters() const noexcept = 0;
 };
 
+// Why a listener would not talk to a connection, as far as the connection can tell.
+struct Refusal {
+  enum class Kind {
+    kNone,
+    kSecurity,  // a CURVE key it does not admit, CURVE on one side only, another server key
+    kVersion,   // it speaks another disttrain protocol version
+  } kind = Kind::kNone;
+  std::string why;  // in words, for an error message
+};
+
 class Connection {
  public:
   virtual ~Connection() = default;
   virtual void send(const wire::Message& message, Deadline deadline) = 0;
   [[nodiscard]] virtual std::optional<wire::Message> receive(Deadline deadline) = 0;
   [[nodiscard]] virtual const Counters& counters() const noexcept = 0;
-  // Why the listener refused this connection's handshake (a CURVE key it does not admit,
-  // security on one side only), in words; empty while it has not. A refused connection keeps
-  // retrying and never delivers anything, so a caller waiting for a first message asks this
-  // rather than wait out its timeout.
-  [[nodiscard]] virtual std::string refusal() { return {}; }
+  // Why the listener will not talk to this connection (a failed handshake, another protocol
+  // version); kind kNone while nothing says so. A refused connection never delivers anything,
+  // so a caller waiting for a first message asks this rather than wait out its timeout.
+  [[nodiscard]] virtual Refusal refusal() { return {}; }
 };
 
 // A transport creates sockets. Threads of one process that use inproc endpoints must share one

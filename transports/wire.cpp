@@ -56,6 +56,15 @@ Bytes encode_header(const Header& header) {
   return out;
 }
 
+std::optional<std::uint16_t> peek_version(std::span<const std::byte> frame) {
+  if (frame.size() < kVersionAt + 2 || get<std::uint32_t>(frame, kMagicAt) != kMagic) {
+    return std::nullopt;
+  }
+  return get<std::uint16_t>(frame, kVersionAt);
+}
+
+Bytes version_notice() { return encode_header(Header{}); }
+
 Header decode_header(std::span<const std::byte> frame, std::uint64_t max_payload) {
   if (frame.size() != kHeaderSize) {
     fail<ProtocolError>("header frame is {} bytes, expected {}", frame.size(), kHeaderSize);

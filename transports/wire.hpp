@@ -14,10 +14,12 @@
 //   32     8    payload size: the sum of the payload frames' sizes
 //
 // All integers little-endian. Decoding checks the frame size, magic, version and payload size,
-// and never reads past a buffer.
+// and never reads past a buffer. The magic and the version come first in every protocol version
+// (whatever else changes), so that builds of different versions can tell each other apart.
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -54,6 +56,12 @@ struct Message {
 // peer", "protocol version 7, this build speaks 1", "payload of 9999999999 bytes exceeds ..."
 [[nodiscard]] Header decode_header(std::span<const std::byte> frame,
                                    std::uint64_t max_payload = kDefaultMaxPayload);
+// The protocol version of a header frame from a build of any version; nullopt when the frame
+// does not start with the magic (not a disttrain peer).
+[[nodiscard]] std::optional<std::uint16_t> peek_version(std::span<const std::byte> frame);
+// A header of this build's version and nothing else (type 0, which no exchange uses): sent once
+// to a peer that speaks another version, so that its build can say so (peek_version there).
+[[nodiscard]] Bytes version_notice();
 // Checks that the payload frames add up to header.payload_size (ProtocolError otherwise).
 void check_payload(const Message& message);
 // The same check on sizes alone, before any frame is copied (the transport's receive path).

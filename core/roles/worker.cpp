@@ -104,9 +104,13 @@ protocol::Envelope await_setup(transport::Connection& connection, WorkerOptions&
       return receive_from(connection, options, nullptr, 0, until,
                           joining ? &options.job_id : nullptr);
     } catch (const TimeoutError&) {
-      if (const std::string why = connection.refusal(); !why.empty()) {
+      if (const auto refused = connection.refusal();
+          refused.kind == transport::Refusal::Kind::kVersion) {
+        fail<ConfigError>("the coordinator at {} cannot talk to this worker: {}",
+                          options.endpoint, refused.why);
+      } else if (refused.kind == transport::Refusal::Kind::kSecurity) {
         fail<ConfigError>("the coordinator at {} refused this worker's connection: {}. {}",
-                          options.endpoint, why,
+                          options.endpoint, refused.why,
                           options.curve
                               ? "Check that --server-key (or $DISTTRAIN_SERVER_KEY) is the "
                                 "coordinator's public key and that this worker's public key is "

@@ -43,9 +43,19 @@ def unavailable():
         return "no `ip` command (Debian: apt-get install iproute2)"
     probe = f"{PREFIX}probe-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     r = ip("netns", "add", probe, check=False)
-    ip("netns", "del", probe, check=False)
-    if r.returncode != 0:
-        return f"`ip netns add` failed (a container without CAP_NET_ADMIN?): {r.stderr.strip()}"
+    try:
+        if r.returncode != 0:
+            return f"`ip netns add` failed (a container without CAP_NET_ADMIN?): {r.stderr.strip()}"
+        # What the hosts need inside a namespace; entering one remounts / (not in a chroot).
+        r = ip("-n", probe, "link", "set", "lo", "up", check=False)
+        if r.returncode != 0:
+            return f"cannot enter a network namespace (a chroot?): {r.stderr.strip()}"
+        r = subprocess.run(["ip", "netns", "exec", probe, "unshare", "--uts", "true"],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            return f"cannot run a process in a network namespace: {r.stderr.strip()}"
+    finally:
+        ip("netns", "del", probe, check=False)
     return None
 
 

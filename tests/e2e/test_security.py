@@ -364,6 +364,27 @@ def test_strangers_leave_the_run_intact(tmp):
     assert "exceeds" in err and "belongs to job 0000000000001234" in err, err
 
 
+def test_other_protocol_version_is_told(tmp):
+    """A worker of another disttrain release (another protocol version) is dropped, and told the
+    coordinator's version once, so that its build can name both."""
+    cfg = config(tmp, "versions", transport="tcp", join=4000)
+    c = Coordinator(cfg, "--listen", "127.0.0.1:0", "--expect-workers", "1")
+    sock = zmtp_client(c.endpoint, b"w-old")
+    assert sock is not None
+    try:
+        sock.sendall(zmtp_frame(header(version=3, type_=1, job=0)))
+        head = read_some(sock, 2, 5.0)
+        assert len(head) == 2 and head[1] == 40, head
+        notice = read_some(sock, 40, 5.0)
+        assert notice[:4] == b"DTRN" and struct.unpack("<H", notice[4:6])[0] == 2, notice
+        sock.sendall(zmtp_frame(header(version=3, type_=1, job=0)))
+        assert read_some(sock, 1, 0.5) == b"", "a second notice"
+    finally:
+        sock.close()
+    assert c.finish() == 3, c.stderr()
+    assert c.stderr().count("protocol version 3, this build speaks 2") == 1, c.stderr()
+
+
 def test_plain_client_cannot_reach_a_curve_coordinator(tmp):
     coordinator_key, _ = keygen(tmp, "coordinator")
     _, worker_pub = keygen(tmp, "worker")
@@ -377,5 +398,5 @@ def test_plain_client_cannot_reach_a_curve_coordinator(tmp):
 if __name__ == "__main__":
     h.main([test_curve_trains_the_same_model_in_every_mode, test_workers_join_with_keys_from_keygen,
             test_unknown_key_cannot_join, test_launcher_ranks_share_one_job_key,
-            test_refusals_say_how,
+            test_refusals_say_how, test_other_protocol_version_is_told,
             test_strangers_leave_the_run_intact, test_plain_client_cannot_reach_a_curve_coordinator])

@@ -114,7 +114,10 @@ std::string refusal_of(const Security& server, const Security& client,
   while (dt::transport::Clock::now() < deadline) {
     (void)listener->receive(deadline_in(20ms));
     (void)connection->receive(deadline_in(20ms));
-    if (auto why = connection->refusal(); !why.empty()) return why;
+    if (auto refused = connection->refusal(); !refused.why.empty()) {
+      CHECK(refused.kind == dt::transport::Refusal::Kind::kSecurity);
+      return refused.why;
+    }
   }
   return {};
 }

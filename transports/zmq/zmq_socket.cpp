@@ -59,7 +59,7 @@ class ZmqConnection final : public Connection {
     return std::move(incoming->message);
   }
   [[nodiscard]] const Counters& counters() const noexcept override { return socket_.counters(); }
-  [[nodiscard]] std::string refusal() override { return socket_.refusal(); }
+  [[nodiscard]] Refusal refusal() override { return socket_.refusal(); }
 
  private:
   Socket socket_;
@@ -185,7 +185,7 @@ void Socket::watch_handshakes() {
   watch_ = std::make_unique<HandshakeWatch>(context_->context, socket_);
 }
 
-const std::string& Socket::refusal() {
+const Refusal& Socket::refusal() {
   if (watch_) {
     using Kind = HandshakeWatch::Failure::Kind;
     watch_->drain([&](const HandshakeWatch::Failure& f) {
@@ -197,11 +197,12 @@ const std::string& Socket::refusal() {
         log::warn("a connection to {} failed its handshake and was dropped: {} (further ones "
                   "like it are not logged)",
                   endpoint_, describe_failure(f));
-      } else if (refusal_.empty()) {
+      } else if (refusal_.kind == Refusal::Kind::kNone) {
         // Definite answers at once. A handshake cut off by the other end can be a listener
         // going away; several in a row are its answer (no CURVE there, or another key).
         if (f.kind == Kind::kClosed && ++closed_handshakes_ < kClosedHandshakesToRefuse) return;
-        refusal_ = f.kind == Kind::kClosed
+        refusal_.kind = Refusal::Kind::kSecurity;
+        refusal_.why = f.kind == Kind::kClosed
                        ? fmt::format("it closed the connection during the handshake {} times "
                                      "({}): either it does not use transport.security curve "
                                      "and this process does, or the other way round, or this "
@@ -225,6 +226,11 @@ std::optional<Incoming> Socket::receive(Deadline deadline) {
       ++counters_.messages_received;
       return Incoming{std::move(peer), std::move(message)};
     } catch (const ProtocolError& e) {
+      const std::size_t head = is_router() ? 1 : 0;
+      if (frames->size() > head) {
+        const auto version = wire::peek_version(bytes_of((*frames)[head]));
+        if (version && *version != wire::kProtocolVersion) other_version(peer, *version);
+      }
       drop(peer, e.message());
     }
     // A stream of garbage must not keep a caller past its deadline.
@@ -297,6 +303,28 @@ wire::Message Socket::parse(const std::vector<zmq::message_t>& frames) const {
     message.payload.emplace_back(bytes.begin(), bytes.end());
   }
   return message;
+}
+
+void Socket::other_version(const std::string& peer, std::uint16_t version) {
+  if (!is_router()) {
+    if (refusal_.kind == Refusal::Kind::kNone) {
+      refusal_ = {Refusal::Kind::kVersion,
+                  fmt::format("it speaks disttrain protocol version {}, this build speaks {}: run "
+                              "the same disttrain release on every host",
+                              version, wire::kProtocolVersion)};
+    }
+    return;
+  }
+  // Once per peer (drop() remembers it next): this build's version back, so that the peer's
+  // build can name both (best effort, never waits: the peer may be gone).
+  if (warned_.size() >= kMaxWarnedPeers || warned_.contains(peer)) return;
+  try {
+    const wire::Bytes notice = wire::version_notice();
+    if (socket_.send(zmq::buffer(peer), zmq::send_flags::dontwait | zmq::send_flags::sndmore)) {
+      (void)socket_.send(zmq::buffer(notice.data(), notice.size()), zmq::send_flags::dontwait);
+    }
+  } catch (const zmq::error_t&) {
+  }
 }
 
 void Socket::drop(const std::string& peer, std::string_view reason) {

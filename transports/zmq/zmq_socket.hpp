@@ -60,7 +60,7 @@ class Socket {
   // Reports failed handshakes from now on (tcp and ipc; ZeroMQ runs none over inproc).
   void watch_handshakes();
   // A DEALER: why the listener refused its handshake, empty while it did not (Connection).
-  [[nodiscard]] const std::string& refusal();
+  [[nodiscard]] const Refusal& refusal();
 
  private:
   [[nodiscard]] bool is_router() const noexcept { return type_ == zmq::socket_type::router; }
@@ -72,6 +72,9 @@ class Socket {
   [[nodiscard]] std::optional<std::vector<zmq::message_t>> receive_frames(Deadline deadline);
   [[nodiscard]] wire::Message parse(const std::vector<zmq::message_t>& frames) const;
   void drop(const std::string& peer, std::string_view reason);
+  // A message of another protocol version: a ROUTER tells the peer its own version once, a
+  // DEALER takes it as the listener's refusal.
+  void other_version(const std::string& peer, std::uint16_t version);
 
   std::shared_ptr<Context> context_;  // declared first: destroyed after socket_
   zmq::socket_t socket_;
@@ -81,7 +84,7 @@ class Socket {
   std::string endpoint_;
   Counters counters_;
   std::unordered_set<std::string> warned_;  // peers already warned about (bounded)
-  std::string refusal_;
+  Refusal refusal_;
   int closed_handshakes_ = 0;  // a DEALER's handshakes cut off by the listener
   unsigned warned_handshakes_ = 0;  // a ROUTER warns once per kind of failed handshake
   // Declared last: stops watching before socket_ closes.
