@@ -186,7 +186,8 @@ void add_worker(CLI::App& app, Action& action, const Globals&) {
       ->type_name("FILE");
   cmd->add_option("--advertise", args->advertise,
                   "the host name or address the other workers reach this one at (ring and "
-                  "tensor peer links), when not its address on the route to the coordinator")
+                  "tensor peer links), when not its address on the route to the coordinator; "
+                  "they then listen on every interface, so it needs --key")
       ->type_name("HOST");
   cmd->add_option("--join-timeout-ms", args->join_timeout_ms,
                   "how long to wait for the coordinator to answer")

@@ -59,7 +59,7 @@ class ZmqConnection final : public Connection {
     return std::move(incoming->message);
   }
   [[nodiscard]] const Counters& counters() const noexcept override { return socket_.counters(); }
-  [[nodiscard]] Refusal refusal() override { return socket_.refusal(); }
+  [[nodiscard]] Refusal refusal() override { return socket_.check_handshakes(); }
 
  private:
   Socket socket_;
@@ -185,7 +185,7 @@ void Socket::watch_handshakes() {
   watch_ = std::make_unique<HandshakeWatch>(context_->context, socket_);
 }
 
-const Refusal& Socket::refusal() {
+const Refusal& Socket::check_handshakes() {
   if (watch_) {
     using Kind = HandshakeWatch::Failure::Kind;
     watch_->drain([&](const HandshakeWatch::Failure& f) {
@@ -251,7 +251,7 @@ std::optional<std::vector<zmq::message_t>> Socket::receive_frames(Deadline deadl
       if (e.num() == EINTR) return std::nullopt;
       fail<TransportError>("receive on {}: {}", endpoint_, e.what());
     }
-    if ((items[1].revents & ZMQ_POLLIN) != 0) (void)refusal();
+    if ((items[1].revents & ZMQ_POLLIN) != 0) (void)check_handshakes();
     if ((item.revents & ZMQ_POLLIN) == 0) {
       if (Clock::now() >= deadline) return std::nullopt;
       continue;

@@ -59,8 +59,9 @@ class Socket {
 
   // Reports failed handshakes from now on (tcp and ipc; ZeroMQ runs none over inproc).
   void watch_handshakes();
-  // A DEALER: why the listener refused its handshake, empty while it did not (Connection).
-  [[nodiscard]] const Refusal& refusal();
+  // Reads the failed handshakes reported so far: a ROUTER logs them (once per kind), a DEALER
+  // keeps the listener's refusal, which it returns (Connection::refusal).
+  const Refusal& check_handshakes();
 
  private:
   [[nodiscard]] bool is_router() const noexcept { return type_ == zmq::socket_type::router; }
