@@ -42,8 +42,11 @@ std::vector<std::uint64_t> ServerGroup::drop_worker_dealing(int rank, protocol::
 void ServerGroup::copy_params_of_round(std::uint64_t round, std::vector<double>& params) const {
   params.resize(session_.params().size());
   for (std::size_t k = 0; k < servers_.size(); ++k) {
-    // The current slice at that round, or the one kept from before the round just applied.
-    const auto state = servers_[k]->state_at(round);
+    // The current slice at that round; or, when the server has just applied the round (the
+    // lost worker's push reached every server before it died), the copy kept at the round's
+    // start (keep).
+    auto state = servers_[k]->state_at(round);
+    if (!state && copies_[k].version == round) state = copies_[k];
     if (!state) {
       fail<TrainingError>("internal error: parameter server {} is at update {}, not at the start "
                           "of round {} or just past it", k, servers_[k]->stats().version,
