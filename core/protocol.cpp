@@ -87,6 +87,14 @@ wire::Message encode(Envelope envelope, std::uint64_t job_id) {
 }
 
 Envelope decode(const wire::Message& message, std::uint64_t job_id) {
+  wire::Message copy{message.header, {}};
+  if (!message.payload.empty()) copy.payload.push_back(message.payload[0]);
+  Envelope e = decode(std::move(copy), job_id);
+  e.arrays.assign(message.payload.begin() + 1, message.payload.end());
+  return e;
+}
+
+Envelope decode(wire::Message&& message, std::uint64_t job_id) {
   const auto type = static_cast<Type>(message.header.type);
   if (std::strcmp(name_of(type), "unknown") == 0) {
     fail<ProtocolError>("unknown message type {}", message.header.type);
@@ -106,7 +114,10 @@ Envelope decode(const wire::Message& message, std::uint64_t job_id) {
     fail<ProtocolError>("{} message from rank {}: fields frame is not a JSON object",
                         name_of(type), e.rank);
   }
-  e.arrays.assign(message.payload.begin() + 1, message.payload.end());
+  e.arrays.reserve(message.payload.size() - 1);
+  for (auto it = message.payload.begin() + 1; it != message.payload.end(); ++it) {
+    e.arrays.push_back(std::move(*it));
+  }
   return e;
 }
 

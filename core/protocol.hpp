@@ -88,6 +88,8 @@ struct Envelope {
 [[nodiscard]] wire::Message encode(Envelope envelope, std::uint64_t job_id);
 // ProtocolError for an unknown type, a missing or non-object JSON frame, or a job id mismatch.
 [[nodiscard]] Envelope decode(const wire::Message& message, std::uint64_t job_id);
+// The same, moving the array frames out of `message` instead of copying them.
+[[nodiscard]] Envelope decode(wire::Message&& message, std::uint64_t job_id);
 
 // Typed field access with errors that name the message and the field.
 [[nodiscard]] const nlohmann::json& field(const Envelope& e, const char* name);

@@ -1,9 +1,21 @@
 #include "core/models/affine.hpp"
 
+#include "core/models/kernels.hpp"
+
 #include <algorithm>
 #include <utility>
 
 namespace dt::models::detail {
+
+namespace {
+
+// Rows whose outputs are computed, turned into dloss/doutput by the head, then multiplied back
+// into the gradient while they are still in the cache: each row is read from memory once.
+constexpr Eigen::Index kChunk = 64;
+// How many rows ahead of the one being computed a shuffled batch's rows are fetched.
+constexpr Eigen::Index kPrefetchAhead = 4;
+
+}  // namespace
 
 std::vector<ParamBlock> single_output_layout(int inputs) {
   const auto p = static_cast<std::size_t>(inputs);
@@ -19,7 +31,8 @@ AffineModel::AffineModel(ModelSpec spec, std::vector<ParamBlock> layout)
       task_(task_for(spec_.config)),
       inputs_(spec_.inputs),
       outputs_(outputs()),
-      scratch_(0, outputs_) {}
+      scratch_(kChunk, outputs_),
+      labels_(kChunk) {}
 
 void AffineModel::init(std::span<double> params, std::uint64_t /*seed*/) const {
   check_params(*this, params.size(), "the parameter vector");
@@ -27,45 +40,90 @@ void AffineModel::init(std::span<double> params, std::uint64_t /*seed*/) const {
   std::fill(params.begin(), params.end(), 0.0);
 }
 
-void AffineModel::forward(std::span<const double> params, const ConstRowsRef& x) {
-  const Eigen::Index n = x.rows();
-  if (scratch_.rows() < n) scratch_.resize(n, outputs_);
-  const auto w = block(params, layout_[0].offset, inputs_, outputs_);
-  const auto b = block(params, layout_[1].offset, 1, outputs_);
-  auto z = scratch_.topRows(n);
-  z.noalias() = x * w;
-  z.rowwise() += b.row(0);
+void AffineModel::forward(std::span<const double> params, const ConstRowsRef& x_all,
+                          std::span<const std::uint64_t> pick, Eigen::Index first,
+                          Eigen::Index count, Eigen::Ref<RowMatrix> z) const {
+  const double* w = params.data() + layout_[0].offset;  // inputs x outputs, row-major
+  const double* b = params.data() + layout_[1].offset;
+  const auto p = static_cast<std::size_t>(inputs_);
+  const auto k = static_cast<std::size_t>(outputs_);
+  const Eigen::Index rows = pick.empty() ? x_all.rows() : static_cast<Eigen::Index>(pick.size());
+  for (Eigen::Index i = 0; i < count; ++i) {
+    // Picked rows lie anywhere in the shard, beyond the hardware prefetcher's sight: ask for a
+    // row a few ahead, every cache line of it, so its load overlaps this row's arithmetic.
+    if (!pick.empty() && first + i + kPrefetchAhead < rows) {
+      const auto* ahead = reinterpret_cast<const char*>(row(x_all, pick, first + i + kPrefetchAhead));
+      for (std::size_t b = 0; b < p * sizeof(double); b += 64) __builtin_prefetch(ahead + b);
+    }
+    const double* x = row(x_all, pick, first + i);
+    double* out = &z(i, 0);
+    if (k == 1) {
+      out[0] = kernels::dot(x, w, p) + b[0];
+      continue;
+    }
+    std::fill(out, out + k, 0.0);
+    for (std::size_t f = 0; f < p; ++f) kernels::axpy(x[f], w + f * k, out, k);
+    for (std::size_t c = 0; c < k; ++c) out[c] += b[c];
+  }
+}
+
+BatchResult AffineModel::pass(std::span<const double> params, const BatchRows& batch,
+                              double* grad_sum) {
+  const auto p = static_cast<std::size_t>(inputs_);
+  const auto k = static_cast<std::size_t>(outputs_);
+  double* gw = grad_sum == nullptr ? nullptr : grad_sum + layout_[0].offset;
+  double* gb = grad_sum == nullptr ? nullptr : grad_sum + layout_[1].offset;
+  BatchResult total;
+  const Eigen::Index n = batch.rows();
+  for (Eigen::Index first = 0; first < n; first += kChunk) {
+    const Eigen::Index count = std::min(kChunk, n - first);
+    auto z = scratch_.topRows(count);
+    forward(params, batch.x, batch.pick, first, count, z);
+    for (Eigen::Index i = 0; i < count; ++i) labels_(i) = batch.y(row_index(batch.pick, first + i));
+    const BatchResult r = apply_head(task_, z, labels_.head(count), gw != nullptr, first);
+    total.loss_sum += r.loss_sum;
+    total.correct += r.correct;
+    total.squared_error_sum += r.squared_error_sum;
+    if (gw == nullptr) continue;
+    for (Eigen::Index i = 0; i < count; ++i) {
+      const double* x = row(batch.x, batch.pick, first + i);
+      const double* dz = &z(i, 0);
+      if (k == 1) {
+        kernels::axpy(dz[0], x, gw, p);
+        gb[0] += dz[0];
+        continue;
+      }
+      for (std::size_t f = 0; f < p; ++f) kernels::axpy(x[f], dz, gw + f * k, k);
+      for (std::size_t c = 0; c < k; ++c) gb[c] += dz[c];
+    }
+  }
+  return total;
 }
 
 BatchResult AffineModel::loss_and_gradient(std::span<const double> params, ConstRowsRef x,
                                            ConstVectorRef y, std::span<double> grad_sum) {
   check_batch(*this, params, x, &y, &grad_sum);
-  forward(params, x);
-  const Eigen::Index n = x.rows();
-  auto dz = scratch_.topRows(n);
-  const BatchResult result = apply_head(task_, dz, y, /*gradient=*/true);
-  auto gw = block(grad_sum, layout_[0].offset, inputs_, outputs_);
-  auto gb = block(grad_sum, layout_[1].offset, 1, outputs_);
-  gw.noalias() += x.transpose() * dz;
-  gb.row(0) += dz.colwise().sum();
-  return result;
+  return pass(params, BatchRows{x, y, {}}, grad_sum.data());
+}
+
+BatchResult AffineModel::batch_loss_and_gradient(std::span<const double> params,
+                                                 const BatchRows& batch,
+                                                 std::span<double> grad_sum) {
+  check_batch(*this, params, batch, &grad_sum);
+  return pass(params, batch, grad_sum.data());
 }
 
 BatchResult AffineModel::evaluate(std::span<const double> params, ConstRowsRef x,
                                   ConstVectorRef y) {
   check_batch(*this, params, x, &y, nullptr);
-  forward(params, x);
-  return apply_head(task_, scratch_.topRows(x.rows()), y, /*gradient=*/false);
+  return pass(params, BatchRows{x, y, {}}, nullptr);
 }
 
 void AffineModel::predict(std::span<const double> params, ConstRowsRef x, RowMatrix& out) {
   check_batch(*this, params, x, nullptr, nullptr);
-  const auto w = block(params, layout_[0].offset, inputs_, outputs_);
-  const auto b = block(params, layout_[1].offset, 1, outputs_);
   out.resize(x.rows(), outputs_);
-  out.noalias() = x * w;
-  out.rowwise() += b.row(0);
+  forward(params, x, {}, 0, x.rows(), out);
   apply_link(task_, out);
 }
 
-}  // namespace dt::models::detail
+}  // namespace detail

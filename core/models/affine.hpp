@@ -1,5 +1,7 @@
 #pragma once
 // The convex models share one body: outputs = X·W + b followed by their task's loss head.
+// They work row by row (kernels.hpp), in chunks of rows still in cache between the forward and
+// the backward pass, reading a shuffled batch's rows where they lie: one pass over memory.
 // linear.cpp, logistic.cpp and softmax.cpp only choose the layout (the parameter shapes a user
 // of that model expects) and the task; the arithmetic exists once.
 
@@ -20,19 +22,34 @@ class AffineModel final : public Model {
   void init(std::span<double> params, std::uint64_t seed) const override;
   BatchResult loss_and_gradient(std::span<const double> params, ConstRowsRef x, ConstVectorRef y,
                                 std::span<double> grad_sum) override;
+  BatchResult batch_loss_and_gradient(std::span<const double> params, const BatchRows& batch,
+                                      std::span<double> grad_sum) override;
   BatchResult evaluate(std::span<const double> params, ConstRowsRef x, ConstVectorRef y) override;
   void predict(std::span<const double> params, ConstRowsRef x, RowMatrix& out) override;
 
  private:
-  // outputs_ rows 0..n-1 = x·W + b.
-  void forward(std::span<const double> params, const ConstRowsRef& x);
+  [[nodiscard]] static Eigen::Index row_index(std::span<const std::uint64_t> pick,
+                                              Eigen::Index i) noexcept {
+    return pick.empty() ? i : static_cast<Eigen::Index>(pick[static_cast<std::size_t>(i)]);
+  }
+  [[nodiscard]] static const double* row(const ConstRowsRef& x, std::span<const std::uint64_t> pick,
+                                         Eigen::Index i) noexcept {
+    return x.data() + row_index(pick, i) * x.outerStride();
+  }
+  // z's rows 0..count-1 = the batch rows first..first+count-1 times W, plus b.
+  void forward(std::span<const double> params, const ConstRowsRef& x,
+               std::span<const std::uint64_t> pick, Eigen::Index first, Eigen::Index count,
+               Eigen::Ref<RowMatrix> z) const;
+  // Loss and metrics of the batch, and its gradient added to grad_sum unless null.
+  BatchResult pass(std::span<const double> params, const BatchRows& batch, double* grad_sum);
 
   ModelSpec spec_;
   std::vector<ParamBlock> layout_;
   config::Task task_;
   Eigen::Index inputs_;
   Eigen::Index outputs_;
-  RowMatrix scratch_;  // grows to the largest batch seen, never shrinks
+  RowMatrix scratch_;       // one chunk's outputs, then their gradients
+  Eigen::VectorXd labels_;  // one chunk's labels
 };
 
 // The layout of a one-output affine model (linear and logistic regression): "weights" [inputs]

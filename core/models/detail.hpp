@@ -40,8 +40,10 @@ using ConstRowsMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
 // logit for binary, the K logits for multiclass). Returns the batch sums; with `gradient`,
 // overwrites z with d(loss_sum)/dz. Multiclass labels must be class indices in [0, K)
 // (DataError otherwise: reading them as indices out of range would touch foreign memory).
+// `first_row`: the batch row of z's first row, for that error (a model working in chunks).
 [[nodiscard]] BatchResult apply_head(config::Task task, Eigen::Ref<RowMatrix> z,
-                                     const ConstVectorRef& y, bool gradient);
+                                     const ConstVectorRef& y, bool gradient,
+                                     Eigen::Index first_row = 0);
 // Turns outputs into predictions in place: identity, P(y = 1), or the softmax probabilities.
 void apply_link(config::Task task, Eigen::Ref<RowMatrix> z);
 
@@ -49,6 +51,9 @@ void apply_link(config::Task task, Eigen::Ref<RowMatrix> z);
 // parameter_count() values, x has spec().inputs columns and y one label per row.
 void check_batch(const Model& model, std::span<const double> params, const ConstRowsRef& x,
                  const ConstVectorRef* y, const std::span<double>* grad);
+// The same for a batch of picked rows, and every picked row lies in x.
+void check_batch(const Model& model, std::span<const double> params, const BatchRows& batch,
+                 const std::span<double>* grad);
 void check_params(const Model& model, std::size_t size, const char* what);
 
 // One per model file; make_model validates the spec first.

@@ -54,12 +54,13 @@ BatchResult binary(Eigen::Ref<RowMatrix> z, const ConstVectorRef& y, bool gradie
   return r;
 }
 
-BatchResult multiclass(Eigen::Ref<RowMatrix> z, const ConstVectorRef& y, bool gradient) {
+BatchResult multiclass(Eigen::Ref<RowMatrix> z, const ConstVectorRef& y, bool gradient,
+                       Eigen::Index first_row) {
   BatchResult r;
   const Eigen::Index k = z.cols();
   for (Eigen::Index i = 0; i < z.rows(); ++i) {
     auto row = z.row(i);
-    const Eigen::Index label = class_index(y(i), k, i);
+    const Eigen::Index label = class_index(y(i), k, first_row + i);
     // Strict > keeps the lowest index among ties.
     Eigen::Index best = 0;
     for (Eigen::Index c = 1; c < k; ++c) {
@@ -80,14 +81,14 @@ BatchResult multiclass(Eigen::Ref<RowMatrix> z, const ConstVectorRef& y, bool gr
 }  // namespace
 
 BatchResult apply_head(config::Task task, Eigen::Ref<RowMatrix> z, const ConstVectorRef& y,
-                       bool gradient) {
+                       bool gradient, Eigen::Index first_row) {
   switch (task) {
     case config::Task::kRegression:
       return regression(z, y, gradient);
     case config::Task::kBinary:
       return binary(z, y, gradient);
     case config::Task::kMulticlass:
-      return multiclass(z, y, gradient);
+      return multiclass(z, y, gradient, first_row);
   }
   return {};
 }

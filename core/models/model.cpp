@@ -47,6 +47,28 @@ void Model::add_regularization_gradient(std::span<const double> params,
   }
 }
 
+BatchRows gather(const BatchRows& batch, RowMatrix& x, Eigen::VectorXd& y) {
+  if (batch.pick.empty()) return batch;
+  const auto n = batch.rows();
+  if (x.rows() < n || x.cols() != batch.x.cols()) {
+    x.resize(n, batch.x.cols());
+    y.resize(n);
+  }
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const auto row = static_cast<Eigen::Index>(batch.pick[static_cast<std::size_t>(i)]);
+    x.row(i) = batch.x.row(row);
+    y(i) = batch.y(row);
+  }
+  return {x.topRows(n), y.head(n), {}};
+}
+
+BatchResult Model::batch_loss_and_gradient(std::span<const double> params,
+                                           const BatchRows& batch, std::span<double> grad_sum) {
+  detail::check_batch(*this, params, batch, &grad_sum);
+  const auto rows = gather(batch, gather_x_, gather_y_);
+  return loss_and_gradient(params, rows.x, rows.y, grad_sum);
+}
+
 namespace detail {
 
 config::Task task_for(const config::ModelConfig& model) noexcept { return config::task_of(model); }
@@ -68,6 +90,17 @@ void check_batch(const Model& model, std::span<const double> params, const Const
   }
   if (y != nullptr && y->size() != x.rows()) {
     fail<TrainingError>("the batch has {} rows but {} labels", x.rows(), y->size());
+  }
+}
+
+void check_batch(const Model& model, std::span<const double> params, const BatchRows& batch,
+                 const std::span<double>* grad) {
+  check_batch(model, params, batch.x, &batch.y, grad);
+  const auto rows = static_cast<std::uint64_t>(batch.x.rows());
+  for (const auto row : batch.pick) {
+    if (row >= rows) {
+      fail<TrainingError>("the batch picks row {} of a shard of {} rows", row, rows);
+    }
   }
 }
 

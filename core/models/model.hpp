@@ -39,6 +39,22 @@ struct ParamBlock {
   bool regularized = false;         // weights yes, biases no
 };
 
+// The rows of one batch: rows pick[0], pick[1], ... of x (a shuffled epoch's order), or every
+// row of x in order when pick is empty. Row-by-row models read the picked rows where they lie;
+// the others gather them once (Model::batch_loss_and_gradient).
+struct BatchRows {
+  ConstRowsRef x;
+  ConstVectorRef y;  // one label per row of x
+  std::span<const std::uint64_t> pick;
+  [[nodiscard]] Eigen::Index rows() const noexcept {
+    return pick.empty() ? x.rows() : static_cast<Eigen::Index>(pick.size());
+  }
+};
+
+// The batch's rows copied in order into x and y (grown as needed, never shrunk; an empty batch
+// still gets batch.x's columns), as a batch without a pick. A batch without one is returned as is.
+[[nodiscard]] BatchRows gather(const BatchRows& batch, RowMatrix& x, Eigen::VectorXd& y);
+
 // Sums over one batch.
 struct BatchResult {
   double loss_sum = 0.0;
@@ -64,6 +80,11 @@ class Model {
   // per thread).
   virtual BatchResult loss_and_gradient(std::span<const double> params, ConstRowsRef x,
                                         ConstVectorRef y, std::span<double> grad_sum) = 0;
+  // The same on the rows of a batch (see BatchRows). The default gathers picked rows into a
+  // buffer the model keeps and calls loss_and_gradient; row-by-row models override it. A
+  // picked batch and the same rows gathered by hand give the same bits.
+  virtual BatchResult batch_loss_and_gradient(std::span<const double> params,
+                                              const BatchRows& batch, std::span<double> grad_sum);
   // Loss sum and metrics only.
   virtual BatchResult evaluate(std::span<const double> params, ConstRowsRef x,
                                ConstVectorRef y) = 0;
@@ -74,6 +95,10 @@ class Model {
   // 0.5 * l2 * ||regularized blocks||^2, and its gradient added to grad.
   [[nodiscard]] double regularization(std::span<const double> params) const;
   void add_regularization_gradient(std::span<const double> params, std::span<double> grad) const;
+
+ private:
+  RowMatrix gather_x_;  // batch_loss_and_gradient's default: grows to the largest batch
+  Eigen::VectorXd gather_y_;
 };
 
 // One factory for every model type: a new model is one file plus one line here.

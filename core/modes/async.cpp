@@ -334,10 +334,10 @@ class AsyncMode final : public ServerGroupMode {
       const auto start = std::chrono::steady_clock::now();
       const auto batch = session.local_batch_at(epoch, in_epoch);
       models::BatchResult result;
-      if (batch.y.size() > 0) result = model.loss_and_gradient(params, batch.x, batch.y, grad);
+      if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
       session.add_compute_seconds(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      client.push(grad, step, static_cast<std::uint64_t>(batch.y.size()), result.loss_sum,
+      client.push(grad, step, static_cast<std::uint64_t>(batch.rows()), result.loss_sum,
                   steps == planned ? 0 : steps);
       if (++in_epoch == per_epoch[epoch]) {
         in_epoch = 0;

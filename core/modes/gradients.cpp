@@ -75,12 +75,12 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;
-    if (batch.y.size() > 0) result = model.loss_and_gradient(params, batch.x, batch.y, grad_);
+    if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad_);
     session.add_compute_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
-    reply.fields = {{"rows", batch.y.size()}, {"loss_sum", result.loss_sum}};
+    reply.fields = {{"rows", batch.rows()}, {"loss_sum", result.loss_sum}};
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(grad_)));
     session.send(std::move(reply));
   }

@@ -364,10 +364,10 @@ class ParametersMode final : public Mode {
       session.begin_step(local_step_);
       const auto start = std::chrono::steady_clock::now();
       const auto batch = session.local_batch(local_step_++);
-      const auto n = static_cast<std::uint64_t>(batch.y.size());
+      const auto n = static_cast<std::uint64_t>(batch.rows());
       if (n > 0) {
         std::fill(grad_.begin(), grad_.end(), 0.0);
-        const auto result = model.loss_and_gradient(params_, batch.x, batch.y, grad_);
+        const auto result = model.batch_loss_and_gradient(params_, batch, grad_);
         const double inv = 1.0 / static_cast<double>(n);
         for (double& g : grad_) g *= inv;
         model.add_regularization_gradient(params_, grad_);

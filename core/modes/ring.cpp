@@ -355,8 +355,8 @@ class RingMode final : public Mode {
     auto start = Clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;
-    if (batch.y.size() > 0) result = model.loss_and_gradient(params_, batch.x, batch.y, grad);
-    buffer_[p] = static_cast<double>(batch.y.size());
+    if (batch.rows() > 0) result = model.batch_loss_and_gradient(params_, batch, grad);
+    buffer_[p] = static_cast<double>(batch.rows());
     buffer_[p + 1] = result.loss_sum;
     double compute = seconds_since(start);
 
@@ -389,7 +389,7 @@ class RingMode final : public Mode {
     session.add_compute_seconds(compute);
 
     protocol::Envelope reply{.type = protocol::Type::kRingLoss, .step = message.step};
-    reply.fields = {{"rows", batch.y.size()}, {"loss_sum", result.loss_sum}};
+    reply.fields = {{"rows", batch.rows()}, {"loss_sum", result.loss_sum}};
     const auto want = message.fields.find("send_parameters");
     const auto state = message.fields.find("send_state");
     if (leader(session) && state != message.fields.end() && state->is_boolean() &&

@@ -133,11 +133,11 @@ class ShardedGradientsMode final : public ServerGroupMode {
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;
-    if (batch.y.size() > 0) result = model.loss_and_gradient(params_, batch.x, batch.y, grad_);
+    if (batch.rows() > 0) result = model.batch_loss_and_gradient(params_, batch, grad_);
     session.add_compute_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 
-    const auto rows = static_cast<std::uint64_t>(batch.y.size());
+    const auto rows = static_cast<std::uint64_t>(batch.rows());
     client_->push(grad_, message.step, rows, result.loss_sum);
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};

@@ -199,7 +199,7 @@ class TensorMode final : public CoordinatorOptimizerMode {
     session.begin_step(message.step);
     peer_seconds_ = 0;
     const auto start = std::chrono::steady_clock::now();
-    const auto batch = session.batch(message.step);
+    const auto batch = session.gathered(session.batch(message.step));
     // Every rank of the group computes, even on an empty batch: the all-reduces must match up.
     models::BatchResult result;
     try {

@@ -324,7 +324,7 @@ class CoordinatorSession {
   [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
   [[nodiscard]] std::chrono::milliseconds join_timeout(int rank) const;
   [[nodiscard]] std::optional<transport::Incoming> next_message(transport::Clock::time_point until);
-  [[nodiscard]] std::optional<protocol::Envelope> decode_or_drop(const transport::Incoming& in,
+  [[nodiscard]] std::optional<protocol::Envelope> decode_or_drop(transport::Incoming& in,
                                                                 std::uint64_t job);
   void send_request(int rank, std::shared_ptr<const wire::Message> message, protocol::Type type,
                     std::uint64_t step, std::uint32_t generation);

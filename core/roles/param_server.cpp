@@ -140,7 +140,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
       if (!in) continue;
       protocol::Envelope e;
       try {
-        e = protocol::decode(in->message, options_.job_id);
+        e = protocol::decode(std::move(in->message), options_.job_id);
       } catch (const ProtocolError& err) {
         drops.drop(in->peer, err.what());
         continue;

@@ -314,7 +314,7 @@ void ServerClient::receive(std::span<double> params, std::uint64_t min_version) 
       session_.take_notices();  // a failed server's replacement
       continue;
     }
-    auto e = protocol::decode(*message, session_.job_id());
+    auto e = protocol::decode(std::move(*message), session_.job_id());
     if (e.type != protocol::Type::kSlice || protocol::count(e, "server") != k) {
       fail<ProtocolError>("parameter server {} at {} sent a {} message, expected its slice", k,
                           endpoints_[k], protocol::name_of(e.type));

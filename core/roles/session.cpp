@@ -27,12 +27,12 @@ std::vector<int> all_ranks(std::size_t n) {
 
 }  // namespace
 
-std::optional<protocol::Envelope> CoordinatorSession::decode_or_drop(const transport::Incoming& in,
+std::optional<protocol::Envelope> CoordinatorSession::decode_or_drop(transport::Incoming& in,
                                                                      std::uint64_t job) {
   // A malformed message is dropped with a warning, never fatal: the sender is found out by its
   // silence if it is one of ours.
   try {
-    return protocol::decode(in.message, job);
+    return protocol::decode(std::move(in.message), job);  // the arrays move, the header stays
   } catch (const ProtocolError& err) {
     drops_.drop(in.peer, err.what());
     return std::nullopt;

@@ -56,7 +56,7 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
         }
         job = *joining;
       }
-      auto envelope = protocol::decode(*message, job);
+      auto envelope = protocol::decode(std::move(*message), job);
       if (envelope.rank != wire::kCoordinatorRank) continue;  // only the coordinator talks here
       return envelope;
     }
@@ -387,7 +387,7 @@ void WorkerSession::on_notice(protocol::Type type, NoticeHandler handler) {
 
 void WorkerSession::take_notices() {
   while (auto message = connection_.receive(Clock::now())) {
-    auto e = protocol::decode(*message, options_.job_id);
+    auto e = protocol::decode(std::move(*message), options_.job_id);
     if (e.rank != wire::kCoordinatorRank) continue;  // only the coordinator talks here
     if (const auto h = notice_handlers_.find(e.type); h != notice_handlers_.end() && h->second) {
       h->second(e);
@@ -399,7 +399,7 @@ void WorkerSession::take_notices() {
 
 bool WorkerSession::poll_coordinator(protocol::Type type) {
   while (auto message = connection_.receive(Clock::now())) {
-    auto envelope = protocol::decode(*message, options_.job_id);
+    auto envelope = protocol::decode(std::move(*message), options_.job_id);
     if (envelope.rank != wire::kCoordinatorRank) continue;
     // The coordinator ended the run (or gave this worker up) while it waited on its peers.
     if (envelope.type == protocol::Type::kError) (void)expect(std::move(envelope), type);

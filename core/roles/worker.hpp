@@ -97,13 +97,14 @@ class WorkerSession {
   void take_notices();
 
   // This worker's part of the global batch of `step`: rows [floor(s*n/S), floor((s+1)*n/S)) of
-  // this epoch's order (shuffled per epoch from the seed when training.shuffle), gathered into
-  // buffers reused from step to step.
-  struct Batch {
-    models::ConstRowsRef x;
-    models::ConstVectorRef y;
-  };
+  // this epoch's order (shuffled per epoch from the seed when training.shuffle). A shuffled
+  // batch picks its rows from the shard where they lie (models::BatchRows); nothing is copied.
+  // Valid until the next call that prepares another epoch.
+  using Batch = models::BatchRows;
   [[nodiscard]] Batch batch(std::uint64_t step);
+  // The batch's rows in order in buffers reused from step to step, for code that needs them
+  // contiguous (tensor-parallel slices).
+  [[nodiscard]] Batch gathered(const Batch& batch);
 
   // ---- Peer links: direct worker <-> worker collectives (transports/collectives/ring.hpp).
   // Present only when needs_peer_links(config); usable once the coordinator has sent every

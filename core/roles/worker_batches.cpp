@@ -92,21 +92,19 @@ WorkerSession::Batch WorkerSession::slice(std::uint64_t epoch, std::uint64_t s,
   const auto begin = static_cast<std::int64_t>(s * n / per_epoch);
   const auto end = static_cast<std::int64_t>((s + 1) * n / per_epoch);
   const auto count = end - begin;
-  if (!config_.training.shuffle) {
-    return {shard_.x.middleRows(begin, count), shard_.y.segment(begin, count)};
+  // An empty pick means every row: an empty batch (tiny shards) is 0 rows of the shard instead.
+  if (!config_.training.shuffle || count == 0) {
+    return {shard_.x.middleRows(begin, count), shard_.y.segment(begin, count), {}};
   }
-  // Sized on the first batch, and also for an empty one: a 0-row batch must still have the
-  // shard's columns (a tensor slice checks them even when its replica's share is 0 rows).
-  if (batch_x_.rows() < count || batch_x_.cols() != shard_.x.cols()) {
-    batch_x_.resize(count, shard_.x.cols());
-    batch_y_.resize(count);
-  }
-  for (std::int64_t i = 0; i < count; ++i) {
-    const auto row = static_cast<std::int64_t>(order_[static_cast<std::size_t>(begin + i)]);
-    batch_x_.row(i) = shard_.x.row(row);
-    batch_y_(i) = shard_.y(row);
-  }
-  return {batch_x_.topRows(count), batch_y_.head(count)};
+  return {shard_.x, shard_.y,
+          std::span<const std::uint64_t>(order_).subspan(static_cast<std::size_t>(begin),
+                                                         static_cast<std::size_t>(count))};
+}
+
+WorkerSession::Batch WorkerSession::gathered(const Batch& batch) {
+  // A 0-row batch keeps the shard's columns: a tensor slice checks them even when its
+  // replica's share is 0 rows.
+  return models::gather(batch, batch_x_, batch_y_);
 }
 
 }  // namespace dt::roles

@@ -1,0 +1,28 @@
+#include "core/models/kernels.hpp"
+
+namespace dt::models::kernels {
+
+// ifunc-based clones exist on x86-64 only; elsewhere (arm64: NEON is the baseline) the one
+// build is already vector code.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DT_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DT_SIMD_CLONES
+#endif
+
+DT_SIMD_CLONES double dot(const double* a, const double* b, std::size_t n) noexcept {
+  constexpr std::size_t kLanes = 8;
+  double acc[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (std::size_t j = 0; j < kLanes; ++j) acc[j] += a[i + j] * b[i + j];
+  }
+  for (std::size_t j = 0; i < n; ++i, ++j) acc[j] += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+DT_SIMD_CLONES void axpy(double alpha, const double* x, double* y, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+}  // namespace dt::models::kernels

@@ -1,0 +1,135 @@
+// The row-by-row path of the training step: the SIMD kernels' fixed summation order, and
+// batches that pick a shuffled epoch's rows in place giving the very bits of the same rows
+// gathered by hand, for every model type.
+
+#include "core/models/kernels.hpp"
+#include "core/models/model.hpp"
+#include "core/util/error.hpp"
+#include "tests/unit/harness.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using dt::config::Activation;
+using dt::config::ModelType;
+using dt::config::Task;
+using dt::models::BatchResult;
+using dt::models::BatchRows;
+using dt::models::RowMatrix;
+using dt::test::random_batch;
+using dt::test::random_params;
+using dt::test::spec_of;
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("kernels: dot adds in 8 fixed lanes, then the lanes in a fixed tree") {
+  namespace k = dt::models::kernels;
+  // Element i goes to lane i mod 8. With 1e16 in lane 0 and ones elsewhere, the order decides
+  // what survives rounding: the documented order keeps every 1 added to its own lane first.
+  std::vector<double> a(19, 1.0);
+  std::vector<double> ones(19, 1.0);
+  a[0] = 1e16;
+  a[8] = -1e16;  // lane 0 again: cancels exactly before the lanes meet
+  // lane 0: 1e16 - 1e16 + 1 (a[16]) = 1; lanes 1, 2: 3 each (i = 1, 9, 17 and 2, 10, 18);
+  // lanes 3..7: 2 each; total 1 + 6 + 10 = 17.
+  CHECK(k::dot(a.data(), ones.data(), a.size()) == 17.0);
+  // A naive left-to-right sum would lose the ones added to 1e16 (1e16 + 1 == 1e16).
+  double naive = 0;
+  for (double v : a) naive += v;
+  CHECK(naive != 17.0);
+
+  // Every length, against the rule written out by hand.
+  for (std::size_t n = 0; n <= 40; ++n) {
+    std::vector<double> x(n), y(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      x[i] = 1.0 / static_cast<double>(i + 3);
+      y[i] = static_cast<double>(i % 7) - 2.5;
+    }
+    double lane[8] = {};
+    for (std::size_t i = 0; i < n; ++i) lane[i % 8] += x[i] * y[i];
+    const double expected =
+        ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+    INFO("n = ", n);
+    CHECK(same_bits(k::dot(x.data(), y.data(), n), expected));
+  }
+}
+
+TEST_CASE("kernels: axpy adds alpha * x to y element by element") {
+  namespace k = dt::models::kernels;
+  std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  std::vector<double> y(x.size(), 0.5);
+  k::axpy(-2.0, x.data(), y.data(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) CHECK(y[i] == 0.5 - 2.0 * x[i]);
+  k::axpy(3.0, x.data(), y.data(), 0);  // nothing to do
+  CHECK(y[0] == -1.5);
+}
+
+TEST_CASE("models: a batch of picked rows gives the bits of the same rows gathered by hand") {
+  struct Case {
+    const char* name;
+    dt::models::ModelSpec spec;
+    Task task;
+    int classes;
+  };
+  const Case cases[] = {
+      {"linear", spec_of(ModelType::kLinearRegression, 13), Task::kRegression, 0},
+      {"logistic", spec_of(ModelType::kLogisticRegression, 13), Task::kBinary, 0},
+      {"softmax", spec_of(ModelType::kSoftmaxRegression, 13, 4), Task::kMulticlass, 4},
+      {"mlp", spec_of(ModelType::kMlp, 13, 3, {7}, Activation::kTanh, Task::kMulticlass), Task::kMulticlass, 3},
+  };
+  // More rows than one chunk (64) and a pick that runs up to the shard's last row, so the
+  // prefetch of rows ahead reaches the end of the pick.
+  constexpr Eigen::Index kRows = 300;
+  for (const auto& c : cases) {
+    INFO(c.name);
+    auto model = dt::models::make_model(c.spec);
+    const auto params = random_params(model->parameter_count(), 5, 0.3);
+    const auto shard = random_batch(kRows, 13, c.task, c.classes, 11);
+    std::vector<std::uint64_t> pick;
+    for (std::uint64_t i = 0; i < 150; ++i) pick.push_back((i * 97 + 13) % kRows);
+    pick.push_back(kRows - 1);
+
+    RowMatrix x(static_cast<Eigen::Index>(pick.size()), 13);
+    Eigen::VectorXd y(static_cast<Eigen::Index>(pick.size()));
+    for (std::size_t i = 0; i < pick.size(); ++i) {
+      x.row(static_cast<Eigen::Index>(i)) = shard.x.row(static_cast<Eigen::Index>(pick[i]));
+      y(static_cast<Eigen::Index>(i)) = shard.y(static_cast<Eigen::Index>(pick[i]));
+    }
+    std::vector<double> by_hand(params.size(), 0.0);
+    const BatchResult expected = model->loss_and_gradient(params, x, y, by_hand);
+
+    std::vector<double> picked(params.size(), 0.0);
+    const BatchResult got =
+        model->batch_loss_and_gradient(params, BatchRows{shard.x, shard.y, pick}, picked);
+    CHECK(same_bits(got.loss_sum, expected.loss_sum));
+    CHECK(got.correct == expected.correct);
+    CHECK(same_bits(picked, by_hand));
+
+    // Without a pick, the batch is every row of x in order.
+    std::vector<double> whole(params.size(), 0.0);
+    const BatchResult all = model->batch_loss_and_gradient(params, BatchRows{x, y, {}}, whole);
+    CHECK(same_bits(all.loss_sum, expected.loss_sum));
+    CHECK(same_bits(whole, by_hand));
+  }
+}
+
+TEST_CASE("models: a pick outside the shard is refused, naming the row") {
+  auto model = dt::models::make_model(spec_of(ModelType::kLinearRegression, 3));
+  const auto params = random_params(model->parameter_count(), 1, 0.3);
+  const auto shard = random_batch(10, 3, Task::kRegression, 0, 2);
+  const std::vector<std::uint64_t> pick = {0, 10};
+  std::vector<double> grad(params.size(), 0.0);
+  CHECK_THROWS_WITH_AS(model->batch_loss_and_gradient(params, BatchRows{shard.x, shard.y, pick}, grad),
+                       "the batch picks row 10 of a shard of 10 rows", dt::TrainingError);
+}
