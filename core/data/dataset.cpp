@@ -3,6 +3,7 @@
 #include "core/data/dataset.hpp"
 #include "core/data/csv_io.hpp"
 #include "core/util/error.hpp"
+#include "core/util/memory.hpp"
 #include "core/util/text.hpp"
 
 #include <algorithm>
@@ -273,6 +274,8 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
   }
   Shard shard;
   shard.x.resize(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(source.features.size()));
+  // Before the first touch: the loaders below fault every page of it in.
+  memory::prefer_huge_pages(shard.x.data(), static_cast<std::size_t>(shard.x.size()) * sizeof(double));
   shard.y = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(total));
   if (kind == LabelKind::kCategorical && source.label_index != kNoLabel) shard.raw_labels.reserve(total);
 
