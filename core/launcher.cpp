@@ -3,9 +3,11 @@
 #include "core/util/error.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +35,18 @@ ExitStatus decode_status(int status) {
   if (WIFSIGNALED(status)) s.signal = WTERMSIG(status);
   else if (WIFEXITED(status)) s.code = WEXITSTATUS(status);
   return s;
+}
+
+// A descriptor that becomes readable when `pid` exits (Linux >= 5.3), so that a wait for
+// children sleeps until one ends rather than polling; -1 where the kernel has none (the waits
+// then poll).
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
 }
 
 // This process's environment with `changes` applied ("NAME=VALUE" sets, "NAME" removes).
@@ -108,7 +122,7 @@ pid_t Launcher::spawn(int rank, const std::filesystem::path& program,
   }
   ::close(log_fd);
   if (null_fd >= 0) ::close(null_fd);
-  children_.push_back({rank, pid, log_path, false, {}});
+  children_.push_back({rank, pid, log_path, false, {}, open_pidfd(pid)});
   return pid;
 }
 
@@ -120,8 +134,7 @@ std::vector<ChildExit> Launcher::poll() {
     int status = 0;
     const pid_t r = ::waitpid(c.pid, &status, WNOHANG);
     if (r == c.pid) {
-      c.reaped = true;
-      c.status = decode_status(status);
+      c.reap(status);
       exits.push_back({c.rank, c.pid, c.status});
     }
   }
@@ -157,21 +170,42 @@ void Launcher::kill(int rank) {
     ::kill(c.pid, SIGKILL);  // also ends a stopped (hung) process
     int status = 0;
     while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {}
-    c.reaped = true;
-    c.status = decode_status(status);
+    c.reap(status);
   }
 }
 
+void Launcher::Child::reap(int wait_status) {
+  reaped = true;
+  status = decode_status(wait_status);
+  if (pidfd >= 0) ::close(pidfd);
+  pidfd = -1;
+}
+
+void Launcher::await_exit(Clock::time_point deadline) const {
+  std::vector<pollfd> fds;
+  for (const auto& c : children_) {
+    if (c.reaped) continue;
+    if (c.pidfd < 0) {  // no pidfd for this child: look again soon
+      std::this_thread::sleep_until(std::min(deadline, Clock::now() + std::chrono::milliseconds(5)));
+      return;
+    }
+    fds.push_back({c.pidfd, POLLIN, 0});
+  }
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  // EINTR (a signal, say Ctrl-C) just returns: the caller looks again.
+  (void)::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left, 0, 60000)));
+}
+
 bool Launcher::wait_all(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = Clock::now() + timeout;
   for (;;) {
     // Keep what this reaps for the next poll(): a caller may still want the exit codes.
     for (auto& exit : poll()) unreported_.push_back(exit);
     bool all = true;
     for (const auto& c : children_) all = all && c.reaped;
     if (all) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (Clock::now() >= deadline) return false;
+    await_exit(deadline);  // until a child exits (its pidfd) or the deadline
   }
 }
 
@@ -183,8 +217,7 @@ void Launcher::stop_all(std::chrono::milliseconds grace) {
     if (c.reaped) continue;
     int status = 0;
     while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {}
-    c.reaped = true;
-    c.status = decode_status(status);
+    c.reap(status);
   }
 }
 

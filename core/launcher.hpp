@@ -58,17 +58,23 @@ class Launcher {
   // once every child is reaped.
   void stop_all(std::chrono::milliseconds grace);
   // Waits up to `timeout` for every child to exit by itself; false if some are still running.
+  // Sleeps until a child exits (a pidfd per child, Linux >= 5.3), not in polling slices.
   [[nodiscard]] bool wait_all(std::chrono::milliseconds timeout);
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Child {
     int rank;
     pid_t pid;
     std::filesystem::path log;
     bool reaped = false;
     ExitStatus status;
+    int pidfd = -1;  // readable once the child exits; -1 when reaped or unavailable
+    void reap(int wait_status);  // records the status, closes the pidfd
   };
   [[nodiscard]] const Child* latest(int rank) const;
+  // Returns when a running child exits, at `deadline`, or on a signal (spuriously is fine).
+  void await_exit(Clock::time_point deadline) const;
   std::vector<Child> children_;
   std::vector<ChildExit> unreported_;  // reaped by wait_all, not yet returned by poll
 };

@@ -12,9 +12,11 @@
 //
 // On every send, header.payload_size is ignored and written from the payload frames. A receive
 // may return std::nullopt before its deadline when a signal interrupts the wait (EINTR), so that
-// the caller can look at its interrupt flag; callers loop on short waits anyway.
+// the caller can look at its interrupt flag; callers loop on short waits anyway. Likewise when a
+// Wakeup the socket was told to wake on is raised (a stop from another thread).
 
 #include "transports/security.hpp"
+#include "transports/wakeup.hpp"
 #include "transports/wire.hpp"
 
 #include <chrono>
@@ -59,6 +61,9 @@ class Listener {
   // std::nullopt when the deadline passes first (or a signal arrives, see above).
   [[nodiscard]] virtual std::optional<Incoming> receive(Deadline deadline) = 0;
   [[nodiscard]] virtual const Counters& counters() const noexcept = 0;
+  // From now on receive returns std::nullopt at once while `wakeup` is raised (wakeup.hpp);
+  // nullptr: no more. `wakeup` outlives this socket or the next wake_on.
+  virtual void wake_on(const Wakeup* wakeup) noexcept = 0;
 };
 
 // Why a listener would not talk to a connection, as far as the connection can tell.
@@ -77,6 +82,8 @@ class Connection {
   virtual void send(const wire::Message& message, Deadline deadline) = 0;
   [[nodiscard]] virtual std::optional<wire::Message> receive(Deadline deadline) = 0;
   [[nodiscard]] virtual const Counters& counters() const noexcept = 0;
+  // As Listener::wake_on.
+  virtual void wake_on(const Wakeup* wakeup) noexcept = 0;
   // Why the listener will not talk to this connection (a failed handshake, another protocol
   // version); kind kNone while nothing says so. A refused connection never delivers anything,
   // so a caller waiting for a first message asks this rather than wait out its timeout.

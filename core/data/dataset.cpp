@@ -274,6 +274,7 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
   }
   Shard shard;
   shard.x.resize(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(source.features.size()));
+  // Before the first touch: the loaders below fault every page of it in.
   memory::advise_huge_pages(shard.x.data(), static_cast<std::size_t>(shard.x.size()) * sizeof(double));
   shard.y = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(total));
   if (kind == LabelKind::kCategorical && source.label_index != kNoLabel) shard.raw_labels.reserve(total);

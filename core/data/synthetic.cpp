@@ -57,12 +57,12 @@ void synthesize(const config::SyntheticConfig& spec, std::uint64_t seed, std::ui
 
   for (Eigen::Index r = 0; r < static_cast<Eigen::Index>(count); ++r) {
     const std::uint64_t i = first_row + static_cast<std::uint64_t>(r);
+    const random::DrawRow draws(seed, kSynthetic, i);  // the draws (seed, kSynthetic, i, b)
     if (blobs) {
-      const auto k = random::hash(seed, kSynthetic, i, kClassSalt) %
-                     static_cast<std::uint64_t>(spec.classes);
+      const auto k = draws.hash(kClassSalt) % static_cast<std::uint64_t>(spec.classes);
       for (Eigen::Index j = 0; j < p; ++j) {
         x(r, j) = truth(static_cast<Eigen::Index>(k), j) +
-                  spec.noise * random::normal(seed, kSynthetic, i, static_cast<std::uint64_t>(j));
+                  spec.noise * draws.normal(static_cast<std::uint64_t>(j));
       }
       y(r) = static_cast<double>(k);
       continue;
@@ -71,11 +71,11 @@ void synthesize(const config::SyntheticConfig& spec, std::uint64_t seed, std::ui
     // on the compiler's choice of SIMD width.
     double score = bias;
     for (Eigen::Index j = 0; j < p; ++j) {
-      const double v = random::normal(seed, kSynthetic, i, static_cast<std::uint64_t>(j));
+      const double v = draws.normal(static_cast<std::uint64_t>(j));
       x(r, j) = v;
       score += v * truth(0, j);
     }
-    score += spec.noise * random::normal(seed, kSynthetic, i, kNoiseSalt);
+    score += spec.noise * draws.normal(kNoiseSalt);
     y(r) = spec.kind == config::SyntheticKind::kLinear ? score : (score > 0.0 ? 1.0 : 0.0);
   }
 }

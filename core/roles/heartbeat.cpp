@@ -14,22 +14,25 @@ std::int64_t steady_ms() noexcept {
 }
 
 namespace {
-constexpr Milliseconds kPollSlice{50};
 constexpr Milliseconds kSendDeadline{200};
 }  // namespace
 
-HeartbeatServer::HeartbeatServer(transport::Transport& transport, std::uint64_t job_id, int ranks)
+HeartbeatServer::HeartbeatServer(transport::Transport& transport, std::uint64_t job_id, int ranks,
+                                 Milliseconds poll_slice)
     : job_id_(job_id),
       last_seen_ms_(static_cast<std::size_t>(ranks)),
-      progress_(static_cast<std::size_t>(ranks)) {
+      progress_(static_cast<std::size_t>(ranks)),
+      poll_slice_(poll_slice) {
   for (auto& t : last_seen_ms_) t.store(-1);
   auto listener = transport.listen("hb");
   endpoint_ = listener->endpoint();
+  listener->wake_on(&wakeup_);
   thread_ = std::thread([this, l = std::move(listener)]() mutable { loop(std::move(l)); });
 }
 
 HeartbeatServer::~HeartbeatServer() {
   stop_.store(true);
+  wakeup_.raise();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -46,7 +49,7 @@ WorkerProgress HeartbeatServer::progress(int rank) const {
 void HeartbeatServer::loop(std::unique_ptr<transport::Listener> listener) {
   while (!stop_.load()) {
     try {
-      auto incoming = listener->receive(deadline_in(kPollSlice));
+      auto incoming = listener->receive(deadline_in(poll_slice_));
       if (!incoming) continue;
       const auto ping = protocol::decode(incoming->message, job_id_);
       if (ping.type != protocol::Type::kPing || ping.rank >= last_seen_ms_.size() ||
@@ -70,14 +73,21 @@ void HeartbeatServer::loop(std::unique_ptr<transport::Listener> listener) {
 }
 
 HeartbeatClient::HeartbeatClient(transport::Transport& transport, const std::string& endpoint,
-                                 std::uint64_t job_id, std::uint32_t rank, Milliseconds interval)
-    : job_id_(job_id), rank_(rank), interval_(interval), last_seen_ms_(steady_ms()) {
+                                 std::uint64_t job_id, std::uint32_t rank, Milliseconds interval,
+                                 Milliseconds poll_slice)
+    : job_id_(job_id),
+      rank_(rank),
+      interval_(interval),
+      last_seen_ms_(steady_ms()),
+      poll_slice_(poll_slice) {
   auto connection = transport.connect(endpoint, fmt::format("h{}", rank));
+  connection->wake_on(&wakeup_);
   thread_ = std::thread([this, c = std::move(connection)]() mutable { loop(std::move(c)); });
 }
 
 HeartbeatClient::~HeartbeatClient() {
   stop_.store(true);
+  wakeup_.raise();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -102,7 +112,7 @@ void HeartbeatClient::loop(std::unique_ptr<transport::Connection> connection) {
         connection->send(protocol::encode(ping, job_id_), deadline_in(kSendDeadline));
         next_ping = Clock::now() + interval_;
       }
-      const auto wait_until = std::min(next_ping, Clock::now() + kPollSlice);
+      const auto wait_until = std::min(next_ping, Clock::now() + poll_slice_);
       auto reply = connection->receive(wait_until);
       if (reply && protocol::decode(*reply, job_id_).type == protocol::Type::kPong) {
         last_seen_ms_.store(steady_ms());

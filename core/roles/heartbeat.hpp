@@ -12,7 +12,8 @@
 // coordinator sees every worker's pace live in every mode (core/roles/stragglers.hpp), even
 // where training messages do not pass through it (async, ring).
 //
-// Both threads stop and join in the destructor. The `last seen` reads are lock-free.
+// Both threads stop and join in the destructor, at once: the stop raises a Wakeup that ends the
+// thread's socket wait (it does not wait out a poll slice). The `last seen` reads are lock-free.
 
 #include "transports/transport.hpp"
 
@@ -29,6 +30,11 @@ namespace dt::roles {
 
 using Milliseconds = std::chrono::milliseconds;
 
+// How long a heartbeat thread's socket wait lasts at most before it looks at its stop flag
+// again (a stop also wakes it at once). Tests make it huge to show that the stop does not wait
+// for it.
+inline constexpr Milliseconds kHeartbeatPollSlice{50};
+
 // A worker's progress as its last ping told it.
 struct WorkerProgress {
   std::uint64_t steps = 0;
@@ -37,7 +43,8 @@ struct WorkerProgress {
 
 class HeartbeatServer {
  public:
-  HeartbeatServer(transport::Transport& transport, std::uint64_t job_id, int ranks);
+  HeartbeatServer(transport::Transport& transport, std::uint64_t job_id, int ranks,
+                  Milliseconds poll_slice = kHeartbeatPollSlice);
   ~HeartbeatServer();
   HeartbeatServer(const HeartbeatServer&) = delete;
   HeartbeatServer& operator=(const HeartbeatServer&) = delete;
@@ -58,14 +65,17 @@ class HeartbeatServer {
   std::vector<std::atomic<std::int64_t>> last_seen_ms_;  // steady-clock ms; -1 = never
   mutable std::mutex progress_mutex_;
   std::vector<WorkerProgress> progress_;  // by rank, under progress_mutex_
+  Milliseconds poll_slice_;
   std::atomic<bool> stop_{false};
+  transport::Wakeup wakeup_;  // raised with stop_; outlives the thread's socket
   std::thread thread_;
 };
 
 class HeartbeatClient {
  public:
   HeartbeatClient(transport::Transport& transport, const std::string& endpoint,
-                  std::uint64_t job_id, std::uint32_t rank, Milliseconds interval);
+                  std::uint64_t job_id, std::uint32_t rank, Milliseconds interval,
+                  Milliseconds poll_slice = kHeartbeatPollSlice);
   ~HeartbeatClient();
   HeartbeatClient(const HeartbeatClient&) = delete;
   HeartbeatClient& operator=(const HeartbeatClient&) = delete;
@@ -84,7 +94,9 @@ class HeartbeatClient {
   std::atomic<std::int64_t> last_seen_ms_;
   std::mutex progress_mutex_;
   WorkerProgress progress_;  // under progress_mutex_
+  Milliseconds poll_slice_;
   std::atomic<bool> stop_{false};
+  transport::Wakeup wakeup_;  // raised with stop_; outlives the thread's socket
   std::thread thread_;
 };
 

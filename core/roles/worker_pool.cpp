@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -61,7 +63,11 @@ class ThreadPool final : public WorkerPool {
     slot->thread = std::thread([this, s] {
       const int code = run_worker(transport_, s->options);
       s->exit_code.store(code);
-      s->done.store(true);
+      {
+        const std::lock_guard lock(done_mutex_);  // so that wait_all cannot miss the notify
+        s->done.store(true);
+      }
+      done_.notify_all();
     });
     slots_.push_back(std::move(slot));
   }
@@ -86,17 +92,13 @@ class ThreadPool final : public WorkerPool {
   std::int64_t pid_of(int) const override { return ::getpid(); }
   std::string last_words(int) const override { return {}; }
   bool wait_all(std::chrono::milliseconds timeout) override {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      bool all = true;
-      for (auto& s : slots_) all = all && s->done.load();
-      if (all) {
-        join();
-        return true;
-      }
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    std::unique_lock lock(done_mutex_);
+    const bool all = done_.wait_for(lock, timeout, [this] {
+      return std::all_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->done.load(); });
+    });
+    lock.unlock();
+    if (all) join();
+    return all;
   }
   void stop_all() override {
     cancel_.store(true);
@@ -121,7 +123,9 @@ class ThreadPool final : public WorkerPool {
   transport::Transport& transport_;
   std::uint64_t job_id_;
   std::atomic<bool> cancel_{false};
-  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // changed by the coordinator's thread only
+  std::mutex done_mutex_;  // with done_: a worker thread's end wakes wait_all
+  std::condition_variable done_;
 };
 
 }  // namespace

@@ -21,6 +21,21 @@ namespace dt::random {
 [[nodiscard]] double normal(std::uint64_t seed, std::uint64_t stream, std::uint64_t a,
                             std::uint64_t b = 0) noexcept;
 
+// The draws of one (seed, stream, a) as b varies, bit for bit what hash/uniform/normal give,
+// without recomputing the part of the hash the draws share (three of its four rounds): the
+// synthetic data generator draws a whole row this way.
+class DrawRow {
+ public:
+  DrawRow(std::uint64_t seed, std::uint64_t stream, std::uint64_t a) noexcept;
+  [[nodiscard]] std::uint64_t hash(std::uint64_t b) const noexcept {
+    return splitmix64(prefix_ ^ b);
+  }
+  [[nodiscard]] double normal(std::uint64_t b) const noexcept;
+
+ private:
+  std::uint64_t prefix_;
+};
+
 // A sequential generator for shuffles, seeded from the same coordinates.
 class Generator {
  public:

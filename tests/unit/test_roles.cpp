@@ -15,6 +15,8 @@
 
 #include <csignal>
 #include <fstream>
+#include <future>
+#include <memory>
 #include <thread>
 
 namespace {
@@ -171,6 +173,42 @@ TEST_CASE("heartbeats: the server hears the client and the client hears the answ
   CHECK(server.silent_ms(0) == -1);  // rank 0 never pinged
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK(client.silent_ms() < 1000);
+}
+
+TEST_CASE("heartbeats: a stop ends both threads at once, not at the end of a poll slice") {
+  dt::transport::TransportOptions options;
+  options.kind = dt::transport::TransportOptions::Kind::kInproc;
+  options.job_id = 8;
+  // Slices (and the ping interval) of an hour: the threads are inside their socket waits when
+  // the destructors stop them, and only the stop's wakeup can end those waits.
+  constexpr auto kHour = std::chrono::milliseconds(std::chrono::hours(1));
+  struct Pair {
+    std::unique_ptr<dt::transport::Transport> transport;
+    std::unique_ptr<dt::roles::HeartbeatServer> server;
+    std::unique_ptr<dt::roles::HeartbeatClient> client;
+  };
+  auto pair = std::make_shared<Pair>();
+  pair->transport = dt::transport::make_zmq_transport(options);
+  pair->server = std::make_unique<dt::roles::HeartbeatServer>(*pair->transport, 8, 1, kHour);
+  pair->client = std::make_unique<dt::roles::HeartbeatClient>(*pair->transport,
+                                                              pair->server->endpoint(), 8, 0,
+                                                              kHour, kHour);
+  // The first ping (sent at once) and its pong: both threads are now in hour-long waits.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pair->server->silent_ms(0) < 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(pair->server->silent_ms(0) >= 0);
+
+  auto stopped = std::make_shared<std::promise<void>>();
+  auto done = stopped->get_future();
+  std::thread([pair, stopped]() mutable {
+    pair->client.reset();
+    pair->server.reset();
+    stopped->set_value();
+  }).detach();  // a stop that failed to wake would block for an hour: reported below, not waited
+  REQUIRE_MESSAGE(done.wait_for(std::chrono::seconds(60)) == std::future_status::ready,
+                  "the heartbeat threads did not stop: the stop waits for the poll slice");
 }
 
 TEST_CASE("launcher: exit codes and signals are reported, logs captured, children reaped") {

@@ -187,6 +187,41 @@ TEST_CASE_TEMPLATE("transport: receive returns nothing once the deadline passes"
   CHECK_FALSE(listener->receive(dt::transport::Clock::now() - 1s));
 }
 
+TEST_CASE_TEMPLATE("transport: a raised wakeup ends a receive, before or during the wait", K,
+                   DT_ALL_TRANSPORTS) {
+  auto transport = make_transport<K>(kJobId);
+  auto listener = transport->listen("coord");
+  auto connection = transport->connect(listener->endpoint(), "w0");
+  connection->send(make_message(1, 0, 0, {}), deadline_in(kPatience));
+  REQUIRE(listener->receive(deadline_in(kPatience)));  // the link is up
+
+  // Raised before the wait: a deadline of hours does not hold the receive (a stop that comes
+  // just before its thread starts waiting is not lost).
+  dt::transport::Wakeup early;
+  listener->wake_on(&early);
+  connection->wake_on(&early);
+  early.raise();
+  CHECK(early.raised());
+  CHECK_FALSE(listener->receive(deadline_in(std::chrono::hours(1))));
+  CHECK_FALSE(connection->receive(deadline_in(std::chrono::hours(1))));
+
+  // Raised from another thread while the receive waits.
+  dt::transport::Wakeup later;
+  CHECK_FALSE(later.raised());
+  connection->wake_on(&later);
+  std::thread stopper([&] { later.raise(); });
+  CHECK_FALSE(connection->receive(deadline_in(std::chrono::hours(1))));
+  stopper.join();
+
+  // Told to wake on nothing, the sockets wait for messages again.
+  listener->wake_on(nullptr);
+  connection->wake_on(nullptr);
+  connection->send(make_message(2, 0, 0, {}), deadline_in(kPatience));
+  const auto got = listener->receive(deadline_in(kPatience));
+  REQUIRE(got);
+  CHECK(got->message.header.type == 2);
+}
+
 TEST_CASE_TEMPLATE("transport: a send to an unknown or departed peer fails with its name", K,
                    DT_ALL_TRANSPORTS) {
   auto transport = make_transport<K>(kJobId);

@@ -42,6 +42,7 @@ class ZmqListener final : public Listener {
     return socket_.receive(deadline);
   }
   [[nodiscard]] const Counters& counters() const noexcept override { return socket_.counters(); }
+  void wake_on(const Wakeup* wakeup) noexcept override { socket_.wake_on(wakeup); }
 
  private:
   Socket socket_;
@@ -60,6 +61,7 @@ class ZmqConnection final : public Connection {
   }
   [[nodiscard]] const Counters& counters() const noexcept override { return socket_.counters(); }
   [[nodiscard]] Refusal refusal() override { return socket_.check_handshakes(); }
+  void wake_on(const Wakeup* wakeup) noexcept override { socket_.wake_on(wakeup); }
 
  private:
   Socket socket_;
@@ -240,18 +242,30 @@ std::optional<Incoming> Socket::receive(Deadline deadline) {
 
 std::optional<std::vector<zmq::message_t>> Socket::receive_frames(Deadline deadline) {
   for (;;) {
-    // A failed handshake wakes the wait too, so that it is reported when it happens.
-    zmq::pollitem_t items[2] = {{socket_.handle(), 0, ZMQ_POLLIN, 0},
-                                {watch_ ? watch_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
+    // A failed handshake wakes the wait too, so that it is reported when it happens; a raised
+    // Wakeup ends it (a stop).
+    zmq::pollitem_t items[3] = {{socket_.handle(), 0, ZMQ_POLLIN, 0}};
+    std::size_t n = 1;
+    zmq::pollitem_t* handshakes = nullptr;
+    zmq::pollitem_t* wakeup = nullptr;
+    if (watch_) {
+      handshakes = &items[n];
+      items[n++] = {watch_->handle(), 0, ZMQ_POLLIN, 0};
+    }
+    if (wakeup_ != nullptr) {
+      wakeup = &items[n];
+      items[n++] = {nullptr, wakeup_->fd(), ZMQ_POLLIN, 0};
+    }
     const zmq::pollitem_t& item = items[0];
     try {
-      (void)zmq::poll(items, watch_ ? 2 : 1, time_left(deadline));
+      (void)zmq::poll(items, n, time_left(deadline));
     } catch (const zmq::error_t& e) {
       // A signal: return at once so the caller can look at its interrupt flag.
       if (e.num() == EINTR) return std::nullopt;
       fail<TransportError>("receive on {}: {}", endpoint_, e.what());
     }
-    if ((items[1].revents & ZMQ_POLLIN) != 0) (void)check_handshakes();
+    if (handshakes != nullptr && (handshakes->revents & ZMQ_POLLIN) != 0) (void)check_handshakes();
+    if (wakeup != nullptr && (wakeup->revents & ZMQ_POLLIN) != 0) return std::nullopt;
     if ((item.revents & ZMQ_POLLIN) == 0) {
       if (Clock::now() >= deadline) return std::nullopt;
       continue;

@@ -57,6 +57,8 @@ class Socket {
   // interrupts the wait. Incoming::peer is the sender's identity on a ROUTER, empty on a DEALER.
   [[nodiscard]] std::optional<Incoming> receive(Deadline deadline);
 
+  // receive returns std::nullopt while `wakeup` is raised (nullptr: never).
+  void wake_on(const Wakeup* wakeup) noexcept { wakeup_ = wakeup; }
   // Reports failed handshakes from now on (tcp and ipc; ZeroMQ runs none over inproc).
   void watch_handshakes();
   // Reads the failed handshakes reported so far: a ROUTER logs them (once per kind), a DEALER
@@ -86,6 +88,7 @@ class Socket {
   Counters counters_;
   std::unordered_set<std::string> warned_;  // peers already warned about (bounded)
   Refusal refusal_;
+  const Wakeup* wakeup_ = nullptr;  // not owned
   int closed_handshakes_ = 0;  // a DEALER's handshakes cut off by the listener
   unsigned warned_handshakes_ = 0;  // a ROUTER warns once per kind of failed handshake
   // Declared last: stops watching before socket_ closes.
