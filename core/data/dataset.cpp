@@ -5,6 +5,8 @@
 #include "core/util/error.hpp"
 #include "core/util/text.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string_view>
@@ -105,10 +107,28 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
   const auto p = shard.x.cols();
   LabelSink sink{shard, kind, source.label};
 
+  // The fast path's plan of the row: what each column is for.
+  std::vector<detail::CellUse> use(width, detail::CellUse::kSkip);
+  std::vector<std::uint32_t> slot(width, 0);
+  for (std::size_t c = 0; c < width; ++c) {
+    if (target[c] < 0) continue;
+    use[c] = detail::CellUse::kFeature;
+    slot[c] = static_cast<std::uint32_t>(target[c]);
+  }
+  if (has_label) {
+    use[source.label_index] = kind == LabelKind::kNumeric  ? detail::CellUse::kNumericLabel
+                              : kind == LabelKind::kBinary ? detail::CellUse::kBinaryLabel
+                                                           : detail::CellUse::kTextLabel;
+  }
+  const detail::PlainRow plain(std::move(use), std::move(slot));
+  // A row longer than this that straddles the end of the buffer goes the general way.
+  constexpr std::size_t kLookahead = std::size_t{16} << 10;
+
   std::optional<detail::RecordReader> reader;
   std::vector<detail::FieldView> fields;
   fields.reserve(width);
   Eigen::Index r = 0;
+  double unused_label = 0.0;
   for (const Segment& seg : segments) {
     std::uint64_t offset = seg.byte_offset;
     std::uint64_t line = seg.line;
@@ -125,7 +145,18 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
     } else {
       reader->seek(offset, line);
     }
-    for (std::uint64_t k = 0; k < seg.count; ++k) {
+    for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
+      double* row = shard.x.data() + r * p;
+      double& label = has_label && kind != LabelKind::kCategorical ? shard.y(r) : unused_label;
+      const std::string_view window = reader->peek(kLookahead);
+      std::string_view text;
+      if (const char* after = plain.parse(window.data(), window.data() + window.size(), row,
+                                          label, text)) {
+        reader->consume_line(static_cast<std::size_t>(after - window.data()));
+        if (!text.empty()) shard.raw_labels.emplace_back(text);
+        continue;
+      }
+      // The general path: quoted cells, spaces, and every error message.
       if (!reader->next_views(fields)) {
         fail<DataError>("{}: the file ends before data row {}; did it change after it was indexed?",
                         name, seg.first_row + k + 1);
@@ -134,7 +165,6 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
         fail<DataError>("{}:{}:1: row has {} field{}, the header has {}", name, fields.front().line,
                         fields.size(), fields.size() == 1 ? "" : "s", width);
       }
-      double* row = shard.x.data() + r * p;
       for (std::size_t c = 0; c < width; ++c) {
         if (target[c] < 0) continue;
         const auto& cell = fields[c];
@@ -150,9 +180,24 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
                    [&] { return fmt::format("{}:{}:{}", name, cell.line, cell.column); });
         }
       }
-      ++r;
     }
   }
+}
+
+// Asks for transparent huge pages over a large buffer before its first touch (where the system
+// leaves them to madvise). Filling a fresh shard otherwise takes one page fault per 4 KiB, and
+// on a virtual machine those faults cost about a sixth of the whole CSV load; with 2 MiB pages
+// there are 512 times fewer. Only whole 2 MiB pages inside the buffer are advised, so the
+// process never holds memory beyond the buffer. A refusal (no THP, another OS) changes nothing.
+void advise_huge_pages([[maybe_unused]] void* data, [[maybe_unused]] std::size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto first = (reinterpret_cast<std::uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const auto last = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(kHuge - 1);
+  if (last > first) {
+    (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+#endif
 }
 
 void load_synthetic(const config::Config& config, const SourceInfo& source,
@@ -273,6 +318,7 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
   }
   Shard shard;
   shard.x.resize(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(source.features.size()));
+  advise_huge_pages(shard.x.data(), static_cast<std::size_t>(shard.x.size()) * sizeof(double));
   shard.y = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(total));
   if (kind == LabelKind::kCategorical && source.label_index != kNoLabel) shard.raw_labels.reserve(total);
 
