@@ -1,12 +1,14 @@
 // index_csv: one pass over the file that finds every row start and checks every row's shape
 // without materializing a single field. The header goes through the full RecordReader (it needs
-// the text); the data rows through a byte-level state machine over 1 MiB blocks.
+// the text); the data rows through 64-byte bit masks, and a byte-level state machine for quoted rows,
+// over 256 KiB blocks.
 
 #include "core/data/csv.hpp"
 #include "core/data/csv_io.hpp"
 #include "core/util/error.hpp"
 
 #include <array>
+#include <bit>
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
@@ -151,31 +153,61 @@ class Indexer {
 
  private:
   // Fast path for the common case: a line with no quote in it, entirely inside this block, is
-  // one row whose field count is its comma count plus one. memchr and a counting loop the
-  // compiler vectorizes run several times faster than the byte-at-a-time state machine, which
-  // takes over for quoted rows and for the line that straddles the end of the block.
+  // one row whose field count is its comma count plus one. Lines are found 64 bytes at a time
+  // from bit masks of newlines, commas and quotes, so each byte is looked at once (the old
+  // memchr for the newline, memchr for a quote and comma count took three passes). The
+  // byte-at-a-time state machine takes over at the first quote and for the line that straddles
+  // the end of the block.
   std::size_t whole_lines(const char* buf, std::size_t n, std::size_t i, std::uint64_t base) {
+    std::size_t start = i;  // the current line's first byte
+    std::uint64_t commas = 0;  // in the current line, before the chunk being looked at
+    for (std::size_t j = i; j + 64 <= n; j += 64) {
+      const detail::ByteMasks m = detail::byte_masks(buf + j);
+      // Newlines after the first quote belong to the state machine.
+      const std::uint64_t before_quote =
+          m.quote == 0 ? ~std::uint64_t{0} : (m.quote & (0 - m.quote)) - 1;
+      std::uint64_t comma = m.comma;
+      for (std::uint64_t nl = m.newline & before_quote; nl != 0; nl &= nl - 1) {
+        const int bit = std::countr_zero(nl);
+        const std::uint64_t below = (std::uint64_t{1} << bit) - 1;
+        commas += static_cast<std::uint64_t>(detail::bit_count(comma & below));
+        comma &= ~below;
+        line(buf, start, j + static_cast<std::size_t>(bit), commas, base);
+        start = j + static_cast<std::size_t>(bit) + 1;
+        commas = 0;
+      }
+      if (m.quote != 0) return start;
+      commas += static_cast<std::uint64_t>(detail::bit_count(comma));
+    }
+    // The last few bytes of the block, line by line.
+    i = start;
     while (i < n) {
       const auto* nl = static_cast<const char*>(std::memchr(buf + i, '\n', n - i));
       if (nl == nullptr) return i;
       const char* p = buf + i;
       const auto len = static_cast<std::size_t>(nl - p);
       if (std::memchr(p, '"', len) != nullptr) return i;
-      const std::uint64_t next = base + static_cast<std::uint64_t>(nl + 1 - buf);
-      row_offset_ = base + i;
-      row_line_ = line_;
-      if (len == 0 || (len == 1 && *p == '\r')) {
-        blank_line(next);
-      } else {
-        begin_row();
-        std::size_t commas = 0;
-        for (std::size_t k = 0; k < len; ++k) commas += p[k] == ',' ? 1 : 0;
-        fields_ += commas;
-        end_row(next);
-      }
+      std::uint64_t count = 0;
+      for (std::size_t k = 0; k < len; ++k) count += p[k] == ',' ? 1 : 0;
+      line(buf, i, i + len, count, base);
       i = static_cast<std::size_t>(nl + 1 - buf);
     }
     return i;
+  }
+
+  // A whole line buf[start, newline) without quotes, holding `commas` commas.
+  void line(const char* buf, std::size_t start, std::size_t newline, std::uint64_t commas,
+            std::uint64_t base) {
+    const std::size_t len = newline - start;
+    row_offset_ = base + start;
+    row_line_ = line_;
+    if (len == 0 || (len == 1 && buf[start] == '\r')) {
+      blank_line(base + newline + 1);
+    } else {
+      begin_row();
+      fields_ += commas;
+      end_row(base + newline + 1);
+    }
   }
 
   void field_start(char c, std::uint64_t offset) {

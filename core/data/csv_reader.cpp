@@ -183,6 +183,13 @@ void RecordReader::refill() {
   if (got == 0) eof_ = true;
 }
 
+std::string_view RecordReader::peek(std::size_t want) {
+  // Refill unless the buffer is full from its first byte (a row longer than the buffer, which
+  // next_views grows it for).
+  if (end_ - pos_ < want && !eof_ && (pos_ > 0 || end_ < capacity_)) refill();
+  return {buf_.get() + pos_, end_ - pos_};
+}
+
 bool RecordReader::next_views(std::vector<FieldView>& fields) {
   for (;;) {
     switch (parse(fields)) {

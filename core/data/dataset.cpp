@@ -106,10 +106,28 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
   const auto p = shard.x.cols();
   LabelSink sink{shard, kind, source.label};
 
+  // The fast path's plan of the row: what each column is for.
+  std::vector<detail::CellUse> use(width, detail::CellUse::kSkip);
+  std::vector<std::uint32_t> slot(width, 0);
+  for (std::size_t c = 0; c < width; ++c) {
+    if (target[c] < 0) continue;
+    use[c] = detail::CellUse::kFeature;
+    slot[c] = static_cast<std::uint32_t>(target[c]);
+  }
+  if (has_label) {
+    use[source.label_index] = kind == LabelKind::kNumeric  ? detail::CellUse::kNumericLabel
+                              : kind == LabelKind::kBinary ? detail::CellUse::kBinaryLabel
+                                                           : detail::CellUse::kTextLabel;
+  }
+  const detail::PlainRow plain(std::move(use), std::move(slot));
+  // A row longer than this that straddles the end of the buffer goes the general way.
+  constexpr std::size_t kLookahead = std::size_t{16} << 10;
+
   std::optional<detail::RecordReader> reader;
   std::vector<detail::FieldView> fields;
   fields.reserve(width);
   Eigen::Index r = 0;
+  double unused_label = 0.0;
   for (const Segment& seg : segments) {
     std::uint64_t offset = seg.byte_offset;
     std::uint64_t line = seg.line;
@@ -126,7 +144,18 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
     } else {
       reader->seek(offset, line);
     }
-    for (std::uint64_t k = 0; k < seg.count; ++k) {
+    for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
+      double* row = shard.x.data() + r * p;
+      double& label = has_label && kind != LabelKind::kCategorical ? shard.y(r) : unused_label;
+      const std::string_view window = reader->peek(kLookahead);
+      std::string_view text;
+      if (const char* after = plain.parse(window.data(), window.data() + window.size(), row,
+                                          label, text)) {
+        reader->consume_line(static_cast<std::size_t>(after - window.data()));
+        if (!text.empty()) shard.raw_labels.emplace_back(text);
+        continue;
+      }
+      // The general path: quoted cells, spaces, and every error message.
       if (!reader->next_views(fields)) {
         fail<DataError>("{}: the file ends before data row {}; did it change after it was indexed?",
                         name, seg.first_row + k + 1);
@@ -135,7 +164,6 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
         fail<DataError>("{}:{}:1: row has {} field{}, the header has {}", name, fields.front().line,
                         fields.size(), fields.size() == 1 ? "" : "s", width);
       }
-      double* row = shard.x.data() + r * p;
       for (std::size_t c = 0; c < width; ++c) {
         if (target[c] < 0) continue;
         const auto& cell = fields[c];
@@ -151,7 +179,6 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
                    [&] { return fmt::format("{}:{}:{}", name, cell.line, cell.column); });
         }
       }
-      ++r;
     }
   }
 }
