@@ -223,8 +223,9 @@ std::uint64_t RingWriter::put(std::uint64_t pos, const void* data, std::uint64_t
 RingWriter::Result RingWriter::write(const wire::Bytes& header, const wire::Message& message,
                                      std::uint64_t payload_total) {
   std::uint64_t read = control_->read_pos.load(std::memory_order_acquire);
-  // A reader not yet past our last skip record will jump over the skipped bytes: they are free.
-  if (read >= skip_from_ && read < skip_to_) read = skip_to_;
+  // A reader not yet past our last skip record still needs it: the skipped stretch counts as
+  // used until the reader has jumped (so records after the skip never overwrite it).
+  if (read > skip_from_ && read < skip_to_) return Result::kCorrupt;
   if (read > write_pos_ || write_pos_ - read > capacity_) return Result::kCorrupt;
   std::uint64_t pos = write_pos_;
   std::uint64_t used = pos - read;
