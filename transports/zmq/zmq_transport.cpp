@@ -3,6 +3,7 @@
 
 #include "core/util/error.hpp"
 #include "core/util/files.hpp"
+#include "transports/shm/shm_links.hpp"
 #include "transports/transport.hpp"
 #include "transports/zmq/zmq_socket.hpp"
 
@@ -149,6 +150,17 @@ class ZmqTransport final : public Transport {
     } else {
       socket.set_endpoint(address);
     }
+    if (options_.kind == TransportOptions::Kind::kIpc) {
+      // Same host: peers may switch to shared memory (transports/shm). A listener always
+      // accepts offers; DISTTRAIN_SHM=0 stops connections from making them.
+      const std::filesystem::path path(address.substr(std::string_view("ipc://").size()));
+      const shm::LinkOptions link{.zmq_fd = socket.raw().get(zmq::sockopt::fd),
+                                  .folder = path.parent_path(),
+                                  .name = name,
+                                  .max_payload = options_.max_payload,
+                                  .job_id = options_.job_id};
+      return shm::wrap_listener(zmq_detail::make_listener(std::move(socket)), link);
+    }
     return zmq_detail::make_listener(std::move(socket));
   }
 
@@ -190,6 +202,16 @@ class ZmqTransport final : public Transport {
       fail<TransportError>("cannot connect to {}: {}", endpoint, e.what());
     }
     socket.set_endpoint(endpoint);
+    if (endpoint.starts_with("ipc://") && endpoint.ends_with(".sock") && shm::enabled()) {
+      const std::filesystem::path path(endpoint.substr(std::string_view("ipc://").size()));
+      const shm::LinkOptions link{.zmq_fd = socket.raw().get(zmq::sockopt::fd),
+                                  .folder = path.parent_path(),
+                                  .name = identity,
+                                  .listener = path.stem().string(),
+                                  .max_payload = options_.max_payload,
+                                  .job_id = options_.job_id};
+      return shm::wrap_connection(zmq_detail::make_connection(std::move(socket)), link);
+    }
     return zmq_detail::make_connection(std::move(socket));
   }
 

@@ -1,0 +1,190 @@
+#pragma once
+// The same-host fast path's building blocks: a shared-memory region holding two single-producer
+// single-consumer rings of whole messages (up: connection -> listener, down: listener ->
+// connection), and the "bells" (named FIFOs) a sleeping reader is woken through.
+//
+// Region file: /dev/shm/disttrain-<pid>-<n>-<random> (tmpfs: the ipc folder may sit on a disk,
+// where a shared mapping would be written back), 0600, created by the connection and unlinked as
+// soon as the listener has it open, so a run leaves nothing behind unless both ends die in that
+// window (a 4 KiB sparse file). Bells live in the ipc folder, which its owner removes.
+//
+// A ring is a byte stream of records aligned to 8 bytes; positions grow without wrapping and are
+// taken modulo the capacity. A record is published whole (one release store of write_pos), so
+// the reader never sees half of one:
+//   u32 kind (data, marker, skip), u32 frame count, u64 body size, then for data:
+//   the 40-byte wire header, frame count x u64 frame sizes, the frames, padding to 8.
+// A message that does not fit in the ring's free space goes over ZeroMQ and leaves a marker
+// record in its place, so order holds and a send never waits for the reader (the ZeroMQ I/O
+// thread queues it): two peers that both send big messages before receiving cannot deadlock.
+// When the ring is empty the writer skips to the ring's start, so a link that carries small
+// messages keeps touching the same few pages instead of sweeping (and keeping resident) the
+// whole capacity.
+//
+// Wake-ups: a reader about to sleep sets reader_waiting (seq_cst) and looks at write_pos again;
+// a writer stores write_pos (seq_cst) and then looks at reader_waiting; one of them sees the
+// other (Dekker), so no wake-up is lost and a busy exchange makes no system call.
+//
+// Nothing in a region is trusted: every size read from it is checked against the mapping and
+// max_payload before use; a ring that breaks the rules is reported corrupt, never read past.
+
+#include "transports/wire.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt::transport::shm {
+
+// Message types the transport keeps to itself (core/protocol never uses 0xFFF0 and up). They
+// travel over ZeroMQ, as wire messages, during the switch-over:
+//   offer  (connection -> listener): payload = region name, bell path
+//   accept (listener -> connection): payload = the listener's bell path; the last message the
+//          listener sends to that peer over ZeroMQ outside of markers
+//   refuse (listener -> connection): payload = why; the connection stays on ZeroMQ
+//   switch (connection -> listener): the last message the connection sends over ZeroMQ outside
+//          of markers; the listener reads the up ring from then on
+inline constexpr std::uint16_t kOffer = 0xFFF0;
+inline constexpr std::uint16_t kAccept = 0xFFF1;
+inline constexpr std::uint16_t kRefuse = 0xFFF2;
+inline constexpr std::uint16_t kSwitch = 0xFFF3;
+[[nodiscard]] inline bool is_control(std::uint16_t type) noexcept { return type >= 0xFFF0; }
+
+// DISTTRAIN_SHM=0 turns the fast path off (connections then never offer; listeners still
+// accept offers). DISTTRAIN_SHM_RING_MB sets a ring's capacity (default 8 MiB per direction).
+[[nodiscard]] bool enabled();
+[[nodiscard]] std::uint64_t ring_capacity();
+
+inline constexpr std::uint32_t kRegionMagic = 0x4D535444;  // "DTSM"
+inline constexpr std::uint32_t kRegionVersion = 1;
+inline constexpr std::uint64_t kHeaderBytes = 4096;
+inline constexpr std::uint64_t kMinCapacity = 4096;
+inline constexpr std::uint64_t kMaxCapacity = std::uint64_t{1} << 30;
+inline constexpr int kUp = 0;
+inline constexpr int kDown = 1;
+
+struct RingControl {
+  alignas(64) std::atomic<std::uint64_t> write_pos{0};
+  alignas(64) std::atomic<std::uint64_t> read_pos{0};
+  alignas(64) std::atomic<std::uint32_t> reader_waiting{0};
+};
+
+struct RegionHeader {
+  std::uint32_t magic = kRegionMagic;
+  std::uint32_t version = kRegionVersion;
+  std::uint64_t capacity = 0;  // bytes per ring
+  std::uint32_t connection_pid = 0;
+  std::atomic<std::uint32_t> connection_closed{0};  // set by the connection's destructor
+  std::atomic<std::uint32_t> listener_closed{0};
+  RingControl rings[2];
+};
+static_assert(sizeof(RegionHeader) <= kHeaderBytes);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+
+// A named FIFO: the waiting side holds it read-write (so it never blocks and never sees EOF),
+// the ringing side write-only and non-blocking. Owns its descriptor; unlinks the path it made.
+class Bell {
+ public:
+  Bell() = default;
+  Bell(Bell&& other) noexcept;
+  Bell& operator=(Bell&& other) noexcept;
+  ~Bell();
+  // TransportError when the FIFO cannot be made.
+  [[nodiscard]] static Bell create(const std::filesystem::path& path);
+  // std::nullopt when it cannot be opened.
+  [[nodiscard]] static std::optional<Bell> open_to_ring(const std::filesystem::path& path);
+  void ring() const noexcept;   // one byte; a full pipe already means "wake up"
+  void drain() const noexcept;  // empties the pipe after a wake-up
+  void unlink() noexcept;       // the name goes; the descriptor stays
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  int fd_ = -1;
+  std::filesystem::path path_;
+  bool owner_ = false;  // unlink the path on destruction
+};
+
+// One mapping of a region file.
+class Region {
+ public:
+  Region(Region&& other) noexcept;
+  Region& operator=(Region&&) = delete;
+  ~Region();
+  // A new region in /dev/shm (the connection's side); std::nullopt when none can be made.
+  [[nodiscard]] static std::optional<Region> create(std::uint64_t capacity);
+  // The region a peer offered (the listener's side). ProtocolError naming what is wrong when
+  // the name, the file or its header does not check out.
+  [[nodiscard]] static Region open(const std::string& name);
+  [[nodiscard]] RegionHeader& header() const noexcept { return *header_; }
+  [[nodiscard]] std::byte* ring_data(int ring) const noexcept {
+    return base_ + kHeaderBytes + static_cast<std::uint64_t>(ring) * capacity_;
+  }
+  [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  void unlink() noexcept;  // removes the file's name (the mapping stays)
+
+ private:
+  Region(std::byte* base, std::uint64_t size, std::uint64_t capacity, std::string name, bool named);
+  std::byte* base_ = nullptr;
+  std::uint64_t size_ = 0;
+  std::uint64_t capacity_ = 0;
+  RegionHeader* header_ = nullptr;
+  std::string name_;
+  bool named_ = false;  // the file still has its name in /dev/shm
+};
+
+// The producing end of one ring. Used by one thread.
+class RingWriter {
+ public:
+  RingWriter(const Region& region, int ring);
+  enum class Result { kWritten, kMarked, kFull, kCorrupt };
+  // kWritten: the message is in the ring. kMarked: it did not fit, a marker took its place and
+  // the caller must send it over ZeroMQ now. kFull: not even a marker fits (the reader is
+  // that far behind); nothing was written. kCorrupt: the reader's position is impossible.
+  [[nodiscard]] Result write(const wire::Bytes& header, const wire::Message& message,
+                             std::uint64_t payload_total);
+  // Rings `bell` when the reader said it sleeps.
+  void wake(const Bell& bell) const noexcept;
+
+ private:
+  [[nodiscard]] std::uint64_t put(std::uint64_t pos, const void* data, std::uint64_t size);
+  RingControl* control_;
+  std::byte* data_;
+  std::uint64_t capacity_;
+  std::uint64_t write_pos_;
+  std::uint64_t skip_from_ = 0;  // the last skip: from where the record stood to the ring start
+  std::uint64_t skip_to_ = 0;
+};
+
+// The consuming end of one ring. Used by one thread.
+class RingReader {
+ public:
+  RingReader(const Region& region, int ring, std::uint64_t max_payload);
+  // kDropped: a well-formed record holding a malformed message (skipped, the ring goes on);
+  // kCorrupt: the ring itself breaks the rules (stop reading it).
+  enum class Kind { kEmpty, kMessage, kMarker, kDropped, kCorrupt };
+  struct Next {
+    Kind kind = Kind::kEmpty;
+    wire::Message message;       // kMessage
+    std::uint64_t wire_bytes = 0;  // header + payload: what Counters count
+    std::string why;             // kDropped, kCorrupt
+  };
+  [[nodiscard]] Next next();
+  [[nodiscard]] bool has_data() const noexcept;
+  // Before sleeping: says so, then true when data came meanwhile (then do not sleep).
+  [[nodiscard]] bool announce_sleep() noexcept;
+  void clear_sleep() noexcept;
+
+ private:
+  void get(std::uint64_t pos, void* out, std::uint64_t size) const;
+  RingControl* control_;
+  const std::byte* data_;
+  std::uint64_t capacity_;
+  std::uint64_t max_payload_;
+  std::uint64_t read_pos_;
+};
+
+}  // namespace dt::transport::shm
