@@ -2,6 +2,7 @@
 
 #include "core/util/log.hpp"
 #include "transports/shm/link_common.hpp"
+#include "transports/wakeup.hpp"
 #include "transports/shm/shm_links.hpp"
 
 #include <deque>
@@ -37,6 +38,11 @@ class ShmConnection final : public Connection {
     return tally_.combine(inner_->counters());
   }
   [[nodiscard]] Refusal refusal() override { return inner_->refusal(); }
+  // The inner socket wakes too: its receive is the one ZeroMQ messages come through.
+  void wake_on(const Wakeup* wakeup) noexcept override {
+    wakeup_ = wakeup;
+    inner_->wake_on(wakeup);
+  }
 
   void send(const wire::Message& message, Deadline deadline) override {
     if (state_ == State::kOffered) poll_zmq();
@@ -90,12 +96,16 @@ class ShmConnection final : public Connection {
         poll_zmq();
         continue;
       }
-      if (Clock::now() >= deadline) return std::nullopt;
+      if (Clock::now() >= deadline || (wakeup_ != nullptr && wakeup_->raised())) {
+        return std::nullopt;
+      }
       if (state_ == State::kSwitched && !at_marker_ && !corrupt_ && down_.announce_sleep()) {
         continue;
       }
+      fds_.resize(wakeup_ != nullptr ? 3 : 2);
       fds_[0] = {options_.zmq_fd, POLLIN, 0};
       fds_[1] = {bell_.fd(), POLLIN, 0};
+      if (wakeup_ != nullptr) fds_[2] = {wakeup_->fd(), POLLIN, 0};
       const auto result = wait_fds(fds_, deadline);
       down_.clear_sleep();
       if ((fds_[0].revents & POLLIN) != 0) zmq_ready_ = true;
@@ -202,6 +212,7 @@ class ShmConnection final : public Connection {
   std::deque<wire::Message> before_;  // received over ZeroMQ before the switch
   std::deque<wire::Message> after_;   // received over ZeroMQ after it, for the markers
   std::vector<pollfd> fds_ = std::vector<pollfd>(2);
+  const Wakeup* wakeup_ = nullptr;  // not owned (wake_on)
   mutable Tally tally_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/util/log.hpp"
 #include "transports/shm/link_common.hpp"
+#include "transports/wakeup.hpp"
 #include "transports/shm/shm_links.hpp"
 
 #include <sys/syscall.h>
@@ -122,9 +123,16 @@ class ShmListener final : public Listener {
         if (auto incoming_ring = from_rings()) return incoming_ring;
         continue;
       }
-      if (Clock::now() >= deadline) return std::nullopt;
+      if (Clock::now() >= deadline || (wakeup_ != nullptr && wakeup_->raised())) {
+        return std::nullopt;
+      }
       if (sleep(deadline) == WaitResult::kInterrupted) return std::nullopt;
     }
+  }
+  // The inner socket wakes too: its receive is the one ZeroMQ messages come through.
+  void wake_on(const Wakeup* wakeup) noexcept override {
+    wakeup_ = wakeup;
+    inner_->wake_on(wakeup);
   }
 
  private:
@@ -274,6 +282,7 @@ class ShmListener final : public Listener {
     fds_.clear();
     fds_.push_back({options_.zmq_fd, POLLIN, 0});
     fds_.push_back({bell_.fd(), POLLIN, 0});
+    if (wakeup_ != nullptr) fds_.push_back({wakeup_->fd(), POLLIN, 0});
     for (auto& [id, p] : peers_) {
       if (p->pidfd >= 0) fds_.push_back({p->pidfd, POLLIN, 0});
     }
@@ -307,6 +316,7 @@ class ShmListener final : public Listener {
   std::set<std::string> warned_;
   std::string last_;
   std::vector<pollfd> fds_;
+  const Wakeup* wakeup_ = nullptr;  // not owned (wake_on)
   bool zmq_ready_ = true;  // the ZeroMQ socket may have something (ZMQ_FD is edge-triggered)
   unsigned served_ = 0;
   mutable Tally tally_;
