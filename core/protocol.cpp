@@ -331,7 +331,8 @@ Envelope make_report(const Report& r) {
               {"comm_seconds", r.comm_seconds},
               {"bytes_sent", r.bytes_sent},
               {"bytes_received", r.bytes_received},
-              {"step_seconds_percentiles", r.step_seconds_percentiles}};
+              {"step_seconds_percentiles", r.step_seconds_percentiles},
+              {"max_rss_bytes", r.max_rss_bytes}};
   return e;
 }
 
@@ -343,6 +344,8 @@ Report read_report(const Envelope& e) {
   r.bytes_sent = get<std::uint64_t>(e, "bytes_sent");
   r.bytes_received = get<std::uint64_t>(e, "bytes_received");
   r.step_seconds_percentiles = get<std::vector<double>>(e, "step_seconds_percentiles");
+  // Optional: a report without it (from a build before it) reads as 0, "not known".
+  if (e.fields.contains("max_rss_bytes")) r.max_rss_bytes = get<std::uint64_t>(e, "max_rss_bytes");
   return r;
 }
 

@@ -166,6 +166,7 @@ struct Report {
   std::uint64_t bytes_sent = 0;
   std::uint64_t bytes_received = 0;
   std::vector<double> step_seconds_percentiles;  // p50, p90, p99, max of per-step compute time
+  std::uint64_t max_rss_bytes = 0;               // the worker's peak resident set size
 };
 [[nodiscard]] Envelope make_report(const Report& report);
 [[nodiscard]] Report read_report(const Envelope& e);

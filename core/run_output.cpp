@@ -4,6 +4,7 @@
 
 #include "core/util/error.hpp"
 #include "core/util/files.hpp"
+#include "core/util/resources.hpp"
 #include "core/util/text.hpp"
 
 #include <fmt/format.h>
@@ -125,6 +126,9 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   j["train_seconds"] = result.train_seconds;
   j["samples_per_second"] =
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
+  // The coordinator's own peak so far: taken when the summary is written, after the final
+  // evaluation, so it covers the whole run.
+  j["max_rss_bytes"] = resources::peak_rss_bytes();
   ordered_json workers = ordered_json::array();
   for (const auto& w : result.workers) {
     const auto& p = w.report.step_seconds_percentiles;
@@ -140,7 +144,8 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
                        {"step_seconds", {{"p50", percentile_or_zero(p, 0)},
                                          {"p90", percentile_or_zero(p, 1)},
                                          {"p99", percentile_or_zero(p, 2)},
-                                         {"max", percentile_or_zero(p, 3)}}}});
+                                         {"max", percentile_or_zero(p, 3)}}},
+                       {"max_rss_bytes", w.report.max_rss_bytes}});
   }
   j["worker_stats"] = workers;
   // The mode's own statistics (staleness, servers, rounds, ...), when it has any.

@@ -9,6 +9,7 @@
 #include "core/util/error.hpp"
 #include "core/util/log.hpp"
 #include "core/util/random.hpp"
+#include "core/util/resources.hpp"
 #include "transports/transport.hpp"
 
 #include <unistd.h>
@@ -489,6 +490,7 @@ protocol::Report WorkerSession::report() const {
     const auto idx = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
     r.step_seconds_percentiles.push_back(sorted[std::min(idx, sorted.size() - 1)]);
   }
+  r.max_rss_bytes = resources::peak_rss_bytes();
   return r;
 }
 

@@ -104,7 +104,41 @@ def test_mlp_regression_and_multiclass(tmp):
     assert r.json()["final_metrics"]["mse"] < 0.35, r.json()
 
 
+def memory_total_bytes():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no MemTotal in /proc/meminfo")
+
+
+def test_summary_reports_peak_memory(tmp):
+    rows, features = 200_000, 20
+    cfg = h.write_config(tmp, f"""
+version: 1
+name: rss
+seed: 1
+model: {{type: linear_regression}}
+data: {{synthetic: {{kind: linear, rows: {rows}, features: {features}}}}}
+shards: {{count: 2}}
+training: {{epochs: 1, batch_size: 1000}}
+transport: {{type: ipc}}
+output: {{dir: {tmp}/run}}
+""")
+    r = h.run("run", cfg, "--json")
+    assert r.code == 0, r
+    s = r.json()
+    assert s == json.loads((tmp / "run" / "summary.json").read_text())
+    limit = memory_total_bytes()
+    assert 1 << 20 < s["max_rss_bytes"] < limit, s["max_rss_bytes"]
+    assert len(s["worker_stats"]) == 2
+    for w in s["worker_stats"]:
+        assert 1 << 20 < w["max_rss_bytes"] < limit, w
+        # A worker holds its shard's features as doubles, so its peak cannot be below them.
+        assert w["max_rss_bytes"] >= w["rows"] * features * 8, w
+
+
 if __name__ == "__main__":
     h.main([test_linear_regression_reaches_least_squares, test_logistic_regression_separates,
             test_softmax_regression_on_blobs, test_mlp_learns_xor_where_logistic_cannot,
-            test_mlp_regression_and_multiclass])
+            test_mlp_regression_and_multiclass, test_summary_reports_peak_memory])

@@ -1,0 +1,707 @@
+#!/usr/bin/python3
+"""Every target of issue 12 in one pass, each beside its peer or limit, measured side by side.
+
+    /usr/bin/python3 bench/bench_all.py [--binary build/release/disttrain] [--quick]
+                                        [--peers ../shared/peers] [--cache-dir DIR] [--delete-csv]
+
+Runs the limits (STREAM, ZeroMQ ipc round trip and 8 MiB throughput), then each job with its peer
+interleaved (disttrain, peer, disttrain, peer, ...), takes medians, and writes the table to
+bench/results/all.json, bench/results/all.md and between the bench_all markers of bench/README.md.
+A peer that cannot run (torch missing, ...) or a disttrain feature that is not there yet gives
+"n/a" and a note in its row, never a crash. The generated configs live in a temp dir; the 2 GB CSV
+of the load rows is made once in --cache-dir and reused (--delete-csv removes it at the end).
+What each row measures and how: bench/README.md.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = "/usr/bin/python3"  # Debian's interpreter: numpy, torch and sklearn live there
+OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-serial"
+MIB = 1 << 20
+BEGIN, END = "<!-- bench_all:begin -->", "<!-- bench_all:end -->"
+
+
+# ---------------------------------------------------------------------------------------------
+# The table: one Row per line, built by the row functions below, written in one place (write_*).
+
+@dataclass
+class Row:
+    section: str
+    job: str
+    ours: str                 # disttrain's figure, formatted with its unit
+    peer: str                 # the peer's or the limit's figure, with its name
+    ratio: str                # as the target states it (e.g. "DDP time / disttrain time")
+    target: str
+    met: bool | None          # None: not measured (n/a) or no target
+    note: str = ""
+    values: dict = field(default_factory=dict)  # the raw numbers behind the row
+
+
+ROWS: list[Row] = []
+
+
+def add(section, job, ours, peer, ratio, target, met, note="", **values):
+    row = Row(section, job, ours, peer, ratio, target, met, note, values)
+    ROWS.append(row)
+    mark = {True: "yes", False: "NO", None: "n/a"}[met]
+    print(f"  {job}: {ours} | {peer} | {ratio} | {target} | {mark}"
+          + (f"  ({note})" if note else ""), flush=True)
+
+
+def fmt(value, unit="", digits=3):
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        text = f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:,.0f}"
+    else:
+        text = f"{value:,}"
+    return f"{text} {unit}".strip()
+
+
+def ratio_of(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def check(value, op, bound):
+    if value is None:
+        return None
+    return value >= bound if op == ">=" else value <= bound
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Running things: every child in its own process group, killed with it on a timeout.
+
+@dataclass
+class Ran:
+    code: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def why(self):
+        lines = [l for l in self.stderr.strip().splitlines() if l.strip()]
+        return f"exit {self.code}: " + (lines[-1][:200] if lines else "no message")
+
+
+def run(cmd, env=None, timeout=900, cwd=None):
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        err += f"\ntimed out after {timeout} s"
+    return Ran(proc.returncode, out, err, time.monotonic() - start)
+
+
+def json_lines(text):
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return out
+
+
+def blas_env():
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    if os.path.isdir(OPENBLAS_DIR):
+        env["LD_LIBRARY_PATH"] = OPENBLAS_DIR
+    return env
+
+
+class Bench:
+    """What every row needs: the binary, the peers, a temp dir for configs, the repetitions."""
+
+    def __init__(self, args, tmp):
+        self.binary = str(Path(args.binary).resolve())
+        self.peers = Path(args.peers).resolve()
+        self.tmp = Path(tmp)
+        self.cache = Path(args.cache_dir)
+        self.reps = 1 if args.quick else args.reps
+        self.tiny_reps = 5 if args.quick else 15
+        self.quick = args.quick
+        self.build_dir = self.cache / "peers_build"   # the peers compile their C/C++ here
+        self.counter = 0
+        self.raw = {}                                  # every sample, for all.json
+
+    def record(self, key, value):
+        self.raw.setdefault(key, []).append(value)
+
+    # -- disttrain ------------------------------------------------------------------------
+
+    def disttrain(self, name, body, command="run"):
+        """Runs `disttrain <command>` on a config (the body below `version`, `name` and `output`).
+        Returns (summary or None, Ran); summary is None with the reason in Ran when it failed."""
+        self.counter += 1
+        folder = self.tmp / f"{name}-{self.counter}"
+        folder.mkdir()
+        cfg = folder / "config.yaml"
+        # A generous worker timeout: on a loaded shared machine a heartbeat can be late, and a
+        # benchmark is not the place to test fault detection.
+        cfg.write_text(f"version: 1\nname: {name}\n{body.strip()}\n"
+                       "fault_tolerance: {worker_timeout_ms: 60000}\n"
+                       f"output: {{dir: {folder}/run, log_every: {{steps: 100000}}}}\n")
+        ran = run([self.binary, command, str(cfg), "--json"])
+        summary = None
+        if ran.code == 0:
+            try:
+                summary = json.loads(ran.stdout)
+            except json.JSONDecodeError:
+                ran.stderr += "\nstdout is not one JSON object"
+        shutil.rmtree(folder / "run", ignore_errors=True)
+        return summary, ran
+
+    # -- peers ----------------------------------------------------------------------------
+
+    def peer_json(self, script, *args, env=None, pick=None):
+        """Runs a Python peer; returns (its last JSON line or None, Ran)."""
+        path = self.peers / script
+        if not path.exists():
+            return None, Ran(127, "", f"{path} not found", 0.0)
+        ran = run([PY, str(path), *map(str, args)], env=env or blas_env())
+        lines = [l for l in json_lines(ran.stdout) if pick is None or pick(l)]
+        return (lines[-1] if ran.code == 0 and lines else None), ran
+
+    def zmq(self, *args):
+        """zmq_bench from run_zmq.sh: built by the script the first time, then run directly."""
+        exe = self.build_dir / "zmq_bench"
+        env = dict(os.environ, BUILD_DIR=str(self.build_dir))
+        if not exe.exists():
+            ran = run(["bash", str(self.peers / "run_zmq.sh"), *args], env=env, timeout=300)
+        else:
+            ran = run([str(exe), *args], timeout=300)
+        lines = [l for l in json_lines(ran.stdout) if l.get("bench", "").startswith("zmq_")]
+        return (lines[-1] if ran.code == 0 and lines else None), ran
+
+    def rtt_us(self):
+        res, ran = self.zmq("lat", "--transport", "ipc", "--size", "8", "--iters",
+                            "2000" if self.quick else "5000", "--warmup", "200")
+        value = res["rtt_median_us"] if res else None
+        self.record("ipc_rtt_us", value)
+        return value
+
+    def thr_mbps(self):
+        res, ran = self.zmq("thr", "--transport", "ipc", "--size", str(8 * MIB), "--count",
+                            "60" if self.quick else "120", "--reps", "3")
+        value = res["MBps_median"] if res else None
+        self.record("ipc_8MiB_MBps", value)
+        return value
+
+
+def summary_value(summary, key):
+    return summary.get(key) if summary else None
+
+
+def compute_seconds(summary):
+    return sum(w["compute_seconds"] for w in summary["worker_stats"]) if summary else None
+
+
+def failure_note(what, rans):
+    bad = [r for r in rans if r is not None and r.code != 0]
+    return f"{what} failed ({bad[-1].why()})" if bad else ""
+
+
+def notes(*parts):
+    return "; ".join(p for p in parts if p)
+
+
+# ---------------------------------------------------------------------------------------------
+# The rows, one function each. Each interleaves disttrain and its peer rep by rep.
+
+def row_limits(b):
+    print("limits: STREAM, ZeroMQ ipc", flush=True)
+    env = dict(os.environ, BUILD_DIR=str(b.build_dir), THREADS="1 2")
+    # 160 MB arrays (far beyond any cache) keep it quick and leave memory to the other users.
+    ran = run(["bash", str(b.peers / "run_stream.sh"), "--n", "20000000", "--sum-bytes",
+               str(256 * MIB), "--reps", "5"], env=env, timeout=600)
+    stream = {(l["threads"], l["kernel"]): l["median_gbs"]
+              for l in json_lines(ran.stdout) if l.get("bench") == "stream"}
+    b.raw["stream"] = {f"{k}_{t}t": v for (t, k), v in stream.items()}
+    note = failure_note("run_stream.sh", [ran])
+    # A training epoch only reads its data: the read-only sum is the kernel to compare with.
+    for t in (1, 2):
+        gbs = stream.get((t, "sum_1GiB"))
+        add("limits", f"STREAM {t} thread{'s' if t > 1 else ''} (read-only sum; triad "
+            f"{fmt(stream.get((t, 'triad')), 'GB/s')})", "", fmt(gbs, "GB/s"), "", "", None, note)
+    b.stream2 = stream.get((2, "sum_1GiB"))
+    rtt, thr = b.rtt_us(), b.thr_mbps()
+    add("limits", "ZeroMQ ipc round trip, 8 B (REQ/REP median)", "", fmt(rtt, "µs"), "", "", None,
+        "re-measured beside the small steps, median of all")
+    add("limits", "ZeroMQ ipc throughput, 8 MiB messages (PUSH/PULL)", "", fmt(thr, "MB/s"), "",
+        "", None, "re-measured beside the 1M-parameter steps, median of all")
+    b.limit_rows = ROWS[-2:]
+
+
+LINREG = """
+seed: 1
+model: {{type: linear_regression}}
+data: {{synthetic: {{kind: linear, rows: 1000000, features: 100, noise: 0.1}}}}
+shards: {{count: {workers}}}
+aggregation: {{mode: gradients, topology: star}}
+training: {{epochs: 3, batch_size: 2000, optimizer: {{type: sgd, lr: 0.05}}}}
+transport: {{type: ipc}}
+"""
+
+
+def row_linreg(b):
+    print("linreg 1M x 100 f64, 2 workers, batch 2000, 3 epochs", flush=True)
+    ours, ddp, numpy, last = [], [], [], {}
+    for _ in range(b.reps):
+        summary, ran = b.disttrain("linreg", LINREG.format(workers=2))
+        ours.append((summary, ran))
+        ddp.append(b.peer_json("torch_ddp.py", "--model", "linreg", "--workers", 2, "--rows",
+                               1000000, "--features", 100, "--batch", 1000, "--epochs", 3,
+                               "--lr", 0.05, "--dtype", "float64"))
+        numpy.append(b.peer_json("numpy_ref.py", "--model", "linreg", "--rows", 1000000,
+                                 "--features", 100, "--method", "sgd", "--batch", 2000,
+                                 "--epochs", 3))
+    train = median(summary_value(s, "train_seconds") for s, _ in ours)
+    wall = median(r.seconds for s, r in ours if s)
+    ddp_train = median(p["t_train_s"] for p, _ in ddp if p)
+    ddp_wall = median(r.seconds for p, r in ddp if p)
+    np_train = median(p["t_train_s"] for p, _ in numpy if p)
+    ours_note = failure_note("disttrain", [r for _, r in ours])
+    ddp_note = failure_note("torch_ddp.py", [r for _, r in ddp])
+    np_note = failure_note("numpy_ref.py", [r for _, r in numpy])
+    blas = next((p.get("blas") for p, _ in numpy if p), None)
+    b.raw["linreg"] = {"train_s": [summary_value(s, "train_seconds") for s, _ in ours],
+                       "ddp_train_s": [p and p["t_train_s"] for p, _ in ddp],
+                       "numpy_train_s": [p and p["t_train_s"] for p, _ in numpy],
+                       "numpy_blas": blas}
+    r = ratio_of(ddp_train, train)
+    add("linreg", "training vs PyTorch DDP (2 workers, f64)", fmt(train, "s"),
+        f"DDP {fmt(ddp_train, 's')}", fmt(r, "×"), "≥ 15×", check(r, ">=", 15),
+        notes(ours_note, ddp_note))
+    r = ratio_of(np_train, train)
+    add("linreg", "training vs one numpy process, same steps (OpenBLAS)", fmt(train, "s"),
+        f"numpy {fmt(np_train, 's')}", fmt(r, "×"), "≥ 1.8×", check(r, ">=", 1.8),
+        notes(ours_note, np_note))
+    gbs = 3 * 1_000_000 * 100 * 8 / train / 1e9 if train else None
+    r = ratio_of(gbs, b.stream2)
+    add("linreg", "bytes scanned per second vs 2-thread STREAM", fmt(gbs, "GB/s"),
+        f"STREAM {fmt(b.stream2, 'GB/s')}", fmt(r * 100 if r else None, "%"), "≥ 50%",
+        check(r, ">=", 0.5), ours_note)
+    r = ratio_of(ddp_wall, wall)
+    add("linreg", "whole process (start-up, data, training, evaluation)", fmt(wall, "s"),
+        f"DDP {fmt(ddp_wall, 's')}", fmt(r, "×"), "—", None, notes(ours_note, ddp_note))
+    row_memory(b, [s for s, _ in ours if s], ours_note)
+
+
+def row_memory(b, summaries, note):
+    """Peak RSS of each process of the linreg runs against 1.3 × the data it holds + 20 MiB.
+    A worker holds its rows' features and labels as doubles; the coordinator of a synthetic run
+    holds no rows."""
+    if not summaries or "max_rss_bytes" not in summaries[0]:
+        add("memory", "peak RSS per process, linreg 1M×100, 2 workers", "n/a", "", "", "≤ 1.0",
+            None, note or "summary.json has no max_rss_bytes (this build does not report it)")
+        return
+    procs = [("coordinator", lambda s: s["max_rss_bytes"], lambda s: 0)]
+    for rank in range(len(summaries[0]["worker_stats"])):
+        procs.append((f"worker {rank}",
+                      lambda s, r=rank: s["worker_stats"][r].get("max_rss_bytes"),
+                      lambda s, r=rank: s["worker_stats"][r]["rows"] * 101 * 8))
+    for name, rss_of, data_of in procs:
+        rss = median(rss_of(s) for s in summaries)
+        data = median(data_of(s) for s in summaries)
+        limit = 1.3 * data + 20 * MIB
+        r = ratio_of(rss, limit)
+        add("memory", f"peak RSS, {name} (holds {fmt(data / MIB, 'MiB')} of data)",
+            fmt(rss / MIB if rss else None, "MiB"), f"limit {fmt(limit / MIB, 'MiB')}",
+            fmt(r, "× limit"), "≤ 1.0", check(r, "<=", 1.0), note, rss=rss, data=data)
+
+
+SMALL = """
+seed: 1
+model: {{type: linear_regression}}
+data: {{synthetic: {{kind: linear, rows: {rows}, features: 10}}}}
+shards: {{count: {workers}}}
+training: {{epochs: 1, batch_size: 32}}
+transport: {{type: ipc}}
+"""
+
+
+def row_small_steps(b):
+    print("small steps: 10 features, batch 32", flush=True)
+    rows = 50_000 if b.quick else 100_000
+    per_step = {1: [], 2: []}
+    rans = []
+    for _ in range(b.reps):
+        b.rtt_us()
+        for workers in (2, 1):
+            summary, ran = b.disttrain("small", SMALL.format(rows=rows, workers=workers))
+            rans.append(ran)
+            if summary:
+                per_step[workers].append(1e6 * summary["train_seconds"] / summary["steps"])
+    b.raw["small_steps_us"] = per_step
+    rtt = median(b.raw["ipc_rtt_us"])
+    us2, us1 = median(per_step[2]), median(per_step[1])
+    note = failure_note("disttrain", rans)
+    r = ratio_of(us2, rtt)
+    add("small steps", "2 workers, µs per step vs ipc round trip", fmt(us2, "µs"),
+        f"round trip {fmt(rtt, 'µs')}", fmt(r, "× RTT"), "≤ 2×", check(r, "<=", 2), note)
+    r = ratio_of(us1, us2)
+    add("small steps", "2 workers vs 1 worker, same global batch", fmt(us2, "µs"),
+        f"1 worker {fmt(us1, 'µs')}", fmt(r, "×"), "≥ 1× (never slower)", check(r, ">=", 1.0),
+        note)
+
+
+MLP = """
+seed: 1
+model: {{type: mlp, hidden: [64], activation: relu, task: binary}}
+data: {{synthetic: {{kind: logistic, rows: 200000, features: 100}}}}
+shards: {{count: {workers}}}
+aggregation: {{mode: gradients, topology: star}}
+training: {{epochs: 2, batch_size: 512, optimizer: {{type: sgd, lr: 0.1}}}}
+transport: {{type: ipc}}
+"""
+
+DGEMM = r"""
+import json, os, time
+import numpy as np
+rng = np.random.default_rng(0)
+x, w, d = (rng.standard_normal(s) for s in ((256, 100), (100, 64), (256, 64)))
+h, g = np.empty((256, 64)), np.empty((100, 64))
+def block(n):
+    t = time.perf_counter()
+    for _ in range(n):
+        np.matmul(x, w, out=h)      # forward: batch x inputs times inputs x hidden
+        np.matmul(x.T, d, out=g)    # backward: the first layer's weight gradient
+    return 2 * n * 2 * 256 * 100 * 64 / (time.perf_counter() - t) / 1e9
+block(200)
+rates = sorted(block(1000) for _ in range(5))
+maps = {os.path.realpath(l.split()[-1]) for l in open("/proc/self/maps") if "/" in l}
+print(json.dumps({"gflops": rates[2], "blas": sorted(p for p in maps if "blas" in p)}))
+"""
+
+
+def mlp_flops_per_row(features=100, hidden=64, outputs=1):
+    """Forward 2(FH + HO), weight gradients 2(FH + HO), the hidden layer's gradient 2HO
+    (no gradient is needed for the inputs); the element-wise work is not counted."""
+    return 4 * features * hidden + 6 * hidden * outputs
+
+
+def row_mlp(b):
+    print("MLP 200k x 100 -> 64, batch 256 per worker, 2 epochs", flush=True)
+    runs = {2: [], 1: []}
+    ddp = {"float64": [], "float32": []}
+    gemm = []
+    for _ in range(b.reps):
+        for workers in (2, 1):
+            runs[workers].append(b.disttrain("mlp", MLP.format(workers=workers)))
+        for dtype in ddp:
+            ddp[dtype].append(b.peer_json(
+                "torch_ddp.py", "--model", "mlp", "--workers", 2, "--rows", 200000, "--features",
+                100, "--hidden", 64, "--batch", 256, "--epochs", 2, "--lr", 0.1, "--dtype", dtype))
+        ran = run([PY, "-c", DGEMM], env=blas_env(), timeout=300)
+        lines = json_lines(ran.stdout)
+        gemm.append((lines[-1] if ran.code == 0 and lines else None, ran))
+    train = {w: median(summary_value(s, "train_seconds") for s, _ in runs[w]) for w in runs}
+    note = failure_note("disttrain", [r for w in runs for _, r in runs[w]])
+    for dtype, results in ddp.items():
+        peer = median(p["t_train_s"] for p, _ in results if p)
+        r = ratio_of(peer, train[2])
+        add("MLP", f"training vs PyTorch DDP (2 workers, {dtype})", fmt(train[2], "s"),
+            f"DDP {fmt(peer, 's')}", fmt(r, "×"), "≥ 4×", check(r, ">=", 4),
+            notes(note, failure_note("torch_ddp.py", [r for _, r in results])))
+    r = ratio_of(train[1], train[2])
+    add("MLP", "2 workers vs 1 worker, same total work (global batch 512)", fmt(train[2], "s"),
+        f"1 worker {fmt(train[1], 's')}", fmt(r, "×"), "≥ 1.6×", check(r, ">=", 1.6), note)
+    flops = mlp_flops_per_row() * 200_000 * 2
+    rates = [flops / compute_seconds(s) / 1e9 for s, _ in runs[2] if s and compute_seconds(s)]
+    ours = median(rates)
+    peer = median(g["gflops"] for g, _ in gemm if g)
+    blas = next((g["blas"] for g, _ in gemm if g), None)
+    b.raw["mlp"] = {"train_s": {w: [summary_value(s, "train_seconds") for s, _ in runs[w]]
+                                for w in runs},
+                    "worker_gflops": rates, "dgemm_gflops": [g and g["gflops"] for g, _ in gemm],
+                    "dgemm_blas": blas, "flops_per_row": mlp_flops_per_row()}
+    r = ratio_of(ours, peer)
+    add("MLP", "dense products: GFLOPS per core over the workers' compute_seconds",
+        fmt(ours, "GFLOPS"), f"OpenBLAS dgemm {fmt(peer, 'GFLOPS')}",
+        fmt(r * 100 if r else None, "%"), "≥ 50%", check(r, ">=", 0.5),
+        notes(note, failure_note("dgemm probe", [r for _, r in gemm]),
+              f"numpy loaded {', '.join(Path(p).name for p in blas)}" if blas else ""))
+
+
+WIDE = """
+seed: 1
+model: {{type: softmax_regression}}
+data: {{synthetic: {{kind: blobs, rows: 16, features: 100000, classes: 10}}}}
+shards: {{count: 2}}
+aggregation: {{mode: gradients, topology: {topology}}}
+training: {{epochs: 2, batch_size: 2, shuffle: false}}
+transport: {{type: ipc}}
+"""
+
+
+def row_wide(b):
+    """Softmax regression, 100,000 features x 10 classes (1,000,010 parameters, 8 MB) on 16
+    rows, one row per worker per step: the step is almost all communication. (A linear model
+    with 1M features needs 10x the generated values for the same parameters: slower to set up.)"""
+    print("1M-parameter model, 2 workers, star and ring", flush=True)
+    runs = {"star": [], "ring": []}
+    for _ in range(b.reps):
+        b.thr_mbps()
+        for topology in runs:
+            runs[topology].append(b.disttrain("wide", WIDE.format(topology=topology)))
+    thr = median(b.raw["ipc_8MiB_MBps"])
+    for topology, results in runs.items():
+        ok = [s for s, _ in results if s]
+        ms = median(1e3 * s["train_seconds"] / s["steps"] for s in ok)
+        # What one worker moves per step, both directions (the busiest worker).
+        moved = median(max(w["bytes_sent"] + w["bytes_received"] for w in s["worker_stats"])
+                       / s["steps"] for s in ok)
+        bound_ms = 1e3 * moved / (thr * 1e6) if moved and thr else None
+        r = ratio_of(bound_ms, ms)
+        # The same with the two directions overlapped (a full-duplex link): the busier one.
+        one_way = median(max(max(w["bytes_sent"], w["bytes_received"]) for w in s["worker_stats"])
+                         / s["steps"] for s in ok)
+        duplex_ms = 1e3 * one_way / (thr * 1e6) if one_way and thr else None
+        duplex = ratio_of(duplex_ms, ms)
+        add("1M parameters", f"{topology}: ms per step vs its link bound", fmt(ms, "ms"),
+            f"{fmt(moved / 1e6 if moved else None, 'MB')}/step at {fmt(thr, 'MB/s')} = "
+            f"{fmt(bound_ms, 'ms')}", fmt(r * 100 if r else None, "% of bound"), "≥ 70%",
+            check(r, ">=", 0.7),
+            notes(failure_note("disttrain", [r for _, r in results]),
+                  f"one direction only (full duplex): {fmt(duplex_ms, 'ms')} bound, "
+                  f"{fmt(duplex * 100 if duplex else None, '%')}" if duplex_ms else ""),
+            ms=ms, bytes_per_step=moved, one_way_bytes_per_step=one_way)
+
+
+TINY = """
+seed: 1
+model: {type: linear_regression}
+data: {synthetic: {kind: linear, rows: 1000, features: 10}}
+shards: {count: 2}
+training: {epochs: 1, batch_size: 32}
+transport: {type: ipc}
+"""
+
+
+def row_tiny(b):
+    print(f"tiny job end to end ({b.tiny_reps} reps)", flush=True)
+    walls, zmq, rans = [], [], []
+    for _ in range(b.tiny_reps):
+        summary, ran = b.disttrain("tiny", TINY)
+        rans.append(ran)
+        if summary:
+            walls.append(ran.seconds)
+        res, zran = b.zmq("lat", "--transport", "ipc", "--size", "8", "--iters", "1",
+                          "--warmup", "0")
+        if res:
+            zmq.append(zran.seconds)
+    ours, peer = median(walls), median(zmq)
+    b.raw["tiny_wall_s"], b.raw["zmq_fork_connect_rtt_s"] = walls, zmq
+    add("tiny job", "1000 rows, 2 workers, whole `disttrain run`",
+        fmt(1e3 * ours if ours else None, "ms"),
+        f"zmq_bench fork + connect + 1 round trip {fmt(1e3 * peer if peer else None, 'ms')}",
+        fmt(ratio_of(ours, peer), "× peer"), "≤ 50 ms", check(ours, "<=", 0.050),
+        failure_note("disttrain", rans))
+
+
+CSV_RUN = """
+seed: 1
+model: {{type: linear_regression}}
+data: {{path: {path}}}
+shards: {{count: {workers}}}
+training: {{epochs: 1, batch_size: 2000, optimizer: {{type: sgd, lr: 0.05}}}}
+transport: {{type: ipc}}
+"""
+
+
+def csv_file(b):
+    """The 1M x 100 CSV, made once and kept in the cache dir (written to a temp name, then
+    renamed, so an interrupted generation is never reused)."""
+    path = b.cache / "linear_1M_100.csv"
+    if not path.exists():
+        b.cache.mkdir(parents=True, exist_ok=True)
+        print(f"  generating {path} (once)", flush=True)
+        part = path.with_suffix(f".part{os.getpid()}")
+        with open(part, "w") as out:
+            code = subprocess.run([b.binary, "gen", "linear", "--rows", "1000000", "--features",
+                                   "100", "--seed", "1"], stdout=out, timeout=1800).returncode
+        if code != 0:
+            part.unlink(missing_ok=True)
+            return None
+        part.rename(path)
+    return path
+
+
+def row_csv(b):
+    print("CSV load, 1M x 100", flush=True)
+    path = csv_file(b)
+    if path is None:
+        add("CSV load", "1M×100 CSV", "n/a", "", "", "", None, "disttrain gen failed")
+        return
+    size = path.stat().st_size
+    run(["wc", "-l", str(path)])  # into the page cache: every reader below sees a warm file
+    wc, validate, load = [], [], {1: [], 2: []}
+    rans = []
+    for _ in range(b.reps):
+        wc.append(size / run(["wc", "-l", str(path)]).seconds / 1e6)
+        summary, ran = b.disttrain("csv", CSV_RUN.format(path=path, workers=1), "validate")
+        rans.append(ran)
+        if ran.code == 0:
+            validate.append(size / ran.seconds / 1e6)
+        for workers in (1, 2):
+            summary, ran = b.disttrain("csv", CSV_RUN.format(path=path, workers=workers))
+            rans.append(ran)
+            if summary:
+                # Everything but the training loop: start-up, parsing, final evaluation, outputs.
+                # An upper bound on the parse time, so the rate is a lower bound.
+                load[workers].append(size / workers / (ran.seconds - summary["train_seconds"]) / 1e6)
+    note = failure_note("disttrain", rans)
+    wc_rate = median(wc)
+    b.raw["csv"] = {"bytes": size, "wc_MBps": wc, "validate_MBps": validate,
+                    "run_MBps_per_core": load}
+    peer = f"wc -l {fmt(wc_rate, 'MB/s')}"
+    rate = median(validate)
+    add("CSV load", f"`disttrain validate` ({size / 1e9:.2f} GB), one core", fmt(rate, "MB/s"),
+        peer, fmt(ratio_of(rate, wc_rate), "× wc"), "≥ 500 MB/s", check(rate, ">=", 500), note)
+    for workers in (1, 2):
+        rate = median(load[workers])
+        add("CSV load", f"1-epoch run, {workers} worker{'s' if workers > 1 else ''}, per core "
+            "(bytes ÷ workers ÷ (wall − train))", fmt(rate, "MB/s"), peer,
+            fmt(ratio_of(rate, wc_rate), "× wc"), "≥ 500 MB/s", check(rate, ">=", 500), note)
+    one, two = median(load[1]), median(load[2])
+    scaling = ratio_of(2 * two if two else None, one)
+    add("CSV load", "scaling: 2 workers' total rate ÷ 1 worker's", fmt(scaling, "×"), "", "",
+        "≥ 1.6×", check(scaling, ">=", 1.6), note)
+    if b.delete_csv:
+        path.unlink()
+
+
+# ---------------------------------------------------------------------------------------------
+# Output: the one place the table is written.
+
+def markdown(meta):
+    lines = [f"Pass of {meta['date']} on `{meta['machine']}` ({meta['cpus']} CPUs, load average "
+             f"{meta['loadavg_start']} at the start, {meta['loadavg_end']} at the end), "
+             f"{meta['reps']} rep(s) a job ({meta['tiny_reps']} for the tiny job), medians; "
+             f"binary `{meta['binary']}` at {meta['commit']}.", "",
+             "| job | disttrain | peer / limit | ratio | target | met? | note |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    section = None
+    for r in ROWS:
+        job = r.job if r.section == section else f"**{r.section}**: {r.job}"
+        section = r.section
+        met = {True: "yes", False: "**no**", None: "—"}[r.met]
+        cells = [job, r.ours, r.peer, r.ratio, r.target, met, r.note]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") or " " for c in cells) + " |")
+    met = [r.met for r in ROWS if r.met is not None]
+    lines += ["", f"{sum(met)} of {len(met)} targets met."]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(meta, out_dir, readme):
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "all.json").write_text(json.dumps(
+        {"meta": meta, "rows": [asdict(r) for r in ROWS], "raw": meta.pop("raw")}, indent=2,
+        ensure_ascii=False) + "\n")
+    table = markdown(meta)
+    (out_dir / "all.md").write_text("# bench_all\n\n" + table)
+    text = readme.read_text() if readme.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + BEGIN + "\n" + table + END + rest.split(END, 1)[1]
+    else:
+        text += f"\n{BEGIN}\n{table}{END}\n"
+    readme.write_text(text)
+    print(f"wrote {out_dir / 'all.json'}, {out_dir / 'all.md'} and the table in {readme}")
+
+
+SECTIONS = {"linreg": row_linreg, "small": row_small_steps, "mlp": row_mlp, "wide": row_wide,
+            "tiny": row_tiny, "csv": row_csv}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--binary", default=str(ROOT / "build/release/disttrain"))
+    p.add_argument("--peers", default=str(ROOT.parent / "shared/peers"),
+                   help="the peers' folder (default: ../shared/peers from the repository root)")
+    p.add_argument("--quick", action="store_true", help="one rep a job (5 for the tiny job)")
+    p.add_argument("--reps", type=int, default=3, help="reps a job without --quick (default 3)")
+    p.add_argument("--only", default=",".join(SECTIONS),
+                   help=f"comma-separated subset of {','.join(SECTIONS)} (the limits always run)")
+    p.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
+                                                       "disttrain-bench-cache"),
+                   help="where the 1M x 100 CSV and the peers' builds are kept between passes")
+    p.add_argument("--delete-csv", action="store_true", help="delete the CSV after the pass")
+    p.add_argument("--out", default=str(ROOT / "bench/results"))
+    p.add_argument("--readme", default=str(ROOT / "bench/README.md"))
+    args = p.parse_args()
+    if not os.access(args.binary, os.X_OK):
+        p.error(f"--binary {args.binary}: not an executable file (build it: "
+                "cmake --preset release && cmake --build --preset release)")
+    if not (Path(args.peers) / "run_stream.sh").exists():
+        p.error(f"--peers {args.peers}: no run_stream.sh there (the peers live in shared/peers "
+                "beside the repository)")
+    if args.reps < 1:
+        p.error("--reps must be at least 1")
+    only = [s for s in args.only.split(",") if s]
+    unknown = [s for s in only if s not in SECTIONS]
+    if unknown:
+        p.error(f"--only: unknown section(s) {', '.join(unknown)}; choose from "
+                f"{', '.join(SECTIONS)}")
+    args.only = only
+    return args
+
+
+def main():
+    args = parse_args()
+    start = time.monotonic()
+    loadavg = lambda: " ".join(open("/proc/loadavg").read().split()[:3])  # noqa: E731
+    commit = run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]).stdout.strip()
+    if run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"]).stdout.strip():
+        commit += " with uncommitted changes"
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.node(),
+            "cpus": os.cpu_count(), "loadavg_start": loadavg(), "commit": commit or "?",
+            "binary": os.path.relpath(args.binary, ROOT) if args.binary.startswith(str(ROOT))
+            else args.binary, "quick": args.quick}
+    with tempfile.TemporaryDirectory(prefix="dt-bench-all-") as tmp:
+        b = Bench(args, tmp)
+        b.delete_csv = args.delete_csv
+        meta.update(reps=b.reps, tiny_reps=b.tiny_reps)
+        b.build_dir.mkdir(parents=True, exist_ok=True)
+        row_limits(b)
+        for name in args.only:
+            try:
+                SECTIONS[name](b)
+            except Exception as e:  # one broken row must not lose the others
+                add(name, "(the row itself failed)", "n/a", "", "", "", None,
+                    f"{type(e).__name__}: {e}")
+        # The limits re-measured during the pass: their rows show the median of all samples.
+        rtt, thr = median(b.raw.get("ipc_rtt_us", [])), median(b.raw.get("ipc_8MiB_MBps", []))
+        b.limit_rows[0].peer, b.limit_rows[1].peer = fmt(rtt, "µs"), fmt(thr, "MB/s")
+        meta.update(loadavg_end=loadavg(), seconds=round(time.monotonic() - start, 1), raw=b.raw)
+    write_outputs(meta, Path(args.out), Path(args.readme))
+    print(f"pass took {meta['seconds']} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
