@@ -212,6 +212,7 @@ RingWriter::RingWriter(const Region& region, int ring)
       capacity_(region.capacity()), write_pos_(control_->write_pos.load(std::memory_order_relaxed)) {}
 
 std::uint64_t RingWriter::put(std::uint64_t pos, const void* data, std::uint64_t size) {
+  if (size == 0) return pos;  // an empty frame's buffer may be null, which memcpy may not take
   const auto* bytes = static_cast<const std::byte*>(data);
   const std::uint64_t offset = pos % capacity_;
   const std::uint64_t first = std::min(size, capacity_ - offset);
@@ -287,6 +288,7 @@ RingReader::RingReader(const Region& region, int ring, std::uint64_t max_payload
       read_pos_(control_->read_pos.load(std::memory_order_relaxed)) {}
 
 void RingReader::get(std::uint64_t pos, void* out, std::uint64_t size) const {
+  if (size == 0) return;  // an empty frame's buffer may be null, which memcpy may not take
   auto* bytes = static_cast<std::byte*>(out);
   const std::uint64_t offset = pos % capacity_;
   const std::uint64_t first = std::min(size, capacity_ - offset);

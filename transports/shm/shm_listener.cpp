@@ -161,9 +161,10 @@ class ShmListener final : public Listener {
     return ::poll(&fd, 1, 0) > 0;
   }
 
-  void forget(const std::string& peer, bool gone) {
+  // By value: callers pass the map's own key, which the erase frees.
+  void forget(std::string peer, bool gone) {
     peers_.erase(peer);
-    if (gone && gone_.size() < kMaxGone) gone_.insert(peer);
+    if (gone && gone_.size() < kMaxGone) gone_.insert(std::move(peer));
   }
 
   std::optional<Incoming> from_rings() {
