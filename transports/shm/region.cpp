@@ -176,6 +176,12 @@ std::optional<Region> Region::create(std::uint64_t capacity) {
   return Region(static_cast<std::byte*>(base), size, capacity, name, true);
 }
 
+bool Region::exists(const std::string& name) {
+  if (!valid_name(name)) return true;  // not ours: let open() say why
+  struct stat st {};
+  return ::stat((std::string(kShmDir) + name).c_str(), &st) == 0;
+}
+
 Region Region::open(const std::string& name) {
   if (!valid_name(name)) fail<ProtocolError>("offered region name is not one of ours");
   const std::string path = std::string(kShmDir) + name;

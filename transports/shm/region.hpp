@@ -118,6 +118,8 @@ class Region {
   // The region a peer offered (the listener's side). ProtocolError naming what is wrong when
   // the name, the file or its header does not check out.
   [[nodiscard]] static Region open(const std::string& name);
+  // Whether the region file of a valid name is still there (a name not of ours: true).
+  [[nodiscard]] static bool exists(const std::string& name);
   [[nodiscard]] RegionHeader& header() const noexcept { return *header_; }
   [[nodiscard]] std::byte* ring_data(int ring) const noexcept {
     return base_ + kHeaderBytes + static_cast<std::uint64_t>(ring) * capacity_;

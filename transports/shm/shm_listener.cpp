@@ -256,6 +256,13 @@ class ShmListener final : public Listener {
       send_control(peer, control(kAccept, options_.job_id));
       peers_.emplace(peer, std::move(p));
     } catch (const Error& e) {
+      // A connection that closed before its offer was read (a short-lived worker's heartbeat
+      // link) has removed its region already: nothing is wrong, and it is not told.
+      if (!offer.payload.empty() &&
+          !Region::exists(std::string(wire::as_text(offer.payload[0])))) {
+        log::debug("a shared-memory offer from '{}' came after its connection closed", peer);
+        return;
+      }
       warn_once(peer, fmt::format("refused its shared-memory offer: {}", e.message()));
       try {
         send_control(peer, control(kRefuse, options_.job_id, {e.message()}));
