@@ -41,7 +41,7 @@ struct JoinOptions {
   std::string advertise;    // tcp: the host its peers connect to; empty: its route address
   int join_timeout_ms = 60000;
   int log_level = -1;
-  transport::Security security;  // core/roles/keys.hpp: worker_keys()
+  transport::Security security;  // core/protocol/keys.hpp: worker_keys()
 };
 [[nodiscard]] int run_joining_worker(const JoinOptions& join);
 

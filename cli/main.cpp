@@ -1,9 +1,9 @@
 // disttrain: subcommands as a table; dt::Error becomes an exit code and one message here only.
 
 #include "cli/commands.hpp"
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
-#include "core/util/log.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/log.hpp"
 
 #include <unistd.h>
 #if defined(__GLIBC__)

@@ -1,7 +1,7 @@
 #include "transports/security.hpp"
 
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>

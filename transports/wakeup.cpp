@@ -1,6 +1,6 @@
 #include "transports/wakeup.hpp"
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>

@@ -1,6 +1,6 @@
 #include "transports/wire.hpp"
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <bit>
 #include <cstring>

@@ -5,7 +5,7 @@
 //   offset size field
 //   0      4    magic "DTRN"
 //   4      2    protocol version (kProtocolVersion)
-//   6      2    message type (defined by core/protocol; opaque here)
+//   6      2    message type (defined by core/protocol/protocol; opaque here)
 //   8      8    job id
 //   16     4    rank of the sender (kCoordinatorRank for the coordinator)
 //   20     4    generation: bumped each time a run re-forms (a worker lost or replaced), so

@@ -4,8 +4,8 @@
 #include "cli/commands.hpp"
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"
-#include "core/util/error.hpp"
-#include "core/util/text.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 #include <fmt/format.h>
 

@@ -3,9 +3,9 @@
 // public key is also printed. Keys are read back from files or the environment, never argv.
 
 #include "cli/commands.hpp"
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
-#include "core/util/log.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/log.hpp"
 #include "transports/security.hpp"
 
 #include <filesystem>

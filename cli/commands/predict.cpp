@@ -2,7 +2,7 @@
 // disttrain eval model.json data.csv [--json]
 
 #include "cli/commands.hpp"
-#include "core/inference.hpp"
+#include "core/outputs/inference.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

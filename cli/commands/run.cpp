@@ -2,16 +2,16 @@
 
 #include "cli/commands.hpp"
 #include "core/config/config.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/keys.hpp"
-#include "core/roles/resume.hpp"
-#include "core/run_output.hpp"
-#include "core/util/error.hpp"
-#include "core/util/log.hpp"
-#include "core/util/net.hpp"
-#include "core/util/signals.hpp"
-#include "core/util/rendezvous.hpp"
-#include "core/util/text.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/protocol/keys.hpp"
+#include "core/coordinator/resume.hpp"
+#include "core/outputs/run_output.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "base/net.hpp"
+#include "base/signals.hpp"
+#include "core/coordinator/rendezvous.hpp"
+#include "base/text.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>

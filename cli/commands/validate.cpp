@@ -5,9 +5,9 @@
 #include "core/config/config.hpp"
 #include "core/models/model.hpp"
 #include "core/modes/mode.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/keys.hpp"
-#include "core/run_output.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/protocol/keys.hpp"
+#include "core/outputs/run_output.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -142,7 +142,7 @@ int validate(const ValidateArgs& args) {
         {"segments", seg.size()}};
     if (!plan.rank_sources.empty()) shard["file"] = plan.rank_sources[r].file.string();
     if (!classes.empty()) shard["labels"] = tallies[r].by_class(classes, kind);
-    if (plan.tensor > 1) {  // rank r is replica r / T, slice r % T (core/roles/tensor_plan.hpp)
+    if (plan.tensor > 1) {  // rank r is replica r / T, slice r % T (core/coordinator/tensor_plan.hpp)
       shard["replica"] = r / static_cast<std::size_t>(plan.tensor);
       shard["slice"] = r % static_cast<std::size_t>(plan.tensor);
       if (!plan.columns.empty()) {

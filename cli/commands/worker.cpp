@@ -4,12 +4,12 @@
 
 #include "cli/commands.hpp"
 #include "core/config/config.hpp"
-#include "core/roles/keys.hpp"
-#include "core/roles/worker.hpp"
-#include "core/util/error.hpp"
-#include "core/util/log.hpp"
-#include "core/util/net.hpp"
-#include "core/util/random.hpp"
+#include "core/protocol/keys.hpp"
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "base/net.hpp"
+#include "base/random.hpp"
 #include "transports/transport.hpp"
 
 #include <unistd.h>

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "core/config/internal.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 namespace dt::config {
 namespace {

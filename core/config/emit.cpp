@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "core/config/config.hpp"
-#include "core/util/text.hpp"
+#include "base/text.hpp"
 
 namespace dt::config {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "core/config/internal.hpp"
 #include "core/config/schema.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 namespace dt::config {
 

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <cmath>
 
-#include "core/util/error.hpp"
-#include "core/util/text.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 namespace dt::config::detail {
 namespace {

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "core/config/internal.hpp"
-#include "core/util/text.hpp"
+#include "base/text.hpp"
 
 namespace dt::config::detail {
 

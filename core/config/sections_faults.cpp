@@ -6,7 +6,7 @@
 #include <climits>
 
 #include "core/config/internal.hpp"
-#include "core/util/text.hpp"
+#include "base/text.hpp"
 
 namespace dt::config::detail {
 namespace {

@@ -6,8 +6,8 @@
 #include <climits>
 
 #include "core/config/internal.hpp"
-#include "core/util/net.hpp"
-#include "core/util/text.hpp"
+#include "base/net.hpp"
+#include "base/text.hpp"
 
 namespace dt::config::detail {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "core/data/csv.hpp"
 #include "core/data/csv_io.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

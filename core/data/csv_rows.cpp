@@ -1,7 +1,7 @@
 // The fast path of loading a shard (PlainRow) and the exact number parser it uses.
 
 #include "core/data/csv_io.hpp"
-#include "core/util/text.hpp"
+#include "base/text.hpp"
 
 #include <cmath>
 

@@ -2,9 +2,9 @@
 
 #include "core/data/dataset.hpp"
 #include "core/data/csv_io.hpp"
-#include "core/util/error.hpp"
-#include "core/util/memory.hpp"
-#include "core/util/text.hpp"
+#include "base/error.hpp"
+#include "base/memory.hpp"
+#include "base/text.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
 // Class labels for classifiers: integer class indices ("0", "3") or class names ("cat").
 
 #include "core/data/dataset.hpp"
-#include "core/util/error.hpp"
-#include "core/util/text.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 #include <algorithm>
 #include <charconv>

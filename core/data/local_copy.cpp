@@ -2,8 +2,8 @@
 
 #include "core/data/csv.hpp"
 #include "core/data/dataset.hpp"
-#include "core/util/error.hpp"
-#include "core/util/text.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 #include <fmt/format.h>
 

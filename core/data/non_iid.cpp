@@ -7,9 +7,9 @@
 
 #include "core/data/non_iid.hpp"
 
-#include "core/util/error.hpp"
-#include "core/util/random.hpp"
-#include "core/util/text.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
+#include "base/text.hpp"
 
 #include <fmt/format.h>
 

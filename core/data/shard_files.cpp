@@ -4,7 +4,7 @@
 
 #include "core/data/csv.hpp"
 #include "core/data/non_iid.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

@@ -3,8 +3,8 @@
 
 #include "core/data/dataset.hpp"
 #include "core/data/non_iid.hpp"
-#include "core/util/error.hpp"
-#include "core/util/random.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
 
 #include <algorithm>
 #include <cmath>

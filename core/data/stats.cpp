@@ -1,7 +1,7 @@
 // Column statistics that merge across shards, and the normalization built from them.
 
 #include "core/data/dataset.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <cmath>

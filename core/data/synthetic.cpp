@@ -10,8 +10,8 @@
 //   blob center c_kj   kSyntheticTruth a = k, b = j + 1        (scaled by kCenterSpread)
 
 #include "core/data/dataset.hpp"
-#include "core/util/error.hpp"
-#include "core/util/random.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 // Each works row by row on the outputs in place, so no model needs a second n x K buffer.
 
 #include "core/models/detail.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <cmath>

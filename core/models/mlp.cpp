@@ -7,7 +7,7 @@
 
 #include "core/models/activation.hpp"
 #include "core/models/detail.hpp"
-#include "core/util/random.hpp"
+#include "base/random.hpp"
 
 #include <algorithm>
 #include <cmath>

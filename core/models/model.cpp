@@ -1,7 +1,7 @@
 #include "core/models/model.hpp"
 
 #include "core/models/detail.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 #include "core/models/optim.hpp"
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <cmath>
 #include <utility>

@@ -5,7 +5,7 @@
 #include "core/models/tensor.hpp"
 
 #include "core/models/tensor_detail.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 

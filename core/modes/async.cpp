@@ -45,13 +45,13 @@
 
 #include "core/modes/mode.hpp"
 #include "core/modes/server_mode.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/server_group.hpp"
-#include "core/roles/tensor_plan.hpp"
-#include "core/roles/worker.hpp"
-#include "core/util/error.hpp"
-#include "core/util/log.hpp"
-#include "core/util/text.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/servers/server_group.hpp"
+#include "core/coordinator/tensor_plan.hpp"
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "base/text.hpp"
 
 #include <algorithm>
 #include <chrono>

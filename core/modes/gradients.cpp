@@ -9,10 +9,10 @@
 #include "core/modes/mode.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/worker.hpp"
-#include "core/util/error.hpp"
-#include "core/util/text.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 #include "transports/transport.hpp"
 
 #include <chrono>

@@ -1,7 +1,7 @@
 #include "core/modes/merge.hpp"
 
-#include "core/util/error.hpp"
-#include "core/util/text.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
 #pragma once
 // An aggregation mode holds both halves of its exchange in one file: what the coordinator does
 // per step and what a worker does with each message. The common phases (hello, setup, loading,
-// normalization, final evaluation, stop) live in roles/; a mode only trains.
+// normalization, final evaluation, stop) live in coordinator/ and worker/; a mode only trains.
 // A new mode is one new file plus one line in make_mode.
 
 #include "core/config/config.hpp"
-#include "core/protocol.hpp"
+#include "core/protocol/protocol.hpp"
 
 #include <memory>
 
@@ -34,7 +34,7 @@ class Mode {
     return false;
   }
 
-  // Checkpoints (core/roles/resume.hpp). Adds the mode's state after `step` completed steps to
+  // Checkpoints (core/coordinator/resume.hpp). Adds the mode's state after `step` completed steps to
   // `out` ("parameters", the optimizer state, per-worker or per-server state, fields under
   // out.manifest["mode_state"]) and returns true; false when it does not hold that step's state
   // (the previous checkpoint then stands). Called from session.step_boundary(step) inside

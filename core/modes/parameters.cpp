@@ -44,12 +44,12 @@
 #include "core/modes/merge.hpp"
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/resume.hpp"
-#include "core/roles/worker.hpp"
-#include "core/util/error.hpp"
-#include "core/util/random.hpp"
-#include "core/util/text.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/resume.hpp"
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
+#include "base/text.hpp"
 
 #include <algorithm>
 #include <chrono>

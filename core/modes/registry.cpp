@@ -1,8 +1,8 @@
 // The one place that maps aggregation.mode to its implementation.
 
 #include "core/modes/mode.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/util/error.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "base/error.hpp"
 
 namespace dt::modes {
 

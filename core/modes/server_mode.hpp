@@ -4,8 +4,8 @@
 // and a resumed run's checkpoint is handed to the servers it starts.
 
 #include "core/modes/mode.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/server_group.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/servers/server_group.hpp"
 
 #include <memory>
 

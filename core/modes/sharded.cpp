@@ -1,6 +1,6 @@
 // `gradients` mode with sharded parameter servers (aggregation.servers: K > 1). The same
 // synchronous SGD as gradients.cpp, but the parameters live on K servers, each owning one
-// contiguous key range with its own optimizer state (see core/roles/param_server.hpp):
+// contiguous key range with its own optimizer state (see core/servers/param_server.hpp):
 //
 //   coordinator -> worker   step s (no payload)
 //   worker -> server k      keys of server k of my gradient sum, my rows (every k)
@@ -24,11 +24,11 @@
 #include "core/modes/mode.hpp"
 #include "core/modes/server_mode.hpp"
 #include "core/modes/step.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/server_group.hpp"
-#include "core/roles/worker.hpp"
-#include "core/util/error.hpp"
-#include "core/util/text.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/servers/server_group.hpp"
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 #include <chrono>
 #include <cmath>

@@ -1,9 +1,9 @@
 #include "core/modes/step.hpp"
 
-#include "core/roles/coordinator.hpp"
-#include "core/roles/resume.hpp"
-#include "core/util/error.hpp"
-#include "core/util/text.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/resume.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 #include <cmath>
 

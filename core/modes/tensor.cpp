@@ -1,6 +1,6 @@
 // `gradients` mode with tensor parallelism (parallelism.tensor = T > 1, star topology): D data
 // replicas (shards.count) of T tensor-parallel ranks each, D * T workers; rank r is replica
-// d = r / T and slice t = r % T (core/roles/tensor_plan.hpp). The model's split is
+// d = r / T and slice t = r % T (core/coordinator/tensor_plan.hpp). The model's split is
 // models::TensorSlice (core/models/tensor.hpp).
 //
 // Per step:
@@ -29,11 +29,11 @@
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/models/tensor.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/worker.hpp"
-#include "core/util/error.hpp"
-#include "core/util/log.hpp"
-#include "core/util/text.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "base/text.hpp"
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"
 

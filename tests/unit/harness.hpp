@@ -8,9 +8,9 @@
 // unit_transport do not have Eigen on their include path, hence the one __has_include below.
 
 #include "core/config/config.hpp"
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
-#include "core/util/random.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/random.hpp"
 #include "transports/transport.hpp"
 
 #include <doctest/doctest.h>

@@ -2,8 +2,8 @@
 // One parameter server thread over real inproc sockets, driven by hand-made worker messages:
 // the worker side the server tests share.
 
-#include "core/protocol.hpp"
-#include "core/roles/param_server.hpp"
+#include "core/protocol/protocol.hpp"
+#include "core/servers/param_server.hpp"
 #include "transports/transport.hpp"
 
 #include <doctest/doctest.h>

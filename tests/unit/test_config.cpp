@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "core/config/config.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 
 using namespace dt::config;

@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "core/config/config.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 
 using namespace dt::config;

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "core/config/config.hpp"
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "tests/unit/harness.hpp"
 
 using namespace dt::config;

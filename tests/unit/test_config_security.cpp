@@ -1,5 +1,5 @@
 // transport.security and its keys in the config: parsing, paths, to_yaml round trip. The key
-// files' content is read when a run starts (core/roles/keys.hpp), not here.
+// files' content is read when a run starts (core/protocol/keys.hpp), not here.
 
 #include "core/config/config.hpp"
 #include "tests/unit/harness.hpp"

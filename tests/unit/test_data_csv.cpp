@@ -1,8 +1,8 @@
 // CSV indexing, the record reader and number parsing: RFC 4180 details and exact error texts.
 
 #include "core/data/csv.hpp"
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>

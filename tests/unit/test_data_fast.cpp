@@ -4,7 +4,7 @@
 #include "core/data/csv.hpp"
 #include "core/data/csv_io.hpp"
 #include "core/data/dataset.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // Column statistics, normalization and synthetic data.
 
 #include "core/data/dataset.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <doctest/doctest.h>
 

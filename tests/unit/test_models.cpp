@@ -2,7 +2,7 @@
 // losses in closed form; layouts; deterministic init; error messages.
 
 #include "core/models/model.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>

@@ -2,8 +2,8 @@
 // batch checks raise, with their messages pinned.
 
 #include "core/models/model.hpp"
-#include "core/util/error.hpp"
-#include "core/util/random.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
 #include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>

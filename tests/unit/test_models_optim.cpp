@@ -1,7 +1,7 @@
 // Optimizers: steps against hand-computed values, exact state round trips, size errors.
 
 #include "core/models/optim.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <doctest/doctest.h>
 

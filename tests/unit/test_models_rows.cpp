@@ -4,7 +4,7 @@
 
 #include "core/models/kernels.hpp"
 #include "core/models/model.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>

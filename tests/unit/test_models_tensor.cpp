@@ -4,7 +4,7 @@
 // does not divide. Also: the full <-> slice mapping, ranges, and the split errors.
 
 #include "core/models/tensor.hpp"
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>

@@ -3,12 +3,12 @@
 
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"
-#include "core/launcher.hpp"
-#include "core/protocol.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/heartbeat.hpp"
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "core/coordinator/launcher.hpp"
+#include "core/protocol/protocol.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/protocol/heartbeat.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "transports/transport.hpp"
 
 #include <doctest/doctest.h>

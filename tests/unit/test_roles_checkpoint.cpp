@@ -1,9 +1,9 @@
-// Checkpoint files (core/roles/checkpoint.hpp): exact round trips, damage detected with a clear
+// Checkpoint files (core/coordinator/checkpoint.hpp): exact round trips, damage detected with a clear
 // message, the newest usable file found, the last two kept.
 
-#include "core/roles/checkpoint.hpp"
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "core/coordinator/checkpoint.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 
 #include <doctest/doctest.h>
 

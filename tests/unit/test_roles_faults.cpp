@@ -2,8 +2,8 @@
 // straggler monitor's rule, on synthetic progress. The faults' effects on real processes
 // (SIGKILL, SIGSTOP, lost messages) are tested end to end in tests/e2e/test_faults.py.
 
-#include "core/roles/faults.hpp"
-#include "core/roles/stragglers.hpp"
+#include "core/protocol/faults.hpp"
+#include "core/coordinator/stragglers.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,9 @@
-// Where a run's CURVE keys come from (core/roles/keys.hpp): files, then the environment, then
+// Where a run's CURVE keys come from (core/protocol/keys.hpp): files, then the environment, then
 // keys made for the run; what local workers are handed; what is refused and how it is said.
 
-#include "core/roles/keys.hpp"
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "core/protocol/keys.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>

@@ -4,10 +4,10 @@
 
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"
-#include "core/protocol.hpp"
-#include "core/roles/coordinator.hpp"
-#include "core/roles/worker.hpp"
-#include "core/util/error.hpp"
+#include "core/protocol/protocol.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
 
 #include <doctest/doctest.h>
 

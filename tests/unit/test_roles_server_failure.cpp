@@ -3,8 +3,8 @@
 // taking back workers that have moved on (rejoin). Whole runs with a server replaced are in
 // tests/e2e/test_server_failure.py.
 
-#include "core/roles/param_server.hpp"
-#include "core/util/error.hpp"
+#include "core/servers/param_server.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>

@@ -1,8 +1,8 @@
 // The pure parts of the parameter servers: key ranges, the stale-synchronous clock, staleness
 // statistics.
 
-#include "core/roles/server_state.hpp"
-#include "core/util/error.hpp"
+#include "core/servers/server_state.hpp"
+#include "base/error.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // Parameter servers and lost workers (fault_tolerance continue and restart): a dropped worker
 // is waited for no more, a replaced one has each of its pushes applied exactly once.
 
-#include "core/roles/server_state.hpp"
-#include "core/util/error.hpp"
+#include "core/servers/server_state.hpp"
+#include "base/error.hpp"
 #include "server_fakes.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // The transport contract, run over every transport kind (gloo-style harness): each
 // TEST_CASE_TEMPLATE below runs once for inproc, ipc and tcp on 127.0.0.1 port 0.
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 #include "transports/transport.hpp"
 

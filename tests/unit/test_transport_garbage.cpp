@@ -3,8 +3,8 @@
 // ZeroMQ sockets (their own context: ipc and tcp only) and, for tcp, plain POSIX sockets that
 // speak garbage or a hand-made ZMTP handshake.
 
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "tests/unit/harness.hpp"
 #include "transports/transport.hpp"
 

@@ -3,7 +3,7 @@
 // retire its ring, take the replacement's endpoint (update_endpoints) and all-reduce over the
 // ring of the next generation. Chunks of the abandoned collective never count.
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"

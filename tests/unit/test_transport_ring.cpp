@@ -3,9 +3,9 @@
 // bits. Failure paths: a missing peer times out naming it, on_wait can end a wait, and stray or
 // stale frames never count.
 
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
-#include "core/util/random.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/random.hpp"
 #include "tests/unit/harness.hpp"
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"

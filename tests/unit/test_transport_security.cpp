@@ -2,8 +2,8 @@
 // CURVE links between two Transports (two contexts, as two processes would have): the right
 // key gets through; a wrong client key, a wrong server key and a plain client get nothing.
 
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "tests/unit/harness.hpp"
 #include "transports/security.hpp"
 #include "transports/transport.hpp"

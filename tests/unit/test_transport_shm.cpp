@@ -2,7 +2,7 @@
 // messages around the ring and past it (markers), many peers, takeover, a peer that dies, the
 // DISTTRAIN_SHM=0 switch, malformed ring contents. Real shared memory, threads and fork.
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 #include "transports/shm/region.hpp"
 #include "transports/transport.hpp"

@@ -1,6 +1,6 @@
 // The wire format: header layout, every rejection with its exact message, payload helpers.
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "transports/wire.hpp"
 
 #include <doctest/doctest.h>

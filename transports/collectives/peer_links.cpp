@@ -1,7 +1,7 @@
 #include "transports/collectives/peer_links.hpp"
 
-#include "core/util/error.hpp"
-#include "core/util/log.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 #include "transports/collectives/ring.hpp"
 
 #include <algorithm>

@@ -11,7 +11,7 @@
 // collective, or in another group) waits in a mailbox; one that is older than the group's
 // current collective (a late or stray frame) is dropped, never taken for the current one.
 //
-// Usage (worker side; WorkerSession does steps 1-3 for you, see core/roles/worker.hpp):
+// Usage (worker side; WorkerSession does steps 1-3 for you, see core/worker/worker.hpp):
 //   1. auto links = PeerLinks(transport, transport.listen("p3"), {.job_id = job, .rank = 3});
 //   2. tell the others links.endpoint(); learn theirs, then links.set_endpoints(all);  // by rank
 //   3. Ring& ring = links.ring({0, 1, 2, 3});   // any ordered subset of ranks that includes 3
@@ -41,7 +41,7 @@ namespace dt::collectives {
 
 class Ring;
 
-// The wire type of peer messages. core/protocol reserves this number (Type::kPeerChunk) so that
+// The wire type of peer messages. core/protocol/protocol reserves this number (Type::kPeerChunk) so that
 // no coordinator message ever shares it.
 inline constexpr std::uint16_t kPeerChunkType = 16;
 inline constexpr std::size_t kDefaultChunkDoubles = std::size_t{64} * 1024;  // 512 KiB per message

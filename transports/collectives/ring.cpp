@@ -1,6 +1,6 @@
 #include "transports/collectives/ring.hpp"
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <algorithm>
 #include <chrono>

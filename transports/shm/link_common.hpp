@@ -3,7 +3,7 @@
 // and the one wait (ppoll over the ZeroMQ socket's fd, a bell and pidfds). Internal to
 // transports/shm/.
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 #include "transports/shm/region.hpp"
 #include "transports/transport.hpp"
 

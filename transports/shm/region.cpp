@@ -1,6 +1,6 @@
 #include "transports/shm/region.hpp"
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -38,7 +38,7 @@
 
 namespace dt::transport::shm {
 
-// Message types the transport keeps to itself (core/protocol never uses 0xFFF0 and up). They
+// Message types the transport keeps to itself (core/protocol/protocol never uses 0xFFF0 and up). They
 // travel over ZeroMQ, as wire messages, during the switch-over:
 //   offer  (connection -> listener): payload = region name, bell path
 //   accept (listener -> connection): payload = the listener's bell path; the last message the

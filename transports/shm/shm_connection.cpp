@@ -1,6 +1,6 @@
 // The connection side of the shared-memory fast path (see shm_links.hpp). Used by one thread.
 
-#include "core/util/log.hpp"
+#include "base/log.hpp"
 #include "transports/shm/link_common.hpp"
 #include "transports/wakeup.hpp"
 #include "transports/shm/shm_links.hpp"

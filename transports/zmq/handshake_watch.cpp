@@ -1,6 +1,6 @@
 #include "transports/zmq/handshake_watch.hpp"
 
-#include "core/util/error.hpp"
+#include "base/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #include "transports/zmq/zmq_socket.hpp"
 
-#include "core/util/error.hpp"
-#include "core/util/log.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
 
 #include <algorithm>
 #include <cerrno>

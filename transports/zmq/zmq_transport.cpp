@@ -1,8 +1,8 @@
 // The ZeroMQ Transport: picks addresses, makes ROUTER (Listener) and DEALER (Connection) sockets
 // and owns what they share (the context, the ipc socket directory).
 
-#include "core/util/error.hpp"
-#include "core/util/files.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
 #include "transports/shm/shm_links.hpp"
 #include "transports/transport.hpp"
 #include "transports/zmq/zmq_socket.hpp"

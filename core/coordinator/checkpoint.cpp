@@ -1,0 +1,240 @@
+#include "core/coordinator/checkpoint.hpp"
+
+#include "base/error.hpp"
+#include "base/files.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <system_error>
+
+namespace dt::checkpoint {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "checkpoints store little-endian bytes as they are in memory");
+
+constexpr std::string_view kMagic = "DTCKPT\r\n";
+constexpr std::string_view kEndMagic = "DTCKEND\n";
+constexpr std::string_view kPrefix = "step-";
+constexpr std::string_view kSuffix = ".ckpt";
+
+std::uint64_t fnv1a(std::string_view bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+template <class T>
+void put(std::string& out, T value) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+// Reads the file front to back; every read names what it was reading when the bytes run out.
+class Reader {
+ public:
+  Reader(std::string_view bytes, const std::string& origin) : bytes_(bytes), origin_(origin) {}
+
+  template <class T>
+  T get(const char* what) {
+    T value;
+    std::memcpy(&value, take(sizeof(T), what).data(), sizeof(T));
+    return value;
+  }
+  std::string_view take(std::uint64_t n, const char* what) {
+    if (n > bytes_.size() - pos_) {
+      fail<DataError>("{}: truncated checkpoint: {} needs {} bytes at offset {}, the file has {} "
+                      "bytes; it was not written completely",
+                      origin_, what, n, pos_, bytes_.size());
+    }
+    const auto out = bytes_.substr(pos_, n);
+    pos_ += n;
+    return out;
+  }
+  [[nodiscard]] std::size_t pos() const noexcept { return pos_; }
+
+ private:
+  std::string_view bytes_;
+  const std::string& origin_;
+  std::size_t pos_ = 0;
+};
+
+std::optional<std::uint64_t> step_of(const std::filesystem::path& file) {
+  const auto name = file.filename().string();
+  if (name.size() != kPrefix.size() + 12 + kSuffix.size() || !name.starts_with(kPrefix) ||
+      !name.ends_with(kSuffix)) {
+    return std::nullopt;
+  }
+  std::uint64_t step = 0;
+  for (std::size_t i = kPrefix.size(); i < kPrefix.size() + 12; ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    step = step * 10 + static_cast<std::uint64_t>(name[i] - '0');
+  }
+  return step;
+}
+
+}  // namespace
+
+std::uint64_t Checkpoint::step() const {
+  const auto it = manifest.find("step");
+  if (it == manifest.end() || !it->is_number_unsigned()) {
+    fail<DataError>("checkpoint manifest has no step count");
+  }
+  return it->get<std::uint64_t>();
+}
+
+const std::vector<double>& Checkpoint::array(const std::string& name) const {
+  const auto it = arrays.find(name);
+  if (it == arrays.end()) fail<DataError>("the checkpoint holds no '{}' array", name);
+  return it->second;
+}
+
+std::string encode(const Checkpoint& checkpoint) {
+  std::string out(kMagic);
+  put<std::uint32_t>(out, kFormatVersion);
+  put<std::uint32_t>(out, 0);
+  const std::string manifest = checkpoint.manifest.dump();
+  put<std::uint64_t>(out, manifest.size());
+  out += manifest;
+  put<std::uint64_t>(out, checkpoint.arrays.size());
+  for (const auto& [name, values] : checkpoint.arrays) {
+    put<std::uint64_t>(out, name.size());
+    out += name;
+    put<std::uint64_t>(out, values.size());
+    out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+  }
+  put<std::uint64_t>(out, fnv1a(out));
+  out += kEndMagic;
+  return out;
+}
+
+Checkpoint decode(std::string_view bytes, const std::string& origin) {
+  if (bytes.size() < kMagic.size() || bytes.substr(0, kMagic.size()) != kMagic) {
+    fail<DataError>("{}: not a disttrain checkpoint (the file does not start with the "
+                    "checkpoint magic bytes)", origin);
+  }
+  Reader in(bytes, origin);
+  (void)in.take(kMagic.size(), "the magic");
+  const auto version = in.get<std::uint32_t>("the format version");
+  if (version != kFormatVersion) {
+    fail<DataError>("{}: checkpoint format version {}, this disttrain reads version {}; resume "
+                    "it with the disttrain that wrote it", origin, version, kFormatVersion);
+  }
+  // The end marker and the checksum first: a torn or damaged file is named as such, not by
+  // whatever field its damage happens to fall on.
+  constexpr std::size_t kTrailer = sizeof(std::uint64_t) + kEndMagic.size();
+  if (bytes.size() < kMagic.size() + 8 + kTrailer ||
+      bytes.substr(bytes.size() - kEndMagic.size()) != kEndMagic) {
+    fail<DataError>("{}: truncated checkpoint: {} bytes without the end marker; it was not "
+                    "written completely", origin, bytes.size());
+  }
+  const std::size_t body = bytes.size() - kTrailer;
+  std::uint64_t stored = 0;
+  std::memcpy(&stored, bytes.data() + body, sizeof stored);
+  if (fnv1a(bytes.substr(0, body)) != stored) {
+    fail<DataError>("{}: corrupt checkpoint: the checksum does not match its contents", origin);
+  }
+  Reader fields(bytes.substr(0, body), origin);
+  (void)fields.take(kMagic.size() + 8, "the header");
+  const auto manifest_size = fields.get<std::uint64_t>("the manifest length");
+  const auto manifest_text = fields.take(manifest_size, "the manifest");
+  const auto count = fields.get<std::uint64_t>("the array count");
+  Checkpoint out;
+  for (std::uint64_t a = 0; a < count; ++a) {
+    const auto name_size = fields.get<std::uint64_t>("an array name length");
+    const std::string name(fields.take(name_size, "an array name"));
+    const auto n = fields.get<std::uint64_t>("an array length");
+    const auto data = fields.take(n > body ? body + 1 : n * sizeof(double), "an array");
+    std::vector<double> values(n);
+    if (!data.empty()) std::memcpy(values.data(), data.data(), data.size());  // never a null source
+    out.arrays[name] = std::move(values);
+  }
+  if (fields.pos() != body) {
+    fail<DataError>("{}: corrupt checkpoint: {} bytes after the last array", origin,
+                    body - fields.pos());
+  }
+  try {
+    out.manifest = nlohmann::json::parse(manifest_text);
+  } catch (const nlohmann::json::exception& e) {
+    fail<DataError>("{}: corrupt checkpoint: the manifest is not JSON ({})", origin, e.what());
+  }
+  if (!out.manifest.is_object() || !out.manifest.contains("step") ||
+      !out.manifest["step"].is_number_unsigned()) {
+    fail<DataError>("{}: corrupt checkpoint: the manifest has no step count", origin);
+  }
+  return out;
+}
+
+std::filesystem::path file_for(const std::filesystem::path& dir, std::uint64_t step) {
+  return dir / fmt::format("{}{:012}{}", kPrefix, step, kSuffix);
+}
+
+std::vector<std::filesystem::path> list(const std::filesystem::path& dir) {
+  std::vector<std::pair<std::uint64_t, std::filesystem::path>> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (const auto step = step_of(entry.path())) found.emplace_back(*step, entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::filesystem::path> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+void sweep(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.starts_with(".step-") && name.find(".ckpt.tmp.") != std::string::npos) {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
+}
+
+std::filesystem::path write(const std::filesystem::path& dir, const Checkpoint& checkpoint,
+                            std::size_t keep) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) fail<IoError>("cannot create the checkpoint folder {}: {}", dir.string(), ec.message());
+  sweep(dir);
+  const auto path = file_for(dir, checkpoint.step());
+  files::write_atomic(path, encode(checkpoint));
+  // Only now that the new file is durable may the older ones go.
+  const auto all = list(dir);
+  if (all.size() > keep) {
+    for (std::size_t i = 0; i + keep < all.size(); ++i) {
+      if (all[i] != path) std::filesystem::remove(all[i], ec);
+    }
+  }
+  return path;
+}
+
+std::optional<Found> load_latest(const std::filesystem::path& dir,
+                                 std::vector<std::string>* rejected) {
+  auto files = list(dir);
+  std::vector<std::string> skipped;
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    try {
+      auto checkpoint = decode(files::read_all(*it), it->string());
+      const auto expected = step_of(*it);
+      if (expected != checkpoint.step()) {
+        fail<DataError>("{}: the file name says step {} but it holds step {}", it->string(),
+                        *expected, checkpoint.step());
+      }
+      return Found{std::move(checkpoint), *it, std::move(skipped)};
+    } catch (const Error& e) {
+      skipped.push_back(e.what());
+    }
+  }
+  if (rejected != nullptr) *rejected = std::move(skipped);
+  return std::nullopt;
+}
+
+}  // namespace dt::checkpoint

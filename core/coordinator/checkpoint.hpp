@@ -1,0 +1,72 @@
+#pragma once
+// Checkpoint files: <output.dir>/checkpoint/step-<12 digits>.ckpt, one per checkpoint, the last
+// two kept. A file is written whole or not at all (files::write_atomic) and carries a checksum,
+// so a torn or corrupt file is recognised and the previous checkpoint is used instead.
+//
+// Layout (every integer little-endian):
+//   "DTCKPT\r\n"                 8 bytes of magic (the \r\n catches text-mode mangling)
+//   u32 format version (kFormatVersion), u32 0
+//   u64 n, n bytes               the manifest: JSON (step, epoch, mode, fingerprints, log, ...)
+//   u64 k, then k arrays         each: u64 name length, the name, u64 count, count doubles
+//   u64 checksum                 FNV-1a 64 of every byte before it
+//   "DTCKEND\n"                  8 bytes: the file ends here
+// Doubles are stored as their raw IEEE-754 bits, so a round trip is exact.
+//
+// No ZeroMQ here and no knowledge of the modes: the manifest and the arrays are filled and read
+// by core/coordinator/resume.hpp and by each mode's save_state/restore_state.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dt::checkpoint {
+
+inline constexpr std::uint32_t kFormatVersion = 1;
+
+struct Checkpoint {
+  nlohmann::json manifest = nlohmann::json::object();  // "step" (steps completed) is required
+  std::map<std::string, std::vector<double>> arrays;    // by name, written in name order
+
+  [[nodiscard]] std::uint64_t step() const;
+  // The array `name`; DataError naming the checkpoint when it is missing.
+  [[nodiscard]] const std::vector<double>& array(const std::string& name) const;
+  [[nodiscard]] bool has(const std::string& name) const { return arrays.count(name) > 0; }
+};
+
+[[nodiscard]] std::string encode(const Checkpoint& checkpoint);
+// DataError naming `origin` and what is wrong (bad magic, other format version, truncated,
+// checksum mismatch, bad manifest) for anything that is not a complete checkpoint.
+[[nodiscard]] Checkpoint decode(std::string_view bytes, const std::string& origin);
+
+// <dir>/step-000000000123.ckpt
+[[nodiscard]] std::filesystem::path file_for(const std::filesystem::path& dir, std::uint64_t step);
+// The checkpoint files in `dir` (temp files of an unfinished write are not), by step ascending.
+[[nodiscard]] std::vector<std::filesystem::path> list(const std::filesystem::path& dir);
+
+// Removes the temp files of writes that never finished (a second Ctrl-C exits at once, a crash
+// or SIGKILL stops anything): files::write_atomic names them ".<name>.tmp.XXXXXX". They are
+// never read; write() and a new or resumed run sweep them.
+void sweep(const std::filesystem::path& dir);
+
+// Writes `checkpoint` as file_for(dir, step) atomically, then removes all but the newest `keep`
+// checkpoint files (only once the new one is durable). Returns the new file.
+std::filesystem::path write(const std::filesystem::path& dir, const Checkpoint& checkpoint,
+                            std::size_t keep = 2);
+
+struct Found {
+  Checkpoint checkpoint;
+  std::filesystem::path path;
+  std::vector<std::string> skipped;  // one line per newer file that could not be used, and why
+};
+// The newest checkpoint in `dir` that reads back whole; nullopt when there is none (every
+// unreadable file is listed in `skipped` of the result, or in `*rejected` when none is usable).
+[[nodiscard]] std::optional<Found> load_latest(const std::filesystem::path& dir,
+                                               std::vector<std::string>* rejected = nullptr);
+
+}  // namespace dt::checkpoint

@@ -1,0 +1,475 @@
+// The coordinator's phases: plan, start workers, set them up, merge their statistics, train
+// with the configured mode, evaluate, stop. Every wait is supervised (worker exits, heartbeats,
+// Ctrl-C) and bounded.
+
+#include "core/coordinator/coordinator.hpp"
+
+#include "core/modes/mode.hpp"
+#include "core/protocol/heartbeat.hpp"
+#include "core/protocol/keys.hpp"
+#include "core/coordinator/resume.hpp"
+#include "core/coordinator/tensor_plan.hpp"
+#include "core/coordinator/worker_pool.hpp"
+#include "core/protocol/timing.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "base/net.hpp"
+#include "base/random.hpp"
+#include "base/signals.hpp"
+#include "transports/transport.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+namespace dt::roles {
+
+using transport::deadline_in;
+
+namespace {
+
+constexpr std::chrono::milliseconds kConnectTimeout{30000};
+constexpr std::chrono::milliseconds kExitTimeout{5000};
+
+std::uint64_t new_job_id() {
+  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  return random::hash(static_cast<std::uint64_t>(now), static_cast<std::uint64_t>(::getpid()), 0, 0);
+}
+
+// The host other processes are told to connect to: transport.advertise, else the bound one;
+// a listener on every interface (0.0.0.0) advertises this host's address on its default route.
+std::string advertised_host(const config::TransportConfig& transport) {
+  if (transport.type != config::TransportType::kTcp || !transport.advertise.empty()) {
+    return transport.advertise;
+  }
+  const std::string host = net::host_of(transport.address);
+  if (!net::is_wildcard(host)) return {};
+  const auto found = net::default_route_address(host.starts_with('['));
+  if (!found) {
+    fail<ConfigError>("transport.address {} listens on every interface, and this host has no "
+                      "default route to tell the other hosts its address by; set "
+                      "transport.advertise (`run --advertise HOST`) to the name or address they "
+                      "reach this host at",
+                      transport.address);
+  }
+  return *found;
+}
+
+transport::TransportOptions transport_options(const config::Config& config, std::uint64_t job,
+                                              const RunKeys& keys) {
+  transport::TransportOptions o;
+  switch (config.transport.type) {
+    case config::TransportType::kInproc: o.kind = transport::TransportOptions::Kind::kInproc; break;
+    case config::TransportType::kIpc: o.kind = transport::TransportOptions::Kind::kIpc; break;
+    case config::TransportType::kTcp: o.kind = transport::TransportOptions::Kind::kTcp; break;
+  }
+  o.tcp_address = config.transport.address;
+  o.advertise = advertised_host(config.transport);
+  o.job_id = job;
+  o.max_payload = config.transport.max_message_bytes;
+  o.security = keys.coordinator;
+  return o;
+}
+
+struct Joined {
+  protocol::Hello hello;
+  std::string peer;  // the identity its connection uses
+};
+
+// Waits for every rank's hello, before heartbeats exist. Ranks below `first_remote` are this
+// process's children, started under the identity protocol::peer_name(rank); the others join by
+// themselves (`disttrain worker --connect`) under identities of their own, without the job id
+// (their hello carries job 0). A hello that cannot be accepted (a rank out of range or taken, a
+// different config) is answered with an error naming the reason, and the wait goes on: the
+// right worker may still come. Bounded by `timeout`; the error names the missing ranks.
+std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool, int ranks,
+                                 int first_remote, std::uint64_t job,
+                                 const std::string& config_hash, std::chrono::milliseconds timeout,
+                                 std::vector<std::optional<Joined>>& joined) {
+  std::vector<std::string> refusals;
+  DropLog drops;
+  int remaining = ranks;
+  const auto deadline = deadline_in(timeout);
+  const auto refuse = [&](const transport::Incoming& in, const protocol::Hello& hello,
+                          const std::string& why) {
+    const std::string line = fmt::format("refused worker {} (pid {} on {}): {}", hello.rank,
+                                         hello.pid, hello.host, why);
+    log::warn("{}", line);
+    refusals.push_back(line);
+    try {  // the worker exits with this message (exit 2); it may be gone already
+      listener.send(in.peer,
+                    protocol::encode(protocol::make_error({"config", line, 2}), in.message.header.job_id),
+                    deadline_in(kSendDeadline));
+    } catch (const TransportError&) {
+    }
+  };
+  while (remaining > 0) {
+    if (signals::interrupted()) fail<InterruptedError>("interrupted while workers were starting");
+    if (auto in = listener.receive(deadline_in(kPollSlice))) {
+      try {
+        const auto& header = in->message.header;
+        const bool joining = header.job_id == 0 &&
+                             header.type == static_cast<std::uint16_t>(protocol::Type::kHello);
+        const auto e = protocol::decode(in->message, joining ? 0 : job);
+        if (e.type != protocol::Type::kHello) continue;
+        const auto hello = protocol::read_hello(e);
+        const auto r = static_cast<std::size_t>(hello.rank);
+        if (hello.rank >= static_cast<std::uint32_t>(ranks)) {
+          refuse(*in, hello, fmt::format("the run has ranks 0 to {}", ranks - 1));
+          continue;
+        }
+        if (static_cast<int>(hello.rank) < first_remote) {
+          if (in->peer != protocol::peer_name(hello.rank) || joined[r]) {
+            refuse(*in, hello,
+                   fmt::format("rank {} is started by the coordinator itself; workers that join "
+                               "take ranks {} to {} (transport.remote_workers)",
+                               hello.rank, first_remote, ranks - 1));
+            continue;
+          }
+        } else if (joined[r]) {
+          if (joined[r]->peer != in->peer) {
+            refuse(*in, hello, fmt::format("rank {} has already joined (pid {} on {})", hello.rank,
+                                           joined[r]->hello.pid, joined[r]->hello.host));
+          }
+          continue;
+        }
+        if (!hello.config_hash.empty() && hello.config_hash != config_hash) {
+          refuse(*in, hello,
+                 fmt::format("its config differs from the coordinator's (hash {}, the "
+                             "coordinator's {}); start every rank with the same config file",
+                             hello.config_hash, config_hash));
+          continue;
+        }
+        if (static_cast<int>(hello.rank) >= first_remote) {
+          log::info("worker {} joined from {} (pid {}, '{}')", hello.rank, hello.host, hello.pid,
+                    in->peer);
+        }
+        joined[r] = Joined{hello, in->peer};
+        --remaining;
+      } catch (const ProtocolError& err) {
+        drops.drop(in->peer, err.what());
+      }
+      continue;
+    }
+    for (const auto& exit : pool.poll()) {
+      std::string message = fmt::format("worker {} (pid {}) {} before it connected", exit.rank,
+                                        exit.pid, exit.status.describe());
+      const auto last = pool.last_words(exit.rank);
+      if (!last.empty()) message += fmt::format("; its log ends: {}", last);
+      throw TrainingError(message);
+    }
+    if (transport::Clock::now() >= deadline) {
+      std::vector<std::string> missing;
+      bool remote_missing = false;
+      for (int r = 0; r < ranks; ++r) {
+        if (joined[static_cast<std::size_t>(r)]) continue;
+        missing.push_back(std::to_string(r));
+        remote_missing = remote_missing || r >= first_remote;
+      }
+      std::string message = fmt::format("worker{} {} did not {} {} within {} ms",
+                                        missing.size() == 1 ? "" : "s", fmt::join(missing, ", "),
+                                        remote_missing ? "join" : "connect to",
+                                        listener.endpoint(), timeout.count());
+      if (remote_missing) {
+        message += fmt::format("; start each with `disttrain worker --connect {} --rank R` "
+                               "(transport.join_timeout_ms sets the wait)",
+                               listener.endpoint());
+      }
+      if (!refusals.empty()) message += fmt::format("; {}", fmt::join(refusals, "; "));
+      throw TimeoutError(message);
+    }
+  }
+  std::vector<Joined> out;
+  for (auto& j : joined) out.push_back(std::move(*j));
+  return out;
+}
+
+std::vector<Joined> wait_for_hellos(transport::Listener& listener, WorkerPool& pool, int ranks,
+                                    int first_remote, std::uint64_t job,
+                                    const std::string& config_hash,
+                                    std::chrono::milliseconds timeout) {
+  std::vector<std::optional<Joined>> joined(static_cast<std::size_t>(ranks));
+  try {
+    return await_hellos(listener, pool, ranks, first_remote, job, config_hash, timeout, joined);
+  } catch (const Error& e) {
+    // Workers that joined by themselves wait for a setup that will not come, and have no
+    // heartbeats yet to notice: tell them (this process's own are stopped by the pool).
+    for (int r = first_remote; r < ranks; ++r) {
+      const auto& j = joined[static_cast<std::size_t>(r)];
+      if (!j) continue;
+      try {
+        listener.send(j->peer,
+                      protocol::encode(protocol::make_error({"training",
+                                                             fmt::format("gave up: {}", e.what()),
+                                                             static_cast<int>(e.exit_code())}),
+                                       job),
+                      deadline_in(kSendDeadline));
+      } catch (const TransportError&) {
+      }
+    }
+    throw;
+  }
+}
+
+// Whole parameter vectors cross the network in one message: a limit below that would drop
+// every one of them, which is better said now than found out by a timeout.
+void check_message_size(const config::Config& config, std::size_t parameters) {
+  constexpr std::uint64_t kSlack = 65536;  // the other fields of the message
+  const std::uint64_t needed = static_cast<std::uint64_t>(parameters) * sizeof(double) + kSlack;
+  if (config.transport.max_message_bytes < needed) {
+    fail<ConfigError>("transport.max_message_bytes is {}, but this model's {} parameters need "
+                      "messages of {} bytes; raise it to at least {}",
+                      config.transport.max_message_bytes, parameters, needed, needed);
+  }
+}
+
+// Merges the workers' statistics in rank order: the normalization and the class list are
+// functions of ALL training rows, identical in every process.
+protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
+                                const std::vector<protocol::Envelope>& replies,
+                                std::vector<std::string> labels, RunResult& result) {
+  data::ColumnStats stats;
+  std::vector<data::ColumnStats> tensor_stats;  // per rank, of its own columns
+  for (std::size_t r = 0; r < replies.size(); ++r) {
+    const auto loaded =
+        protocol::read_loaded(replies[r], static_cast<std::size_t>(columns_of(plan, r).size()));
+    if (loaded.rows != plan.shard_rows[r]) {
+      fail<ProtocolError>("worker {} loaded {} rows, its shard has {}", r, loaded.rows,
+                          plan.shard_rows[r]);
+    }
+    if (plan.tensor > 1) {
+      tensor_stats.push_back(loaded.stats);
+    } else {
+      data::merge_into(stats, loaded.stats);
+    }
+    labels.insert(labels.end(), loaded.labels.begin(), loaded.labels.end());
+    result.workers[r].rows = loaded.rows;
+  }
+  if (plan.tensor > 1) stats = merge_tensor_stats(plan, tensor_stats);
+  protocol::Finalize f;
+  f.normalization = data::make_normalization(config.data.normalize, stats, plan.source.features);
+  for (const auto& c : f.normalization.constant_columns) {
+    result.warnings.push_back(fmt::format("column '{}' is constant; left unscaled", c));
+    log::warn("column '{}' is constant over the training rows; it is left unscaled", c);
+  }
+  const auto task = config::task_of(config.model);
+  if (data::label_kind(task) == data::LabelKind::kCategorical) {
+    f.classes = data::resolve_classes(labels);
+  } else if (task == config::Task::kBinary) {
+    f.classes = {"0", "1"};
+  }
+  f.train_rows = plan.train_rows;
+  f.steps_per_epoch = plan.steps_per_epoch;
+  return f;
+}
+
+}  // namespace
+
+RunResult run_coordinator(const config::Config& config, const Plan& plan,
+                          const CoordinatorOptions& options, RunResult* partial) {
+  RunResult local;
+  RunResult& result = partial != nullptr ? *partial : local;
+  const auto wall_start = steady_ms();
+  result.source = plan.source;
+  result.train_rows = plan.train_rows;
+  result.validation_rows = plan.validation_rows.size();
+  result.warnings.insert(result.warnings.end(), plan.warnings.begin(), plan.warnings.end());
+  const int ranks = static_cast<int>(plan.shard_rows.size());
+  const auto task = config::task_of(config.model);
+  const auto kind = data::label_kind(task);
+
+  const std::uint64_t job = new_job_id();
+  const RunKeys keys = options.keys != nullptr ? *options.keys : run_keys(config);
+  auto transport = transport::make_zmq_transport(transport_options(config, job, keys));
+  auto listener = transport->listen("coord");
+  HeartbeatServer heartbeat(*transport, job, ranks);
+  log::info("listening on {} (heartbeats on {})", listener->endpoint(), heartbeat.endpoint());
+  if (const auto& bound = config.transport.address;
+      config.transport.type == config::TransportType::kTcp &&
+      (!config.transport.advertise.empty() || net::is_wildcard(net::host_of(bound)))) {
+    log::notice("bound to {}:{}; other processes are told {} ({})", net::host_of(bound),
+                net::port_of(listener->endpoint()), listener->endpoint(),
+                config.transport.advertise.empty()
+                    ? "this host's address on its default route; --advertise HOST to choose"
+                    : "transport.advertise");
+  }
+  if (keys.coordinator.curve) {
+    log::info("transport.security curve: every link encrypted; the coordinator's public key is "
+              "{}, {} client key{} admitted",
+              keys.coordinator.own.public_key, keys.coordinator.authorized.size(),
+              keys.coordinator.authorized.size() == 1 ? "" : "s");
+  }
+
+  std::unique_ptr<WorkerPool> pool;
+  if (config.transport.type == config::TransportType::kInproc) {
+    pool = make_thread_pool(*transport, job);
+  } else {
+    // Keys inherited from this process's environment are not the workers' own: only the run's.
+    std::vector<std::string> environment = {kSecretKeyEnv, kServerKeyEnv, kAuthorizedKeysEnv};
+    environment.insert(environment.end(), keys.child_environment.begin(),
+                       keys.child_environment.end());
+    pool = make_process_pool(
+        {self_executable(), options.worker_log_dir, job, options.log_level, environment});
+  }
+  // The last remote_workers ranks are started by someone else and join by themselves.
+  const int first_remote = ranks - config.transport.remote_workers;
+  if (first_remote < ranks) {
+    pool = with_remote_ranks(std::move(pool), first_remote);
+    // The endpoints as resolved (a port 0 picked), so that a wrong interface shows at once.
+    // With curve a worker needs its key and this coordinator's public key (keygen's pair).
+    std::string key_flags;
+    if (keys.coordinator.curve) {
+      auto pub = config.transport.secret_key;
+      pub = pub.empty() ? std::filesystem::path("COORDINATOR.pub") : pub.replace_extension(".pub");
+      key_flags = fmt::format(" --key WORKER.key --server-key {}", pub.string());
+    }
+    log::notice("listening on {} (heartbeats on {}); waiting for worker{} {} to join: "
+                "disttrain worker --connect {} --rank R{}",
+                listener->endpoint(), heartbeat.endpoint(), ranks - first_remote == 1 ? "" : "s",
+                first_remote + 1 == ranks ? std::to_string(first_remote)
+                                          : fmt::format("{} to {}", first_remote, ranks - 1),
+                listener->endpoint(), key_flags);
+  }
+  const std::string config_hash = config::config_hash(config);
+  try {
+    for (int r = 0; r < ranks; ++r) pool->start(r, listener->endpoint());
+    const auto join_timeout = first_remote < ranks
+                                  ? std::chrono::milliseconds(config.transport.join_timeout_ms)
+                                  : kConnectTimeout;
+    const auto hellos =
+        wait_for_hellos(*listener, *pool, ranks, first_remote, job, config_hash, join_timeout);
+    std::vector<std::string> peers;
+    for (const auto& j : hellos) {
+      const auto& h = j.hello;
+      result.workers.push_back({static_cast<int>(h.rank), h.pid, h.host, 0, {}});
+      pool->joined(static_cast<int>(h.rank), h.pid);
+      peers.push_back(j.peer);
+    }
+
+    const std::string config_yaml = config::to_yaml(config);
+    std::vector<protocol::Envelope> setups;
+    for (int r = 0; r < ranks; ++r) {
+      // A tensor-parallel rank of a linear model sees only its own feature columns.
+      const auto rank = static_cast<std::size_t>(r);
+      protocol::Setup setup{config_yaml, heartbeat.endpoint(), source_for(plan, rank),
+                            plan.segments[rank]};
+      setup.source.csv.reset();  // workers seek by the byte offsets in their segments
+      setup.peer_secret_key = keys.peer.secret_key;
+      setups.push_back(protocol::make_setup(setup));
+      listener->send(peers[rank], protocol::encode(setups.back(), job),
+                     deadline_in(kSendDeadline));
+    }
+    // The coordinator holds the validation rows (workers hold only training rows).
+    std::optional<data::Shard> validation;
+    if (!plan.validation_rows.empty()) validation = load_validation(config, plan, kind);
+
+    std::vector<double> params;
+    CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
+    session.set_transport(*transport);
+    session.set_peers(std::move(peers));
+    try {
+      // The class list covers the held-out rows too: a class seen only there is still a class.
+      std::vector<std::string> labels;
+      if (validation && kind == data::LabelKind::kCategorical) {
+        labels = data::distinct_labels(*validation);
+      }
+      const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
+                                         std::move(labels), result);
+      std::vector<protocol::Envelope> finalizes;
+      for (int r = 0; r < ranks; ++r) {  // a tensor rank gets the normalization of its columns
+        auto mine = finalize;
+        if (!plan.columns.empty()) {
+          mine.normalization =
+              normalization_for(plan, static_cast<std::size_t>(r), finalize.normalization);
+        }
+        finalizes.push_back(protocol::make_finalize(mine));
+        session.send_to(r, finalizes.back());
+      }
+      session.set_startup(std::move(setups), std::move(finalizes));
+      result.normalization = finalize.normalization;
+      result.classes = finalize.classes;
+      if (validation) {
+        data::apply(finalize.normalization, validation->x);
+        if (kind == data::LabelKind::kCategorical) data::assign_classes(*validation, finalize.classes);
+        session.set_validation(std::move(*validation));
+      }
+      session.set_model(models::make_model({config.model,
+                                            static_cast<int>(plan.source.features.size()),
+                                            static_cast<int>(finalize.classes.size())}));
+      params.assign(session.model().parameter_count(), 0.0);
+      check_message_size(config, params.size());
+      session.model().init(params, config.seed);
+      session.share_peer_endpoints(session.gather(protocol::Type::kReady));
+
+      const auto mode = modes::make_mode(config);
+      if (options.checkpointer != nullptr) {
+        options.checkpointer->set_mode(mode.get());
+        session.set_checkpointer(options.checkpointer);
+        options.checkpointer->restore(session);
+      }
+      const auto train_start = steady_ms();
+      try {
+        mode->coordinate(session);
+      } catch (const Error&) {
+        // Every completed step is kept: the checkpoint of the last one, while the workers (and
+        // the ring's replicas) are still there to ask.
+        if (options.checkpointer != nullptr) options.checkpointer->save_on_stop(session);
+        throw;
+      }
+      result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
+      result.params = params;
+
+      // Rows of workers lost late in the run (continue) are still part of the final evaluation.
+      session.reassign_lost_rows(static_cast<std::uint64_t>(config.training.epochs));
+      protocol::Envelope evaluate{.type = protocol::Type::kEvaluate, .step = result.steps};
+      evaluate.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+      session.broadcast(std::move(evaluate));
+      double loss = 0, correct = 0, squared = 0;
+      std::uint64_t rows = 0;
+      for (const auto& e : session.gather(protocol::Type::kEvaluation)) {
+        loss += protocol::number(e, "loss_sum");
+        correct += protocol::number(e, "correct");
+        squared += protocol::number(e, "squared_error_sum");
+        rows += protocol::count(e, "rows");
+      }
+      result.final = to_metrics(task, loss, correct, squared, rows);
+      // The per-step check sees the loss before each update; this one sees the last update's.
+      if (!std::isfinite(result.final->loss)) {
+        fail<TrainingError>("training diverged: the final model's loss over the training rows is "
+                            "{}; lower training.optimizer.lr (now {}) or normalize the data",
+                            result.final->loss, config.training.optimizer.lr);
+      }
+      result.validation = session.evaluate_validation(params);
+
+      session.broadcast({.type = protocol::Type::kStop});
+      session.expect_exits();
+      const auto reports = session.gather(protocol::Type::kReport);
+      for (std::size_t r = 0; r < reports.size(); ++r) {
+        // By the report's rank: under `continue` lost ranks send none.
+        result.workers[reports[r].rank].report = protocol::read_report(reports[r]);
+      }
+      if (!pool->wait_all(kExitTimeout)) {
+        log::warn("some workers did not exit within {} ms of the stop; stopping them",
+                  kExitTimeout.count());
+        pool->stop_all();
+      }
+      for (const auto& exit : pool->poll()) session.note_late_exit(exit);
+      result.status = "ok";
+    } catch (const Error& e) {
+      session.end_joined_workers(e);
+      throw;
+    }
+  } catch (Error& e) {
+    result.status = e.exit_code() == ExitCode::kInterrupted ? "interrupted" : "failed";
+    result.error = e.what();
+    pool->stop_all();
+    result.wall_seconds = static_cast<double>(steady_ms() - wall_start) / 1000.0;
+    throw;
+  }
+  result.wall_seconds = static_cast<double>(steady_ms() - wall_start) / 1000.0;
+  return result;
+}
+
+}  // namespace dt::roles

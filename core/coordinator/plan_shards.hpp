@@ -1,0 +1,21 @@
+#pragma once
+// The shard plan of each strategy, for make_plan: the IID strategies over one source, by_label
+// and dirichlet over its label column, and files over one CSV per worker.
+
+#include "core/coordinator/coordinator.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace dt::roles {
+
+// Fills plan.source and plan.validation_rows (and, for strategy files, plan.rank_sources) and
+// returns each rank's training rows, sorted, numbered in its own source.
+[[nodiscard]] std::vector<std::vector<std::uint64_t>> plan_rows(const config::Config& config,
+                                                                Plan& plan);
+
+// Warnings for ranks whose shard is empty (possible with by_label and dirichlet).
+[[nodiscard]] std::vector<std::string> empty_shard_warnings(
+    const config::Config& config, const std::vector<std::vector<std::uint64_t>>& shards);
+
+}  // namespace dt::roles

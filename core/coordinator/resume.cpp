@@ -1,0 +1,295 @@
+#include "core/coordinator/resume.hpp"
+
+#include "core/modes/mode.hpp"
+#include "core/coordinator/coordinator.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "base/text.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace dt::roles {
+namespace {
+
+constexpr const char* kFormat = "disttrain-checkpoint";
+
+std::string optimizer_kind(const config::OptimizerConfig& o) {
+  if (o.type == config::OptimizerType::kAdam) return "adam";
+  return o.momentum > 0.0 ? "sgd with momentum" : "sgd";
+}
+
+// Keys whose change makes the checkpoint unusable: the shapes of the state it holds, or who
+// holds which part of it.
+nlohmann::json fixed_keys(const config::Config& c, const Plan& plan) {
+  nlohmann::json j = nlohmann::json::object();
+  j["model.type"] = config::name_of(c.model.type);
+  if (c.model.type == config::ModelType::kMlp) {
+    j["model.hidden"] = fmt::format("[{}]", fmt::join(c.model.hidden, ", "));
+    j["model.activation"] = config::name_of(c.model.activation);
+    j["model.task"] = config::name_of(c.model.task);
+  }
+  j["features"] = fmt::format("{}", fmt::join(plan.source.features, ", "));
+  j["training rows"] = std::to_string(plan.train_rows);
+  j["workers"] = std::to_string(config::worker_count(c));
+  j["shards.count"] = std::to_string(c.shards.count);
+  j["shards.strategy"] = config::name_of(c.shards.strategy);
+  j["aggregation.mode"] = config::name_of(c.aggregation.mode);
+  j["aggregation.topology"] = config::name_of(c.aggregation.topology);
+  j["aggregation.servers"] = std::to_string(c.aggregation.servers);
+  j["parallelism.tensor"] = std::to_string(c.parallelism.tensor);
+  j["training.optimizer.type"] = optimizer_kind(c.training.optimizer);
+  if (c.aggregation.mode == config::AggregationMode::kParameters) {
+    j["aggregation.parameters.optimizer_state"] =
+        config::name_of(c.aggregation.parameters.optimizer_state);
+  }
+  return j;
+}
+
+// Keys that leave the checkpoint loadable but make the continued run differ from one that
+// never stopped (training.epochs is not one: a resumed run may train longer).
+nlohmann::json soft_keys(const config::Config& c) {
+  const auto num = [](double v) { return text::format_double(v); };
+  const auto& o = c.training.optimizer;
+  const auto& p = c.aggregation.parameters;
+  nlohmann::json j = nlohmann::json::object();
+  j["seed"] = std::to_string(c.seed);
+  j["training.batch_size"] = c.training.full_batch ? "full" : std::to_string(c.training.batch_size);
+  j["training.shuffle"] = c.training.shuffle ? "true" : "false";
+  j["training.optimizer.lr"] = num(o.lr);
+  j["training.optimizer.momentum"] = num(o.momentum);
+  j["training.optimizer.beta1"] = num(o.beta1);
+  j["training.optimizer.beta2"] = num(o.beta2);
+  j["training.optimizer.epsilon"] = num(o.epsilon);
+  j["model.l2"] = num(c.model.l2);
+  j["data.normalize"] = config::name_of(c.data.normalize);
+  j["data.validation"] = num(c.data.validation_fraction);
+  j["output.log_every.steps"] = std::to_string(c.output.log_every_steps);
+  j["shards.alpha"] = num(c.shards.alpha);
+  j["shards.labels_per_worker"] = std::to_string(c.shards.labels_per_worker);
+  if (c.aggregation.mode == config::AggregationMode::kParameters) {
+    j["aggregation.parameters.sync_every"] =
+        p.sync_every_steps > 0 ? fmt::format("steps {}", p.sync_every_steps)
+                               : fmt::format("epochs {}", p.sync_every_epochs);
+    j["aggregation.parameters.merge"] = config::name_of(p.merge);
+    j["aggregation.parameters.trim"] = num(p.trim);
+    j["aggregation.parameters.clients_per_round"] = num(p.clients_per_round);
+  }
+  return j;
+}
+
+std::vector<std::string> differences(const nlohmann::json& saved, const nlohmann::json& now) {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : now.items()) {
+    const auto it = saved.find(key);
+    const std::string before = it == saved.end() ? "(absent)" : it->get<std::string>();
+    if (before != value.get<std::string>()) {
+      out.push_back(fmt::format("{} was {}, is now {}", key, before, value.get<std::string>()));
+    }
+  }
+  return out;
+}
+
+nlohmann::json row_json(const LogRow& row) {
+  nlohmann::json j = {{"step", row.step},
+                      {"epoch", row.epoch},
+                      {"seconds", row.seconds},
+                      {"train_loss", row.train_loss},
+                      {"worker_loss", row.worker_loss}};
+  if (row.validation_loss) j["validation_loss"] = *row.validation_loss;
+  if (row.validation_metric) j["validation_metric"] = *row.validation_metric;
+  return j;
+}
+
+LogRow row_of(const nlohmann::json& j) {
+  LogRow row;
+  row.step = j.at("step").get<std::uint64_t>();
+  row.epoch = j.at("epoch").get<double>();
+  row.seconds = j.at("seconds").get<double>();
+  row.train_loss = j.at("train_loss").get<double>();
+  row.worker_loss = j.at("worker_loss").get<std::vector<double>>();
+  if (j.contains("validation_loss")) row.validation_loss = j["validation_loss"].get<double>();
+  if (j.contains("validation_metric")) row.validation_metric = j["validation_metric"].get<double>();
+  return row;
+}
+
+}  // namespace
+
+std::filesystem::path checkpoint_dir(const std::filesystem::path& run_dir) {
+  return run_dir / "checkpoint";
+}
+
+void put_optimizer(checkpoint::Checkpoint& out, const std::string& prefix,
+                   const models::OptimizerState& state) {
+  out.manifest["optimizers"][prefix] = {{"steps", state.steps}, {"slots", state.slots.size()}};
+  for (std::size_t i = 0; i < state.slots.size(); ++i) {
+    out.arrays[fmt::format("{}.slot{}", prefix, i)] = state.slots[i];
+  }
+}
+
+models::OptimizerState get_optimizer(const checkpoint::Checkpoint& in, const std::string& prefix) {
+  const auto& meta = in.manifest.at("optimizers").at(prefix);
+  models::OptimizerState state;
+  state.steps = meta.at("steps").get<std::uint64_t>();
+  const auto slots = meta.at("slots").get<std::size_t>();
+  for (std::size_t i = 0; i < slots; ++i) {
+    state.slots.push_back(in.array(fmt::format("{}.slot{}", prefix, i)));
+  }
+  return state;
+}
+
+ResumePoint find_resume_point(const std::filesystem::path& run_dir, const config::Config& config,
+                              const Plan& plan) {
+  const auto dir = checkpoint_dir(run_dir);
+  std::vector<std::string> rejected;
+  auto found = checkpoint::load_latest(dir, &rejected);
+  if (!found) {
+    if (rejected.empty()) {
+      fail<UsageError>("--resume: no checkpoint in {}; a run writes one every "
+                       "fault_tolerance.checkpoint_every.steps steps and when it is stopped "
+                       "early. Run without --resume to start from the beginning",
+                       dir.string());
+    }
+    fail<UsageError>("--resume: no usable checkpoint in {}: {}", dir.string(),
+                     fmt::join(rejected, "; "));
+  }
+  ResumePoint point{std::move(found->checkpoint), std::move(found->path), {}};
+  for (const auto& s : found->skipped) {
+    point.warnings.push_back(fmt::format("skipped a damaged checkpoint, using the one before "
+                                         "it: {}", s));
+  }
+  const auto& m = point.checkpoint.manifest;
+  const std::string where = point.path.string();
+  try {
+    if (m.value("format", "") != kFormat) {
+      fail<DataError>("{}: not a disttrain run checkpoint", where);
+    }
+    const auto fixed = differences(m.at("fixed"), fixed_keys(config, plan));
+    if (!fixed.empty()) {
+      fail<ConfigError>(
+          "--resume: the config no longer fits the checkpoint {}: {}. Undo these changes to "
+          "resume, or run without --resume (or with another output.dir) to start afresh",
+          where, fmt::join(fixed, "; "));
+    }
+    for (const auto& d : differences(m.at("soft"), soft_keys(config))) {
+      point.warnings.push_back(fmt::format(
+          "the config changed since the checkpoint: {}; the resumed run continues with the new "
+          "value, so it will not match a run that never stopped", d));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail<DataError>("{}: the checkpoint's manifest is incomplete ({})", where, e.what());
+  }
+  return point;
+}
+
+Checkpointer::Checkpointer(const config::Config& config, const Plan& plan,
+                           std::filesystem::path run_dir)
+    : config_(config), plan_(plan), dir_(checkpoint_dir(run_dir)) {}
+
+std::uint64_t Checkpointer::first_step() const {
+  return resume_ ? resume_->checkpoint.step() : 0;
+}
+
+bool Checkpointer::due(std::uint64_t step) const noexcept {
+  const auto every = static_cast<std::uint64_t>(config_.fault_tolerance.checkpoint_every_steps);
+  if (every == 0 || step == 0) return false;
+  const std::uint64_t base = std::max(last_written_, first_step());
+  return step / every > base / every;
+}
+
+checkpoint::Checkpoint Checkpointer::common(CoordinatorSession& session, std::uint64_t step) const {
+  checkpoint::Checkpoint out;
+  const auto& result = session.result();
+  auto& m = out.manifest;
+  m["format"] = kFormat;
+  m["step"] = step;
+  m["total_steps"] = session.total_steps();
+  m["epoch"] = session.epoch_of(step);
+  m["seconds"] = session.elapsed_seconds();
+  m["mode"] = config::describe_aggregation(config_);
+  m["workers"] = session.ranks();
+  m["fixed"] = fixed_keys(config_, plan_);
+  m["soft"] = soft_keys(config_);
+  m["classes"] = result.classes;
+  m["samples"] = result.samples;
+  m["logged_steps"] = result.steps;
+  nlohmann::json log = nlohmann::json::array();
+  for (const auto& row : result.log) log.push_back(row_json(row));
+  m["log"] = std::move(log);
+  m["window"] = session.log_window();
+  m["aggregation"] = result.aggregation;
+  return out;
+}
+
+void Checkpointer::save(CoordinatorSession& session, std::uint64_t step) {
+  if (mode_ == nullptr) return;
+  auto out = common(session, step);
+  try {
+    if (!mode_->save_state(session, step, out)) return;
+    const auto path = checkpoint::write(dir_, out);
+    last_written_ = step;
+    written_ = true;
+    log::info("checkpoint of step {} written to {}", step, path.string());
+  } catch (const Error& e) {
+    log::warn("could not write the checkpoint of step {}: {}", step, e.what());
+    session.result().warnings.push_back(
+        fmt::format("could not write the checkpoint of step {}: {}", step, e.what()));
+  }
+}
+
+void Checkpointer::save_on_stop(CoordinatorSession& session) noexcept {
+  try {
+    const std::uint64_t step = session.completed_step();
+    if (mode_ == nullptr || step == 0 || step <= std::max(last_written_, first_step())) return;
+    auto out = common(session, step);
+    if (!mode_->save_state(session, step, out)) {
+      log::warn("the {} mode cannot save step {} after the stop; the last checkpoint (step {}) "
+                "stands", config::describe_aggregation(config_), step,
+                std::max(last_written_, first_step()));
+      return;
+    }
+    const auto path = checkpoint::write(dir_, out);
+    last_written_ = step;
+    written_ = true;
+    log::info("checkpoint of step {} written to {}", step, path.string());
+  } catch (const std::exception& e) {
+    log::error("could not write the checkpoint after the stop: {}", e.what());
+  }
+}
+
+void Checkpointer::restore(CoordinatorSession& session) {
+  if (!resume_ || mode_ == nullptr) return;
+  const auto& ck = resume_->checkpoint;
+  const auto& m = ck.manifest;
+  const std::uint64_t step = ck.step();
+  const std::string where = resume_->path.string();
+  if (step >= session.total_steps()) {
+    fail<ConfigError>("--resume: the checkpoint {} is at step {} and this config trains {} steps "
+                      "in all; raise training.epochs to train longer",
+                      where, step, session.total_steps());
+  }
+  auto& result = session.result();
+  const auto classes = m.at("classes").get<std::vector<std::string>>();
+  if (classes != result.classes) {
+    fail<ConfigError>("--resume: the classes of the data ({}) differ from the checkpoint's ({}); "
+                      "resume with the data the run started with",
+                      fmt::join(result.classes, ", "), fmt::join(classes, ", "));
+  }
+  const auto& params = ck.array("parameters");
+  if (params.size() != session.params().size()) {
+    fail<ConfigError>("--resume: the checkpoint {} holds {} parameters, the model has {}", where,
+                      params.size(), session.params().size());
+  }
+  session.params() = params;
+  result.samples = m.at("samples").get<std::uint64_t>();
+  result.steps = m.at("logged_steps").get<std::uint64_t>();
+  result.log.clear();
+  for (const auto& row : m.at("log")) result.log.push_back(row_of(row));
+  result.aggregation = m.at("aggregation");
+  session.restore_log_window(m.at("window"), step, m.at("seconds").get<double>());
+  mode_->restore_state(session, ck);
+  last_written_ = step;
+  log::info("resuming from {} (step {} of {})", where, step, session.total_steps());
+}
+
+}  // namespace dt::roles

@@ -1,0 +1,95 @@
+#pragma once
+// Checkpoints of a run and resuming from them (fault_tolerance.checkpoint_every, run --resume).
+//
+// A checkpoint holds what the coordinator needs to continue exactly where a step boundary left
+// off: the step and epoch, the loss log so far and the accumulators of the log row in progress,
+// the samples count, the fingerprints that say whether the config and data still fit, and the
+// mode's own state (parameters, optimizer state, per-worker or per-server state; each mode's
+// save_state/restore_state). Batches are pure functions of (seed, epoch, step) and the clients
+// of a parameters-mode round of (seed, round), so no RNG state needs saving: a synchronous run
+// resumed from a checkpoint computes the same bits as one that never stopped.
+//
+// Threading: the coordinator thread only.
+
+#include "core/config/config.hpp"
+#include "core/models/optim.hpp"
+#include "core/coordinator/checkpoint.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt::modes {
+class Mode;
+}
+
+namespace dt::roles {
+
+class CoordinatorSession;
+struct Plan;
+
+// <output.dir>/checkpoint
+[[nodiscard]] std::filesystem::path checkpoint_dir(const std::filesystem::path& run_dir);
+
+// The checkpoint `--resume` continues from: the newest usable one in run_dir/checkpoint,
+// checked against the config and the plan. UsageError (exit 2) when there is none, saying where
+// it looked; ConfigError (exit 2) naming every key that changed incompatibly and what to do.
+// Keys that keep the checkpoint loadable but change the numbers (lr, batch size, seed, ...)
+// are returned as warnings.
+struct ResumePoint {
+  checkpoint::Checkpoint checkpoint;
+  std::filesystem::path path;
+  std::vector<std::string> warnings;
+};
+[[nodiscard]] ResumePoint find_resume_point(const std::filesystem::path& run_dir,
+                                            const config::Config& config, const Plan& plan);
+
+// Optimizer state into and out of a checkpoint, under `prefix` ("optimizer", "server.1.optimizer").
+void put_optimizer(checkpoint::Checkpoint& out, const std::string& prefix,
+                   const models::OptimizerState& state);
+[[nodiscard]] models::OptimizerState get_optimizer(const checkpoint::Checkpoint& in,
+                                                   const std::string& prefix);
+
+// The run's checkpoint writer: periodic checkpoints at the step boundaries the modes report,
+// and the one written when a run stops early (interrupted, failed).
+class Checkpointer {
+ public:
+  Checkpointer(const config::Config& config, const Plan& plan, std::filesystem::path run_dir);
+
+  void set_mode(modes::Mode* mode) noexcept { mode_ = mode; }
+  // The checkpoint this run resumed from (restored by restore()), if any.
+  void set_resume(ResumePoint point) { resume_ = std::move(point); }
+  [[nodiscard]] const ResumePoint* resume() const noexcept { return resume_ ? &*resume_ : nullptr; }
+  [[nodiscard]] std::uint64_t first_step() const;
+
+  // Does a checkpoint fall at `step` (steps completed): the first step boundary at or after
+  // each multiple of checkpoint_every since the last one written?
+  [[nodiscard]] bool due(std::uint64_t step) const noexcept;
+  // Writes the checkpoint of `step` with the mode's state; a write error is a warning (training
+  // goes on), as a full disk should not kill a run that can still finish.
+  void save(CoordinatorSession& session, std::uint64_t step);
+  // After a run stopped early: writes a checkpoint of the last completed step when the mode
+  // holds that step's state and it is newer than the last one written. Never throws.
+  void save_on_stop(CoordinatorSession& session) noexcept;
+  // Before the mode runs on a resumed run: the session's log, samples and parameters, then the
+  // mode's own state.
+  void restore(CoordinatorSession& session);
+
+  [[nodiscard]] std::uint64_t last_written() const noexcept { return last_written_; }
+  [[nodiscard]] bool any_written() const noexcept { return written_; }
+
+ private:
+  [[nodiscard]] checkpoint::Checkpoint common(CoordinatorSession& session, std::uint64_t step) const;
+
+  const config::Config& config_;
+  const Plan& plan_;
+  std::filesystem::path dir_;
+  modes::Mode* mode_ = nullptr;
+  std::optional<ResumePoint> resume_;
+  std::uint64_t last_written_ = 0;
+  bool written_ = false;
+};
+
+}  // namespace dt::roles

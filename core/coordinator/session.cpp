@@ -1,0 +1,368 @@
+#include "core/coordinator/coordinator.hpp"
+#include "core/protocol/heartbeat.hpp"
+#include "core/coordinator/tensor_plan.hpp"
+#include "core/coordinator/worker_pool.hpp"
+#include "core/protocol/timing.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "base/signals.hpp"
+#include "transports/transport.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace dt::roles {
+
+using transport::deadline_in;
+
+namespace {
+
+std::vector<int> all_ranks(std::size_t n) {
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+}  // namespace
+
+std::optional<protocol::Envelope> CoordinatorSession::decode_or_drop(transport::Incoming& in,
+                                                                     std::uint64_t job) {
+  // A malformed message is dropped with a warning, never fatal: the sender is found out by its
+  // silence if it is one of ours.
+  try {
+    return protocol::decode(std::move(in.message), job);  // the arrays move, the header stays
+  } catch (const ProtocolError& err) {
+    drops_.drop(in.peer, err.what());
+    return std::nullopt;
+  }
+}
+
+CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan& plan,
+                                       std::vector<double>& params,
+                                       transport::Listener& listener, WorkerPool& pool,
+                                       HeartbeatServer& heartbeat, std::uint64_t job_id,
+                                       RunResult& result)
+    : config_(config),
+      plan_(plan),
+      params_(params),
+      listener_(listener),
+      pool_(pool),
+      heartbeat_(heartbeat),
+      job_id_(job_id),
+      result_(result),
+      start_ms_(steady_ms()),
+      progress_bar_(::isatty(STDERR_FILENO) == 1 && log::level() >= log::Level::kWarn),
+      window_worker_loss_(plan.shard_rows.size()),
+      window_worker_rows_(plan.shard_rows.size()),
+      alive_(all_ranks(plan.shard_rows.size())),
+      alive_flag_(plan.shard_rows.size(), true),
+      joined_ms_(plan.shard_rows.size(), 0),
+      last_request_(plan.shard_rows.size()),
+      last_request_step_(plan.shard_rows.size(), 0),
+      last_request_type_(plan.shard_rows.size(), protocol::Type::kSetup),
+      last_request_generation_(plan.shard_rows.size(), 0),
+      answered_(plan.shard_rows.size()) {
+  // Until set_peers: every rank under the identity of a worker this process starts.
+  for (std::size_t r = 0; r < plan.shard_rows.size(); ++r) {
+    peers_.push_back(protocol::peer_name(static_cast<std::uint32_t>(r)));
+  }
+}
+
+const std::string& CoordinatorSession::peer_of(int rank) const {
+  return peers_.at(static_cast<std::size_t>(rank));
+}
+
+std::uint64_t CoordinatorSession::total_steps() const noexcept {
+  if (schedule_total_ > 0) return schedule_total_;
+  return static_cast<std::uint64_t>(config_.training.epochs) * plan_.steps_per_epoch;
+}
+
+void CoordinatorSession::start_clock() { start_ms_ = steady_ms(); }
+
+double CoordinatorSession::elapsed_seconds() const {
+  return seconds_before_ + static_cast<double>(steady_ms() - start_ms_) / 1000.0;
+}
+
+void CoordinatorSession::set_startup(std::vector<protocol::Envelope> setups,
+                                     std::vector<protocol::Envelope> finalizes) {
+  setups_ = std::move(setups);
+  finalizes_ = std::move(finalizes);
+}
+
+void CoordinatorSession::send_request(int rank, std::shared_ptr<const wire::Message> message,
+                                      protocol::Type type, std::uint64_t step,
+                                      std::uint32_t generation) {
+  const auto r = static_cast<std::size_t>(rank);
+  // Recorded first: if the send finds the worker gone and a replacement takes the rank, the
+  // replacement is sent this request.
+  last_request_[r] = message;
+  last_request_step_[r] = step;
+  last_request_type_[r] = type;
+  last_request_generation_[r] = generation;
+  try {
+    listener_.send(peer_of(rank), *message, deadline_in(kSendDeadline));
+  } catch (const TransportError& e) {
+    const auto before = generation_;
+    check_workers();  // a dead worker explains the failed send better than the send does
+    // Unless that found it (and replaced or dropped it), the worker is lost for this.
+    if (before == generation_ && is_alive(rank)) {
+      lose_worker(rank, fmt::format("cannot be reached: {}", e.what()));
+    }
+  }
+}
+
+void CoordinatorSession::broadcast(protocol::Envelope envelope) {
+  broadcast(std::move(envelope), alive_);
+}
+
+void CoordinatorSession::broadcast(protocol::Envelope envelope, const std::vector<int>& ranks) {
+  envelope.generation = generation_;
+  const std::uint64_t step = envelope.step;
+  const auto type = envelope.type;
+  const auto generation = envelope.generation;
+  const auto message =
+      std::make_shared<const wire::Message>(protocol::encode(std::move(envelope), job_id_));
+  for (const int r : std::vector<int>(ranks)) {  // a copy: losing a worker changes alive_
+    if (is_alive(r)) send_request(r, message, type, step, generation);
+  }
+}
+
+void CoordinatorSession::send_to(int rank, protocol::Envelope envelope) {
+  if (!is_alive(rank)) return;
+  envelope.generation = generation_;
+  const std::uint64_t step = envelope.step;
+  const auto type = envelope.type;
+  const auto generation = envelope.generation;
+  send_request(rank,
+               std::make_shared<const wire::Message>(protocol::encode(std::move(envelope), job_id_)),
+               type, step, generation);
+}
+
+void CoordinatorSession::notify(protocol::Envelope envelope) {
+  envelope.generation = generation_;
+  const auto message = protocol::encode(std::move(envelope), job_id_);
+  for (const int r : alive_) {
+    try {
+      listener_.send(peer_of(r), message, deadline_in(kSendDeadline));
+    } catch (const TransportError& e) {
+      log::debug("no notice for worker {}: {}", r, e.what());
+    }
+  }
+}
+
+std::optional<transport::Incoming> CoordinatorSession::next_message(
+    transport::Clock::time_point until) {
+  if (!stash_.empty()) {
+    auto in = std::move(stash_.front());
+    stash_.pop_front();
+    return in;
+  }
+  return listener_.receive(until);
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) {
+  return gather(type, {});
+}
+
+transport::Transport& CoordinatorSession::transport() const {
+  if (transport_ == nullptr) fail<TrainingError>("internal error: the session has no transport");
+  return *transport_;
+}
+
+void CoordinatorSession::supervise() {
+  if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+  check_workers();
+  const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
+  for (const int r : std::vector<int>(alive_)) {
+    std::int64_t silent = heartbeat_.silent_ms(r);
+    if (silent < 0 && joined_ms_[static_cast<std::size_t>(r)] > 0) {
+      silent = steady_ms() - joined_ms_[static_cast<std::size_t>(r)];
+    }
+    if (silent > timeout && is_alive(r)) {
+      lose_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
+                                 "= {})", silent, timeout));
+    }
+  }
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
+                                                           const std::function<void()>& on_idle) {
+  return gather_impl(type, alive_, on_idle);
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather_from(protocol::Type type,
+                                                                const std::vector<int>& ranks) {
+  return gather_impl(type, ranks, {});
+}
+
+std::int64_t CoordinatorSession::resend_after_ms() const {
+  // Long enough that a reply still being computed is rarely asked for twice (a repeated
+  // request costs a repeated reply, which is dropped), short enough that a lost one costs
+  // little.
+  const auto hb = static_cast<std::int64_t>(config_.fault_tolerance.heartbeat_ms);
+  return std::max<std::int64_t>({200, 2 * hb, static_cast<std::int64_t>(4 * reply_ms_)});
+}
+
+std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
+    protocol::Type type, const std::vector<int>& wanted, const std::function<void()>& on_idle) {
+  const int n = ranks();
+  std::vector<std::optional<protocol::Envelope>> got(static_cast<std::size_t>(n));
+  std::vector<bool> expected(static_cast<std::size_t>(n), false);
+  for (const int r : wanted) expected[static_cast<std::size_t>(r)] = true;
+  const std::int64_t timeout = config_.fault_tolerance.worker_timeout_ms;
+  const std::int64_t wait_start = steady_ms();
+  std::vector<std::int64_t> resend_at(static_cast<std::size_t>(n), wait_start + resend_after_ms());
+  std::vector<std::int64_t> backoff(static_cast<std::size_t>(n), resend_after_ms());
+  std::int64_t slowest = 0;
+  const auto missing = [&] {
+    for (int r = 0; r < n; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      if (expected[i] && alive_flag_[i] && !got[i]) return true;
+    }
+    return false;
+  };
+  while (missing()) {
+    if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+    if (auto in = next_message(deadline_in(kPollSlice))) {
+      if (in->message.header.job_id == 0 &&
+          in->message.header.type == static_cast<std::uint16_t>(protocol::Type::kHello)) {
+        // A worker joining by itself says hello until it is set up: a replacement that came
+        // before its rank was found lost, or a late repeat. Not a stranger.
+        log::debug("ignored a hello from '{}' (rank {})", in->peer, in->message.header.rank);
+        continue;
+      }
+      auto decoded = decode_or_drop(*in, job_id_);
+      if (!decoded) continue;
+      protocol::Envelope e = std::move(*decoded);
+      if (e.rank >= static_cast<std::uint32_t>(n) || in->peer != peer_of(static_cast<int>(e.rank))) {
+        drops_.drop(in->peer, fmt::format("a {} message claiming rank {}",
+                                          protocol::name_of(e.type), e.rank));
+        continue;
+      }
+      const auto r = static_cast<int>(e.rank);
+      const auto i = static_cast<std::size_t>(r);
+      if (!alive_flag_[i]) continue;  // the last words of a worker already given up
+      if (e.type == protocol::Type::kError) {
+        raise_worker_error(r, protocol::read_error(e));
+        continue;
+      }
+      const auto& done = answered_[i];
+      // Workers copy the generation of the request they answer into the reply: one from before
+      // the rank's last request was sent (a step abandoned when a worker was lost) is stale,
+      // whatever its type (a ring step's reply read while the ring re-forms).
+      const bool stale = (done.any && e.type == done.type && e.step <= done.step) ||
+                         (e.type == type && e.step < last_request_step_[i]) ||
+                         e.generation < last_request_generation_[i];
+      if (stale || (e.type == type && got[i])) {
+        // A reply sent twice (its request was re-sent) or to an abandoned request.
+        log::debug("dropped a late {} message of worker {} (step {})", protocol::name_of(e.type),
+                   r, e.step);
+        continue;
+      }
+      if (e.type != type || !expected[i]) {
+        fail<ProtocolError>("worker {} sent a {} message while the coordinator waited for {}", r,
+                            protocol::name_of(e.type), protocol::name_of(type));
+      }
+      slowest = std::max(slowest, steady_ms() - wait_start);
+      got[i] = std::move(e);
+      continue;
+    }
+    check_workers();
+    if (on_idle) on_idle();
+    const std::int64_t now = steady_ms();
+    for (int r = 0; r < n; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      if (!expected[i] || !alive_flag_[i] || got[i]) continue;
+      std::int64_t silent = heartbeat_.silent_ms(r);
+      if (silent < 0) silent = now - std::max(wait_start, joined_ms_[i]);  // not pinged yet
+      if (silent > timeout) {
+        lose_worker(r, fmt::format("sent no heartbeat for {} ms (fault_tolerance.worker_timeout_ms "
+                                   "= {})", silent, timeout));
+        resend_at[i] = steady_ms() + resend_after_ms();
+        continue;
+      }
+      if (now >= resend_at[i] && last_request_[i] && protocol::answers(type, last_request_type_[i]) &&
+          silent <= 2 * config_.fault_tolerance.heartbeat_ms) {
+        // Alive but silent on this request: the request or its reply was lost. Ask again (the
+        // worker answers a repeated request from its cache, without redoing the work).
+        log::debug("no {} from worker {} after {} ms; sending its request again",
+                   protocol::name_of(type), r, now - wait_start);
+        send_request(r, last_request_[i], last_request_type_[i], last_request_step_[i],
+                     last_request_generation_[i]);
+        backoff[i] = std::min<std::int64_t>(2 * backoff[i], timeout);
+        resend_at[i] = now + backoff[i];
+      }
+    }
+  }
+  reply_ms_ = reply_ms_ == 0 ? static_cast<double>(slowest)
+                             : 0.9 * reply_ms_ + 0.1 * static_cast<double>(slowest);
+  std::vector<protocol::Envelope> out;
+  out.reserve(wanted.size());
+  for (const int r : wanted) {
+    const auto i = static_cast<std::size_t>(r);
+    if (!got[i]) continue;  // lost under `continue`
+    answered_[i] = {got[i]->type, got[i]->step, true};
+    out.push_back(std::move(*got[i]));
+  }
+  return out;
+}
+
+void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
+                                     const std::vector<double>& worker_loss_sum,
+                                     const std::vector<std::uint64_t>& worker_rows) {
+  stragglers_.check(heartbeat_, result_);  // also when the waits are never idle
+  const std::uint64_t previous = result_.steps;
+  result_.steps = step;
+  window_loss_ += loss_sum;
+  window_rows_ += rows;
+  for (std::size_t r = 0; r < worker_loss_sum.size(); ++r) {
+    window_worker_loss_[r] += worker_loss_sum[r];
+    window_worker_rows_[r] += worker_rows[r];
+  }
+  const auto every = static_cast<std::uint64_t>(config_.output.log_every_steps);
+  // A row when the step crosses a multiple of log_every (modes that advance several steps per
+  // call, as parameters mode does per round, still log at the cadence asked for), and at the end.
+  if (step / every == previous / every && step != total_steps()) return;
+
+  LogRow row;
+  row.step = step;
+  const auto per_epoch = schedule_per_epoch_ > 0 ? schedule_per_epoch_ : plan_.steps_per_epoch;
+  row.epoch = static_cast<double>(step) / static_cast<double>(per_epoch);
+  row.seconds = elapsed_seconds();
+  row.train_loss = window_rows_ > 0 ? window_loss_ / static_cast<double>(window_rows_) : 0.0;
+  for (std::size_t r = 0; r < window_worker_loss_.size(); ++r) {
+    row.worker_loss.push_back(window_worker_rows_[r] > 0
+                                  ? window_worker_loss_[r] / static_cast<double>(window_worker_rows_[r])
+                                  : 0.0);
+  }
+  if (const auto v = evaluate_validation(params_)) {
+    row.validation_loss = v->loss;
+    row.validation_metric = v->accuracy ? v->accuracy : v->mse;
+  }
+  const std::string progress =
+      fmt::format("step {}/{} epoch {:.2f} loss {:.6g}{}", step, total_steps(), row.epoch,
+                  row.train_loss,
+                  row.validation_loss ? fmt::format(" validation {:.6g}", *row.validation_loss) : "");
+  if (log::level() >= log::Level::kInfo) {
+    log::info("{}", progress);
+  } else if (progress_bar_) {
+    // One line rewritten in place, only on a terminal (never in a file or a pipe).
+    log::progress(step == total_steps() ? "" : progress);
+  }
+  result_.log.push_back(std::move(row));
+  window_loss_ = 0;
+  window_rows_ = 0;
+  std::fill(window_worker_loss_.begin(), window_worker_loss_.end(), 0.0);
+  std::fill(window_worker_rows_.begin(), window_worker_rows_.end(), 0);
+}
+
+std::optional<Metrics> CoordinatorSession::evaluate_validation(const std::vector<double>& params) {
+  if (!validation_ || validation_->y.size() == 0 || !model_) return std::nullopt;
+  const auto total = evaluate_rows(*model_, params, *validation_);
+  const auto rows = validation_->y.size();
+  return to_metrics(model_->task(), total.loss_sum, total.correct, total.squared_error_sum, rows);
+}
+
+}  // namespace dt::roles

@@ -1,0 +1,352 @@
+// CoordinatorSession's lost workers: the failure policy (abort, restart, continue), starting a
+// replacement, dealing a lost worker's rows to the survivors, and reading worker exits.
+
+#include "core/coordinator/coordinator.hpp"
+#include "core/protocol/heartbeat.hpp"
+#include "core/coordinator/tensor_plan.hpp"
+#include "core/protocol/timing.hpp"
+#include "core/coordinator/worker_pool.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "base/signals.hpp"
+#include "transports/transport.hpp"
+
+#include <algorithm>
+
+namespace dt::roles {
+
+using transport::deadline_in;
+
+namespace {
+
+// A replacement worker gets as long to start as the first workers did.
+constexpr std::chrono::milliseconds kJoinTimeout{30000};
+
+}  // namespace
+
+void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
+  const auto r = static_cast<std::size_t>(rank);
+  const auto& ft = config_.fault_tolerance;
+  const std::string host = r < result_.workers.size() ? result_.workers[r].host : "?";
+  std::string line = fmt::format("worker {} (pid {} on {}) {}; last completed step {}", rank,
+                                 pool_.pid_of(rank), host, cause, result_.steps);
+  const std::string last = pool_.last_words(rank);
+  if (!last.empty()) line += fmt::format("; its log ends: {}", last);
+  nlohmann::json failure = {{"rank", rank},          {"pid", pool_.pid_of(rank)},
+                            {"host", host},          {"cause", cause},
+                            {"step", result_.steps}, {"message", line}};
+  const auto policy = ft.on_worker_failure;
+  if (policy == config::FailurePolicy::kAbort || finalizes_.empty()) {
+    // Before training starts (finalizes_ is set then), a lost worker is most likely bad data
+    // or a bad host: replacing or dropping it would only hide that.
+    failure["action"] = "abort";
+    result_.failures.push_back(std::move(failure));
+    // At once: a hung (stopped) worker would sit out the SIGTERM grace of stopping the others.
+    end_worker(rank);
+    throw TrainingError(line);
+  }
+  end_worker(rank);  // a hung worker must not come back to life in the middle of the run
+  heartbeat_.forget(rank);
+  ++generation_;
+  if (policy == config::FailurePolicy::kRestart) {
+    if (restarts_ >= ft.max_restarts) {
+      failure["action"] = "abort";
+      result_.failures.push_back(std::move(failure));
+      throw TrainingError(fmt::format("{}; no restart left (fault_tolerance.max_restarts = {})",
+                                      line, ft.max_restarts));
+    }
+    ++restarts_;
+    log::warn("{}; starting a replacement ({} of at most {} restarts)", line, restarts_,
+              ft.max_restarts);
+    failure["action"] = "restart";
+    result_.failures.push_back(std::move(failure));
+    replace_worker(rank);
+    result_.failures.back()["replacement_pid"] = pool_.pid_of(rank);
+    log::warn("worker {} is back (pid {}); training goes on", rank, pool_.pid_of(rank));
+    if (loss_handler_) {
+      loss_handler_(rank, policy);
+    } else if (last_request_[r]) {
+      send_request(rank, last_request_[r], last_request_type_[r], last_request_step_[r],
+                   last_request_generation_[r]);
+    }
+    return;
+  }
+  alive_flag_[r] = false;
+  std::erase(alive_, rank);
+  failure["action"] = "continue";
+  result_.failures.push_back(std::move(failure));
+  if (alive_.empty()) throw TrainingError(fmt::format("{}; no worker is left", line));
+  log::warn("{}; continuing with {} workers", line, alive_.size());
+  lost_unassigned_.push_back(rank);
+  if (loss_handler_) loss_handler_(rank, policy);
+}
+
+bool CoordinatorSession::take_restart() noexcept {
+  if (restarts_ >= config_.fault_tolerance.max_restarts) return false;
+  ++restarts_;
+  return true;
+}
+
+std::chrono::milliseconds CoordinatorSession::join_timeout(int rank) const {
+  // A joining rank's replacement is started by its launcher (a requeued job, a restarted pod).
+  if (rank >= ranks() - config_.transport.remote_workers) {
+    return std::chrono::milliseconds(config_.transport.join_timeout_ms);
+  }
+  return kJoinTimeout;
+}
+
+void CoordinatorSession::end_worker(int rank) {
+  pool_.kill(rank);
+  if (rank < ranks() - config_.transport.remote_workers) return;
+  // A joined worker is no child of this process, and the heartbeat server still answers it:
+  // told to stop, one that was only slow or hung for a while does not train on beside its
+  // replacement (best effort: it may be gone).
+  try {
+    listener_.send(peer_of(rank),
+                   protocol::encode(protocol::make_error({"training",
+                                                          "gave this worker up (it was found "
+                                                          "lost); it stops",
+                                                          static_cast<int>(ExitCode::kTrainingFailed)}),
+                                    job_id_),
+                   deadline_in(kSendDeadline));
+  } catch (const TransportError&) {
+  }
+}
+
+void CoordinatorSession::end_joined_workers(const Error& why) {
+  const auto stop = protocol::encode(
+      protocol::make_error({"training", fmt::format("ended the run: {}", why.what()),
+                            static_cast<int>(why.exit_code())}),
+      job_id_);
+  for (int rank = ranks() - config_.transport.remote_workers; rank < ranks(); ++rank) {
+    if (!is_alive(rank)) continue;
+    try {
+      listener_.send(peer_of(rank), stop, deadline_in(kSendDeadline));
+    } catch (const TransportError&) {
+    }
+  }
+}
+
+bool CoordinatorSession::takes_rank(const transport::Incoming& in, int rank) const {
+  const auto& header = in.message.header;
+  if (header.type != static_cast<std::uint16_t>(protocol::Type::kHello) ||
+      header.rank != static_cast<std::uint32_t>(rank) ||
+      rank < ranks() - config_.transport.remote_workers) {
+    return false;  // not a hello for `rank`, or the rank is one this process starts
+  }
+  try {
+    (void)protocol::decode(in.message, header.job_id == 0 ? 0 : job_id_);
+    return true;
+  } catch (const ProtocolError&) {
+    return false;
+  }
+}
+
+protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
+                                                  transport::Clock::time_point deadline) {
+  for (;;) {
+    if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+    if (auto in = listener_.receive(deadline_in(kPollSlice))) {
+      if (type == protocol::Type::kHello && takes_rank(*in, rank)) {
+        // A worker that joins by itself (a remote rank's replacement) has an identity of its
+        // own: from now on the rank is reached under it.
+        peers_[static_cast<std::size_t>(rank)] = in->peer;
+      }
+      if (in->peer != peer_of(rank)) {
+        stash_.push_back(std::move(*in));  // for the gather it belongs to
+        continue;
+      }
+      // A worker joining by itself does not know the job yet: its hello carries job 0.
+      const bool joining = type == protocol::Type::kHello && in->message.header.job_id == 0;
+      auto decoded = decode_or_drop(*in, joining ? 0 : job_id_);
+      if (!decoded) continue;
+      protocol::Envelope e = std::move(*decoded);
+      if (e.type == protocol::Type::kError) {
+        const auto error = protocol::read_error(e);
+        fail<TrainingError>("the replacement for worker {} (pid {}) failed: {}", rank,
+                            pool_.pid_of(rank), error.message);
+      }
+      if (e.type == type) return e;
+      continue;  // a late message of the lost worker
+    }
+    for (auto& exit : pool_.poll()) {
+      if (exit.rank == rank) {
+        std::string message = fmt::format("the replacement for worker {} (pid {}) {} before it "
+                                          "joined",
+                                          rank, exit.pid, exit.status.describe());
+        const auto last = pool_.last_words(rank);
+        if (!last.empty()) message += fmt::format("; its log ends: {}", last);
+        throw TrainingError(message);
+      }
+      pending_exits_.push_back(exit);
+    }
+    if (transport::Clock::now() >= deadline) {
+      const bool remote = rank >= ranks() - config_.transport.remote_workers;
+      fail<TimeoutError>("the replacement for worker {} did not join within {} ms (no {} "
+                         "message){}",
+                         rank, join_timeout(rank).count(), protocol::name_of(type),
+                         remote ? fmt::format("; its launcher must start it again: disttrain "
+                                              "worker --connect {} --rank {}",
+                                              listener_.endpoint(), rank)
+                                : "");
+    }
+  }
+}
+
+void CoordinatorSession::replace_worker(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (setups_.size() <= r || finalizes_.size() <= r) {
+    fail<TrainingError>("internal error: no start-up messages to replay for worker {}", rank);
+  }
+  pool_.start(rank, listener_.endpoint());
+  const auto deadline = deadline_in(join_timeout(rank));
+  const auto hello = protocol::read_hello(await_from(rank, protocol::Type::kHello, deadline));
+  result_.workers[r].pid = hello.pid;
+  pool_.joined(rank, hello.pid);
+  result_.workers[r].host = hello.host;
+  const auto send = [&](protocol::Envelope e) {
+    e.generation = generation_;  // >= 1: the worker knows it is a replacement (faults stay off)
+    listener_.send(peer_of(rank),
+                   protocol::encode(std::move(e), job_id_), deadline_in(kSendDeadline));
+  };
+  send(setups_[r]);
+  const auto loaded = await_from(rank, protocol::Type::kLoaded, deadline);
+  if (protocol::count(loaded, "rows") != plan_.shard_rows[r]) {
+    fail<TrainingError>("the replacement for worker {} loaded {} rows, the shard has {}: did the "
+                        "data change during the run?",
+                        rank, protocol::count(loaded, "rows"), plan_.shard_rows[r]);
+  }
+  send(finalizes_[r]);
+  const auto ready = await_from(rank, protocol::Type::kReady, deadline);
+  if (const auto it = ready.fields.find("peer_endpoint");
+      it != ready.fields.end() && it->is_string() && r < peer_endpoints_.size()) {
+    peer_endpoints_[r] = it->get<std::string>();  // a mode re-forming its peer groups sends it
+  }
+  joined_ms_[r] = steady_ms();
+}
+
+void CoordinatorSession::drop_worker(int rank, const std::string& cause) {
+  if (!is_alive(rank)) return;
+  const auto r = static_cast<std::size_t>(rank);
+  const std::string host = r < result_.workers.size() ? result_.workers[r].host : "?";
+  const std::string line = fmt::format("worker {} (pid {} on {}) {}; last completed step {}",
+                                       rank, pool_.pid_of(rank), host, cause, result_.steps);
+  result_.failures.push_back({{"rank", rank},          {"pid", pool_.pid_of(rank)},
+                              {"host", host},          {"cause", cause},
+                              {"step", result_.steps}, {"message", line},
+                              {"action", "continue"}});
+  end_worker(rank);
+  heartbeat_.forget(rank);
+  alive_flag_[r] = false;
+  std::erase(alive_, rank);
+  if (alive_.empty()) throw TrainingError(fmt::format("{}; no worker is left", line));
+  log::warn("{}; continuing with {} workers", line, alive_.size());
+  lost_unassigned_.push_back(rank);
+}
+
+void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
+  if (lost_unassigned_.empty()) return;
+  for (const int lost : lost_unassigned_) {
+    const auto l = static_cast<std::size_t>(lost);
+    // Tensor parallelism: only the ranks of the lost one's slice read its columns.
+    std::vector<int> survivors;
+    for (const int s : alive_) {
+      if (plan_.tensor <= 1 || s % plan_.tensor == lost % plan_.tensor) survivors.push_back(s);
+    }
+    if (survivors.empty()) continue;
+    // Every survivor reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k
+    // of m): no data is dropped for the rest of training, and the split needs no row index.
+    for (std::size_t k = 0; k < survivors.size(); ++k) {
+      auto e = protocol::make_setup({"", "", source_for(plan_, l), plan_.segments[l]});
+      e.type = protocol::Type::kReassign;
+      e.step = epoch;
+      e.fields["share"] = k;
+      e.fields["shares"] = survivors.size();
+      e.fields["from_epoch"] = epoch;
+      e.fields["lost_rank"] = lost;
+      send_to(survivors[k], std::move(e));
+    }
+    const auto acks = gather_from(protocol::Type::kReassigned, survivors);
+    nlohmann::json to = nlohmann::json::array();
+    for (const auto& a : acks) {
+      to.push_back({{"rank", a.rank}, {"rows", protocol::count(a, "rows")}});
+      result_.workers[a.rank].rows += protocol::count(a, "rows");
+    }
+    for (auto& f : result_.failures) {
+      if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
+        f["reassigned"] = {{"from_epoch", epoch}, {"rows", plan_.shard_rows[l]}, {"to", to}};
+      }
+    }
+    log::warn("worker {}'s {} rows are dealt to workers {} from epoch {}", lost,
+              plan_.shard_rows[l], fmt::join(survivors, ", "), epoch + 1);
+  }
+  lost_unassigned_.clear();
+}
+
+void CoordinatorSession::raise_worker_error(int rank, const protocol::WorkerError& error) {
+  // Bad data found by a worker is still bad input (exit 2), but the message says whose rows.
+  if (error.exit_code == static_cast<int>(ExitCode::kBadInput)) {
+    throw DataError(fmt::format("worker {} (pid {}): {}", rank, pool_.pid_of(rank), error.message));
+  }
+  lose_worker(rank, "failed: " + error.message);
+}
+
+void CoordinatorSession::note_late_exit(const ChildExit& exit) {
+  if (exit.status.success()) return;
+  // The model is complete, but a worker that ends badly after its work (a sanitizer report,
+  // a crash in teardown) is a bug worth seeing.
+  result_.warnings.push_back(fmt::format("worker {} (pid {}) {} after it finished", exit.rank,
+                                         exit.pid, exit.status.describe()));
+  log::warn("{}", result_.warnings.back());
+}
+
+void CoordinatorSession::check_workers() {
+  stragglers_.check(heartbeat_, result_);  // the idle path of every wait
+  auto exits = std::move(pending_exits_);
+  pending_exits_.clear();
+  for (auto& exit : pool_.poll()) exits.push_back(exit);
+  for (std::size_t k = 0; k < exits.size(); ++k) {
+    try {
+      check_exit(exits[k]);
+    } catch (...) {
+      // A loss handler may throw out of here (a ring re-forms): the exits not looked at yet are
+      // kept for the next check, so a second worker lost at the same moment is seen at once.
+      pending_exits_.insert(pending_exits_.end(), exits.begin() + static_cast<std::ptrdiff_t>(k + 1),
+                            exits.end());
+      throw;
+    }
+  }
+}
+
+void CoordinatorSession::check_exit(const ChildExit& exit) {
+  if (exits_expected_) {
+    note_late_exit(exit);
+    return;
+  }
+  if (!is_alive(exit.rank) || exit.pid != pool_.pid_of(exit.rank)) return;  // handled
+  // Give an error report the worker sent just before exiting a moment to arrive: it says more
+  // than the exit code. Other workers' messages read meanwhile wait for their gather.
+  std::optional<protocol::WorkerError> error;
+  const auto is_its_error = [&](const transport::Incoming& in) {
+    try {
+      const auto e = protocol::decode(in.message, job_id_);
+      if (e.type != protocol::Type::kError || static_cast<int>(e.rank) != exit.rank) return false;
+      error = protocol::read_error(e);
+      return true;
+    } catch (const ProtocolError&) {
+      return false;
+    }
+  };
+  std::erase_if(stash_, is_its_error);
+  const auto until = deadline_in(std::chrono::milliseconds(200));
+  while (!error) {
+    auto in = listener_.receive(until);
+    if (!in) break;
+    if (!is_its_error(*in)) stash_.push_back(std::move(*in));
+  }
+  const bool reported = error.has_value();
+  if (error) raise_worker_error(exit.rank, *error);
+  if (!reported) lose_worker(exit.rank, exit.status.describe());
+}
+
+}  // namespace dt::roles

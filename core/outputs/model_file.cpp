@@ -1,0 +1,128 @@
+// Reading model.json back: every field checked, errors naming the file and the field.
+
+#include "core/outputs/run_output.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+
+namespace dt::output {
+namespace {
+
+using nlohmann::json;
+
+struct Reader {
+  const std::filesystem::path& path;
+
+  [[noreturn]] void bad(const std::string& what) const {
+    fail<DataError>("{}: {}; is this a model.json written by disttrain run?", path.string(), what);
+  }
+  const json& at(const json& j, const char* key) const {
+    if (!j.is_object() || !j.contains(key)) bad(fmt::format("missing field '{}'", key));
+    return j.at(key);
+  }
+  template <class T>
+  T get(const json& j, const char* key) const {
+    try {
+      return at(j, key).get<T>();
+    } catch (const json::exception&) {
+      bad(fmt::format("field '{}' has the wrong type", key));
+    }
+  }
+};
+
+template <class E>
+E enum_from(const Reader& r, const std::string& text, std::initializer_list<E> values,
+            const char* field) {
+  for (E v : values) {
+    if (text == config::name_of(v)) return v;
+  }
+  r.bad(fmt::format("unknown {} '{}'", field, text));
+}
+
+}  // namespace
+
+SavedModel read_model(const std::filesystem::path& path) {
+  const Reader r{path};
+  json j = json::parse(files::read_all(path), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) r.bad("not valid JSON");
+  if (r.get<std::string>(j, "format") != "disttrain-model") r.bad("'format' is not disttrain-model");
+  if (r.get<int>(j, "version") != 1) {
+    fail<DataError>("{}: model format version {} is not supported by this build (it reads 1)",
+                    path.string(), r.get<int>(j, "version"));
+  }
+  SavedModel m;
+  const json& model = r.at(j, "model");
+  using config::ModelType;
+  m.spec.config.type = enum_from(r, r.get<std::string>(model, "type"),
+                                 {ModelType::kLinearRegression, ModelType::kLogisticRegression,
+                                  ModelType::kSoftmaxRegression, ModelType::kMlp},
+                                 "model type");
+  using config::Task;
+  m.spec.config.task = enum_from(r, r.get<std::string>(model, "task"),
+                                 {Task::kRegression, Task::kBinary, Task::kMulticlass}, "task");
+  if (m.spec.config.type == ModelType::kMlp) {
+    m.spec.config.hidden = r.get<std::vector<int>>(model, "hidden");
+    using config::Activation;
+    m.spec.config.activation =
+        enum_from(r, r.get<std::string>(model, "activation"),
+                  {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}, "activation");
+  }
+  m.spec.config.l2 = r.get<double>(model, "l2");
+  m.features = r.get<std::vector<std::string>>(j, "features");
+  m.spec.inputs = static_cast<int>(m.features.size());
+  m.label = r.get<std::string>(j, "label");
+  if (j.contains("classes")) m.classes = r.get<std::vector<std::string>>(j, "classes");
+  m.spec.classes = static_cast<int>(m.classes.size());
+
+  const json& norm = r.at(j, "normalization");
+  using config::Normalize;
+  m.normalization.kind = enum_from(r, r.get<std::string>(norm, "kind"),
+                                   {Normalize::kNone, Normalize::kStandard, Normalize::kMinmax},
+                                   "normalization");
+  m.normalization.shift = r.get<std::vector<double>>(norm, "shift");
+  m.normalization.scale = r.get<std::vector<double>>(norm, "scale");
+  if (m.normalization.shift.size() != m.features.size() ||
+      m.normalization.scale.size() != m.features.size()) {
+    r.bad("normalization has a different length than features");
+  }
+
+  if (m.features.empty()) r.bad("'features' is empty");
+  const auto task = config::task_of(m.spec.config);
+  if (task == Task::kBinary && m.classes.size() != 2) r.bad("a binary model needs 2 classes");
+  if (task == Task::kMulticlass && m.classes.size() < 2) {
+    r.bad("a multiclass model needs 2 or more classes");
+  }
+  constexpr int kMaxWidth = 1 << 20;  // far beyond any model this tool trains
+  for (int h : m.spec.config.hidden) {
+    if (h < 1 || h > kMaxWidth) r.bad(fmt::format("hidden layer size {} is out of range", h));
+  }
+  if (m.features.size() > static_cast<std::size_t>(kMaxWidth) ||
+      m.classes.size() > static_cast<std::size_t>(kMaxWidth)) {
+    r.bad("too many features or classes");
+  }
+  std::unique_ptr<models::Model> built;
+  try {
+    built = models::make_model(m.spec);
+  } catch (const Error& e) {
+    r.bad(e.what());
+  }
+  m.params.assign(built->parameter_count(), 0.0);
+  const json& params = r.at(j, "parameters");
+  if (!params.is_array() || params.size() != built->layout().size()) {
+    r.bad(fmt::format("'parameters' should list {} blocks", built->layout().size()));
+  }
+  for (std::size_t b = 0; b < params.size(); ++b) {
+    const auto& block = built->layout()[b];
+    if (r.get<std::string>(params[b], "name") != block.name) {
+      r.bad(fmt::format("parameter block {} should be '{}'", b, block.name));
+    }
+    const auto data = r.get<std::vector<double>>(params[b], "data");
+    if (data.size() != block.size) {
+      r.bad(fmt::format("parameter '{}' has {} values, its shape needs {}", block.name,
+                        data.size(), block.size));
+    }
+    std::copy(data.begin(), data.end(), m.params.begin() + static_cast<std::ptrdiff_t>(block.offset));
+  }
+  return m;
+}
+
+}  // namespace dt::output

@@ -1,0 +1,236 @@
+#include "core/outputs/run_output.hpp"
+
+#include "core/coordinator/resume.hpp"
+
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/resources.hpp"
+#include "base/text.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace dt::output {
+
+using nlohmann::ordered_json;
+
+std::string json_text(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+std::filesystem::path prepare_run_dir(const config::Config& config, bool resume) {
+  const auto dir = config.output.dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir / "workers", ec);
+  if (ec) fail<IoError>("cannot create the output folder {}: {}", dir.string(), ec.message());
+  // A previous run's files must not pass for this run's (an old model.json beside a new
+  // "failed" summary). Only the files a run writes are removed, nothing else in the folder.
+  for (const char* name : {"model.json", "summary.json", "loss.csv", "loss.svg",
+                           "config.resolved.yaml"}) {
+    std::filesystem::remove(dir / name, ec);
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "workers", ec)) {
+    if (entry.path().extension() == ".log") std::filesystem::remove(entry.path(), ec);
+  }
+  // A fresh run's checkpoints must not mix with an earlier run's (a later --resume would take
+  // the highest step); a resumed run continues from them and keeps them.
+  if (!resume) {
+    for (const auto& file : checkpoint::list(roles::checkpoint_dir(dir))) {
+      std::filesystem::remove(file, ec);
+    }
+  }
+  checkpoint::sweep(roles::checkpoint_dir(dir));
+  return dir;
+}
+
+ordered_json model_json(const config::Config& config, const roles::RunResult& result,
+                        const models::Model& model) {
+  ordered_json j;
+  j["format"] = "disttrain-model";
+  j["version"] = 1;
+  const auto& mc = config.model;
+  ordered_json m;
+  m["type"] = config::name_of(mc.type);
+  m["task"] = config::name_of(config::task_of(mc));
+  if (mc.type == config::ModelType::kMlp) {
+    m["hidden"] = mc.hidden;
+    m["activation"] = config::name_of(mc.activation);
+  }
+  m["l2"] = mc.l2;
+  m["inputs"] = model.spec().inputs;
+  m["outputs"] = model.outputs();
+  j["model"] = m;
+  j["features"] = result.source.features;
+  j["label"] = result.source.label;
+  if (config::task_of(mc) != config::Task::kRegression) j["classes"] = result.classes;
+  j["normalization"] = {{"kind", config::name_of(result.normalization.kind)},
+                        {"shift", result.normalization.shift},
+                        {"scale", result.normalization.scale}};
+  ordered_json params = ordered_json::array();
+  for (const auto& block : model.layout()) {
+    const auto first = result.params.begin() + static_cast<std::ptrdiff_t>(block.offset);
+    params.push_back({{"name", block.name},
+                      {"shape", block.shape},
+                      {"data", std::vector<double>(first, first + static_cast<std::ptrdiff_t>(block.size))}});
+  }
+  j["parameters"] = params;
+  return j;
+}
+
+namespace {
+
+ordered_json metrics_json(const roles::Metrics& m) {
+  ordered_json j;
+  j["rows"] = m.rows;
+  j["loss"] = m.loss;
+  if (m.mse) j["mse"] = *m.mse;
+  if (m.accuracy) j["accuracy"] = *m.accuracy;
+  if (m.log_loss) j["log_loss"] = *m.log_loss;
+  return j;
+}
+
+double percentile_or_zero(const std::vector<double>& v, std::size_t i) {
+  return i < v.size() ? v[i] : 0.0;
+}
+
+}  // namespace
+
+ordered_json summary_json(const config::Config& config, const roles::RunResult& result,
+                          const std::vector<std::string>& expect_failures) {
+  ordered_json j;
+  j["status"] = result.status;
+  if (!result.error.empty()) j["error"] = result.error;
+  j["name"] = config.name;
+  j["model"] = config::name_of(config.model.type);
+  j["mode"] = config::name_of(config.aggregation.mode);
+  j["workers"] = config::worker_count(config);
+  j["output_dir"] = config.output.dir.string();
+  if (result.final) {
+    j["final_loss"] = result.final->loss;
+    ordered_json fm = metrics_json(*result.final);
+    fm.erase("rows");
+    fm.erase("loss");
+    j["final_metrics"] = fm;
+  } else {
+    j["final_loss"] = nullptr;
+    j["final_metrics"] = ordered_json::object();
+  }
+  j["validation"] = result.validation ? metrics_json(*result.validation) : ordered_json(nullptr);
+  j["steps"] = result.steps;
+  if (!result.checkpoint.empty()) j["checkpoint"] = result.checkpoint;
+  j["epochs"] = config.training.epochs;
+  j["train_rows"] = result.train_rows;
+  j["validation_rows"] = result.validation_rows;
+  j["wall_seconds"] = result.wall_seconds;
+  j["train_seconds"] = result.train_seconds;
+  j["samples_per_second"] =
+      result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
+  // The coordinator's own peak so far: taken when the summary is written, after the final
+  // evaluation, so it covers the whole run.
+  j["max_rss_bytes"] = resources::peak_rss_bytes();
+  ordered_json workers = ordered_json::array();
+  for (const auto& w : result.workers) {
+    const auto& p = w.report.step_seconds_percentiles;
+    workers.push_back({{"rank", w.rank},
+                       {"pid", w.pid},
+                       {"host", w.host},
+                       {"rows", w.rows},
+                       {"steps", w.report.steps},
+                       {"compute_seconds", w.report.compute_seconds},
+                       {"comm_seconds", w.report.comm_seconds},
+                       {"bytes_sent", w.report.bytes_sent},
+                       {"bytes_received", w.report.bytes_received},
+                       {"step_seconds", {{"p50", percentile_or_zero(p, 0)},
+                                         {"p90", percentile_or_zero(p, 1)},
+                                         {"p99", percentile_or_zero(p, 2)},
+                                         {"max", percentile_or_zero(p, 3)}}},
+                       {"max_rss_bytes", w.report.max_rss_bytes}});
+  }
+  j["worker_stats"] = workers;
+  // The mode's own statistics (staleness, servers, rounds, ...), when it has any.
+  if (!result.aggregation.empty()) j["aggregation"] = result.aggregation;
+  // Workers lost and what was done about them; the run's own error, if any, is "error".
+  j["failures"] = ordered_json::parse(result.failures.dump());
+  j["stragglers"] = result.stragglers;
+  j["warnings"] = result.warnings;
+  j["expect"] = {{"met", expect_failures.empty()}, {"failures", expect_failures}};
+  return j;
+}
+
+std::string loss_csv(const roles::RunResult& result, int workers) {
+  std::string out = "step,epoch,seconds,train_loss,validation_loss,validation_metric";
+  for (int r = 0; r < workers; ++r) out += fmt::format(",worker_{}_loss", r);
+  out += '\n';
+  const auto opt = [](const std::optional<double>& v) {
+    return v ? text::format_double(*v) : std::string();
+  };
+  for (const auto& row : result.log) {
+    out += fmt::format("{},{},{},{},{},{}", row.step, text::format_double(row.epoch),
+                       text::format_double(row.seconds), text::format_double(row.train_loss),
+                       opt(row.validation_loss), opt(row.validation_metric));
+    for (double w : row.worker_loss) {
+      out += ',';
+      out += text::format_double(w);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+void write_resolved_config(const std::filesystem::path& dir, const config::Config& config) {
+  files::write_atomic(dir / "config.resolved.yaml", config::to_yaml(config));
+}
+
+void write_results(const std::filesystem::path& dir, const config::Config& config,
+                   const roles::RunResult& result,
+                   const std::vector<std::string>& expect_failures) {
+  files::write_atomic(dir / "loss.csv", loss_csv(result, config::worker_count(config)));
+  files::write_atomic(dir / "loss.svg", loss_svg(result, config.name));
+  if (result.status == "ok") {
+    const auto model = models::make_model({config.model,
+                                           static_cast<int>(result.source.features.size()),
+                                           static_cast<int>(result.classes.size())});
+    files::write_atomic(dir / "model.json", json_text(model_json(config, result, *model), 1) + "\n");
+  }
+  // Last, so a reader that sees summary.json sees the files it describes.
+  files::write_atomic(dir / "summary.json",
+                      json_text(summary_json(config, result, expect_failures), 2) + "\n");
+}
+
+std::vector<std::string> check_expectations(const config::Config& config,
+                                            const roles::RunResult& result) {
+  std::vector<std::string> failures;
+  for (const auto& [metric, bound] : config.expect) {
+    const bool validation = metric.starts_with("validation_");
+    const auto& metrics = validation ? result.validation : result.final;
+    const std::string key = validation ? metric.substr(11) : metric;
+    std::optional<double> value;
+    if (metrics) {
+      if (key == "final_loss" || key == "loss") value = metrics->loss;
+      else if (key == "mse") value = metrics->mse;
+      else if (key == "accuracy") value = metrics->accuracy;
+      else if (key == "log_loss") value = metrics->log_loss;
+    }
+    if (!value) {
+      failures.push_back(fmt::format("{} was not measured in this run{}", metric,
+                                     validation ? " (set data.validation to hold out rows)" : ""));
+      continue;
+    }
+    if (!std::isfinite(*value)) {
+      failures.push_back(fmt::format("{} is {}, not a finite number", metric, *value));
+      continue;
+    }
+    if (bound.max && *value > *bound.max) {
+      failures.push_back(fmt::format("{} {} is above the maximum {}", metric,
+                                     text::format_double(*value), text::format_double(*bound.max)));
+    }
+    if (bound.min && *value < *bound.min) {
+      failures.push_back(fmt::format("{} {} is below the minimum {}", metric,
+                                     text::format_double(*value), text::format_double(*bound.min)));
+    }
+  }
+  return failures;
+}
+
+}  // namespace dt::output

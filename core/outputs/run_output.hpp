@@ -1,0 +1,58 @@
+#pragma once
+// What a run leaves on disk (DESIGN.md section 4), every file written atomically, and reading
+// model.json back for predict and eval.
+
+#include "core/config/config.hpp"
+#include "core/data/dataset.hpp"
+#include "core/models/model.hpp"
+#include "core/coordinator/coordinator.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dt::output {
+
+// JSON as text. Strings from data files (class names, error messages quoting a cell) may not be
+// UTF-8; such bytes become U+FFFD instead of failing the whole output. indent -1: one line.
+[[nodiscard]] std::string json_text(const nlohmann::ordered_json& j, int indent = -1);
+
+// The run folder: output.dir with workers/ inside, created if missing. A previous run's outputs
+// are removed, and its checkpoints too unless this run resumes from them.
+[[nodiscard]] std::filesystem::path prepare_run_dir(const config::Config& config,
+                                                    bool resume = false);
+
+[[nodiscard]] nlohmann::ordered_json model_json(const config::Config& config,
+                                                const roles::RunResult& result,
+                                                const models::Model& model);
+[[nodiscard]] nlohmann::ordered_json summary_json(const config::Config& config,
+                                                  const roles::RunResult& result,
+                                                  const std::vector<std::string>& expect_failures);
+[[nodiscard]] std::string loss_csv(const roles::RunResult& result, int workers);
+[[nodiscard]] std::string loss_svg(const roles::RunResult& result, const std::string& title);
+
+// Writes config.resolved.yaml (at the start of a run).
+void write_resolved_config(const std::filesystem::path& dir, const config::Config& config);
+// Writes loss.csv, loss.svg, summary.json, and model.json when training finished.
+void write_results(const std::filesystem::path& dir, const config::Config& config,
+                   const roles::RunResult& result,
+                   const std::vector<std::string>& expect_failures);
+
+// `expect:` thresholds not met, one line each ("final_loss 0.52 is above the maximum 0.5").
+[[nodiscard]] std::vector<std::string> check_expectations(const config::Config& config,
+                                                          const roles::RunResult& result);
+
+// model.json read back. DataError naming the file and the field for anything malformed.
+struct SavedModel {
+  models::ModelSpec spec;
+  std::vector<double> params;
+  std::vector<std::string> features;
+  std::string label;
+  std::vector<std::string> classes;
+  data::Normalization normalization;
+};
+[[nodiscard]] SavedModel read_model(const std::filesystem::path& path);
+
+}  // namespace dt::output

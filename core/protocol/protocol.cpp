@@ -1,0 +1,352 @@
+#include "core/protocol/protocol.hpp"
+
+#include "base/error.hpp"
+#include "transports/collectives/peer_links.hpp"
+
+#include <cstring>
+#include <limits>
+
+namespace dt::protocol {
+
+using nlohmann::json;
+
+static_assert(static_cast<std::uint16_t>(Type::kPeerChunk) == collectives::kPeerChunkType,
+              "peer messages and coordinator messages must not share a type number");
+
+const char* name_of(Type type) {
+  switch (type) {
+    case Type::kHello: return "hello";
+    case Type::kSetup: return "setup";
+    case Type::kLoaded: return "loaded";
+    case Type::kFinalize: return "finalize";
+    case Type::kReady: return "ready";
+    case Type::kStep: return "step";
+    case Type::kGradient: return "gradient";
+    case Type::kEvaluate: return "evaluate";
+    case Type::kEvaluation: return "evaluation";
+    case Type::kStop: return "stop";
+    case Type::kReport: return "report";
+    case Type::kError: return "error";
+    case Type::kPing: return "ping";
+    case Type::kPong: return "pong";
+    case Type::kRound: return "round";
+    case Type::kRoundResult: return "round result";
+    case Type::kPeers: return "peers";
+    case Type::kPeerChunk: return "peer chunk";
+    case Type::kRingLoss: return "ring loss";
+    case Type::kRingFinish: return "ring finish";
+    case Type::kRingResult: return "ring result";
+    case Type::kTensorSetup: return "tensor setup";
+    case Type::kTensorReady: return "tensor ready";
+    case Type::kReassign: return "reassign";
+    case Type::kReassigned: return "reassigned";
+    case Type::kRingReform: return "ring reform";
+    case Type::kServers: return "servers";
+    case Type::kPull: return "pull";
+    case Type::kPush: return "push";
+    case Type::kSlice: return "slice";
+    case Type::kDone: return "done";
+    case Type::kResumeState: return "resume state";
+    case Type::kStateRequest: return "state request";
+    case Type::kServerMoved: return "server moved";
+  }
+  return "unknown";
+}
+
+bool answers(Type reply, Type request) {
+  switch (request) {
+    case Type::kStep: return reply == Type::kGradient || reply == Type::kRingLoss;
+    case Type::kRound: return reply == Type::kRoundResult;
+    case Type::kEvaluate: return reply == Type::kEvaluation;
+    case Type::kStop: return reply == Type::kReport;
+    case Type::kReassign: return reply == Type::kReassigned;
+    case Type::kRingFinish: return reply == Type::kRingResult;
+    case Type::kServers: return reply == Type::kDone;  // async: after the worker's last step
+    default: return false;
+  }
+}
+
+std::string peer_name(std::uint32_t rank) { return fmt::format("w{}", rank); }
+
+wire::Message encode(Envelope envelope, std::uint64_t job_id) {
+  wire::Message m;
+  m.payload.reserve(envelope.arrays.size() + 1);
+  // Text from data files may not be UTF-8; replacing such bytes keeps encoding total.
+  m.payload.push_back(wire::to_bytes(
+      envelope.fields.dump(-1, ' ', false, json::error_handler_t::replace)));
+  for (auto& a : envelope.arrays) m.payload.push_back(std::move(a));
+  std::uint64_t size = 0;
+  for (const auto& f : m.payload) size += f.size();
+  m.header.type = static_cast<std::uint16_t>(envelope.type);
+  m.header.job_id = job_id;
+  m.header.rank = envelope.rank;
+  m.header.step = envelope.step;
+  m.header.generation = envelope.generation;
+  m.header.payload_size = size;
+  return m;
+}
+
+Envelope decode(const wire::Message& message, std::uint64_t job_id) {
+  wire::Message copy{message.header, {}};
+  if (!message.payload.empty()) copy.payload.push_back(message.payload[0]);
+  Envelope e = decode(std::move(copy), job_id);
+  e.arrays.assign(message.payload.begin() + 1, message.payload.end());
+  return e;
+}
+
+Envelope decode(wire::Message&& message, std::uint64_t job_id) {
+  const auto type = static_cast<Type>(message.header.type);
+  if (std::strcmp(name_of(type), "unknown") == 0) {
+    fail<ProtocolError>("unknown message type {}", message.header.type);
+  }
+  if (message.header.job_id != job_id) {
+    fail<ProtocolError>("{} message from rank {} belongs to job {:016x}, not this job {:016x}",
+                        name_of(type), message.header.rank, message.header.job_id, job_id);
+  }
+  if (message.payload.empty()) fail<ProtocolError>("{} message has no fields frame", name_of(type));
+  Envelope e;
+  e.type = type;
+  e.rank = message.header.rank;
+  e.step = message.header.step;
+  e.generation = message.header.generation;
+  e.fields = json::parse(wire::as_text(message.payload[0]), nullptr, /*allow_exceptions=*/false);
+  if (!e.fields.is_object()) {
+    fail<ProtocolError>("{} message from rank {}: fields frame is not a JSON object",
+                        name_of(type), e.rank);
+  }
+  e.arrays.reserve(message.payload.size() - 1);
+  for (auto it = message.payload.begin() + 1; it != message.payload.end(); ++it) {
+    e.arrays.push_back(std::move(*it));
+  }
+  return e;
+}
+
+const json& field(const Envelope& e, const char* name) {
+  const auto it = e.fields.find(name);
+  if (it == e.fields.end()) {
+    fail<ProtocolError>("{} message from rank {} lacks field '{}'", name_of(e.type), e.rank, name);
+  }
+  return *it;
+}
+
+double number(const Envelope& e, const char* name) {
+  const json& j = field(e, name);
+  if (j.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  if (!j.is_number()) {
+    fail<ProtocolError>("{} message from rank {}: field '{}' is not a number", name_of(e.type),
+                        e.rank, name);
+  }
+  return j.get<double>();
+}
+
+std::uint64_t count(const Envelope& e, const char* name) {
+  const json& j = field(e, name);
+  if (!j.is_number_unsigned()) {
+    fail<ProtocolError>("{} message from rank {}: field '{}' is not a non-negative integer",
+                        name_of(e.type), e.rank, name);
+  }
+  return j.get<std::uint64_t>();
+}
+
+namespace {
+
+const wire::Bytes& array(const Envelope& e, std::size_t index) {
+  if (index >= e.arrays.size()) {
+    fail<ProtocolError>("{} message from rank {} has {} arrays, expected at least {}",
+                        name_of(e.type), e.rank, e.arrays.size(), index + 1);
+  }
+  return e.arrays[index];
+}
+
+// Reads a JSON field as T, turning nlohmann's type errors into ProtocolError.
+template <class T>
+T get(const Envelope& e, const char* name) {
+  const json& j = field(e, name);
+  try {
+    return j.get<T>();
+  } catch (const json::exception&) {
+    fail<ProtocolError>("{} message from rank {}: field '{}' has the wrong type", name_of(e.type),
+                        e.rank, name);
+  }
+}
+
+}  // namespace
+
+std::span<const double> doubles(const Envelope& e, std::size_t index, std::size_t expected_count) {
+  return wire::as_doubles(array(e, index), expected_count);
+}
+
+std::span<const double> doubles(const Envelope& e, std::size_t index) {
+  return wire::as_doubles(array(e, index));
+}
+
+wire::Bytes u64_bytes(std::span<const std::uint64_t> values) {
+  wire::Bytes out(values.size_bytes());
+  if (!values.empty()) std::memcpy(out.data(), values.data(), values.size_bytes());
+  return out;
+}
+
+std::vector<std::uint64_t> u64s(const Envelope& e, std::size_t index) {
+  const wire::Bytes& a = array(e, index);
+  if (a.size() % sizeof(std::uint64_t) != 0) {
+    fail<ProtocolError>("{} message from rank {}: array {} has {} bytes, not a whole number of "
+                        "64-bit integers", name_of(e.type), e.rank, index, a.size());
+  }
+  std::vector<std::uint64_t> out(a.size() / sizeof(std::uint64_t));
+  if (!out.empty()) std::memcpy(out.data(), a.data(), a.size());
+  return out;
+}
+
+namespace {
+wire::Bytes doubles_bytes(const std::vector<double>& v) { return wire::to_bytes(std::span(v)); }
+std::vector<double> to_vector(std::span<const double> s) { return {s.begin(), s.end()}; }
+}  // namespace
+
+Envelope make_hello(const Hello& hello) {
+  Envelope e{.type = Type::kHello, .rank = hello.rank};
+  e.fields = {{"rank", hello.rank}, {"pid", hello.pid}, {"host", hello.host}};
+  if (!hello.config_hash.empty()) e.fields["config_hash"] = hello.config_hash;
+  return e;
+}
+
+Hello read_hello(const Envelope& e) {
+  Hello h{get<std::uint32_t>(e, "rank"), get<std::int64_t>(e, "pid"), get<std::string>(e, "host"),
+          {}};
+  if (e.fields.contains("config_hash")) h.config_hash = get<std::string>(e, "config_hash");
+  return h;
+}
+
+Envelope make_setup(const Setup& s) {
+  Envelope e{.type = Type::kSetup};
+  e.fields = {{"config", s.config_yaml},
+              {"heartbeat", s.heartbeat_endpoint},
+              {"columns", s.source.columns},
+              {"features", s.source.features},
+              {"label", s.source.label},
+              {"label_index", s.source.label_index},
+              {"rows", s.source.rows}};
+  if (!s.source.file.empty()) e.fields["file"] = s.source.file.string();
+  if (!s.peer_secret_key.empty()) e.fields["peer_key"] = s.peer_secret_key;
+  std::vector<std::uint64_t> flat;
+  flat.reserve(s.segments.size() * 4);
+  for (const auto& seg : s.segments) {
+    flat.insert(flat.end(), {seg.first_row, seg.count, seg.byte_offset, seg.line});
+  }
+  e.arrays.push_back(u64_bytes(flat));
+  return e;
+}
+
+Setup read_setup(const Envelope& e) {
+  Setup s;
+  s.config_yaml = get<std::string>(e, "config");
+  s.heartbeat_endpoint = get<std::string>(e, "heartbeat");
+  s.source.columns = get<std::vector<std::string>>(e, "columns");
+  s.source.features = get<std::vector<std::string>>(e, "features");
+  s.source.label = get<std::string>(e, "label");
+  s.source.label_index = get<std::size_t>(e, "label_index");
+  s.source.rows = get<std::uint64_t>(e, "rows");
+  if (e.fields.contains("file")) s.source.file = get<std::string>(e, "file");
+  if (e.fields.contains("peer_key")) s.peer_secret_key = get<std::string>(e, "peer_key");
+  const auto flat = u64s(e, 0);
+  if (flat.size() % 4 != 0) fail<ProtocolError>("setup message: segment array is malformed");
+  for (std::size_t i = 0; i < flat.size(); i += 4) {
+    s.segments.push_back({flat[i], flat[i + 1], flat[i + 2], flat[i + 3]});
+  }
+  return s;
+}
+
+Envelope make_loaded(const Loaded& l) {
+  Envelope e{.type = Type::kLoaded};
+  e.fields = {{"rows", l.rows}, {"stats_count", l.stats.count}, {"labels", l.labels}};
+  for (const auto* v : {&l.stats.mean, &l.stats.m2, &l.stats.min, &l.stats.max}) {
+    e.arrays.push_back(doubles_bytes(*v));
+  }
+  return e;
+}
+
+Loaded read_loaded(const Envelope& e, std::size_t features) {
+  Loaded l;
+  l.rows = get<std::uint64_t>(e, "rows");
+  l.stats.count = get<std::uint64_t>(e, "stats_count");
+  l.labels = get<std::vector<std::string>>(e, "labels");
+  l.stats.mean = to_vector(doubles(e, 0, features));
+  l.stats.m2 = to_vector(doubles(e, 1, features));
+  l.stats.min = to_vector(doubles(e, 2, features));
+  l.stats.max = to_vector(doubles(e, 3, features));
+  return l;
+}
+
+Envelope make_finalize(const Finalize& f) {
+  Envelope e{.type = Type::kFinalize};
+  e.fields = {{"normalize", config::name_of(f.normalization.kind)},
+              {"classes", f.classes},
+              {"constant_columns", f.normalization.constant_columns},
+              {"train_rows", f.train_rows},
+              {"steps_per_epoch", f.steps_per_epoch}};
+  e.arrays.push_back(doubles_bytes(f.normalization.shift));
+  e.arrays.push_back(doubles_bytes(f.normalization.scale));
+  return e;
+}
+
+Finalize read_finalize(const Envelope& e, std::size_t features) {
+  Finalize f;
+  const auto kind = get<std::string>(e, "normalize");
+  if (kind == "none") f.normalization.kind = config::Normalize::kNone;
+  else if (kind == "standard") f.normalization.kind = config::Normalize::kStandard;
+  else if (kind == "minmax") f.normalization.kind = config::Normalize::kMinmax;
+  else fail<ProtocolError>("finalize message: unknown normalization '{}'", kind);
+  f.classes = get<std::vector<std::string>>(e, "classes");
+  f.normalization.constant_columns = get<std::vector<std::string>>(e, "constant_columns");
+  f.train_rows = get<std::uint64_t>(e, "train_rows");
+  f.steps_per_epoch = get<std::uint64_t>(e, "steps_per_epoch");
+  f.normalization.shift = to_vector(doubles(e, 0, features));
+  f.normalization.scale = to_vector(doubles(e, 1, features));
+  return f;
+}
+
+Envelope make_peers(const std::vector<std::string>& endpoints) {
+  Envelope e{.type = Type::kPeers};
+  e.fields = {{"endpoints", endpoints}};
+  return e;
+}
+
+std::vector<std::string> read_peers(const Envelope& e) {
+  return get<std::vector<std::string>>(e, "endpoints");
+}
+
+Envelope make_error(const WorkerError& w) {
+  Envelope e{.type = Type::kError};
+  e.fields = {{"kind", w.kind}, {"message", w.message}, {"exit_code", w.exit_code}};
+  return e;
+}
+
+WorkerError read_error(const Envelope& e) {
+  return {get<std::string>(e, "kind"), get<std::string>(e, "message"), get<int>(e, "exit_code")};
+}
+
+Envelope make_report(const Report& r) {
+  Envelope e{.type = Type::kReport};
+  e.fields = {{"steps", r.steps},
+              {"compute_seconds", r.compute_seconds},
+              {"comm_seconds", r.comm_seconds},
+              {"bytes_sent", r.bytes_sent},
+              {"bytes_received", r.bytes_received},
+              {"step_seconds_percentiles", r.step_seconds_percentiles},
+              {"max_rss_bytes", r.max_rss_bytes}};
+  return e;
+}
+
+Report read_report(const Envelope& e) {
+  Report r;
+  r.steps = get<std::uint64_t>(e, "steps");
+  r.compute_seconds = get<double>(e, "compute_seconds");
+  r.comm_seconds = get<double>(e, "comm_seconds");
+  r.bytes_sent = get<std::uint64_t>(e, "bytes_sent");
+  r.bytes_received = get<std::uint64_t>(e, "bytes_received");
+  r.step_seconds_percentiles = get<std::vector<double>>(e, "step_seconds_percentiles");
+  // Optional: a report without it (from a build before it) reads as 0, "not known".
+  if (e.fields.contains("max_rss_bytes")) r.max_rss_bytes = get<std::uint64_t>(e, "max_rss_bytes");
+  return r;
+}
+
+}  // namespace dt::protocol

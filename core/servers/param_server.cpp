@@ -1,0 +1,367 @@
+#include "core/servers/param_server.hpp"
+
+#include "core/models/optim.hpp"
+#include "core/protocol/heartbeat.hpp"
+#include "core/protocol/drop_log.hpp"
+#include "core/protocol/timing.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+
+#include <algorithm>
+
+namespace dt::roles {
+
+using transport::deadline_in;
+
+ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions options,
+                                 std::vector<double> slice)
+    : options_(std::move(options)),
+      slice_(std::move(slice)),
+      faults_(FaultInjector::for_server(options_.faults, options_.index)) {
+  const auto n = options_.range.size();
+  if (slice_.size() != n || options_.l2.size() != n) {
+    fail<TrainingError>("internal error: server {} owns {} keys but got {} values and {} L2 "
+                        "coefficients", options_.index, n, slice_.size(), options_.l2.size());
+  }
+  optimizer_ = models::make_optimizer(options_.optimizer, n);
+  if (options_.optimizer_state) optimizer_->set_state(*options_.optimizer_state);
+  stats_.version = options_.start_version;
+  const auto workers = static_cast<std::size_t>(options_.workers);
+  grad_.assign(n, 0.0);
+  stats_.worker_steps.assign(workers, 0);
+  stats_.staleness_of.resize(workers);
+  gone_.assign(workers, false);
+  replaced_.assign(workers, false);
+  await_pull_.assign(workers, false);
+  if (options_.asynchronous) {
+    clock_.emplace(options_.worker_steps, options_.max_staleness);
+    if (!options_.start_completed.empty()) {
+      clock_->resume_at(options_.start_completed);
+      for (std::size_t r = 0; r < workers; ++r) stats_.worker_steps[r] = clock_->completed(static_cast<int>(r));
+      // Staleness is kept per (rank, step): a replacement's steps before its start have none.
+      for (std::size_t r = 0; r < workers; ++r) stats_.staleness_of[r].resize(stats_.worker_steps[r], 0);
+    }
+    before_.assign(n, 0.0);
+    for (const auto s : options_.worker_steps) total_steps_ += s;
+  } else {
+    pending_.assign(workers, std::vector<double>(n, 0.0));
+    pending_rows_.assign(workers, 0);
+    have_.assign(workers, false);
+  }
+  auto listener = transport.listen(options_.incarnation == 0
+                                       ? fmt::format("ps{}", options_.index)
+                                       : fmt::format("ps{}r{}", options_.index, options_.incarnation));
+  endpoint_ = listener->endpoint();
+  beat_ms_.store(steady_ms());
+  thread_ = std::thread([this, l = std::move(listener)]() mutable { loop(std::move(l)); });
+}
+
+ParameterServer::~ParameterServer() { stop(); }
+
+void ParameterServer::stop() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string ParameterServer::name() const {
+  return fmt::format("parameter server {} (keys [{}, {}))", options_.index, options_.range.begin,
+                     options_.range.end);
+}
+
+bool ParameterServer::wait_version(std::uint64_t version, std::chrono::milliseconds wait) {
+  std::unique_lock lock(mu_);
+  // A failed server is the coordinator's to find (failure()) and handle by its policy.
+  cv_.wait_for(lock, wait, [&] { return stats_.version >= version || !error_.empty(); });
+  return stats_.version >= version;
+}
+
+bool ParameterServer::copy_slice(std::span<double> params) const {
+  std::lock_guard lock(mu_);
+  if (dead_) return false;
+  std::copy(slice_.begin(), slice_.end(),
+            params.begin() + static_cast<std::ptrdiff_t>(options_.range.begin));
+  return true;
+}
+
+void ParameterServer::check() const {
+  std::lock_guard lock(mu_);
+  if (!error_.empty()) throw TrainingError(error_);
+}
+
+std::optional<ServerState> ParameterServer::state_at(std::uint64_t version) const {
+  std::lock_guard lock(mu_);
+  if (dead_) return std::nullopt;
+  if (version == stats_.version && !options_.asynchronous) {
+    return ServerState{version, slice_, optimizer_->state(), stats_.worker_steps};
+  }
+  if (!options_.asynchronous) {
+    return std::nullopt;
+  }
+  const auto it = kept_.find(version);
+  if (it == kept_.end()) return std::nullopt;
+  auto out = it->second;
+  kept_.erase(kept_.begin(), std::next(it));
+  return out;
+}
+
+bool ParameterServer::take_snapshot(std::uint64_t version, std::span<double> params) {
+  std::lock_guard lock(mu_);
+  const auto it = snapshots_.find(version);
+  if (it == snapshots_.end()) return false;
+  std::copy(it->second.begin(), it->second.end(),
+            params.begin() + static_cast<std::ptrdiff_t>(options_.range.begin));
+  snapshots_.erase(snapshots_.begin(), std::next(it));
+  return true;
+}
+
+std::vector<AppliedUpdate> ParameterServer::take_log() {
+  std::lock_guard lock(mu_);
+  return std::exchange(log_, {});
+}
+
+ServerStats ParameterServer::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
+  log::set_thread_prefix(fmt::format("server {}", options_.index));
+  listener_ = listener.get();
+  DropLog drops;  // strangers' and malformed messages: a warning once per peer
+  try {
+    while (!stop_.load()) {
+      beat_ms_.store(steady_ms());
+      take_news();  // lost workers the coordinator told of
+      auto in = listener->receive(deadline_in(kPollSlice));
+      {
+        std::lock_guard lock(mu_);
+        stats_.traffic = listener->counters();
+      }
+      if (!in) continue;
+      protocol::Envelope e;
+      try {
+        e = protocol::decode(std::move(in->message), options_.job_id);
+      } catch (const ProtocolError& err) {
+        drops.drop(in->peer, err.what());
+        continue;
+      }
+      if (e.rank >= static_cast<std::uint32_t>(options_.workers) ||
+          in->peer != protocol::peer_name(e.rank)) {
+        drops.drop(in->peer, fmt::format("a {} message claiming rank {}",
+                                         protocol::name_of(e.type), e.rank));
+        continue;
+      }
+      if (injected_fault(e)) break;
+      if (screen_lost(e)) continue;
+      handle(e);
+    }
+  } catch (const Error& e) {
+    std::lock_guard lock(mu_);
+    error_ = fmt::format("{} failed: {}", name(), e.what());
+    cv_.notify_all();
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    error_ = fmt::format("{} failed: internal error: {}", name(), e.what());
+    cv_.notify_all();
+  }
+  {
+    std::lock_guard lock(mu_);
+    stats_.traffic = listener->counters();
+    listener_ = nullptr;
+  }
+  ended_.store(true);
+}
+
+void ParameterServer::handle(const protocol::Envelope& e) {
+  switch (e.type) {
+    case protocol::Type::kPull: on_pull(e); return;
+    case protocol::Type::kPush:
+      if (options_.asynchronous) on_async_push(e); else on_sync_push(e);
+      return;
+    default:
+      fail<ProtocolError>("worker {} sent a {} message to a parameter server", e.rank,
+                          protocol::name_of(e.type));
+  }
+}
+
+void ParameterServer::on_pull(const protocol::Envelope& e) {
+  const auto rank = static_cast<int>(e.rank);
+  if (!options_.asynchronous) {
+    reply(rank);  // the current slice: the start of training, or the latest round
+    return;
+  }
+  if (e.fields.contains("rejoin")) {
+    on_rejoin(e);  // to a replacement of a failed server
+    return;
+  }
+  const auto steps = protocol::count(e, "steps");
+  if (steps != options_.worker_steps[e.rank]) {
+    fail<ProtocolError>("worker {} plans {} steps, the coordinator planned {}", rank, steps,
+                        options_.worker_steps[e.rank]);
+  }
+  const std::uint64_t start =
+      options_.start_completed.empty() ? 0 : options_.start_completed.at(e.rank);
+  if (clock_->completed(rank) != start ||
+      std::find(waiting_.begin(), waiting_.end(), rank) != waiting_.end()) {
+    fail<ProtocolError>("worker {} pulled twice (pulls only start training; pushes continue it)",
+                        rank);
+  }
+  if (clock_->finished(rank)) return;  // nothing to do (an empty plan)
+  waiting_.push_back(rank);
+  release_held();
+}
+
+void ParameterServer::on_sync_push(const protocol::Envelope& e) {
+  const auto r = static_cast<std::size_t>(e.rank);
+  std::uint64_t version = 0;
+  {
+    std::lock_guard lock(mu_);
+    version = stats_.version;
+  }
+  if (e.step != version) {
+    fail<ProtocolError>("worker {} pushed its gradient of step {} while the server is at step {}",
+                        e.rank, e.step + 1, version + 1);
+  }
+  if (have_[r]) fail<ProtocolError>("worker {} pushed step {} twice", e.rank, e.step + 1);
+  const auto g = protocol::doubles(e, 0, options_.range.size());
+  std::copy(g.begin(), g.end(), pending_[r].begin());
+  pending_rows_[r] = protocol::count(e, "rows");
+  have_[r] = true;
+  ++received_;
+  note_missing();
+  if (!round_complete()) return;
+  apply_round();
+  for (int rank = 0; rank < options_.workers; ++rank) {
+    if (!gone_[static_cast<std::size_t>(rank)]) reply(rank);
+  }
+}
+
+// Exactly the arithmetic of the single-server path (gradients.cpp), restricted to the slice:
+// rank-order sum, times 1/rows, plus l2 * w on regularized keys, one optimizer step.
+void ParameterServer::apply_round() {
+  std::fill(grad_.begin(), grad_.end(), 0.0);
+  std::uint64_t rows = 0;
+  const auto n = grad_.size();
+  for (std::size_t r = 0; r < pending_.size(); ++r) {
+    if (!have_[r]) continue;  // a worker lost (continue) before its push of this round
+    for (std::size_t i = 0; i < n; ++i) grad_[i] += pending_[r][i];
+    rows += pending_rows_[r];
+  }
+  std::lock_guard lock(mu_);
+  if (rows > 0) {  // an empty round (tiny shards) changes nothing, as on the single server
+    const double inv = 1.0 / static_cast<double>(rows);
+    for (double& g : grad_) g *= inv;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (options_.l2[i] != 0.0) grad_[i] += options_.l2[i] * slice_[i];
+    }
+    optimizer_->step(slice_, grad_);
+  }
+  ++stats_.version;
+  std::fill(have_.begin(), have_.end(), false);
+  received_ = 0;
+  stats_.missing.clear();
+  cv_.notify_all();
+}
+
+void ParameterServer::on_async_push(const protocol::Envelope& e) {
+  update_plan(e);  // before the clock judges this step: rows taken over lengthen the plan
+  const auto rank = static_cast<int>(e.rank);
+  const auto r = static_cast<std::size_t>(rank);
+  if (clock_->finished(rank) || e.step != clock_->completed(rank) ||
+      std::find(waiting_.begin(), waiting_.end(), rank) != waiting_.end()) {
+    fail<ProtocolError>("worker {} pushed step {} out of turn (it has completed {} of {} steps{})",
+                        rank, e.step + 1, clock_->completed(rank), options_.worker_steps[r],
+                        clock_->finished(rank) ? "" : ", and its pull is unanswered");
+  }
+  const auto from = protocol::count(e, "version");
+  const auto rows = protocol::count(e, "rows");
+  const double loss_sum = protocol::number(e, "loss_sum");
+  const auto g = protocol::doubles(e, 0, options_.range.size());
+  {
+  std::lock_guard lock(mu_);
+  if (from > stats_.version) {
+    fail<ProtocolError>("worker {} pushed a gradient of version {}, the server is at {}", rank,
+                        from, stats_.version);
+  }
+  const std::uint64_t staleness = stats_.version - from;
+  if (rows > 0) {
+    const double inv = 1.0 / static_cast<double>(rows);
+    const auto n = grad_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      grad_[i] = g[i] * inv;
+      if (options_.l2[i] != 0.0) grad_[i] += options_.l2[i] * slice_[i];
+    }
+    if (options_.staleness_lr && staleness > 0) {
+      // Divide the STEP (not the gradient: adam would undo that) by 1 + staleness; the
+      // optimizer's state still sees the whole gradient.
+      before_ = slice_;
+      optimizer_->step(slice_, grad_);
+      const double scale = 1.0 / (1.0 + static_cast<double>(staleness));
+      for (std::size_t i = 0; i < n; ++i) slice_[i] = before_[i] + (slice_[i] - before_[i]) * scale;
+    } else {
+      optimizer_->step(slice_, grad_);
+    }
+  }
+  ++stats_.version;
+  stats_.staleness.add(staleness);
+  stats_.staleness_of[r].push_back(staleness);
+  clock_->complete(rank);
+  stats_.worker_steps[r] = clock_->completed(rank);
+  if (options_.keep_log) {
+    log_.push_back({stats_.version, rank, e.step, loss_sum, rows,
+                    e.fields.value("steps", std::uint64_t{0})});
+  }
+  const auto every = options_.snapshot_every;
+  if (every > 0 && (stats_.version % every == 0 || stats_.version == total_steps_)) {
+    snapshots_.emplace(stats_.version, slice_);
+  }
+  leave_copy();
+  if (options_.checkpoint_every > 0 && stats_.version % options_.checkpoint_every == 0) {
+    kept_.emplace(stats_.version,
+                  ServerState{stats_.version, slice_, optimizer_->state(), stats_.worker_steps});
+  }
+  cv_.notify_all();
+  }
+  if (!clock_->finished(rank)) waiting_.push_back(rank);  // the push asks for the next step too
+  release_held();
+}
+
+// Answers every held pull the stale-synchronous bound now allows, in arrival order. Called
+// without mu_: the sends happen outside the lock.
+void ParameterServer::release_held() {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (!clock_->may_start(*it)) {
+      ++it;
+      continue;
+    }
+    {
+      std::lock_guard lock(mu_);
+      stats_.max_clock_gap = std::max(stats_.max_clock_gap, clock_->lead(*it));
+    }
+    reply(*it);
+    it = waiting_.erase(it);
+  }
+}
+
+void ParameterServer::reply(int rank) {
+  protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
+  s.fields = {{"server", options_.index}, {"version", stats_.version}};
+  s.arrays.push_back(wire::to_bytes(std::span<const double>(slice_)));
+  if (const auto notice = notices_.find(rank); notice != notices_.end()) {
+    // A share of a lost worker's rows (async continue; deal_rows).
+    s.fields["reassign"] = notice->second.fields;
+    s.arrays.push_back(notice->second.arrays.at(0));
+    notices_.erase(notice);
+  }
+  try {
+    listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
+                    protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));
+  } catch (const TransportError& e) {
+    // A worker that is gone (killed, or not yet replaced) is the coordinator's to find and
+    // handle (exits, heartbeats); the server serves the others. A replacement gets the slice
+    // it needs when it asks (replace_worker).
+    log::debug("no slice for worker {}: {}", rank, e.what());
+  }
+}
+
+}  // namespace dt::roles

@@ -1,0 +1,280 @@
+#pragma once
+// Parameter servers (aggregation.servers: K, and async mode). Each server owns one contiguous
+// key range of the parameter vector with its own optimizer state for that slice (the
+// optimizers and the L2 term are elementwise, so slicing is exact), and runs as a thread of the
+// coordinator process with its own Listener on the run's transport. Workers connect to every
+// server under their usual identity ("w3"):
+//
+//   worker -> server  pull   (async: "I want to start my next step"; sync: "send me the start")
+//   worker -> server  push   gradient SUM of my batch for your keys + rows + loss sum
+//                            + the version of your slice it was computed from
+//   server -> worker  slice  your keys of the current parameters + their version
+//
+// Synchronous rounds (gradients mode): a server waits for every worker's push of the round,
+// adds them in rank order, divides by the round's total rows (the sum of the rows the pushes
+// carry, the same integer the coordinator sums), adds the L2 term, takes one optimizer step
+// and sends the new slice to every worker. Version = rounds done.
+// Asynchronous (async mode): each push is applied at once, divided by its own rows; the
+// reply (the next pull) is held while the stale-synchronous bound forbids the worker to start
+// its next step. Version = pushes applied.
+//
+// Liveness: a server waits for workers as long as the coordinator lets it: the coordinator
+// supervises the workers (exits, heartbeats) and bounds its own waits on the servers; every
+// socket wait of a server is a short poll that also watches for the stop.
+//
+// Threading: the server thread owns the socket and the optimizer; the coordinator thread reads
+// the slice, the version, the update log and the statistics under the mutex, and learns of a
+// failed server through check() (the failure is also kept for the summary).
+
+#include "core/config/config.hpp"
+#include "core/models/optim.hpp"
+#include "core/protocol/protocol.hpp"
+#include "core/protocol/faults.hpp"
+#include "core/servers/server_state.hpp"
+#include "transports/transport.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+
+namespace dt::roles {
+
+class CoordinatorSession;
+
+struct ServerCopy;
+
+struct ServerOptions {
+  int index = 0;
+  KeyRange range;
+  int workers = 0;
+  bool asynchronous = false;
+  config::OptimizerConfig optimizer;
+  std::vector<double> l2;  // per key of the range: the L2 coefficient (0 for biases)
+  std::uint64_t job_id = 0;
+  // async only
+  std::vector<std::uint64_t> worker_steps;  // steps each worker will push
+  std::optional<int> max_staleness;
+  bool staleness_lr = false;
+  bool keep_log = false;  // record every applied update for the coordinator's loss log
+  // Copy the slice after every this many updates (and after the last): the parameters the loss
+  // log's validation must use at that update, since the servers move on before the
+  // coordinator reads them. 0: none.
+  std::uint64_t snapshot_every = 0;
+  // Async: keep the state after every this many updates for a checkpoint (state_at). 0: none.
+  std::uint64_t checkpoint_every = 0;
+  // Async: write `copy` after every this many updates, for a replacement should this server
+  // fail (param_server_failure.cpp). 0: none.
+  std::uint64_t copy_every = 0;
+  std::shared_ptr<ServerCopy> copy;
+  // A resumed run: the updates (rounds) already done, the slice's optimizer state then, and
+  // (async) each worker's completed steps.
+  std::uint64_t start_version = 0;
+  std::optional<models::OptimizerState> optimizer_state;
+  std::vector<std::uint64_t> start_completed;
+  // Injected faults aimed at this server (config `server: k`); a replacement has none.
+  std::vector<config::FaultConfig> faults;
+  // 0 for the first server of this key range, n for its n-th replacement (a server that
+  // failed): it listens on a new endpoint.
+  int incarnation = 0;
+};
+
+// A server's slice and optimizer state after `version` updates (a checkpoint's part).
+struct ServerState {
+  std::uint64_t version = 0;
+  std::vector<double> slice;
+  models::OptimizerState optimizer;
+  std::vector<std::uint64_t> worker_steps;  // async: each worker's pushes applied
+};
+
+// A copy of a server's state kept apart from the server (the coordinator's): async servers write
+// it as they go (ServerOptions::copy_every), and it outlives a server that fails. Its own mutex:
+// a server holds its mu_ while it writes, the coordinator only this one while it reads.
+struct ServerCopy {
+  std::mutex mu;
+  ServerState state;
+  double seconds = 0;  // spent writing it
+};
+
+// One push as applied by a server (async mode's loss log).
+struct AppliedUpdate {
+  std::uint64_t version = 0;  // the server's version once applied
+  int rank = 0;
+  std::uint64_t step = 0;  // the worker's local step
+  double loss_sum = 0;
+  std::uint64_t rows = 0;
+  std::uint64_t planned = 0;  // the worker's planned steps as of this push (0: not said)
+};
+
+struct ServerStats {
+  std::uint64_t version = 0;
+  transport::Counters traffic;
+  StalenessStats staleness;
+  std::uint64_t max_clock_gap = 0;
+  std::vector<std::uint64_t> worker_steps;                 // completed, per rank
+  std::vector<int> missing;  // sync: ranks whose push of a started round has not arrived
+  std::vector<std::vector<std::uint64_t>> staleness_of;    // per rank, per local step
+};
+
+class ParameterServer {
+ public:
+  ParameterServer(transport::Transport& transport, ServerOptions options,
+                  std::vector<double> slice);
+  ~ParameterServer();
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
+  [[nodiscard]] const ServerOptions& options() const noexcept { return options_; }
+  // Waits up to `wait` for the version to reach `version`; true when it has. TrainingError
+  // when the server thread has failed.
+  [[nodiscard]] bool wait_version(std::uint64_t version, std::chrono::milliseconds wait);
+  // Writes this server's keys of the current parameters into params[range]; false (nothing
+  // written) when an injected kill has wiped them.
+  bool copy_slice(std::span<double> params) const;
+  // Writes this server's keys as they were right after update `version` (a snapshot kept by
+  // options().snapshot_every) into params[range] and drops the snapshots up to it; false when
+  // there is no such snapshot (or the server was killed).
+  [[nodiscard]] bool take_snapshot(std::uint64_t version, std::span<double> params);
+  // TrainingError naming the server when its thread has failed.
+  void check() const;
+  // The state after `version` updates. Sync: the current one (the one before the latest round,
+  // which a checkpoint after a stop may ask for while a round is being applied, is the
+  // coordinator's copy: ServerGroup::keep). Async: the one kept at that version
+  // (options().checkpoint_every), older ones dropped. nullopt otherwise.
+  [[nodiscard]] std::optional<ServerState> state_at(std::uint64_t version) const;
+  [[nodiscard]] std::vector<AppliedUpdate> take_log();
+  [[nodiscard]] ServerStats stats() const;
+  // Stops the thread and joins it (idempotent).
+  void stop();
+
+  // ---- Failure (param_server_failure.cpp). Why this server can serve no more, or nullopt:
+  // its thread failed (an error), ended without being stopped (a crash; the injected kill), or
+  // has not polled its socket for more than `timeout_ms` (hung). Any thread.
+  // The text says what happened, not which server ("stopped: its thread ended without a word").
+  [[nodiscard]] std::optional<std::string> failure(std::int64_t timeout_ms) const;
+  [[nodiscard]] std::string name() const;  // "parameter server 1 (keys [6, 11))"
+  // The state now, consistent (taken under the lock the updates hold): the coordinator's copy
+  // a replacement would start from.
+  // Into `out`, whose buffers are reused (no allocation once sized): one memory copy.
+  void capture(ServerState& out) const;
+  // ---- Lost workers (fault_tolerance.on_worker_failure; param_server_workers.cpp). Called by
+  // the coordinator thread: the server thread takes the news in at its next poll slice, and
+  // the call waits for that (TrainingError when the thread has failed, TimeoutError past
+  // `wait`). Both return the rank's pushes this server has applied (async) or its round (sync).
+  //   drop_worker (continue): the rank's later messages are ignored. A synchronous round
+  //     completes with the pushes of the others (one of the lost worker's that already arrived
+  //     is kept: the round divides by the rows it got); the step clock no longer waits for it
+  //     and its steps not done leave total_steps() (async).
+  //   replace_worker (restart): the replacement redoes the rank's first push this server may
+  //     lack, so every (rank, round) or (rank, step) is applied exactly once: a push of one
+  //     already applied is a duplicate, dropped and answered with the current slice (async:
+  //     it also asks for the next step, as every push does). Async: its pull comes first; a
+  //     push of the lost worker still on its way before that pull is dropped.
+  [[nodiscard]] std::uint64_t drop_worker(int rank, std::chrono::milliseconds wait);
+  [[nodiscard]] std::uint64_t replace_worker(int rank, std::chrono::milliseconds wait);
+  // Async continue: drop_worker, and deal the lost worker's rows (`deal`: the kReassign
+  // message for its shard) to the survivors sure to get another slice from this server (held,
+  // or with a step to push that is not their last): share k of those m rides on the next slice
+  // each is sent ("reassign" fields, the segments as a second array). Returns the rank's
+  // applied pushes and the ranks dealt to, ascending (none: no survivor will ask again).
+  struct Dealt {
+    std::uint64_t applied = 0;
+    std::vector<int> to;
+  };
+  [[nodiscard]] Dealt drop_worker_dealing(int rank, protocol::Envelope deal,
+                                          std::chrono::milliseconds wait);
+  // Async: the pushes this server will have applied at the end (every worker's plan, less the
+  // steps lost workers left undone).
+  [[nodiscard]] std::uint64_t total_steps() const;
+
+ private:
+  void loop(std::unique_ptr<transport::Listener> listener);
+  void handle(const protocol::Envelope& e);
+  void on_pull(const protocol::Envelope& e);
+  void on_sync_push(const protocol::Envelope& e);
+  void on_async_push(const protocol::Envelope& e);
+  void apply_round();
+  void release_held();
+  void reply(int rank);
+  // Failure (param_server_failure.cpp), on the server thread. An injected fault that fires at
+  // this message: true when the thread is to end (kill, or a hang released by stop()).
+  [[nodiscard]] bool injected_fault(const protocol::Envelope& e);
+  // Async: a worker that reconnects to this replacement says how many steps it has pushed and
+  // whether it waits for a slice; the updates this server lost are counted as done.
+  void on_rejoin(const protocol::Envelope& e);
+  // Async: after an update, under mu_: writes options().copy when one is due.
+  void leave_copy();
+  // Lost workers (param_server_workers.cpp), on the server thread.
+  [[nodiscard]] Dealt post_news(int rank, bool replaced, std::optional<protocol::Envelope> deal,
+                                std::chrono::milliseconds wait);
+  void take_news();
+  [[nodiscard]] std::uint64_t forget_worker(int rank);
+  [[nodiscard]] std::vector<int> deal_rows(protocol::Envelope deal);
+  // Async: the worker's plan as a push states it (rows taken over lengthen it).
+  void update_plan(const protocol::Envelope& e);
+  [[nodiscard]] std::uint64_t readmit_worker(int rank);
+  [[nodiscard]] bool round_complete() const;
+  void note_missing();  // stats_.missing for the round in progress; takes mu_
+  // True when the message was handled as (or dropped for) a lost or replaced worker.
+  [[nodiscard]] bool screen_lost(const protocol::Envelope& e);
+
+  transport::Listener* listener_ = nullptr;  // the thread's, while it runs
+
+  ServerOptions options_;
+  std::string endpoint_;
+  std::unique_ptr<models::Optimizer> optimizer_;
+  std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
+  mutable std::map<std::uint64_t, ServerState> kept_;  // async: by version, for checkpoints; under mu_
+
+  // Thread-only state.
+  std::vector<std::vector<double>> pending_;  // sync: each rank's push of the current round
+  std::vector<std::uint64_t> pending_rows_;
+  std::vector<bool> have_;
+  int received_ = 0;
+  std::vector<double> grad_;
+  std::vector<double> before_;
+  std::optional<StepClock> clock_;
+  std::vector<int> waiting_;  // async: ranks whose pull is held, in arrival order
+  std::vector<bool> gone_;        // dropped (continue): their messages are ignored
+  std::vector<bool> replaced_;    // restarted: duplicates of applied pushes are expected
+  std::vector<bool> await_pull_;  // async restart: the replacement's pull has not come yet
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  ServerStats stats_;
+  std::vector<AppliedUpdate> log_;
+  std::map<std::uint64_t, std::vector<double>> snapshots_;  // by version; under mu_
+  std::uint64_t total_steps_ = 0;                            // async: every worker's steps
+  std::string error_;
+  FaultInjector faults_;                 // thread-only
+  bool dead_ = false;                    // killed by an injected fault: state_at has nothing; under mu_
+  std::atomic<std::int64_t> beat_ms_{0};  // the thread's last poll of its socket
+  std::atomic<bool> ended_{false};        // the thread has returned
+  // Lost workers posted by the coordinator thread, and the answers to them (by ticket).
+  struct WorkerNews {
+    int rank = 0;
+    bool replaced = false;
+    std::uint64_t ticket = 0;
+    std::optional<protocol::Envelope> deal;
+  };
+  std::vector<WorkerNews> news_;                     // under mu_
+  std::uint64_t news_posted_ = 0;                    // under mu_
+  std::uint64_t news_taken_ = 0;                     // under mu_
+  std::map<std::uint64_t, Dealt> answers_;           // under mu_
+  std::map<int, protocol::Envelope> notices_;  // thread: a share of lost rows for the next slice
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace dt::roles

@@ -1,0 +1,189 @@
+#pragma once
+// Both ends of the parameter servers as the modes use them:
+//   ServerGroup   (coordinator) starts the K server threads on the slices of the session's
+//                 parameters, announces their endpoints to the workers, waits on them under
+//                 the session's supervision, gathers the final parameters and their statistics;
+//   ServerClient  (worker) connects to every server, splits a gradient into the servers' key
+//                 ranges and assembles the slices they send back.
+
+#include "core/servers/param_server.hpp"
+#include "core/servers/server_state.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace dt::transport {
+class Connection;
+}
+
+namespace dt::checkpoint {
+struct Checkpoint;
+}
+
+namespace dt::roles {
+
+class CoordinatorSession;
+class WorkerSession;
+
+struct AsyncServing {
+  std::vector<std::uint64_t> worker_steps;  // steps each worker will push
+  std::optional<int> max_staleness;
+  bool staleness_lr = false;
+  std::uint64_t snapshot_every = 0;  // see ServerOptions::snapshot_every
+  std::uint64_t checkpoint_every = 0;  // see ServerOptions::checkpoint_every
+};
+
+class ServerGroup {
+ public:
+  // Splits the session's parameters into config.aggregation.servers key ranges (ConfigError
+  // when there are more servers than parameters) and starts one server per range. Synchronous
+  // rounds without `async`.
+  // `from`: a resumed run's checkpoint (sync mode), whose servers' optimizer states and round
+  // count the servers continue from (the parameters are the session's already).
+  ServerGroup(CoordinatorSession& session, std::optional<AsyncServing> async,
+              const checkpoint::Checkpoint* from = nullptr);
+
+  [[nodiscard]] const std::vector<KeyRange>& ranges() const noexcept { return ranges_; }
+  // Sends every worker the servers' endpoints (a `servers` message).
+  void announce();
+  // ---- Failed servers (server_recovery.cpp). check() finds a server that failed (an error,
+  // its thread ended, or hung past fault_tolerance.worker_timeout_ms) and reports it in one line
+  // and in summary.json `failures` ({"server": k, ...}). Then, by on_worker_failure:
+  //   abort:             TrainingError (exit 3); the stop checkpoint reads that server's slice
+  //                      from the last copy;
+  //   restart, continue: a replacement (one of max_restarts) starts from the last copy of the
+  //                      server's state on a new endpoint, and the workers are told
+  //                      (kServerMoved); they send it again what it lacks (ServerClient).
+  // Call it from every wait of the coordinator on the workers or the servers.
+  void check();
+  // Sync: copies every server's state after `version` rounds; call it at each round boundary
+  // (every server is at `version` and idle). A replacement redoes the round in progress.
+  void keep(std::uint64_t version);
+  // (Async servers leave their copy themselves, every `workers` updates: the updates applied to
+  // a slice since its copy are lost when its server fails.)
+  // Seconds spent copying (keep, and the async servers' copies), and servers replaced so far.
+  [[nodiscard]] double keep_seconds() const;
+  [[nodiscard]] int replacements() const noexcept { return replacements_; }
+  // That message, for one worker (a replacement) to be sent with fields of its own.
+  [[nodiscard]] protocol::Envelope servers_message() const;
+  // Waits until every server's version reaches `version`, supervising the workers meanwhile;
+  // TimeoutError after `timeout_ms` (the servers' own timeouts fire first in sync mode).
+  void wait_version(std::uint64_t version, std::int64_t timeout_ms);
+  // The current parameters, assembled from every server's slice.
+  void copy_params(std::vector<double>& params) const;
+  // The parameters right after update `version` (async: a multiple of snapshot_every or the
+  // last), from every server's snapshot; the current ones for a server that kept none.
+  void copy_params_at(std::uint64_t version, std::vector<double>& params);
+  // Adds every server's state after `version` rounds to a checkpoint ("parameters" assembled,
+  // "server.<k>.optimizer"); false when a server is at neither that version nor the next.
+  [[nodiscard]] bool save_state(std::uint64_t version, checkpoint::Checkpoint& out) const;
+  // Server 0's applied updates since the last call (async mode's loss log).
+  [[nodiscard]] std::vector<AppliedUpdate> take_log();
+  [[nodiscard]] std::vector<ServerStats> stats() const;
+  void stop();
+
+  // ---- Lost workers (fault_tolerance.on_worker_failure; see ParameterServer::drop_worker and
+  // replace_worker): every server forgets `rank` (continue) or expects its replacement
+  // (restart). Returns what each server answered: the rank's pushes it applied (async), its
+  // round (sync).
+  [[nodiscard]] std::vector<std::uint64_t> lose_worker(int rank, bool replaced);
+  // The ranks dropped so far (continue): a server started later, to take over a failed one,
+  // must be told of them (drop_worker) or its synchronous rounds would wait for them.
+  [[nodiscard]] const std::vector<int>& dropped() const noexcept { return dropped_; }
+  // Async continue: lose_worker(rank, false), and server 0 deals the rank's rows (`deal`: the
+  // kReassign message of its shard) to the survivors it will send a slice again
+  // (ParameterServer::drop_worker_dealing), listed in `dealt_to`.
+  [[nodiscard]] std::vector<std::uint64_t> drop_worker_dealing(int rank, protocol::Envelope deal,
+                                                               std::vector<int>& dealt_to);
+  // Sync: the parameters at the start of round `round`, while every server is at that round or
+  // has just applied it (a replacement redoes the round from there). TrainingError otherwise.
+  void copy_params_of_round(std::uint64_t round, std::vector<double>& params) const;
+  // Async: waits until every server has applied its total_steps() (which lost workers lower),
+  // supervising the workers meanwhile; TimeoutError after `timeout_ms`.
+  void wait_all_applied(std::int64_t timeout_ms);
+  // [{"index", "keys": [begin, end], "bytes_received", "bytes_sent", "messages_received",
+  //   "messages_sent", "version"}, ...]
+  [[nodiscard]] nlohmann::json servers_json() const;
+
+ private:
+  CoordinatorSession& session_;
+  std::vector<KeyRange> ranges_;
+  std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::vector<std::uint64_t> start_steps_;  // a resumed async run: each worker's steps done
+
+  // Failed servers (server_recovery.cpp).
+  void lose_server(std::size_t k, const std::string& cause);
+  void copy_kept(std::size_t k, std::vector<double>& params) const;
+  std::vector<ServerState> copies_;             // the last copy of every server's state
+  std::vector<std::shared_ptr<ServerCopy>> left_;  // async: the copies the servers leave
+  std::vector<int> incarnations_;               // replacements of each key range
+  std::vector<bool> lost_;                      // failed, not replaced (abort)
+  std::vector<transport::Counters> retired_;    // traffic of each range's failed servers
+  double keep_seconds_ = 0;
+  int replacements_ = 0;
+  std::vector<int> dropped_;                // lost under continue
+};
+
+class ServerClient {
+ public:
+  // Connects to the servers a `servers` message names, and takes the coordinator's
+  // kServerMoved notices (on_moved) until destroyed.
+  ServerClient(WorkerSession& session, const protocol::Envelope& servers);
+  ~ServerClient();
+  ServerClient(const ServerClient&) = delete;
+  ServerClient& operator=(const ServerClient&) = delete;
+
+  [[nodiscard]] const std::vector<KeyRange>& ranges() const noexcept { return ranges_; }
+  // Asks every server for its slice (`steps`: this worker's planned steps, async mode).
+  void pull(std::uint64_t steps);
+  // Sends every server its keys of `grad_sum` with the batch's rows and loss sum, and the
+  // version of that server's slice the gradient was computed from.
+  // `planned` (async, when not 0): this worker's planned steps in all, which grow when it takes
+  // over rows of a lost worker.
+  void push(std::span<const double> grad_sum, std::uint64_t step, std::uint64_t rows,
+            double loss_sum, std::uint64_t planned = 0);
+  // Waits for one slice from every server and writes it into params; supervised by
+  // WorkerSession::check_alive (a wait the stale-synchronous bound holds is not a failure).
+  // Slices older than `min_version` are skipped: a replacement for a lost worker (restart) may
+  // be sent a round's slice twice (once as the lost worker's, once for its own push).
+  void receive(std::span<double> params, std::uint64_t min_version = 0);
+  // A share of a lost worker's rows a server sent along with a slice (async continue): the
+  // kReassign message to act on, once.
+  [[nodiscard]] std::optional<protocol::Envelope> take_notice() { return std::exchange(notice_, {}); }
+
+ private:
+  void account();
+  // kServerMoved (a notice from the coordinator, server_recovery.cpp): connects to the
+  // replacement and sends it what it lacks (sync: this worker's push of the round it redoes;
+  // async: how many steps this worker has pushed, and whether it waits for a slice).
+  void on_moved(const protocol::Envelope& moved);
+
+  WorkerSession& session_;
+  std::vector<KeyRange> ranges_;
+  std::vector<std::string> endpoints_;
+  std::vector<std::unique_ptr<transport::Connection>> connections_;
+  std::vector<std::uint64_t> versions_;
+  std::uint64_t sent_ = 0;
+  std::uint64_t received_ = 0;
+  // For a replaced server: the last message sent to each server (as encoded, kept instead of
+  // a temporary, so at no extra cost) and its step; whether a slice is owed by it; the lowest
+  // version a slice of it may carry (sync: a replacement's repeat of a round is dropped).
+  bool asynchronous_ = false;
+  std::uint64_t steps_ = 0;   // async: this worker's planned steps
+  std::uint64_t pushes_ = 0;  // pushes sent to every server
+  std::vector<std::optional<wire::Message>> last_sent_;
+  std::vector<std::uint64_t> last_push_step_;
+  std::vector<bool> pushed_;
+  std::vector<bool> awaiting_;
+  std::vector<std::uint64_t> min_version_;
+  std::uint64_t retired_sent_ = 0;      // bytes of connections closed for a replacement
+  std::uint64_t retired_received_ = 0;
+  std::optional<protocol::Envelope> notice_;
+};
+
+}  // namespace dt::roles

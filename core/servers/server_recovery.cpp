@@ -1,0 +1,164 @@
+// A parameter server that fails (sharded servers, async): the coordinator's copies of the
+// servers' state, finding a failed server, the policy, starting a replacement from the copy,
+// and the workers' side of a replacement (ServerClient::on_moved).
+//
+// Why the copy is exact in sync mode: the coordinator copies every server's slice, optimizer
+// state and round count at each round boundary, when every server has applied the round and
+// none can start the next (the workers wait for the coordinator's next step). A server that
+// fails during round s therefore has a copy of the state before round s. Its replacement starts
+// from that copy, and every worker sends it the push of round s again (the same bytes, kept by
+// ServerClient): it adds them in rank order and steps its optimizer as the failed server would
+// have, so the run ends with the same bits as one without the failure. A worker that had
+// already received the failed server's answer to round s drops the replacement's repeat of it
+// (a slice older than the round it waits for).
+//
+// Async mode has no round boundary: each server leaves a copy of its state with the coordinator
+// every N updates (N workers: one update per worker, on average), and the updates it applied
+// since (fewer than N, and the pushes on their way) are lost for its slice (they stay in the
+// other slices). A worker reconnecting says how many steps it has pushed; the replacement counts
+// the lost ones as done, so the run still ends after every worker's planned steps.
+
+#include "core/servers/server_group.hpp"
+
+#include "core/coordinator/coordinator.hpp"
+#include "core/protocol/timing.hpp"
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+
+namespace dt::roles {
+
+using transport::Clock;
+using transport::deadline_in;
+
+void ServerGroup::check() {
+  const std::int64_t timeout = session_.config().fault_tolerance.worker_timeout_ms;
+  for (std::size_t k = 0; k < servers_.size(); ++k) {
+    if (auto cause = servers_[k]->failure(timeout)) lose_server(k, *cause);
+  }
+}
+
+void ServerGroup::keep(std::uint64_t version) {
+  const auto start = Clock::now();
+  for (std::size_t k = 0; k < servers_.size(); ++k) {
+    servers_[k]->capture(copies_[k]);
+    if (copies_[k].version != version) {
+      fail<TrainingError>("internal error: {} is at update {} at the boundary of round {}",
+                          servers_[k]->name(), copies_[k].version, version);
+    }
+  }
+  keep_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double ServerGroup::keep_seconds() const {
+  double seconds = keep_seconds_;
+  for (const auto& left : left_) {
+    if (!left) continue;
+    std::lock_guard lock(left->mu);
+    seconds += left->seconds;
+  }
+  return seconds;
+}
+
+void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
+  const auto& ft = session_.config().fault_tolerance;
+  auto& result = session_.result();
+  const auto& failed = *servers_[k];
+  const auto range = failed.options().range;
+  const std::string line = fmt::format("parameter server {} (keys [{}, {}) on {}) {}; last "
+                                       "completed step {}",
+                                       k, range.begin, range.end, failed.endpoint(), cause,
+                                       result.steps);
+  nlohmann::json failure = {{"server", k},
+                            {"keys", {range.begin, range.end}},
+                            {"endpoint", failed.endpoint()},
+                            {"cause", cause},
+                            {"step", result.steps},
+                            {"message", line}};
+  if (left_[k]) {
+    std::lock_guard lock(left_[k]->mu);  // async: the copy the server left
+    copies_[k] = left_[k]->state;
+  }
+  const auto give_up = [&](const std::string& why) {
+    failure["action"] = "abort";
+    result.failures.push_back(std::move(failure));
+    lost_[k] = true;
+    servers_[k]->stop();  // a hung one must not come back to life
+    throw TrainingError(line + why);
+  };
+  if (ft.on_worker_failure == config::FailurePolicy::kAbort) {
+    give_up(fmt::format(" (fault_tolerance.on_worker_failure is abort; restart or continue "
+                        "would start a new server from the copy of update {})",
+                        copies_[k].version));
+  }
+  if (!session_.take_restart()) {
+    give_up(fmt::format("; no restart left (fault_tolerance.max_restarts = {})", ft.max_restarts));
+  }
+  const auto& copy = copies_[k];
+  log::warn("{}; starting a replacement from the copy of update {} ({} of at most {} restarts)",
+            line, copy.version, session_.restarts(), ft.max_restarts);
+
+  ServerOptions o = failed.options();
+  o.faults.clear();  // as a replacement worker, it runs without the injected faults
+  o.incarnation = ++incarnations_[k];
+  o.start_version = copy.version;
+  o.optimizer_state = copy.optimizer;
+  if (o.asynchronous) o.start_completed = copy.worker_steps;
+  servers_[k]->stop();
+  const auto gone = servers_[k]->stats().traffic;
+  retired_[k].bytes_sent += gone.bytes_sent;
+  retired_[k].bytes_received += gone.bytes_received;
+  retired_[k].messages_sent += gone.messages_sent;
+  retired_[k].messages_received += gone.messages_received;
+  servers_[k] = std::make_unique<ParameterServer>(session_.transport(), std::move(o), copy.slice);
+  ++replacements_;
+  auto& now = *servers_[k];
+  // Workers lost under `continue` before the failure: the new server must not wait for them.
+  for (const int rank : dropped_) (void)now.drop_worker(rank, std::chrono::milliseconds(5000));
+
+  failure["action"] = "restart";
+  failure["restored_update"] = copy.version;
+  failure["replacement_endpoint"] = now.endpoint();
+  result.failures.push_back(std::move(failure));
+  log::warn("parameter server {} is back on {} at update {}; training goes on", k,
+            now.endpoint(), copy.version);
+  protocol::Envelope moved{.type = protocol::Type::kServerMoved, .step = copy.version};
+  moved.fields = {{"server", k}, {"endpoint", now.endpoint()}, {"version", copy.version}};
+  session_.notify(std::move(moved));
+}
+
+void ServerClient::on_moved(const protocol::Envelope& moved) {
+  const auto k = protocol::count(moved, "server");
+  if (k >= connections_.size()) {
+    fail<ProtocolError>("the coordinator moved parameter server {} of {}", k, connections_.size());
+  }
+  const auto endpoint = moved.fields.value("endpoint", std::string());
+  const auto version = protocol::count(moved, "version");
+  account();
+  retired_sent_ += connections_[k]->counters().bytes_sent;
+  retired_received_ += connections_[k]->counters().bytes_received;
+  connections_[k] = session_.transport().connect(endpoint, protocol::peer_name(session_.rank()));
+  endpoints_[k] = endpoint;
+  account();
+  log::info("parameter server {} was replaced; now at {} (update {})", k, endpoint, version);
+  const auto send = [&](const wire::Message& m) {
+    connections_[k]->send(m, deadline_in(kSendDeadline));
+  };
+  if (asynchronous_) {
+    // The replacement learns how far this worker is, and answers with a slice of its own when
+    // the worker has steps left (a slice of the failed server's is of no use for the push).
+    awaiting_[k] = pushes_ < steps_;
+    protocol::Envelope e{.type = protocol::Type::kPull, .rank = session_.rank()};
+    e.fields = {{"steps", steps_}, {"rejoin", pushes_}, {"awaiting", awaiting_[k]}};
+    send(protocol::encode(std::move(e), session_.job_id()));
+    return;
+  }
+  // Sync: the replacement redoes round `version` and needs this worker's push of it; a worker
+  // still waiting for its first slice asks again.
+  if (!last_sent_[k]) return;
+  if ((pushed_[k] && last_push_step_[k] == version) || (!pushed_[k] && awaiting_[k])) {
+    send(*last_sent_[k]);
+  }
+}
+
+}  // namespace dt::roles

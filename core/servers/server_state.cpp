@@ -1,0 +1,130 @@
+#include "core/servers/server_state.hpp"
+
+#include "base/error.hpp"
+
+#include <algorithm>
+
+namespace dt::roles {
+
+std::vector<KeyRange> split_keys(std::size_t count, int servers) {
+  if (servers < 1) {
+    fail<ConfigError>("aggregation.servers must be at least 1, got {}", servers);
+  }
+  const auto k = static_cast<std::size_t>(servers);
+  if (k > count) {
+    fail<ConfigError>("aggregation.servers is {} but the model has only {} parameter(s): every "
+                      "server must own at least one; set aggregation.servers to at most {}",
+                      servers, count, count);
+  }
+  std::vector<KeyRange> ranges;
+  ranges.reserve(k);
+  const std::size_t base = count / k;
+  const std::size_t extra = count % k;
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::size_t size = base + (i < extra ? 1 : 0);
+    ranges.push_back({begin, begin + size});
+    begin += size;
+  }
+  return ranges;
+}
+
+StepClock::StepClock(std::vector<std::uint64_t> steps_per_worker, std::optional<int> max_staleness)
+    : steps_(std::move(steps_per_worker)),
+      completed_(steps_.size(), 0),
+      max_staleness_(max_staleness) {
+  if (max_staleness_ && *max_staleness_ < 0) {
+    fail<ConfigError>("aggregation.async.max_staleness must be >= 0, got {}", *max_staleness_);
+  }
+  for (const auto s : steps_) unfinished_ += s > 0 ? 1 : 0;
+}
+
+void StepClock::resume_at(const std::vector<std::uint64_t>& completed) {
+  if (completed.size() != completed_.size()) {
+    fail<TrainingError>("a resumed step clock for {} workers got {} counts", completed_.size(),
+                        completed.size());
+  }
+  unfinished_ = 0;
+  for (std::size_t r = 0; r < completed.size(); ++r) {
+    completed_[r] = std::min(completed[r], steps_[r]);
+    unfinished_ += completed_[r] < steps_[r] ? 1 : 0;
+  }
+}
+
+void StepClock::retire(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (completed_.at(r) < steps_.at(r)) --unfinished_;
+  steps_[r] = completed_[r];
+}
+
+void StepClock::set_steps(int rank, std::uint64_t steps) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (steps < completed_.at(r)) {
+    fail<TrainingError>("worker {} now plans {} steps but has completed {}", rank, steps,
+                        completed_[r]);
+  }
+  const bool was = completed_[r] < steps_[r];
+  const bool is = completed_[r] < steps;
+  if (was != is) unfinished_ += is ? 1 : -1;
+  steps_[r] = steps;
+}
+
+std::uint64_t StepClock::completed(int rank) const { return completed_.at(static_cast<std::size_t>(rank)); }
+
+bool StepClock::finished(int rank) const {
+  const auto r = static_cast<std::size_t>(rank);
+  return completed_.at(r) >= steps_.at(r);
+}
+
+std::optional<std::uint64_t> StepClock::slowest() const {
+  std::optional<std::uint64_t> low;
+  for (std::size_t r = 0; r < completed_.size(); ++r) {
+    if (completed_[r] >= steps_[r]) continue;
+    low = low ? std::min(*low, completed_[r]) : completed_[r];
+  }
+  return low;
+}
+
+bool StepClock::may_start(int rank) const {
+  if (finished(rank)) return false;
+  if (!max_staleness_) return true;
+  const std::uint64_t next = completed(rank);  // the step it would start
+  const auto low = slowest();                 // includes `rank` itself, so it exists
+  return next <= *low + static_cast<std::uint64_t>(*max_staleness_);
+}
+
+std::uint64_t StepClock::lead(int rank) const {
+  const auto low = slowest();
+  if (!low) return 0;
+  const auto mine = completed(rank);
+  return mine > *low ? mine - *low : 0;
+}
+
+void StepClock::complete(int rank) {
+  if (finished(rank)) {
+    fail<TrainingError>("worker {} pushed a step after its last ({} steps)", rank,
+                        steps_.at(static_cast<std::size_t>(rank)));
+  }
+  const auto r = static_cast<std::size_t>(rank);
+  ++completed_[r];
+  if (completed_[r] == steps_[r]) --unfinished_;
+}
+
+void StalenessStats::add(std::uint64_t staleness) {
+  ++count;
+  sum += staleness;
+  max = std::max(max, staleness);
+  ++histogram[staleness];
+}
+
+double StalenessStats::mean() const noexcept {
+  return count == 0 ? 0.0 : static_cast<double>(sum) / static_cast<double>(count);
+}
+
+nlohmann::json StalenessStats::to_json() const {
+  nlohmann::json hist = nlohmann::json::object();
+  for (const auto& [s, n] : histogram) hist[std::to_string(s)] = n;
+  return {{"count", count}, {"max", max}, {"mean", mean()}, {"histogram", hist}};
+}
+
+}  // namespace dt::roles

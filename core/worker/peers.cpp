@@ -1,0 +1,121 @@
+#include "core/worker/peers.hpp"
+
+#include "core/coordinator/coordinator.hpp"
+#include "core/protocol/heartbeat.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "transports/collectives/ring.hpp"
+#include "transports/transport.hpp"
+
+#include <algorithm>
+
+namespace dt::roles {
+namespace {
+
+// A peer's silence is not a liveness signal: it may be computing a large batch, or waiting on
+// its own predecessor. The coordinator watches every worker (exit status, heartbeats) and ends
+// the run within worker_timeout_ms when one is lost; this bound is the backstop for what it
+// cannot see (live workers stuck waiting on each other), long enough for any sane step.
+constexpr std::chrono::milliseconds kMinPeerTimeout{30000};
+constexpr int kPeerTimeoutFactor = 10;  // times worker_timeout_ms, when that is longer
+
+}  // namespace
+
+bool needs_peer_links(const config::Config& config) {
+  return config.aggregation.topology == config::Topology::kRing || config.parallelism.tensor > 1;
+}
+
+std::unique_ptr<collectives::PeerLinks> open_peer_links(transport::Transport& transport,
+                                                        const WorkerOptions& options,
+                                                        const HeartbeatClient& heartbeat,
+                                                        const config::Config& config,
+                                                        std::uint32_t generation) {
+  const std::int64_t timeout_ms = config.fault_tolerance.worker_timeout_ms;
+  collectives::PeerOptions peer;
+  peer.job_id = options.job_id;
+  peer.rank = options.rank;
+  peer.timeout = std::max(kMinPeerTimeout, std::chrono::milliseconds(timeout_ms) * kPeerTimeoutFactor);
+  peer.on_wait = [&options, &heartbeat, timeout_ms] {
+    if (options.cancel != nullptr && options.cancel->load()) {
+      fail<InterruptedError>("worker {} stopped by the coordinator", options.rank);
+    }
+    if (const auto silent = heartbeat.silent_ms(); silent > timeout_ms) {
+      fail<TransportError>("lost the coordinator at {}: no answer to heartbeats for {} ms "
+                           "(fault_tolerance.worker_timeout_ms = {})",
+                           options.endpoint, silent, timeout_ms);
+    }
+  };
+  try {
+    auto listener = transport.listen(generation == 0
+                                         ? fmt::format("p{}", options.rank)
+                                         : fmt::format("p{}-{}", options.rank, generation));
+    auto links = std::make_unique<collectives::PeerLinks>(transport, std::move(listener),
+                                                          std::move(peer));
+    log::info("peer links listen on {}", links->endpoint());
+    return links;
+  } catch (Error& e) {
+    e.add_context("cannot open this worker's peer listener");
+    throw;
+  }
+}
+
+bool WorkerSession::has_peers() const noexcept { return peers_ != nullptr; }
+
+collectives::PeerLinks& WorkerSession::peers() {
+  if (peers_ == nullptr) {
+    fail<TrainingError>("worker {}: this run has no peer links (they are opened for "
+                        "aggregation.topology: ring and parallelism.tensor > 1)", rank());
+  }
+  if (!peers_->has_endpoints()) {
+    fail<ProtocolError>("worker {}: a training message came before the peer endpoints", rank());
+  }
+  return *peers_;
+}
+
+collectives::Ring& WorkerSession::group(const std::vector<std::uint32_t>& ranks) {
+  return peers().ring(ranks);
+}
+
+std::uint32_t WorkerSession::world_size() {
+  return static_cast<std::uint32_t>(peers().world_size());
+}
+
+void WorkerSession::set_peer_endpoints(std::vector<std::string> endpoints) {
+  if (peers_ == nullptr) {
+    fail<ProtocolError>("worker {}: the coordinator sent peer endpoints, but this run has no "
+                        "peer links", rank());
+  }
+  peers_->set_endpoints(std::move(endpoints));
+}
+
+void WorkerSession::update_peer_endpoints(std::vector<std::string> endpoints,
+                                          const std::vector<std::uint32_t>& replaced) {
+  if (peers_ == nullptr) {
+    fail<ProtocolError>("worker {}: the coordinator re-formed a peer group, but this run has no "
+                        "peer links", rank());
+  }
+  peers_->update_endpoints(std::move(endpoints), replaced);
+}
+
+void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelope>& ready) {
+  std::vector<std::string> endpoints;
+  for (const auto& e : ready) {
+    const auto it = e.fields.find("peer_endpoint");
+    if (it == e.fields.end() || !it->is_string() || it->get<std::string>().empty()) {
+      if (!endpoints.empty()) {
+        fail<ProtocolError>("worker {} reported no peer endpoint while others did", e.rank);
+      }
+      continue;
+    }
+    if (endpoints.size() != e.rank) {
+      fail<ProtocolError>("worker {} reported a peer endpoint while others did not", e.rank);
+    }
+    endpoints.push_back(it->get<std::string>());
+  }
+  if (endpoints.empty()) return;  // a star run: no peer links
+  peer_endpoints_ = endpoints;
+  log::debug("peer endpoints: {}", fmt::join(endpoints, " "));
+  broadcast(protocol::make_peers(endpoints));
+}
+
+}  // namespace dt::roles

@@ -1,0 +1,110 @@
+// WorkerSession's data side: the rows of each step (global batches in gradients mode, local
+// batches in parameters and async), the epoch's shuffled order, and rows adopted from lost
+// workers (continue).
+
+#include "core/worker/worker.hpp"
+
+#include "core/coordinator/coordinator.hpp"
+#include "base/error.hpp"
+#include "base/random.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace dt::roles {
+
+void WorkerSession::adopt_rows(data::Shard rows, std::uint64_t from_epoch) {
+  adopted_.push_back({std::move(rows), from_epoch});
+}
+
+void WorkerSession::adopt_all() {
+  for (auto& a : adopted_) a.from_epoch = 0;
+  prepare_epoch(epoch_ == UINT64_MAX ? 0 : epoch_);
+}
+
+std::uint64_t WorkerSession::take_share(const protocol::Envelope& reassign,
+                                        std::uint64_t from_epoch) {
+  if (!share_taker_) fail<TrainingError>("internal error: this worker cannot take rows over");
+  return share_taker_(reassign, from_epoch);
+}
+
+std::uint64_t WorkerSession::rows_in_epoch(std::uint64_t epoch) const {
+  auto rows = this->rows();
+  for (const auto& a : adopted_) {
+    if (a.from_epoch <= epoch) rows += static_cast<std::uint64_t>(a.rows.y.size());
+  }
+  return rows;
+}
+
+WorkerSession::Batch WorkerSession::local_batch_at(std::uint64_t epoch, std::uint64_t s) {
+  if (epoch != epoch_) prepare_epoch(epoch);  // rows taken over join here
+  return slice(epoch, s, local_steps_per_epoch());
+}
+
+void WorkerSession::prepare_epoch(std::uint64_t epoch) {
+  epoch_ = epoch;
+  // Rows taken over from lost workers join at the epoch they were dealt for, in the order
+  // they were dealt: every survivor's row order stays a function of the run's history.
+  for (auto a = adopted_.begin(); a != adopted_.end();) {
+    if (a->from_epoch > epoch) {
+      ++a;
+      continue;
+    }
+    const auto old_rows = shard_.x.rows();
+    const auto add = a->rows.x.rows();
+    shard_.x.conservativeResize(old_rows + add, Eigen::NoChange);
+    shard_.x.bottomRows(add) = a->rows.x;
+    shard_.y.conservativeResize(old_rows + add);
+    shard_.y.tail(add) = a->rows.y;
+    a = adopted_.erase(a);
+  }
+  if (!config_.training.shuffle) return;
+  if (order_.size() != rows()) {
+    order_.resize(rows());
+  }
+  std::iota(order_.begin(), order_.end(), std::uint64_t{0});
+  // Keyed by the data shard, not the rank: the T ranks of a tensor-parallel group share one
+  // shard and must walk it in the same order (rank / tensor is the rank when tensor = 1).
+  const auto shard_index =
+      options_.rank / static_cast<std::uint32_t>(std::max(1, config_.parallelism.tensor));
+  random::Generator gen(config_.seed, random::stream::kEpochShuffle,
+                        random::hash(epoch, shard_index, 0, 0));
+  random::shuffle(std::span(order_), gen);
+}
+
+WorkerSession::Batch WorkerSession::batch(std::uint64_t step) {
+  return slice(step / steps_per_epoch_, step % steps_per_epoch_, steps_per_epoch_);
+}
+
+std::uint64_t WorkerSession::local_steps_per_epoch() const noexcept {
+  return roles::local_steps_per_epoch(config_.training, rows());
+}
+
+WorkerSession::Batch WorkerSession::local_batch(std::uint64_t local_step) {
+  const auto per_epoch = local_steps_per_epoch();
+  return slice(local_step / per_epoch, local_step % per_epoch, per_epoch);
+}
+
+WorkerSession::Batch WorkerSession::slice(std::uint64_t epoch, std::uint64_t s,
+                                          std::uint64_t per_epoch) {
+  if (epoch != epoch_) prepare_epoch(epoch);
+  const std::uint64_t n = rows();
+  const auto begin = static_cast<std::int64_t>(s * n / per_epoch);
+  const auto end = static_cast<std::int64_t>((s + 1) * n / per_epoch);
+  const auto count = end - begin;
+  // An empty pick means every row: an empty batch (tiny shards) is 0 rows of the shard instead.
+  if (!config_.training.shuffle || count == 0) {
+    return {shard_.x.middleRows(begin, count), shard_.y.segment(begin, count), {}};
+  }
+  return {shard_.x, shard_.y,
+          std::span<const std::uint64_t>(order_).subspan(static_cast<std::size_t>(begin),
+                                                         static_cast<std::size_t>(count))};
+}
+
+WorkerSession::Batch WorkerSession::gathered(const Batch& batch) {
+  // A 0-row batch keeps the shard's columns: a tensor slice checks them even when its
+  // replica's share is 0 rows.
+  return models::gather(batch, batch_x_, batch_y_);
+}
+
+}  // namespace dt::roles
