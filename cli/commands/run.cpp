@@ -57,7 +57,7 @@ std::vector<config::Override> launcher_overrides(const rendezvous::Launch& launc
                         "listening where other machines can connect needs authentication: set "
                         "transport.security: curve with one key pair for the job (`disttrain "
                         "keygen job`; transport.keys: {{secret: job.key, authorized: job.pub, "
-                        "server: job.pub}}; README: Security), or MASTER_ADDR=127.0.0.1 on one "
+                        "server: job.pub}}; see docs/security.md), or MASTER_ADDR=127.0.0.1 on one "
                         "host",
                         config_path.string(), host, launch.source);
     }

@@ -150,7 +150,7 @@ int work(const WorkerArgs& args) {
   if (!join.advertise.empty() && !join.security.curve) {
     // Its peer links would listen on every interface, open to anyone on the network.
     fail<UsageError>("--advertise makes this worker listen on every interface, which needs "
-                     "transport.security curve: give --key and --server-key (README: Security)");
+                     "transport.security curve: give --key and --server-key (see docs/security.md)");
   }
   return run_joining_worker(join);
 }

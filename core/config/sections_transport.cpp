@@ -88,7 +88,7 @@ TransportConfig parse_transport(const Section& s, const std::filesystem::path& b
                        "connect needs authentication: set transport.security: curve, make key "
                        "pairs with `disttrain keygen coordinator` and `disttrain keygen worker`, "
                        "and give transport.keys: {{secret: coordinator.key, authorized: "
-                       "worker.pub}} (README: Security); or listen on 127.0.0.1:PORT",
+                       "worker.pub}} (see docs/security.md); or listen on 127.0.0.1:PORT",
                        describe(s.node("address"))));
   }
   return c;

@@ -292,7 +292,7 @@ TEST_CASE("config errors: name, address and timeouts") {
        "listening where other machines can connect needs authentication: set "
        "transport.security: curve, make key pairs with `disttrain keygen coordinator` and "
        "`disttrain keygen worker`, and give transport.keys: {secret: coordinator.key, "
-       "authorized: worker.pub} (README: Security); or listen on 127.0.0.1:PORT"},
+       "authorized: worker.pub} (see docs/security.md); or listen on 127.0.0.1:PORT"},
       {with_header("transport: {type: tcp, advertise: '10.0.0.5:29500'}\n"),
        "test.yaml:3:35: transport.advertise: expected a host name or address without a port "
        "(every listener advertises its own port; an IPv6 address goes in brackets: [fd00::5]), "

@@ -1,0 +1,96 @@
+#pragma once
+// What a parameter server is given and what it gives back, apart from the server itself
+// (param_server.hpp) so that its group, its recovery and checkpoints can use them without the
+// server's threading: ServerOptions (how one is set up), ServerState and ServerCopy (its slice
+// and optimizer state at an update, for checkpoints and for a replacement), AppliedUpdate (one
+// push as the loss log sees it) and ServerStats (what summary.json reports of it).
+
+#include "core/config/config.hpp"
+#include "core/models/optim.hpp"
+#include "core/servers/server_state.hpp"
+#include "transports/transport.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace dt::roles {
+
+struct ServerCopy;
+
+// How one server is set up: its keys, its workers, its optimizer and what it keeps.
+struct ServerOptions {
+  int index = 0;
+  KeyRange range;
+  int workers = 0;
+  bool asynchronous = false;
+  config::OptimizerConfig optimizer;
+  std::vector<double> l2;  // per key of the range: the L2 coefficient (0 for biases)
+  std::uint64_t job_id = 0;
+  // async only
+  std::vector<std::uint64_t> worker_steps;  // steps each worker will push
+  std::optional<int> max_staleness;
+  bool staleness_lr = false;
+  bool keep_log = false;  // record every applied update for the coordinator's loss log
+  // Copy the slice after every this many updates (and after the last): the parameters the loss
+  // log's validation must use at that update, since the servers move on before the
+  // coordinator reads them. 0: none.
+  std::uint64_t snapshot_every = 0;
+  // Async: keep the state after every this many updates for a checkpoint (state_at). 0: none.
+  std::uint64_t checkpoint_every = 0;
+  // Async: write `copy` after every this many updates, for a replacement should this server
+  // fail (param_server_failure.cpp). 0: none.
+  std::uint64_t copy_every = 0;
+  std::shared_ptr<ServerCopy> copy;
+  // A resumed run: the updates (rounds) already done, the slice's optimizer state then, and
+  // (async) each worker's completed steps.
+  std::uint64_t start_version = 0;
+  std::optional<models::OptimizerState> optimizer_state;
+  std::vector<std::uint64_t> start_completed;
+  // Injected faults aimed at this server (config `server: k`); a replacement has none.
+  std::vector<config::FaultConfig> faults;
+  // 0 for the first server of this key range, n for its n-th replacement (a server that
+  // failed): it listens on a new endpoint.
+  int incarnation = 0;
+};
+
+// A server's slice and optimizer state after `version` updates (a checkpoint's part).
+struct ServerState {
+  std::uint64_t version = 0;
+  std::vector<double> slice;
+  models::OptimizerState optimizer;
+  std::vector<std::uint64_t> worker_steps;  // async: each worker's pushes applied
+};
+
+// A copy of a server's state kept apart from the server (the coordinator's): async servers write
+// it as they go (ServerOptions::copy_every), and it outlives a server that fails. Its own mutex:
+// a server holds its mu_ while it writes, the coordinator only this one while it reads.
+struct ServerCopy {
+  std::mutex mu;
+  ServerState state;
+  double seconds = 0;  // spent writing it
+};
+
+// One push as applied by a server (async mode's loss log).
+struct AppliedUpdate {
+  std::uint64_t version = 0;  // the server's version once applied
+  int rank = 0;
+  std::uint64_t step = 0;  // the worker's local step
+  double loss_sum = 0;
+  std::uint64_t rows = 0;
+  std::uint64_t planned = 0;  // the worker's planned steps as of this push (0: not said)
+};
+
+struct ServerStats {
+  std::uint64_t version = 0;
+  transport::Counters traffic;
+  StalenessStats staleness;
+  std::uint64_t max_clock_gap = 0;
+  std::vector<std::uint64_t> worker_steps;                 // completed, per rank
+  std::vector<int> missing;  // sync: ranks whose push of a started round has not arrived
+  std::vector<std::vector<std::uint64_t>> staleness_of;    // per rank, per local step
+};
+
+}  // namespace dt::roles
