@@ -47,6 +47,7 @@
 #include "core/modes/server_mode.hpp"
 #include "core/coordinator/coordinator.hpp"
 #include "core/servers/server_group.hpp"
+#include "core/worker/server_client.hpp"
 #include "core/coordinator/tensor_plan.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"

@@ -26,6 +26,7 @@
 #include "core/modes/step.hpp"
 #include "core/coordinator/coordinator.hpp"
 #include "core/servers/server_group.hpp"
+#include "core/worker/server_client.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"

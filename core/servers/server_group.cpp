@@ -4,7 +4,6 @@
 
 #include "core/coordinator/coordinator.hpp"
 #include "core/protocol/heartbeat.hpp"
-#include "core/worker/worker.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -215,126 +214,6 @@ nlohmann::json ServerGroup::servers_json() const {
     if (incarnations_[k] > 0) list.back()["replacements"] = incarnations_[k];
   }
   return list;
-}
-
-ServerClient::ServerClient(WorkerSession& session, const protocol::Envelope& servers)
-    : session_(session) {
-  endpoints_ = servers.fields.value("endpoints", std::vector<std::string>{});
-  const auto p = session.model().parameter_count();
-  if (endpoints_.empty() || protocol::count(servers, "parameters") != p) {
-    fail<ProtocolError>("servers message: {} endpoints for {} parameters (this worker's model "
-                        "has {})", endpoints_.size(), protocol::count(servers, "parameters"), p);
-  }
-  ranges_ = split_keys(p, static_cast<int>(endpoints_.size()));
-  const auto k = endpoints_.size();
-  versions_.assign(k, 0);
-  last_sent_.resize(k);
-  last_push_step_.assign(k, 0);
-  pushed_.assign(k, false);
-  awaiting_.assign(k, false);
-  min_version_.assign(k, 0);
-  asynchronous_ = session.config().aggregation.mode == config::AggregationMode::kAsync;
-  if (const auto it = servers.fields.find("start_steps"); it != servers.fields.end()) {
-    pushes_ = it->at(session.rank()).get<std::uint64_t>();  // a resumed async run
-  }
-  for (const auto& endpoint : endpoints_) {
-    connections_.push_back(
-        session.transport().connect(endpoint, protocol::peer_name(session.rank())));
-  }
-  session.on_notice(protocol::Type::kServerMoved,
-                    [this](const protocol::Envelope& moved) { on_moved(moved); });
-}
-
-ServerClient::~ServerClient() { session_.on_notice(protocol::Type::kServerMoved, {}); }
-
-void ServerClient::account() {
-  std::uint64_t sent = retired_sent_, received = retired_received_;
-  for (const auto& c : connections_) {
-    sent += c->counters().bytes_sent;
-    received += c->counters().bytes_received;
-  }
-  session_.add_bytes(sent - sent_, received - received_);
-  sent_ = sent;
-  received_ = received;
-}
-
-void ServerClient::pull(std::uint64_t steps) {
-  const auto start = Clock::now();
-  steps_ = steps;
-  for (std::size_t k = 0; k < connections_.size(); ++k) {
-    protocol::Envelope e{.type = protocol::Type::kPull, .rank = session_.rank()};
-    e.fields = {{"steps", steps}};
-    last_sent_[k] = protocol::encode(std::move(e), session_.job_id());
-    // Async: a worker with nothing (left) to do gets no slice.
-    awaiting_[k] = !asynchronous_ || pushes_ < steps_;
-    connections_[k]->send(*last_sent_[k], deadline_in(kSendDeadline));
-  }
-  account();
-  session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());
-}
-
-void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
-                        std::uint64_t rows, double loss_sum, std::uint64_t planned) {
-  const auto start = Clock::now();
-  session_.before_server_push();
-  // Async continue: rows taken over from a lost worker lengthen the plan, and with it the
-  // step whose push is the last (the one no slice answers).
-  if (planned > 0) steps_ = planned;
-  for (std::size_t k = 0; k < connections_.size(); ++k) {
-    const auto& range = ranges_[k];
-    protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};
-    e.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"version", versions_[k]}};
-    if (planned > 0) e.fields["steps"] = planned;
-    e.arrays.push_back(wire::to_bytes(grad_sum.subspan(range.begin, range.size())));
-    last_sent_[k] = protocol::encode(std::move(e), session_.job_id());
-    last_push_step_[k] = step;
-    pushed_[k] = true;
-    // Sync: the slice of round step + 1 answers it; async: the next step's, unless it was the
-    // last (the push is also the next step's pull).
-    awaiting_[k] = !asynchronous_ || pushes_ + 1 < steps_;
-    min_version_[k] = asynchronous_ ? 0 : step + 1;
-    connections_[k]->send(*last_sent_[k], deadline_in(kSendDeadline));
-  }
-  ++pushes_;
-  account();
-  session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());
-}
-
-void ServerClient::receive(std::span<double> params, std::uint64_t min_version) {
-  const auto start = Clock::now();
-  // Until no server owes a slice. A server replaced meanwhile (on_moved, through take_notices)
-  // may owe one again.
-  for (;;) {
-    const auto owed = std::find(awaiting_.begin(), awaiting_.end(), true);
-    if (owed == awaiting_.end()) break;
-    const auto k = static_cast<std::size_t>(owed - awaiting_.begin());
-    session_.check_alive();
-    auto message = connections_[k]->receive(deadline_in(kPollSlice));
-    if (!message) {
-      session_.take_notices();  // a failed server's replacement
-      continue;
-    }
-    auto e = protocol::decode(std::move(*message), session_.job_id());
-    if (e.type != protocol::Type::kSlice || protocol::count(e, "server") != k) {
-      fail<ProtocolError>("parameter server {} at {} sent a {} message, expected its slice", k,
-                          endpoints_[k], protocol::name_of(e.type));
-    }
-    const auto version = protocol::count(e, "version");
-    // A replacement server's answer to a repeated push, or a slice sent twice to a replacement
-    // worker (restart).
-    if (version < std::max(min_version_[k], min_version)) continue;
-    const auto slice = protocol::doubles(e, 0, ranges_[k].size());
-    std::copy(slice.begin(), slice.end(),
-              params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
-    versions_[k] = version;
-    awaiting_[k] = false;
-    if (const auto it = e.fields.find("reassign"); it != e.fields.end() && e.arrays.size() > 1) {
-      notice_ = protocol::Envelope{.type = protocol::Type::kReassign, .fields = *it};
-      notice_->arrays.push_back(std::move(e.arrays[1]));
-    }
-  }
-  account();
-  session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());
 }
 
 }  // namespace dt::roles

@@ -1,10 +1,8 @@
 #pragma once
-// Both ends of the parameter servers as the modes use them:
-//   ServerGroup   (coordinator) starts the K server threads on the slices of the session's
-//                 parameters, announces their endpoints to the workers, waits on them under
-//                 the session's supervision, gathers the final parameters and their statistics;
-//   ServerClient  (worker) connects to every server, splits a gradient into the servers' key
-//                 ranges and assembles the slices they send back.
+// The coordinator's end of the parameter servers as the modes use them: ServerGroup starts the
+// K server threads on the slices of the session's parameters, announces their endpoints to the
+// workers, waits on them under the session's supervision, replaces a failed one, gathers the
+// final parameters and their statistics. The workers' end is core/worker/server_client.hpp.
 
 #include "core/servers/param_server.hpp"
 #include "core/servers/server_state.hpp"
@@ -28,7 +26,6 @@ struct Checkpoint;
 namespace dt::roles {
 
 class CoordinatorSession;
-class WorkerSession;
 
 struct AsyncServing {
   std::vector<std::uint64_t> worker_steps;  // steps each worker will push
@@ -127,63 +124,6 @@ class ServerGroup {
   double keep_seconds_ = 0;
   int replacements_ = 0;
   std::vector<int> dropped_;                // lost under continue
-};
-
-class ServerClient {
- public:
-  // Connects to the servers a `servers` message names, and takes the coordinator's
-  // kServerMoved notices (on_moved) until destroyed.
-  ServerClient(WorkerSession& session, const protocol::Envelope& servers);
-  ~ServerClient();
-  ServerClient(const ServerClient&) = delete;
-  ServerClient& operator=(const ServerClient&) = delete;
-
-  [[nodiscard]] const std::vector<KeyRange>& ranges() const noexcept { return ranges_; }
-  // Asks every server for its slice (`steps`: this worker's planned steps, async mode).
-  void pull(std::uint64_t steps);
-  // Sends every server its keys of `grad_sum` with the batch's rows and loss sum, and the
-  // version of that server's slice the gradient was computed from.
-  // `planned` (async, when not 0): this worker's planned steps in all, which grow when it takes
-  // over rows of a lost worker.
-  void push(std::span<const double> grad_sum, std::uint64_t step, std::uint64_t rows,
-            double loss_sum, std::uint64_t planned = 0);
-  // Waits for one slice from every server and writes it into params; supervised by
-  // WorkerSession::check_alive (a wait the stale-synchronous bound holds is not a failure).
-  // Slices older than `min_version` are skipped: a replacement for a lost worker (restart) may
-  // be sent a round's slice twice (once as the lost worker's, once for its own push).
-  void receive(std::span<double> params, std::uint64_t min_version = 0);
-  // A share of a lost worker's rows a server sent along with a slice (async continue): the
-  // kReassign message to act on, once.
-  [[nodiscard]] std::optional<protocol::Envelope> take_notice() { return std::exchange(notice_, {}); }
-
- private:
-  void account();
-  // kServerMoved (a notice from the coordinator, server_recovery.cpp): connects to the
-  // replacement and sends it what it lacks (sync: this worker's push of the round it redoes;
-  // async: how many steps this worker has pushed, and whether it waits for a slice).
-  void on_moved(const protocol::Envelope& moved);
-
-  WorkerSession& session_;
-  std::vector<KeyRange> ranges_;
-  std::vector<std::string> endpoints_;
-  std::vector<std::unique_ptr<transport::Connection>> connections_;
-  std::vector<std::uint64_t> versions_;
-  std::uint64_t sent_ = 0;
-  std::uint64_t received_ = 0;
-  // For a replaced server: the last message sent to each server (as encoded, kept instead of
-  // a temporary, so at no extra cost) and its step; whether a slice is owed by it; the lowest
-  // version a slice of it may carry (sync: a replacement's repeat of a round is dropped).
-  bool asynchronous_ = false;
-  std::uint64_t steps_ = 0;   // async: this worker's planned steps
-  std::uint64_t pushes_ = 0;  // pushes sent to every server
-  std::vector<std::optional<wire::Message>> last_sent_;
-  std::vector<std::uint64_t> last_push_step_;
-  std::vector<bool> pushed_;
-  std::vector<bool> awaiting_;
-  std::vector<std::uint64_t> min_version_;
-  std::uint64_t retired_sent_ = 0;      // bytes of connections closed for a replacement
-  std::uint64_t retired_received_ = 0;
-  std::optional<protocol::Envelope> notice_;
 };
 
 }  // namespace dt::roles

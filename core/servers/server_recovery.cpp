@@ -1,6 +1,6 @@
 // A parameter server that fails (sharded servers, async): the coordinator's copies of the
-// servers' state, finding a failed server, the policy, starting a replacement from the copy,
-// and the workers' side of a replacement (ServerClient::on_moved).
+// servers' state, finding a failed server, the policy, starting a replacement from the copy.
+// The workers' side of a replacement is ServerClient::on_moved (core/worker/server_client.cpp).
 //
 // Why the copy is exact in sync mode: the coordinator copies every server's slice, optimizer
 // state and round count at each round boundary, when every server has applied the round and
@@ -22,7 +22,6 @@
 
 #include "core/coordinator/coordinator.hpp"
 #include "core/protocol/timing.hpp"
-#include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
 
@@ -125,40 +124,6 @@ void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
   protocol::Envelope moved{.type = protocol::Type::kServerMoved, .step = copy.version};
   moved.fields = {{"server", k}, {"endpoint", now.endpoint()}, {"version", copy.version}};
   session_.notify(std::move(moved));
-}
-
-void ServerClient::on_moved(const protocol::Envelope& moved) {
-  const auto k = protocol::count(moved, "server");
-  if (k >= connections_.size()) {
-    fail<ProtocolError>("the coordinator moved parameter server {} of {}", k, connections_.size());
-  }
-  const auto endpoint = moved.fields.value("endpoint", std::string());
-  const auto version = protocol::count(moved, "version");
-  account();
-  retired_sent_ += connections_[k]->counters().bytes_sent;
-  retired_received_ += connections_[k]->counters().bytes_received;
-  connections_[k] = session_.transport().connect(endpoint, protocol::peer_name(session_.rank()));
-  endpoints_[k] = endpoint;
-  account();
-  log::info("parameter server {} was replaced; now at {} (update {})", k, endpoint, version);
-  const auto send = [&](const wire::Message& m) {
-    connections_[k]->send(m, deadline_in(kSendDeadline));
-  };
-  if (asynchronous_) {
-    // The replacement learns how far this worker is, and answers with a slice of its own when
-    // the worker has steps left (a slice of the failed server's is of no use for the push).
-    awaiting_[k] = pushes_ < steps_;
-    protocol::Envelope e{.type = protocol::Type::kPull, .rank = session_.rank()};
-    e.fields = {{"steps", steps_}, {"rejoin", pushes_}, {"awaiting", awaiting_[k]}};
-    send(protocol::encode(std::move(e), session_.job_id()));
-    return;
-  }
-  // Sync: the replacement redoes round `version` and needs this worker's push of it; a worker
-  // still waiting for its first slice asks again.
-  if (!last_sent_[k]) return;
-  if ((pushed_[k] && last_push_step_[k] == version) || (!pushed_[k] && awaiting_[k])) {
-    send(*last_sent_[k]);
-  }
 }
 
 }  // namespace dt::roles
