@@ -2,6 +2,11 @@
 // The dt::Error family. Errors carry a chain of context, outermost first, built as they cross
 // layers ("training failed" <- "step 3: gather gradients" <- "recv from rank 2: timeout after
 // 3000 ms"). Only cli/ turns them into an exit code and one message.
+//
+// base/: what every layer uses and that knows nothing of training: errors (this file), logging,
+// files written atomically, text, hosts and addresses, signals, memory advice, resource use,
+// seeded random draws.
+// May use: nothing of the project (the C++ library and fmt only).
 
 #include <fmt/format.h>
 

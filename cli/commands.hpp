@@ -2,6 +2,9 @@
 // Each subcommand lives in cli/commands/<name>.cpp and registers itself on the CLI11 app:
 // it adds its options and returns, through `action`, what to run when it is chosen.
 // Commands parse arguments and print; the work is in core/.
+//
+// cli/: main and one file per subcommand in commands/: arguments in, exit codes and printing out.
+// May use: base/, transports/, core/, cli/.
 
 #include "transports/security.hpp"
 

@@ -14,6 +14,11 @@
 // may return std::nullopt before its deadline when a signal interrupts the wait (EINTR), so that
 // the caller can look at its interrupt flag; callers loop on short waits anyway. Likewise when a
 // Wakeup the socket was told to wake on is raised (a stop from another thread).
+//
+// transports/: this interface, the wire format (wire.hpp), CURVE keys (security.hpp), wake-ups;
+// the ZeroMQ implementation in zmq/, the same-host shared-memory path in shm/, worker-to-worker
+// collectives in collectives/.
+// May use: base/.
 
 #include "transports/security.hpp"
 #include "transports/wakeup.hpp"

@@ -3,6 +3,12 @@
 // Every key, its type, default and documentation live in one table (config/schema.cpp) that
 // drives the parser, the did-you-mean suggestions and docs/config.md, so they cannot drift.
 // A new section is one new struct here and one parse function there.
+//
+// core/config/: the config schema, its parser, overrides, the resolved-config writer and the
+// reference of docs/config.md.
+// May use: base/.
+
+#include "core/config/names.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -12,20 +18,6 @@
 #include <vector>
 
 namespace dt::config {
-
-enum class ModelType { kLinearRegression, kLogisticRegression, kSoftmaxRegression, kMlp };
-enum class Activation { kRelu, kTanh, kSigmoid };
-enum class Task { kRegression, kBinary, kMulticlass };
-enum class Normalize { kNone, kStandard, kMinmax };
-enum class SyntheticKind { kLinear, kLogistic, kBlobs };
-enum class ShardStrategy { kContiguous, kRoundRobin, kRandom, kByLabel, kDirichlet, kFiles };
-enum class AggregationMode { kGradients, kParameters, kAsync };
-enum class Topology { kStar, kRing };
-enum class MergeRule { kWeightedAverage, kAverage, kMedian, kTrimmedMean, kBest, kValidationWeighted };
-enum class OptimizerState { kReset, kKeep };
-enum class OptimizerType { kSgd, kAdam };
-enum class TransportType { kInproc, kIpc, kTcp };
-enum class SecurityMode { kNone, kCurve };
 
 struct ModelConfig {
   ModelType type = ModelType::kLinearRegression;
@@ -127,8 +119,6 @@ struct TransportConfig {
   std::uint64_t max_message_bytes = std::uint64_t{1} << 32;  // larger messages are dropped
 };
 
-enum class FailurePolicy { kAbort, kContinue, kRestart };
-
 struct FaultToleranceConfig {
   int heartbeat_ms = 200;
   int worker_timeout_ms = 3000;
@@ -142,7 +132,6 @@ struct FaultToleranceConfig {
 // probability says when: at_step fires at that worker step (kill, hang: once; slow, drop,
 // delay: every step from then on); probability p fires independently at each step (kill,
 // hang, slow) or each message (drop, delay), drawn from (seed, rank, step).
-enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
 struct FaultConfig {
   int rank = 0;
   // A parameter server's fault instead of a worker's (`server: k`, kill or hang): the server
@@ -217,23 +206,6 @@ inline constexpr const char* kFaultOverride = "faults[]";
 
 // docs/config.md: every key with its type, default and meaning, generated from the schema table.
 [[nodiscard]] std::string reference_markdown();
-
-// Names used in messages, model.json and summaries ("linear_regression", "relu", ...).
-[[nodiscard]] const char* name_of(ModelType v);
-[[nodiscard]] const char* name_of(Activation v);
-[[nodiscard]] const char* name_of(Task v);
-[[nodiscard]] const char* name_of(Normalize v);
-[[nodiscard]] const char* name_of(SyntheticKind v);
-[[nodiscard]] const char* name_of(ShardStrategy v);
-[[nodiscard]] const char* name_of(AggregationMode v);
-[[nodiscard]] const char* name_of(Topology v);
-[[nodiscard]] const char* name_of(MergeRule v);
-[[nodiscard]] const char* name_of(OptimizerState v);
-[[nodiscard]] const char* name_of(OptimizerType v);
-[[nodiscard]] const char* name_of(TransportType v);
-[[nodiscard]] const char* name_of(SecurityMode v);
-[[nodiscard]] const char* name_of(FailurePolicy v);
-[[nodiscard]] const char* name_of(FaultAction v);
 
 // "gradients", "gradients, ring", "async, 2 servers, max_staleness 2", "gradients, tensor 2",
 // "parameters, merge median": the mode with whatever else decides how the workers combine.

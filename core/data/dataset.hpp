@@ -1,6 +1,10 @@
 #pragma once
 // Data sources (a CSV file or a seeded synthetic generator), the validation split, shard plans,
 // loading one shard, normalization statistics merged across shards, and label handling.
+//
+// core/data/: reading data (CSV, synthetic), shard plans, non-IID splits, normalization
+// statistics, labels.
+// May use: base/, core/config/.
 
 #include "core/config/config.hpp"
 #include "core/data/csv.hpp"

@@ -8,6 +8,9 @@
 // returns SUMS over a batch so that workers' parts add up exactly to the global batch;
 // the caller divides by the row count. The L2 penalty 0.5 * l2 * ||weights||^2 (biases excluded)
 // is separate: it belongs to the objective once, not to every row.
+//
+// core/models/: the models, their kernels and the optimizers (no network, no files).
+// May use: base/, core/config/.
 
 #include "core/config/config.hpp"
 

@@ -3,6 +3,10 @@
 // per step and what a worker does with each message. The common phases (hello, setup, loading,
 // normalization, final evaluation, stop) live in coordinator/ and worker/; a mode only trains.
 // A new mode is one new file plus one line in make_mode.
+//
+// core/modes/: one file per aggregation mode, with both halves of its exchange, and the registry.
+// May use: base/, transports/, core/config/, core/data/, core/models/, core/protocol/,
+// core/coordinator/, core/worker/, core/servers/.
 
 #include "core/config/config.hpp"
 #include "core/protocol/protocol.hpp"

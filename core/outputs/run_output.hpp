@@ -1,6 +1,11 @@
 #pragma once
 // What a run leaves on disk (DESIGN.md section 4), every file written atomically, and reading
 // model.json back for predict and eval.
+//
+// core/outputs/: what a run writes (summary, loss log, model.json, the plot) and what reads a
+// model back (predict, eval).
+// May use: base/, core/config/, core/data/, core/models/, core/coordinator/ (the run's result, its
+// checkpoint record).
 
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"

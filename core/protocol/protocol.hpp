@@ -4,6 +4,10 @@
 // control fields, further frames carry raw arrays (parameters, gradients, statistics). Decoding
 // checks the type, the frame count and every array's length, and throws ProtocolError naming
 // the message and the field; nothing reads past a buffer.
+//
+// core/protocol/: what every role shares: the messages (this file), heartbeats, CURVE key files of
+// a run, timing constants, the log of dropped messages, injected faults.
+// May use: base/, transports/, core/config/, core/data/.
 
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"

@@ -3,6 +3,11 @@
 // K server threads on the slices of the session's parameters, announces their endpoints to the
 // workers, waits on them under the session's supervision, replaces a failed one, gathers the
 // final parameters and their statistics. The workers' end is core/worker/server_client.hpp.
+//
+// core/servers/: the parameter servers (threads of the coordinator process), their group, their
+// state and their recovery.
+// May use: base/, transports/, core/config/, core/models/, core/protocol/, core/coordinator/ (the
+// session that supervises them).
 
 #include "core/servers/param_server.hpp"
 #include "core/servers/server_state.hpp"

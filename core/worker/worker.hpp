@@ -2,6 +2,12 @@
 // A worker: connects to the coordinator, loads its shard, and answers the coordinator's messages
 // until told to stop. The same code runs as a process (`disttrain worker`) or, for the inproc
 // transport, as a thread of the coordinator.
+//
+// core/worker/: what runs in a worker: its session and loop, its batches, its peer links, its end
+// of the parameter servers.
+// May use: base/, transports/, core/config/, core/data/, core/models/, core/protocol/,
+// core/modes/mode.hpp (the mode it answers for), core/servers/server_state.hpp (the key ranges it
+// splits a gradient by), core/coordinator/plan.hpp (the shard plan it is dealt).
 
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"

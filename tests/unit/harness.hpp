@@ -175,6 +175,25 @@ template <class K>
   return transport::make_zmq_transport(options_for<K>(job_id));
 }
 
+// `size` bytes of a pattern that differs with `seed`: a frame whose every byte is checkable.
+[[nodiscard]] inline wire::Bytes pattern(std::size_t size, unsigned seed) {
+  wire::Bytes out(size);
+  for (std::size_t i = 0; i < size; ++i) out[i] = static_cast<std::byte>((i * 31 + seed) & 0xFF);
+  return out;
+}
+
+[[nodiscard]] inline wire::Message make_message(std::uint64_t job_id, std::uint16_t type,
+                                                std::uint32_t rank, std::uint64_t step,
+                                                std::vector<wire::Bytes> payload) {
+  wire::Message m;
+  m.header.type = type;
+  m.header.job_id = job_id;
+  m.header.rank = rank;
+  m.header.step = step;
+  m.payload = std::move(payload);
+  return m;
+}
+
 }  // namespace dt::test
 
 // Test names read "<Ipc>", not "<dt::test::Ipc>".

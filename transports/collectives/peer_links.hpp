@@ -24,6 +24,10 @@
 // Threading: one PeerLinks and its rings are used by one thread. Every wait has a deadline:
 // `timeout` per message, and `on_wait` (called every poll slice while waiting) lets the owner
 // end a wait early by throwing (its own liveness checks: coordinator lost, run cancelled).
+//
+// transports/collectives/: worker-to-worker links and the collectives built on them (ring all-
+// reduce).
+// May use: base/, transports/ (the interface only: never ZeroMQ).
 
 #include "transports/transport.hpp"
 

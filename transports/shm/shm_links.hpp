@@ -14,6 +14,10 @@
 // After the switch a ZeroMQ message from the peer is delivered only at its marker.
 // A newer offer under the same identity replaces the older region (takeover). A peer whose
 // connection is closed or whose process has exited (pidfd) is gone: a send to it fails.
+//
+// transports/shm/: the same-host shared-memory rings and the Listener/Connection wrappers that
+// switch a link onto them.
+// May use: base/, transports/ (the interface and the wire format).
 
 #include "transports/shm/region.hpp"
 #include "transports/transport.hpp"

@@ -1,6 +1,11 @@
 #pragma once
 // Internals of the ZeroMQ transport, shared by zmq_socket.cpp and zmq_transport.cpp; nothing
 // outside transports/zmq/ includes this (core/ never sees ZeroMQ).
+//
+// transports/zmq/: the ZeroMQ implementation of the transport interface: sockets, the transport,
+// CURVE's ZAP handler, handshake watching. The only folder that includes ZeroMQ.
+// May use: base/, transports/ (the interface, the wire format, keys, and shm/ for the fast path it
+// offers).
 
 #include "transports/transport.hpp"
 #include "transports/zmq/handshake_watch.hpp"

@@ -1,0 +1,40 @@
+#pragma once
+// The value sets of the config (model types, modes, policies, ...) and the names they have in
+// YAML, messages, model.json and summaries (names.cpp). enums.hpp lists every value of each.
+
+namespace dt::config {
+
+enum class ModelType { kLinearRegression, kLogisticRegression, kSoftmaxRegression, kMlp };
+enum class Activation { kRelu, kTanh, kSigmoid };
+enum class Task { kRegression, kBinary, kMulticlass };
+enum class Normalize { kNone, kStandard, kMinmax };
+enum class SyntheticKind { kLinear, kLogistic, kBlobs };
+enum class ShardStrategy { kContiguous, kRoundRobin, kRandom, kByLabel, kDirichlet, kFiles };
+enum class AggregationMode { kGradients, kParameters, kAsync };
+enum class Topology { kStar, kRing };
+enum class MergeRule { kWeightedAverage, kAverage, kMedian, kTrimmedMean, kBest, kValidationWeighted };
+enum class OptimizerState { kReset, kKeep };
+enum class OptimizerType { kSgd, kAdam };
+enum class TransportType { kInproc, kIpc, kTcp };
+enum class SecurityMode { kNone, kCurve };
+enum class FailurePolicy { kAbort, kContinue, kRestart };
+enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
+
+// Names used in messages, model.json and summaries ("linear_regression", "relu", ...).
+[[nodiscard]] const char* name_of(ModelType v);
+[[nodiscard]] const char* name_of(Activation v);
+[[nodiscard]] const char* name_of(Task v);
+[[nodiscard]] const char* name_of(Normalize v);
+[[nodiscard]] const char* name_of(SyntheticKind v);
+[[nodiscard]] const char* name_of(ShardStrategy v);
+[[nodiscard]] const char* name_of(AggregationMode v);
+[[nodiscard]] const char* name_of(Topology v);
+[[nodiscard]] const char* name_of(MergeRule v);
+[[nodiscard]] const char* name_of(OptimizerState v);
+[[nodiscard]] const char* name_of(OptimizerType v);
+[[nodiscard]] const char* name_of(TransportType v);
+[[nodiscard]] const char* name_of(SecurityMode v);
+[[nodiscard]] const char* name_of(FailurePolicy v);
+[[nodiscard]] const char* name_of(FaultAction v);
+
+}  // namespace dt::config
