@@ -42,8 +42,6 @@ TIMEOUT = 30
 CHECKED = {"yaml", "yml", "sh", "bash", "shell", "console"}
 NOT_RUN = {"text", "json", "csv"}
 SHOWN_HOME = "/home/you/disttrain"  # the folder console output is shown from
-# Links to pages another part of issue 13 writes; drop an entry once its page is in the tree.
-PENDING_LINKS = {"docs/architecture.md"}
 
 BASE_CONFIG = """\
 version: 1
@@ -113,8 +111,7 @@ def parse_page(path, rel):
         if re.match(r"\w+:", target):
             continue  # http:, mailto:
         resolved = (path.parent / target).resolve()
-        root_rel = os.path.relpath(resolved, ARGS.source)
-        if not resolved.exists() and root_rel not in PENDING_LINKS:
+        if not resolved.exists():
             errors.append(f"{rel}: link to {target}, which does not exist")
     return blocks, errors
 
