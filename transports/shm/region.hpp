@@ -182,6 +182,7 @@ class RingReader {
 
  private:
   void get(std::uint64_t pos, void* out, std::uint64_t size) const;
+  [[nodiscard]] wire::Bytes take(std::uint64_t pos, std::uint64_t size) const;  // one frame
   RingControl* control_;
   const std::byte* data_;
   std::uint64_t capacity_;
