@@ -106,15 +106,19 @@ int validate(const ValidateArgs& args) {
   const auto kind = data::label_kind(task);
 
   // Load every shard as the workers would, and the held-out rows as the coordinator would, so
-  // that every cell is checked; count each shard's labels on the way.
+  // that every cell is checked; count each shard's labels on the way. A shard is read a piece
+  // at a time (about 16 MiB of values each), so memory stays bounded and warm whatever its size.
   const std::size_t ranks = plan.segments.size();
   std::vector<LabelTally> tallies(ranks + 1);  // the ranks, then the validation rows
-  for (std::size_t r = 0; r <= ranks; ++r) {
-    const auto shard = r < ranks
-                           ? data::load_shard(config, plan.source_of(r), plan.segments[r], kind)
-                           : roles::load_validation(config, plan, kind);
-    tallies[r].add(shard, kind);
+  const std::uint64_t piece_rows = (16ULL << 20) / (8 * (plan.source.columns.size() + 1));
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const auto& source = plan.source_of(r);
+    for (const auto& piece : data::chunk_segments(plan.segments[r], piece_rows, source.csv,
+                                                  config.data.synthetic.has_value())) {
+      tallies[r].add(data::load_shard(config, source, piece, kind), kind);
+    }
   }
+  tallies[ranks].add(roles::load_validation(config, plan, kind), kind);
   std::vector<std::string> classes;
   if (kind == data::LabelKind::kCategorical) {
     std::vector<std::string> labels;

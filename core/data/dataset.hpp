@@ -72,6 +72,13 @@ void use_local_copy(const std::filesystem::path& file, SourceInfo& source,
 [[nodiscard]] std::vector<Segment> to_segments(const std::vector<std::uint64_t>& rows,
                                                const std::optional<CsvIndex>& csv);
 
+// `segments` in consecutive pieces of at most `max_rows` rows, for reading a shard a piece at a
+// time in bounded memory. A segment is cut inside only where a piece's start can be found: in a
+// CSV with its index (`csv`), or in synthetic rows (`synthetic`); otherwise it stays whole.
+[[nodiscard]] std::vector<std::vector<Segment>> chunk_segments(
+    const std::vector<Segment>& segments, std::uint64_t max_rows,
+    const std::optional<CsvIndex>& csv, bool synthetic);
+
 // How labels are read for a model's task.
 enum class LabelKind {
   kNumeric,      // regression: any finite number

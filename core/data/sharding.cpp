@@ -142,4 +142,40 @@ std::vector<Segment> to_segments(const std::vector<std::uint64_t>& rows,
   return segments;
 }
 
+std::vector<std::vector<Segment>> chunk_segments(const std::vector<Segment>& segments,
+                                                 std::uint64_t max_rows,
+                                                 const std::optional<CsvIndex>& csv,
+                                                 bool synthetic) {
+  max_rows = std::max<std::uint64_t>(1, max_rows);
+  std::vector<std::vector<Segment>> chunks(1);
+  std::uint64_t in_chunk = 0;
+  for (const auto& whole : segments) {
+    Segment rest = whole;
+    while (rest.count > 0) {
+      if (in_chunk == max_rows) {
+        chunks.emplace_back();
+        in_chunk = 0;
+      }
+      const bool cut = csv.has_value() || synthetic;
+      const std::uint64_t take = cut ? std::min(rest.count, max_rows - in_chunk) : rest.count;
+      Segment piece = rest;
+      piece.count = take;
+      chunks.back().push_back(piece);
+      in_chunk = cut ? in_chunk + take : max_rows;  // an uncut segment closes its chunk
+      rest.first_row += take;
+      rest.count -= take;
+      if (rest.count > 0 && csv) {
+        if (rest.first_row >= csv->rows()) {
+          fail<DataError>("{}: row {} is out of range; the file has {} data rows",
+                          csv->path.string(), rest.first_row, csv->rows());
+        }
+        rest.byte_offset = csv->row_offset[rest.first_row];
+        rest.line = csv->row_line[rest.first_row];
+      }
+    }
+  }
+  if (chunks.back().empty() && chunks.size() > 1) chunks.pop_back();
+  return chunks;
+}
+
 }  // namespace dt::data

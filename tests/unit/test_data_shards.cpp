@@ -126,3 +126,41 @@ TEST_CASE("to_segments: runs of consecutive rows, with offsets from the index") 
   CHECK(with_csv[0].line == 3);
   CHECK(with_csv[0].count == 2);
 }
+
+TEST_CASE("chunk_segments: pieces of at most max_rows, cut where a piece's start is known") {
+  using dt::data::chunk_segments;
+  using dt::data::Segment;
+  const std::vector<Segment> segments{{0, 5, 0, 0}, {7, 2, 0, 0}, {10, 4, 0, 0}};
+  const auto rows_of = [](const std::vector<Segment>& piece) {
+    Rows out;
+    for (const auto& s : piece) {
+      for (std::uint64_t r = s.first_row; r < s.first_row + s.count; ++r) out.push_back(r);
+    }
+    return out;
+  };
+  // Synthetic rows are cut anywhere: every row once, in order, 4 to a piece.
+  const auto pieces = chunk_segments(segments, 4, std::nullopt, true);
+  REQUIRE(pieces.size() == 3);
+  CHECK(rows_of(pieces[0]) == Rows{0, 1, 2, 3});
+  CHECK(rows_of(pieces[1]) == Rows{4, 7, 8, 10});
+  CHECK(rows_of(pieces[2]) == Rows{11, 12, 13});
+  // A CSV without its index cannot be cut inside a segment: one segment per piece at most.
+  const auto whole = chunk_segments(segments, 4, std::nullopt, false);
+  REQUIRE(whole.size() == 3);
+  CHECK(rows_of(whole[0]) == Rows{0, 1, 2, 3, 4});
+  CHECK(whole[1].size() == 1);
+  // No rows: one empty piece (an empty shard is still read, as an empty shard).
+  const auto none = chunk_segments({}, 4, std::nullopt, true);
+  REQUIRE(none.size() == 1);
+  CHECK(none[0].empty());
+
+  // With the index a cut piece starts at its row's byte offset and line.
+  const dt::test::CsvFile csv("a,b\n1,2\n\"3\n\",4\n5,6\n", "d.csv");
+  const auto index = dt::data::index_csv(csv.path);
+  const auto cut = chunk_segments(dt::data::to_segments({0, 1, 2}, index), 1, index, false);
+  REQUIRE(cut.size() == 3);
+  CHECK(cut[1][0].first_row == 1);
+  CHECK(cut[1][0].byte_offset == 8);
+  CHECK(cut[1][0].line == 3);
+  CHECK(cut[2][0].line == 5);
+}
