@@ -5,7 +5,7 @@
 #include "core/config/config.hpp"
 #include "core/models/model.hpp"
 #include "core/modes/mode.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/plan.hpp"
 #include "core/protocol/keys.hpp"
 #include "core/outputs/run_output.hpp"
 

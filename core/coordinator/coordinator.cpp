@@ -3,6 +3,7 @@
 // Ctrl-C) and bounded.
 
 #include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 
 #include "core/modes/mode.hpp"
 #include "core/protocol/heartbeat.hpp"
@@ -368,7 +369,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     std::vector<double> params;
     CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
     session.set_transport(*transport);
-    session.set_peers(std::move(peers));
+    session.addresses().set_identities(std::move(peers));
     try {
       // The class list covers the held-out rows too: a class seen only there is still a class.
       std::vector<std::string> labels;
@@ -393,9 +394,9 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       if (validation) {
         data::apply(finalize.normalization, validation->x);
         if (kind == data::LabelKind::kCategorical) data::assign_classes(*validation, finalize.classes);
-        session.set_validation(std::move(*validation));
+        session.evaluation().set_validation(std::move(*validation));
       }
-      session.set_model(models::make_model({config.model,
+      session.evaluation().set_model(models::make_model({config.model,
                                             static_cast<int>(plan.source.features.size()),
                                             static_cast<int>(finalize.classes.size())}));
       params.assign(session.model().parameter_count(), 0.0);
@@ -441,7 +442,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
                             "{}; lower training.optimizer.lr (now {}) or normalize the data",
                             result.final->loss, config.training.optimizer.lr);
       }
-      result.validation = session.evaluate_validation(params);
+      result.validation = session.evaluation().validate(params);
 
       session.broadcast({.type = protocol::Type::kStop});
       session.expect_exits();

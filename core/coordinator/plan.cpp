@@ -1,4 +1,4 @@
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/plan.hpp"
 #include "core/coordinator/tensor_plan.hpp"
 
 #include "core/data/non_iid.hpp"
@@ -65,37 +65,6 @@ data::Shard load_validation(const config::Config& config, const Plan& plan, data
     data::append_rows(out, data::load_shard(config, part, data::to_segments(rows, part.csv), kind));
   }
   return out;
-}
-
-models::BatchResult evaluate_rows(models::Model& model, std::span<const double> params,
-                                  const data::Shard& shard) {
-  constexpr std::int64_t kChunkRows = 8192;
-  models::BatchResult total;
-  const auto rows = static_cast<std::int64_t>(shard.y.size());
-  for (std::int64_t begin = 0; begin < rows; begin += kChunkRows) {
-    const auto n = std::min(kChunkRows, rows - begin);
-    const auto r = model.evaluate(params, shard.x.middleRows(begin, n), shard.y.segment(begin, n));
-    total.loss_sum += r.loss_sum;
-    total.correct += r.correct;
-    total.squared_error_sum += r.squared_error_sum;
-  }
-  return total;
-}
-
-Metrics to_metrics(config::Task task, double loss_sum, double correct, double squared_error_sum,
-                   std::uint64_t rows) {
-  Metrics m;
-  m.rows = rows;
-  if (rows == 0) return m;
-  const double n = static_cast<double>(rows);
-  m.loss = loss_sum / n;
-  if (task == config::Task::kRegression) {
-    m.mse = squared_error_sum / n;
-  } else {
-    m.accuracy = correct / n;
-    m.log_loss = m.loss;
-  }
-  return m;
 }
 
 }  // namespace dt::roles

@@ -1,7 +1,7 @@
 #include "core/coordinator/resume.hpp"
 
 #include "core/modes/mode.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "base/text.hpp"
@@ -203,9 +203,9 @@ checkpoint::Checkpoint Checkpointer::common(CoordinatorSession& session, std::ui
   auto& m = out.manifest;
   m["format"] = kFormat;
   m["step"] = step;
-  m["total_steps"] = session.total_steps();
-  m["epoch"] = session.epoch_of(step);
-  m["seconds"] = session.elapsed_seconds();
+  m["total_steps"] = session.schedule().total_steps();
+  m["epoch"] = session.schedule().epoch_of(step);
+  m["seconds"] = session.schedule().elapsed_seconds();
   m["mode"] = config::describe_aggregation(config_);
   m["workers"] = session.ranks();
   m["fixed"] = fixed_keys(config_, plan_);
@@ -216,7 +216,7 @@ checkpoint::Checkpoint Checkpointer::common(CoordinatorSession& session, std::ui
   nlohmann::json log = nlohmann::json::array();
   for (const auto& row : result.log) log.push_back(row_json(row));
   m["log"] = std::move(log);
-  m["window"] = session.log_window();
+  m["window"] = session.loss_window().to_json();
   m["aggregation"] = result.aggregation;
   return out;
 }
@@ -263,10 +263,10 @@ void Checkpointer::restore(CoordinatorSession& session) {
   const auto& m = ck.manifest;
   const std::uint64_t step = ck.step();
   const std::string where = resume_->path.string();
-  if (step >= session.total_steps()) {
+  if (step >= session.schedule().total_steps()) {
     fail<ConfigError>("--resume: the checkpoint {} is at step {} and this config trains {} steps "
                       "in all; raise training.epochs to train longer",
-                      where, step, session.total_steps());
+                      where, step, session.schedule().total_steps());
   }
   auto& result = session.result();
   const auto classes = m.at("classes").get<std::vector<std::string>>();
@@ -289,7 +289,7 @@ void Checkpointer::restore(CoordinatorSession& session) {
   session.restore_log_window(m.at("window"), step, m.at("seconds").get<double>());
   mode_->restore_state(session, ck);
   last_written_ = step;
-  log::info("resuming from {} (step {} of {})", where, step, session.total_steps());
+  log::info("resuming from {} (step {} of {})", where, step, session.schedule().total_steps());
 }
 
 }  // namespace dt::roles

@@ -1,4 +1,4 @@
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/coordinator/tensor_plan.hpp"
 #include "core/coordinator/worker_pool.hpp"
@@ -52,10 +52,7 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       heartbeat_(heartbeat),
       job_id_(job_id),
       result_(result),
-      start_ms_(steady_ms()),
       progress_bar_(::isatty(STDERR_FILENO) == 1 && log::level() >= log::Level::kWarn),
-      window_worker_loss_(plan.shard_rows.size()),
-      window_worker_rows_(plan.shard_rows.size()),
       alive_(all_ranks(plan.shard_rows.size())),
       alive_flag_(plan.shard_rows.size(), true),
       joined_ms_(plan.shard_rows.size(), 0),
@@ -64,26 +61,14 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       last_request_type_(plan.shard_rows.size(), protocol::Type::kSetup),
       last_request_generation_(plan.shard_rows.size(), 0),
       answered_(plan.shard_rows.size()) {
-  // Until set_peers: every rank under the identity of a worker this process starts.
-  for (std::size_t r = 0; r < plan.shard_rows.size(); ++r) {
-    peers_.push_back(protocol::peer_name(static_cast<std::uint32_t>(r)));
-  }
 }
 
-const std::string& CoordinatorSession::peer_of(int rank) const {
-  return peers_.at(static_cast<std::size_t>(rank));
+void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelope>& ready) {
+  if (!addresses_.take_endpoints(ready)) return;  // a star run: no peer links
+  log::debug("peer endpoints: {}", fmt::join(addresses_.endpoints(), " "));
+  broadcast(protocol::make_peers(addresses_.endpoints()));
 }
 
-std::uint64_t CoordinatorSession::total_steps() const noexcept {
-  if (schedule_total_ > 0) return schedule_total_;
-  return static_cast<std::uint64_t>(config_.training.epochs) * plan_.steps_per_epoch;
-}
-
-void CoordinatorSession::start_clock() { start_ms_ = steady_ms(); }
-
-double CoordinatorSession::elapsed_seconds() const {
-  return seconds_before_ + static_cast<double>(steady_ms() - start_ms_) / 1000.0;
-}
 
 void CoordinatorSession::set_startup(std::vector<protocol::Envelope> setups,
                                      std::vector<protocol::Envelope> finalizes) {
@@ -102,7 +87,7 @@ void CoordinatorSession::send_request(int rank, std::shared_ptr<const wire::Mess
   last_request_type_[r] = type;
   last_request_generation_[r] = generation;
   try {
-    listener_.send(peer_of(rank), *message, deadline_in(kSendDeadline));
+    listener_.send(addresses_.identity(rank), *message, deadline_in(kSendDeadline));
   } catch (const TransportError& e) {
     const auto before = generation_;
     check_workers();  // a dead worker explains the failed send better than the send does
@@ -145,7 +130,7 @@ void CoordinatorSession::notify(protocol::Envelope envelope) {
   const auto message = protocol::encode(std::move(envelope), job_id_);
   for (const int r : alive_) {
     try {
-      listener_.send(peer_of(r), message, deadline_in(kSendDeadline));
+      listener_.send(addresses_.identity(r), message, deadline_in(kSendDeadline));
     } catch (const TransportError& e) {
       log::debug("no notice for worker {}: {}", r, e.what());
     }
@@ -236,7 +221,7 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       auto decoded = decode_or_drop(*in, job_id_);
       if (!decoded) continue;
       protocol::Envelope e = std::move(*decoded);
-      if (e.rank >= static_cast<std::uint32_t>(n) || in->peer != peer_of(static_cast<int>(e.rank))) {
+      if (e.rank >= static_cast<std::uint32_t>(n) || in->peer != addresses_.identity(static_cast<int>(e.rank))) {
         drops_.drop(in->peer, fmt::format("a {} message claiming rank {}",
                                           protocol::name_of(e.type), e.rank));
         continue;
@@ -315,54 +300,35 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
   stragglers_.check(heartbeat_, result_);  // also when the waits are never idle
   const std::uint64_t previous = result_.steps;
   result_.steps = step;
-  window_loss_ += loss_sum;
-  window_rows_ += rows;
-  for (std::size_t r = 0; r < worker_loss_sum.size(); ++r) {
-    window_worker_loss_[r] += worker_loss_sum[r];
-    window_worker_rows_[r] += worker_rows[r];
-  }
+  window_.add(loss_sum, rows, worker_loss_sum, worker_rows);
   const auto every = static_cast<std::uint64_t>(config_.output.log_every_steps);
   // A row when the step crosses a multiple of log_every (modes that advance several steps per
   // call, as parameters mode does per round, still log at the cadence asked for), and at the end.
-  if (step / every == previous / every && step != total_steps()) return;
+  const auto total = schedule_.total_steps();
+  if (step / every == previous / every && step != total) return;
 
   LogRow row;
   row.step = step;
-  const auto per_epoch = schedule_per_epoch_ > 0 ? schedule_per_epoch_ : plan_.steps_per_epoch;
-  row.epoch = static_cast<double>(step) / static_cast<double>(per_epoch);
-  row.seconds = elapsed_seconds();
-  row.train_loss = window_rows_ > 0 ? window_loss_ / static_cast<double>(window_rows_) : 0.0;
-  for (std::size_t r = 0; r < window_worker_loss_.size(); ++r) {
-    row.worker_loss.push_back(window_worker_rows_[r] > 0
-                                  ? window_worker_loss_[r] / static_cast<double>(window_worker_rows_[r])
-                                  : 0.0);
-  }
-  if (const auto v = evaluate_validation(params_)) {
+  row.epoch = schedule_.epoch_of(step);
+  row.seconds = schedule_.elapsed_seconds();
+  row.train_loss = window_.train_loss();
+  row.worker_loss = window_.worker_loss();
+  if (const auto v = evaluation_.validate(params_)) {
     row.validation_loss = v->loss;
     row.validation_metric = v->accuracy ? v->accuracy : v->mse;
   }
   const std::string progress =
-      fmt::format("step {}/{} epoch {:.2f} loss {:.6g}{}", step, total_steps(), row.epoch,
+      fmt::format("step {}/{} epoch {:.2f} loss {:.6g}{}", step, total, row.epoch,
                   row.train_loss,
                   row.validation_loss ? fmt::format(" validation {:.6g}", *row.validation_loss) : "");
   if (log::level() >= log::Level::kInfo) {
     log::info("{}", progress);
   } else if (progress_bar_) {
     // One line rewritten in place, only on a terminal (never in a file or a pipe).
-    log::progress(step == total_steps() ? "" : progress);
+    log::progress(step == total ? "" : progress);
   }
   result_.log.push_back(std::move(row));
-  window_loss_ = 0;
-  window_rows_ = 0;
-  std::fill(window_worker_loss_.begin(), window_worker_loss_.end(), 0.0);
-  std::fill(window_worker_rows_.begin(), window_worker_rows_.end(), 0);
-}
-
-std::optional<Metrics> CoordinatorSession::evaluate_validation(const std::vector<double>& params) {
-  if (!validation_ || validation_->y.size() == 0 || !model_) return std::nullopt;
-  const auto total = evaluate_rows(*model_, params, *validation_);
-  const auto rows = validation_->y.size();
-  return to_metrics(model_->task(), total.loss_sum, total.correct, total.squared_error_sum, rows);
+  window_.clear();
 }
 
 }  // namespace dt::roles

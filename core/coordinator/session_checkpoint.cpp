@@ -1,6 +1,6 @@
 // The parts of CoordinatorSession that checkpoints and resuming use (core/coordinator/resume.hpp).
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
@@ -21,28 +21,11 @@ bool CoordinatorSession::checkpoint_due(std::uint64_t step) const {
   return checkpointer_ != nullptr && checkpointer_->due(step);
 }
 
-double CoordinatorSession::epoch_of(std::uint64_t step) const {
-  const auto per_epoch = schedule_per_epoch_ > 0 ? schedule_per_epoch_ : plan_.steps_per_epoch;
-  return static_cast<double>(step) / static_cast<double>(per_epoch);
-}
-
-nlohmann::json CoordinatorSession::log_window() const {
-  return {{"loss", window_loss_},
-          {"rows", window_rows_},
-          {"worker_loss", window_worker_loss_},
-          {"worker_rows", window_worker_rows_}};
-}
-
 void CoordinatorSession::restore_log_window(const nlohmann::json& window, std::uint64_t step,
                                             double seconds) {
-  window_loss_ = window.at("loss").get<double>();
-  window_rows_ = window.at("rows").get<std::uint64_t>();
-  window_worker_loss_ = window.at("worker_loss").get<std::vector<double>>();
-  window_worker_rows_ = window.at("worker_rows").get<std::vector<std::uint64_t>>();
-  window_worker_loss_.resize(plan_.shard_rows.size());
-  window_worker_rows_.resize(plan_.shard_rows.size());
+  window_.restore(window);
   completed_step_ = step;
-  seconds_before_ = seconds;
+  schedule_.resume_clock(seconds);
 }
 
 std::optional<protocol::Envelope> CoordinatorSession::receive_from(
@@ -50,7 +33,7 @@ std::optional<protocol::Envelope> CoordinatorSession::receive_from(
   const auto deadline = transport::deadline_in(timeout);
   while (transport::Clock::now() < deadline) {
     auto in = listener_.receive(std::min(deadline, transport::deadline_in(kPollSlice)));
-    if (!in || in->peer != peer_of(rank)) continue;
+    if (!in || in->peer != addresses_.identity(rank)) continue;
     try {
       auto e = protocol::decode(in->message, job_id_);
       if (e.type == type) return e;

@@ -1,7 +1,7 @@
 // CoordinatorSession's lost workers: the failure policy (abort, restart, continue), starting a
 // replacement, dealing a lost worker's rows to the survivors, and reading worker exits.
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/coordinator/tensor_plan.hpp"
 #include "core/protocol/timing.hpp"
@@ -102,7 +102,7 @@ void CoordinatorSession::end_worker(int rank) {
   // told to stop, one that was only slow or hung for a while does not train on beside its
   // replacement (best effort: it may be gone).
   try {
-    listener_.send(peer_of(rank),
+    listener_.send(addresses_.identity(rank),
                    protocol::encode(protocol::make_error({"training",
                                                           "gave this worker up (it was found "
                                                           "lost); it stops",
@@ -121,7 +121,7 @@ void CoordinatorSession::end_joined_workers(const Error& why) {
   for (int rank = ranks() - config_.transport.remote_workers; rank < ranks(); ++rank) {
     if (!is_alive(rank)) continue;
     try {
-      listener_.send(peer_of(rank), stop, deadline_in(kSendDeadline));
+      listener_.send(addresses_.identity(rank), stop, deadline_in(kSendDeadline));
     } catch (const TransportError&) {
     }
   }
@@ -150,9 +150,9 @@ protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
       if (type == protocol::Type::kHello && takes_rank(*in, rank)) {
         // A worker that joins by itself (a remote rank's replacement) has an identity of its
         // own: from now on the rank is reached under it.
-        peers_[static_cast<std::size_t>(rank)] = in->peer;
+        addresses_.set_identity(rank, in->peer);
       }
-      if (in->peer != peer_of(rank)) {
+      if (in->peer != addresses_.identity(rank)) {
         stash_.push_back(std::move(*in));  // for the gather it belongs to
         continue;
       }
@@ -206,7 +206,7 @@ void CoordinatorSession::replace_worker(int rank) {
   result_.workers[r].host = hello.host;
   const auto send = [&](protocol::Envelope e) {
     e.generation = generation_;  // >= 1: the worker knows it is a replacement (faults stay off)
-    listener_.send(peer_of(rank),
+    listener_.send(addresses_.identity(rank),
                    protocol::encode(std::move(e), job_id_), deadline_in(kSendDeadline));
   };
   send(setups_[r]);
@@ -219,8 +219,8 @@ void CoordinatorSession::replace_worker(int rank) {
   send(finalizes_[r]);
   const auto ready = await_from(rank, protocol::Type::kReady, deadline);
   if (const auto it = ready.fields.find("peer_endpoint");
-      it != ready.fields.end() && it->is_string() && r < peer_endpoints_.size()) {
-    peer_endpoints_[r] = it->get<std::string>();  // a mode re-forming its peer groups sends it
+      it != ready.fields.end() && it->is_string()) {
+    addresses_.replace_endpoint(r, it->get<std::string>());  // a re-formed group is sent it
   }
   joined_ms_[r] = steady_ms();
 }

@@ -1,6 +1,6 @@
 #include "core/coordinator/stragglers.hpp"
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/result.hpp"
 #include "base/log.hpp"
 #include "base/text.hpp"
 

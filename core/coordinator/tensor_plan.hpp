@@ -7,7 +7,7 @@
 // column. The coordinator merges the per-slice column statistics back into the full feature
 // order and sends each rank the normalization of its own columns.
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/plan.hpp"
 
 #include <vector>
 

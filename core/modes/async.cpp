@@ -45,7 +45,7 @@
 
 #include "core/modes/mode.hpp"
 #include "core/modes/server_mode.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
 #include "core/worker/server_client.hpp"
 #include "core/coordinator/tensor_plan.hpp"
@@ -171,7 +171,7 @@ class LostWorkers {
     // Epochs in the log are the share of the plan done: updates applied / (updates / epochs),
     // exact until a lost worker changes the plan, then rounded so as never to claim more.
     const auto epochs = static_cast<std::uint64_t>(session_.config().training.epochs);
-    session_.set_schedule(total_, std::max<std::uint64_t>(1, (total_ + epochs - 1) / epochs));
+    session_.schedule().set(total_, std::max<std::uint64_t>(1, (total_ + epochs - 1) / epochs));
   }
 
   roles::CoordinatorSession& session_;
@@ -210,7 +210,7 @@ class AsyncMode final : public ServerGroupMode {
     const LossHandlerScope scope(session, [&](int rank, config::FailurePolicy action) {
       lost.on_loss(rank, action);
     });
-    session.start_clock();
+    session.schedule().start_clock();
     servers.announce();  // the workers start training when they learn the servers
 
     const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);

@@ -9,7 +9,7 @@
 #include "core/modes/mode.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"
@@ -31,8 +31,8 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     std::vector<double> grad(p);
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
-    const std::uint64_t steps = session.total_steps();
-    session.start_clock();
+    const std::uint64_t steps = session.schedule().total_steps();
+    session.schedule().start_clock();
     const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
     for (std::uint64_t step = session.first_step(); step < steps; ++step) {
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);

@@ -44,7 +44,7 @@
 #include "core/modes/merge.hpp"
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
@@ -160,7 +160,7 @@ class ParametersMode final : public Mode {
     const std::size_t p = params.size();
     const int ranks = session.ranks();
     const auto schedule = make_schedule(config, session.plan());
-    session.set_schedule(schedule.total_steps, schedule.steps_per_epoch);
+    session.schedule().set(schedule.total_steps, schedule.steps_per_epoch);
 
     const auto* validation = session.validation();
     if (needs_validation(pc.merge) && (validation == nullptr || validation->y.size() == 0)) {
@@ -211,7 +211,7 @@ class ParametersMode final : public Mode {
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     std::vector<merge::Candidate> candidates;
     std::vector<double> errors;
-    session.start_clock();
+    session.schedule().start_clock();
     for (std::uint64_t r = first_round_; r < schedule.rounds; ++r) {
       // Drawn from every rank, so that losing a worker (continue) does not change whom the
       // other rounds draw; a lost worker drawn simply sits the round out.

@@ -1,7 +1,7 @@
 // The one place that maps aggregation.mode to its implementation.
 
 #include "core/modes/mode.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/plan.hpp"
 #include "base/error.hpp"
 
 namespace dt::modes {

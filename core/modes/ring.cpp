@@ -23,7 +23,7 @@
 #include "core/modes/ring_reform.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
@@ -71,10 +71,10 @@ class RingMode final : public Mode {
     const auto n = static_cast<std::size_t>(ranks);
     std::vector<double> worker_loss(n);
     std::vector<std::uint64_t> worker_rows(n);
-    const std::uint64_t steps = session.total_steps();
+    const std::uint64_t steps = session.schedule().total_steps();
     const auto every = static_cast<std::uint64_t>(session.config().output.log_every_steps);
     const bool validation = !session.plan().validation_rows.empty();
-    session.start_clock();
+    session.schedule().start_clock();
     RingReformer reformer(session);
     for (std::uint64_t step = session.first_step(); step < steps;) {
       try {

@@ -43,7 +43,7 @@ void RingReformer::reform(std::uint64_t step) {
       protocol::Envelope reform{.type = protocol::Type::kRingReform, .step = step};
       reform.fields = {{"members", members},
                        {"fresh", fresh},
-                       {"endpoints", session_.peer_endpoints()}};
+                       {"endpoints", session_.addresses().endpoints()}};
       session_.broadcast(std::move(reform));
       for (auto& f : session_.result().failures) {
         if (!f.contains("reformed")) f["reformed"] = {{"members", members}, {"redone_step", step + 1}};

@@ -26,7 +26,7 @@
 // this ends). Reform is not a dt::Error (nor a std::exception): no handler on the way catches
 // it by accident.
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -4,7 +4,7 @@
 // and a resumed run's checkpoint is handed to the servers it starts.
 
 #include "core/modes/mode.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
 
 #include <memory>

@@ -24,7 +24,7 @@
 #include "core/modes/mode.hpp"
 #include "core/modes/server_mode.hpp"
 #include "core/modes/step.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
 #include "core/worker/server_client.hpp"
 #include "core/worker/worker.hpp"
@@ -62,11 +62,11 @@ class ShardedGradientsMode final : public ServerGroupMode {
     const int ranks = session.ranks();
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
-    const std::uint64_t steps = session.total_steps();
+    const std::uint64_t steps = session.schedule().total_steps();
     const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);
     const auto timeout = 2 * config.fault_tolerance.worker_timeout_ms;
     const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
-    session.start_clock();
+    session.schedule().start_clock();
     for (std::uint64_t step = session.first_step(); step < steps; ++step) {
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
       round = step;

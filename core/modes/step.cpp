@@ -1,6 +1,6 @@
 #include "core/modes/step.hpp"
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/coordinator/resume.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"

@@ -29,7 +29,7 @@
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/models/tensor.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -127,9 +127,9 @@ class TensorMode final : public CoordinatorOptimizerMode {
     for (int t = 0; t < tensor; ++t) slice_params[static_cast<std::size_t>(t)].resize(slices[static_cast<std::size_t>(t)]->size());
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
-    const std::uint64_t steps = session.total_steps();
+    const std::uint64_t steps = session.schedule().total_steps();
     std::vector<const protocol::Envelope*> by_rank(static_cast<std::size_t>(ranks));
-    session.start_clock();
+    session.schedule().start_clock();
     // A step is sent again whole after a re-form: the parameters have not moved.
     while (step < steps) {
       try {

@@ -2,7 +2,7 @@
 // predict and eval: a saved model applied to a CSV, with the model's own normalization and
 // class names.
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/evaluate.hpp"
 #include "core/outputs/run_output.hpp"
 
 #include <filesystem>

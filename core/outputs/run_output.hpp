@@ -10,7 +10,7 @@
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"
 #include "core/models/model.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/result.hpp"
 
 #include <nlohmann/json.hpp>
 

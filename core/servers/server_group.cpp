@@ -2,7 +2,7 @@
 
 #include "core/coordinator/resume.hpp"
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"

@@ -1,7 +1,7 @@
 // ServerGroup's lost workers (fault_tolerance.on_worker_failure continue and restart), apart
 // from the group's start and end.
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"

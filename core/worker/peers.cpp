@@ -1,6 +1,5 @@
 #include "core/worker/peers.hpp"
 
-#include "core/coordinator/coordinator.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -95,27 +94,6 @@ void WorkerSession::update_peer_endpoints(std::vector<std::string> endpoints,
                         "peer links", rank());
   }
   peers_->update_endpoints(std::move(endpoints), replaced);
-}
-
-void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelope>& ready) {
-  std::vector<std::string> endpoints;
-  for (const auto& e : ready) {
-    const auto it = e.fields.find("peer_endpoint");
-    if (it == e.fields.end() || !it->is_string() || it->get<std::string>().empty()) {
-      if (!endpoints.empty()) {
-        fail<ProtocolError>("worker {} reported no peer endpoint while others did", e.rank);
-      }
-      continue;
-    }
-    if (endpoints.size() != e.rank) {
-      fail<ProtocolError>("worker {} reported a peer endpoint while others did not", e.rank);
-    }
-    endpoints.push_back(it->get<std::string>());
-  }
-  if (endpoints.empty()) return;  // a star run: no peer links
-  peer_endpoints_ = endpoints;
-  log::debug("peer endpoints: {}", fmt::join(endpoints, " "));
-  broadcast(protocol::make_peers(endpoints));
 }
 
 }  // namespace dt::roles

@@ -1,7 +1,7 @@
 #include "core/worker/worker.hpp"
 
 #include "core/modes/mode.hpp"
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/evaluate.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/keys.hpp"
 #include "core/worker/peers.hpp"

@@ -7,7 +7,8 @@
 // of the parameter servers.
 // May use: base/, transports/, core/config/, core/data/, core/models/, core/protocol/,
 // core/modes/mode.hpp (the mode it answers for), core/servers/server_state.hpp (the key ranges it
-// splits a gradient by), core/coordinator/plan.hpp (the shard plan it is dealt).
+// splits a gradient by), core/coordinator/plan.hpp (the shard plan it is dealt),
+// core/coordinator/evaluate.hpp (the scoring the final evaluation shares).
 
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"

@@ -4,7 +4,7 @@
 
 #include "core/worker/worker.hpp"
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/plan.hpp"
 #include "base/error.hpp"
 #include "base/random.hpp"
 

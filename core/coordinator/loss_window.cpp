@@ -1,0 +1,52 @@
+#include "core/coordinator/loss_window.hpp"
+
+#include <algorithm>
+
+namespace dt::roles {
+
+void LossWindow::add(double loss_sum, std::uint64_t rows, const std::vector<double>& worker_loss_sum,
+                     const std::vector<std::uint64_t>& worker_rows) {
+  loss_ += loss_sum;
+  rows_ += rows;
+  for (std::size_t r = 0; r < worker_loss_sum.size(); ++r) {
+    worker_loss_[r] += worker_loss_sum[r];
+    worker_rows_[r] += worker_rows[r];
+  }
+}
+
+double LossWindow::train_loss() const {
+  return rows_ > 0 ? loss_ / static_cast<double>(rows_) : 0.0;
+}
+
+std::vector<double> LossWindow::worker_loss() const {
+  std::vector<double> out;
+  for (std::size_t r = 0; r < worker_loss_.size(); ++r) {
+    out.push_back(worker_rows_[r] > 0 ? worker_loss_[r] / static_cast<double>(worker_rows_[r])
+                                      : 0.0);
+  }
+  return out;
+}
+
+void LossWindow::clear() {
+  loss_ = 0;
+  rows_ = 0;
+  std::fill(worker_loss_.begin(), worker_loss_.end(), 0.0);
+  std::fill(worker_rows_.begin(), worker_rows_.end(), 0);
+}
+
+nlohmann::json LossWindow::to_json() const {
+  return {{"loss", loss_}, {"rows", rows_}, {"worker_loss", worker_loss_},
+          {"worker_rows", worker_rows_}};
+}
+
+void LossWindow::restore(const nlohmann::json& window) {
+  const auto ranks = worker_loss_.size();
+  loss_ = window.at("loss").get<double>();
+  rows_ = window.at("rows").get<std::uint64_t>();
+  worker_loss_ = window.at("worker_loss").get<std::vector<double>>();
+  worker_rows_ = window.at("worker_rows").get<std::vector<std::uint64_t>>();
+  worker_loss_.resize(ranks);
+  worker_rows_.resize(ranks);
+}
+
+}  // namespace dt::roles

@@ -1,0 +1,36 @@
+#pragma once
+// The loss sums of the steps since the last loss.csv row: the run's and each worker's, added as
+// steps complete, turned into the row's means, and kept in a checkpoint so that a resumed run
+// writes the same next row.
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dt::roles {
+
+class LossWindow {
+ public:
+  explicit LossWindow(std::size_t ranks) : worker_loss_(ranks), worker_rows_(ranks) {}
+
+  void add(double loss_sum, std::uint64_t rows, const std::vector<double>& worker_loss_sum,
+           const std::vector<std::uint64_t>& worker_rows);
+  // Mean batch loss since the last row (0 without rows), and each worker's.
+  [[nodiscard]] double train_loss() const;
+  [[nodiscard]] std::vector<double> worker_loss() const;
+  void clear();
+
+  // For a checkpoint, and back (a checkpoint of another worker count is resized).
+  [[nodiscard]] nlohmann::json to_json() const;
+  void restore(const nlohmann::json& window);
+
+ private:
+  double loss_ = 0;
+  std::uint64_t rows_ = 0;
+  std::vector<double> worker_loss_;
+  std::vector<std::uint64_t> worker_rows_;
+};
+
+}  // namespace dt::roles

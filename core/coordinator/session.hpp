@@ -1,0 +1,250 @@
+#pragma once
+// CoordinatorSession: what a mode's coordinator half sees of the run: the config and plan, the
+// parameters, the workers (messages to them, gathers of their replies, supervision, and the
+// failure policy for the lost ones), the loss log and checkpoints. Built by run_coordinator
+// (coordinator.cpp); its parts are in session.cpp (messages, gathers, the log),
+// session_failures.cpp (lost workers) and session_checkpoint.cpp (checkpoints, resume).
+
+#include "core/config/config.hpp"
+#include "core/coordinator/addresses.hpp"
+#include "core/coordinator/evaluate.hpp"
+#include "core/coordinator/launcher.hpp"
+#include "core/coordinator/loss_window.hpp"
+#include "core/coordinator/plan.hpp"
+#include "core/coordinator/result.hpp"
+#include "core/coordinator/schedule.hpp"
+#include "core/coordinator/stragglers.hpp"
+#include "core/protocol/drop_log.hpp"
+#include "core/protocol/protocol.hpp"
+#include "base/error.hpp"
+#include "transports/transport.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt::roles {
+
+class Checkpointer;
+class HeartbeatServer;
+class WorkerPool;
+
+class CoordinatorSession {
+ public:
+  CoordinatorSession(const config::Config& config, const Plan& plan,
+                     std::vector<double>& params, transport::Listener& listener,
+                     WorkerPool& pool, HeartbeatServer& heartbeat, std::uint64_t job_id,
+                     RunResult& result);
+
+  [[nodiscard]] const config::Config& config() const noexcept { return config_; }
+  [[nodiscard]] const Plan& plan() const noexcept { return plan_; }
+  [[nodiscard]] int ranks() const noexcept { return static_cast<int>(plan_.shard_rows.size()); }
+  // The coordinator's own model and the held-out rows (evaluate.hpp); model() and
+  // validation() are theirs, for the modes.
+  [[nodiscard]] Evaluation& evaluation() noexcept { return evaluation_; }
+  [[nodiscard]] models::Model& model() noexcept { return evaluation_.model(); }
+  [[nodiscard]] const data::Shard* validation() const noexcept { return evaluation_.validation(); }
+  [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
+  [[nodiscard]] RunResult& result() noexcept { return result_; }
+  // The steps that end training and make an epoch, and the training clock (schedule.hpp).
+  [[nodiscard]] Schedule& schedule() noexcept { return schedule_; }
+  [[nodiscard]] const Schedule& schedule() const noexcept { return schedule_; }
+
+  // ---- Lost workers (fault_tolerance.on_worker_failure). A worker that exits, reports an
+  // error or stops heartbeating is reported in one line (rank, pid, host, cause, last completed
+  // step, the tail of its log), then:
+  //   abort:    the wait throws TrainingError (exit 3);
+  //   restart:  a replacement is started under the same rank (up to max_restarts over the run),
+  //             set up as at the start, and sent the rank's last request again: the wait goes on;
+  //   continue: the rank leaves alive() and the wait goes on without it; its rows are dealt to
+  //             the survivors by reassign_lost_rows.
+  // Ranks still training, ascending: every rank unless `continue` lost some.
+  [[nodiscard]] const std::vector<int>& alive() const noexcept { return alive_; }
+  [[nodiscard]] bool is_alive(int rank) const noexcept {
+    return alive_flag_[static_cast<std::size_t>(rank)];
+  }
+  // What run_coordinator sent each rank to start it, per rank: replayed to a replacement.
+  void set_startup(std::vector<protocol::Envelope> setups,
+                   std::vector<protocol::Envelope> finalizes);
+  // `continue` in gradients mode: deals the rows of the workers lost since the last call to
+  // the survivors, who train on them from `epoch` on (their share of the global batch grows).
+  // Call it before the first step of each epoch.
+  void reassign_lost_rows(std::uint64_t epoch);
+  // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the
+  // other slices of its model replica) is stopped and leaves alive() as if lost; its rows are
+  // dealt like a lost worker's. With parallelism.tensor > 1, reassign_lost_rows deals a lost
+  // rank's rows only to the surviving ranks of the same slice (they read the same columns).
+  void drop_worker(int rank, const std::string& cause);
+  // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
+  // pushes) sets a handler: lose_worker calls it once the rank has been replaced (restart) or
+  // dropped from alive() (continue), instead of sending the replacement the rank's last
+  // request. The handler may throw to end the wait it was called from (a ring step that cannot
+  // finish). Without a handler the session re-sends the last request (star, parameters).
+  using LossHandler = std::function<void(int rank, config::FailurePolicy action)>;
+  void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
+  // A mode that dealt a lost worker's rows itself (async: through its servers) takes the rank
+  // off the list reassign_lost_rows deals from.
+  void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
+  // Bumped at every lost worker handled; messages carry the generation they were sent in, and
+  // a reply from an earlier generation than its rank's last request is dropped as stale.
+  [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
+  // Counts one replacement (a worker's, or a parameter server's) against
+  // fault_tolerance.max_restarts; false when none is left. restarts(): replacements so far.
+  [[nodiscard]] bool take_restart() noexcept;
+  [[nodiscard]] int restarts() const noexcept { return restarts_; }
+
+  // Sends one message to every worker still training.
+  void broadcast(protocol::Envelope envelope);
+  // Sends one message (encoded once) to each of `ranks`.
+  void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
+  // Sends one message to one worker.
+  void send_to(int rank, protocol::Envelope envelope);
+  // Sends every worker still training a notice (kServerMoved): not a request, so no reply is
+  // awaited and it is neither re-sent nor replayed to a replacement. A worker it cannot reach
+  // is left to the supervision of the waits.
+  void notify(protocol::Envelope envelope);
+  // One message of `type` from every rank still training, in rank order (each envelope's
+  // `rank` says whose). Supervises while it waits: Ctrl-C ends the wait with an error; a lost
+  // worker is handled by the failure policy (above). A request whose reply is overdue while
+  // its worker still heartbeats (a lost message) is sent again; duplicate and stale replies
+  // are dropped.
+  [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
+  // The same, calling `on_idle` every poll slice (~50 ms) without a message, e.g. to check on
+  // threads of the coordinator (parameter servers) and to log their progress.
+  [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type,
+                                                       const std::function<void()>& on_idle);
+  // One message of `type` from each of `ranks` (ascending) still training, in their order; the
+  // other workers are still supervised (exits, heartbeats) while they idle.
+  [[nodiscard]] std::vector<protocol::Envelope> gather_from(protocol::Type type,
+                                                            const std::vector<int>& ranks);
+  // One round of the supervision gather does while it waits: Ctrl-C, worker exits, heartbeats.
+  // For modes that wait on something other than the workers' messages (parameter servers).
+  void supervise();
+
+  // The run's transport (for modes that open sockets of their own, such as parameter servers).
+  [[nodiscard]] transport::Transport& transport() const;
+  void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
+  [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
+  // Each rank's identity on the coordinator's listener and its peer endpoint (addresses.hpp).
+  [[nodiscard]] WorkerAddresses& addresses() noexcept { return addresses_; }
+  // A run that fails tells its workers that joined by themselves (its own children are
+  // stopped by the pool), so that they exit at once saying why instead of finding the
+  // coordinator gone a heartbeat timeout later. Best effort, bounded: they may be gone too.
+  void end_joined_workers(const Error& why);
+
+  // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
+  // they opened peer links (core/worker/peers.hpp); nothing for a star run.
+  void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
+
+  // Records a completed step's losses; writes a log row (with a validation pass) when due.
+  void record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
+                   const std::vector<double>& worker_loss_sum,
+                   const std::vector<std::uint64_t>& worker_rows);
+  void add_samples(std::uint64_t rows) noexcept { result_.samples += rows; }
+  // From now on a worker that exits is finishing, not failing (a bad exit is a warning).
+  void expect_exits() noexcept { exits_expected_ = true; }
+  // Records a worker that exited badly after its work was done, as a warning.
+  void note_late_exit(const ChildExit& exit);
+
+
+  // Checkpoints (core/coordinator/resume.hpp); none in unit tests that build a session by hand.
+  void set_checkpointer(Checkpointer* checkpointer) noexcept { checkpointer_ = checkpointer; }
+  // Steps already done when training starts: the checkpoint's step on a resumed run, else 0.
+  [[nodiscard]] std::uint64_t first_step() const;
+  // A mode reports the end of every step (`step` = steps completed, empty steps included) at
+  // the point where it holds that step's state: writes a checkpoint when one is due.
+  void step_boundary(std::uint64_t step);
+  // Will step_boundary(step) write a checkpoint? For modes that must fetch their state from the
+  // workers during the step (ring: rank 0 sends its optimizer state along).
+  [[nodiscard]] bool checkpoint_due(std::uint64_t step) const;
+  [[nodiscard]] std::uint64_t completed_step() const noexcept { return completed_step_; }
+  // After a stop (Ctrl-C, a failure): the next `type` message from `rank`, skipping any other
+  // (late replies of the abandoned step); nullopt after `timeout`. Does not stop on Ctrl-C, as
+  // it serves the checkpoint written because of it.
+  [[nodiscard]] std::optional<protocol::Envelope> receive_from(int rank, protocol::Type type,
+                                                              std::chrono::milliseconds timeout);
+  // The log row in progress (its loss sums), for a checkpoint, and back.
+  [[nodiscard]] const LossWindow& loss_window() const noexcept { return window_; }
+  void restore_log_window(const nlohmann::json& window, std::uint64_t step, double seconds);
+
+ private:
+  // Applies the failure policy to `rank`, lost for `cause` ("was killed by signal 9 (SIGKILL)").
+  // Throws under abort (and when nothing can be done); returns once the rank is replaced or
+  // dropped.
+  void lose_worker(int rank, const std::string& cause);
+  void raise_worker_error(int rank, const protocol::WorkerError& error);
+  void check_workers();
+  void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
+  void replace_worker(int rank);
+  // The next message of `rank` of `type` while a replacement starts; other ranks' messages
+  // wait in stash_ for the gather they belong to.
+  [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
+                                              transport::Clock::time_point deadline);
+  // Ends `rank`'s worker at once: this process's child is killed, a joined one told to stop.
+  void end_worker(int rank);
+  // Whether `in` is the hello of a worker joining by itself to take `rank`.
+  [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
+  [[nodiscard]] std::chrono::milliseconds join_timeout(int rank) const;
+  [[nodiscard]] std::optional<transport::Incoming> next_message(transport::Clock::time_point until);
+  [[nodiscard]] std::optional<protocol::Envelope> decode_or_drop(transport::Incoming& in,
+                                                                std::uint64_t job);
+  void send_request(int rank, std::shared_ptr<const wire::Message> message, protocol::Type type,
+                    std::uint64_t step, std::uint32_t generation);
+  [[nodiscard]] std::int64_t resend_after_ms() const;
+  [[nodiscard]] std::vector<protocol::Envelope> gather_impl(protocol::Type type,
+                                                            const std::vector<int>& wanted,
+                                                            const std::function<void()>& on_idle);
+
+  const config::Config& config_;
+  const Plan& plan_;
+  Evaluation evaluation_;
+  std::vector<double>& params_;
+  transport::Listener& listener_;
+  transport::Transport* transport_ = nullptr;
+  Schedule schedule_{config_, plan_};
+  WorkerPool& pool_;
+  HeartbeatServer& heartbeat_;
+  std::uint64_t job_id_;
+  RunResult& result_;
+  bool exits_expected_ = false;
+  bool progress_bar_ = false;
+  Checkpointer* checkpointer_ = nullptr;
+  std::uint64_t completed_step_ = 0;
+  LossWindow window_{plan_.shard_rows.size()};  // since the last log row
+  StragglerMonitor stragglers_{config_.fault_tolerance.straggler_factor, plan_.shard_rows.size()};
+  std::vector<int> alive_;
+  std::vector<bool> alive_flag_;
+  std::vector<int> lost_unassigned_;  // continue: lost ranks whose rows no survivor holds yet
+  int restarts_ = 0;
+  std::uint32_t generation_ = 0;      // bumped at every failure handled
+  std::vector<protocol::Envelope> setups_;
+  std::vector<protocol::Envelope> finalizes_;
+  std::vector<std::int64_t> joined_ms_;  // when each rank's current worker became ready
+  WorkerAddresses addresses_{plan_.shard_rows.size()};
+  DropLog drops_;                        // strangers' and malformed messages
+  std::deque<transport::Incoming> stash_;
+  std::vector<ChildExit> pending_exits_;
+  // The last request sent to each rank (re-sent when its reply is lost, and to a replacement)
+  // and its step; the type and step of the last reply each rank gave in a finished gather.
+  std::vector<std::shared_ptr<const wire::Message>> last_request_;
+  std::vector<std::uint64_t> last_request_step_;
+  std::vector<protocol::Type> last_request_type_;
+  std::vector<std::uint32_t> last_request_generation_;
+  LossHandler loss_handler_;
+  struct Answered {
+    protocol::Type type{};
+    std::uint64_t step = 0;
+    bool any = false;
+  };
+  std::vector<Answered> answered_;
+  double reply_ms_ = 0;  // moving average of how long a gather waits for its slowest reply
+};
+
+}  // namespace dt::roles
