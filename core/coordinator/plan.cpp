@@ -19,11 +19,16 @@ std::uint64_t local_steps_per_epoch(const config::TrainingConfig& training, std:
 
 Plan make_plan(const config::Config& config) {
   Plan plan;
-  const auto shards = plan_rows(config, plan);
-  for (std::size_t r = 0; r < shards.size(); ++r) {
-    plan.segments.push_back(data::to_segments(shards[r], plan.source_of(r).csv));
-    plan.shard_rows.push_back(shards[r].size());
-    plan.train_rows += shards[r].size();
+  if (config.shards.strategy == config::ShardStrategy::kContiguous) {
+    plan_segments(config, plan);  // no list of every row: none of its shards can be empty
+  } else {
+    const auto shards = plan_rows(config, plan);
+    for (std::size_t r = 0; r < shards.size(); ++r) {
+      plan.segments.push_back(data::to_segments(shards[r], plan.source_of(r).csv));
+      plan.shard_rows.push_back(shards[r].size());
+      plan.train_rows += shards[r].size();
+    }
+    plan.warnings = empty_shard_warnings(config, shards);
   }
   // The config check sees data.validation > 0; only the data tells whether it rounds to no row.
   const auto merge = config.aggregation.parameters.merge;
@@ -36,7 +41,6 @@ Plan make_plan(const config::Config& config) {
                       config::name_of(merge), text::format_double(config.data.validation_fraction),
                       plan.train_rows);
   }
-  plan.warnings = empty_shard_warnings(config, shards);
   for (const auto& w : plan.warnings) log::warn("{}", w);
   expand_for_tensor(config, plan);  // D shards -> D * T ranks when parallelism.tensor > 1
   const auto batch = static_cast<std::uint64_t>(std::max<std::int64_t>(1, config.training.batch_size));

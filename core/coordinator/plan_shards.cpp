@@ -43,15 +43,32 @@ std::vector<std::vector<std::uint64_t>> plan_files(const config::Config& config,
   return shards;
 }
 
+// The source and the held-out rows, for every strategy but files.
+void describe(const config::Config& config, Plan& plan) {
+  plan.source = data::describe_source(config);
+  plan.validation_rows =
+      data::validation_rows(plan.source.rows, config.data.validation_fraction, config.seed);
+}
+
 }  // namespace
+
+void plan_segments(const config::Config& config, Plan& plan) {
+  describe(config, plan);
+  plan.segments = data::contiguous_segments(plan.source.rows, plan.validation_rows,
+                                            config.shards.count, plan.source.csv);
+  for (const auto& segments : plan.segments) {
+    std::uint64_t rows = 0;
+    for (const auto& s : segments) rows += s.count;
+    plan.shard_rows.push_back(rows);
+    plan.train_rows += rows;
+  }
+}
 
 std::vector<std::vector<std::uint64_t>> plan_rows(const config::Config& config, Plan& plan) {
   const auto& shards = config.shards;
   if (shards.strategy == config::ShardStrategy::kFiles) return plan_files(config, plan);
 
-  plan.source = data::describe_source(config);
-  plan.validation_rows =
-      data::validation_rows(plan.source.rows, config.data.validation_fraction, config.seed);
+  describe(config, plan);
   if (shards.strategy != config::ShardStrategy::kByLabel &&
       shards.strategy != config::ShardStrategy::kDirichlet) {
     return data::plan_shards(plan.source.rows, plan.validation_rows, shards.count,

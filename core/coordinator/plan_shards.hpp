@@ -2,7 +2,7 @@
 // The shard plan of each strategy, for make_plan: the IID strategies over one source, by_label
 // and dirichlet over its label column, and files over one CSV per worker.
 
-#include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/plan.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -10,9 +10,14 @@
 namespace dt::roles {
 
 // Fills plan.source and plan.validation_rows (and, for strategy files, plan.rank_sources) and
-// returns each rank's training rows, sorted, numbered in its own source.
+// returns each rank's training rows, sorted, numbered in its own source. (The contiguous
+// strategy, the default, goes straight to segments instead: plan_segments.)
 [[nodiscard]] std::vector<std::vector<std::uint64_t>> plan_rows(const config::Config& config,
                                                                 Plan& plan);
+
+// The contiguous strategy: fills plan.source, plan.validation_rows, plan.segments and
+// plan.shard_rows without listing every row (data::contiguous_segments).
+void plan_segments(const config::Config& config, Plan& plan);
 
 // Warnings for ranks whose shard is empty (possible with by_label and dirichlet).
 [[nodiscard]] std::vector<std::string> empty_shard_warnings(

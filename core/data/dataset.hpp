@@ -72,6 +72,13 @@ void use_local_copy(const std::filesystem::path& file, SourceInfo& source,
 [[nodiscard]] std::vector<Segment> to_segments(const std::vector<std::uint64_t>& rows,
                                                const std::optional<CsvIndex>& csv);
 
+// The contiguous plan (ShardStrategy::kContiguous) as each shard's segments, made without a
+// list of rows: the same segments as to_segments over plan_shards' shards, in memory that grows
+// with the held-out rows and the segments, not with the rows.
+[[nodiscard]] std::vector<std::vector<Segment>> contiguous_segments(
+    std::uint64_t rows, const std::vector<std::uint64_t>& held_out, int count,
+    const std::optional<CsvIndex>& csv);
+
 // `segments` in consecutive pieces of at most `max_rows` rows, for reading a shard a piece at a
 // time in bounded memory. A segment is cut inside only where a piece's start can be found: in a
 // CSV with its index (`csv`), or in synthetic rows (`synthetic`); otherwise it stays whole.

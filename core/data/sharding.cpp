@@ -30,6 +30,34 @@ std::vector<std::vector<std::uint64_t>> split_contiguous(const std::vector<std::
   return shards;
 }
 
+// DataError when `training` rows (of `rows` in the source) cannot give each of `count` workers
+// at least one.
+void check_enough_rows(std::uint64_t training, std::uint64_t rows, int count) {
+  if (training >= static_cast<std::uint64_t>(count)) return;
+  const std::uint64_t held = rows - training;
+  fail<DataError>(
+      "{} training rows cannot be split across {} workers; use fewer shards (shards.count) or "
+      "more data{}",
+      training, count,
+      held == 0 ? std::string()
+                : fmt::format(" (data.validation holds out {} of the {} rows)", held, rows));
+}
+
+Segment segment_at(std::uint64_t first, std::uint64_t count, const std::optional<CsvIndex>& csv) {
+  Segment segment;
+  segment.first_row = first;
+  segment.count = count;
+  if (csv) {
+    if (first + count - 1 >= csv->rows()) {
+      fail<DataError>("{}: row {} is out of range; the file has {} data rows", csv->path.string(),
+                      first + count - 1, csv->rows());
+    }
+    segment.byte_offset = csv->row_offset[first];
+    segment.line = csv->row_line[first];
+  }
+  return segment;
+}
+
 }  // namespace
 
 std::vector<std::uint64_t> validation_rows(std::uint64_t rows, double fraction,
@@ -71,15 +99,7 @@ std::vector<std::uint64_t> training_rows(std::uint64_t rows,
     training.push_back(r);
   }
 
-  if (training.size() < static_cast<std::size_t>(count)) {
-    const std::uint64_t held = rows - training.size();
-    fail<DataError>(
-        "{} training rows cannot be split across {} workers; use fewer shards (shards.count) or "
-        "more data{}",
-        training.size(), count,
-        held == 0 ? std::string()
-                  : fmt::format(" (data.validation holds out {} of the {} rows)", held, rows));
-  }
+  check_enough_rows(training.size(), rows, count);
   return training;
 }
 
@@ -125,21 +145,48 @@ std::vector<Segment> to_segments(const std::vector<std::uint64_t>& rows,
   for (std::size_t i = 0; i < rows.size();) {
     std::size_t j = i + 1;
     while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
-    Segment segment;
-    segment.first_row = rows[i];
-    segment.count = j - i;
-    if (csv) {
-      if (rows[j - 1] >= csv->rows()) {
-        fail<DataError>("{}: row {} is out of range; the file has {} data rows",
-                        csv->path.string(), rows[j - 1], csv->rows());
-      }
-      segment.byte_offset = csv->row_offset[rows[i]];
-      segment.line = csv->row_line[rows[i]];
-    }
-    segments.push_back(segment);
+    segments.push_back(segment_at(rows[i], j - i, csv));
     i = j;
   }
   return segments;
+}
+
+std::vector<std::vector<Segment>> contiguous_segments(std::uint64_t rows,
+                                                      const std::vector<std::uint64_t>& held_out,
+                                                      int count,
+                                                      const std::optional<CsvIndex>& csv) {
+  if (count < 1) fail<DataError>("shards.count must be at least 1, not {}", count);
+  std::vector<std::uint64_t> held = held_out;
+  std::sort(held.begin(), held.end());
+  held.erase(std::unique(held.begin(), held.end()), held.end());
+  const auto in_range = static_cast<std::uint64_t>(
+      std::lower_bound(held.begin(), held.end(), rows) - held.begin());
+  const std::uint64_t training = rows - in_range;
+  check_enough_rows(training, rows, count);
+
+  // Shard w takes the next base (+1 for the first `extra` shards) training rows in source
+  // order: the runs between held-out rows, cut at the shard boundaries.
+  const auto workers = static_cast<std::uint64_t>(count);
+  const std::uint64_t base = training / workers;
+  const std::uint64_t extra = training % workers;
+  std::vector<std::vector<Segment>> shards(workers);
+  auto next_held = held.begin();
+  std::uint64_t row = 0;
+  for (std::uint64_t w = 0; w < workers; ++w) {
+    std::uint64_t left = base + (w < extra ? 1 : 0);
+    while (left > 0) {
+      while (next_held != held.end() && *next_held == row) {
+        ++row;
+        ++next_held;
+      }
+      const std::uint64_t run_end = next_held != held.end() ? std::min(*next_held, rows) : rows;
+      const std::uint64_t take = std::min(left, run_end - row);
+      shards[w].push_back(segment_at(row, take, csv));
+      row += take;
+      left -= take;
+    }
+  }
+  return shards;
 }
 
 std::vector<std::vector<Segment>> chunk_segments(const std::vector<Segment>& segments,

@@ -164,3 +164,47 @@ TEST_CASE("chunk_segments: pieces of at most max_rows, cut where a piece's start
   CHECK(cut[1][0].line == 3);
   CHECK(cut[2][0].line == 5);
 }
+
+TEST_CASE("contiguous_segments: the segments of plan_shards' contiguous shards, without rows") {
+  using dt::data::contiguous_segments;
+  using dt::data::to_segments;
+  const auto same = [](const std::vector<dt::data::Segment>& a,
+                       const std::vector<dt::data::Segment>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (a[i].first_row != b[i].first_row || a[i].count != b[i].count ||
+          a[i].byte_offset != b[i].byte_offset || a[i].line != b[i].line) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (const std::uint64_t rows : {1ULL, 7ULL, 10ULL, 101ULL, 1000ULL}) {
+    for (const double fraction : {0.0, 0.1, 0.5}) {
+      const auto held = validation_rows(rows, fraction, rows + 3);
+      for (const int count : {1, 2, 3, 7}) {
+        if (rows - held.size() < static_cast<std::uint64_t>(count)) {
+          CHECK(data_error([&] { (void)contiguous_segments(rows, held, count, std::nullopt); }) ==
+                data_error([&] {
+                  (void)plan_shards(rows, held, count, ShardStrategy::kContiguous, 1);
+                }));
+          continue;
+        }
+        const auto shards = plan_shards(rows, held, count, ShardStrategy::kContiguous, 1);
+        const auto direct = contiguous_segments(rows, held, count, std::nullopt);
+        REQUIRE(direct.size() == shards.size());
+        for (std::size_t w = 0; w < shards.size(); ++w) {
+          CHECK_MESSAGE(same(direct[w], to_segments(shards[w], std::nullopt)),
+                        "rows " << rows << " held " << held.size() << " shard " << w);
+        }
+      }
+    }
+  }
+  // With the index, each segment starts at its row's byte offset and line.
+  const dt::test::CsvFile csv("a,b\n1,2\n\"3\n\",4\n5,6\n7,8\n", "d.csv");
+  const auto index = dt::data::index_csv(csv.path);
+  const auto with_csv = contiguous_segments(4, {1}, 2, index);
+  REQUIRE(with_csv.size() == 2);
+  CHECK(same(with_csv[0], to_segments({0, 2}, index)));
+  CHECK(same(with_csv[1], to_segments({3}, index)));
+}
