@@ -7,6 +7,7 @@
 #include "core/coordinator/resume.hpp"
 #include "core/outputs/run_output.hpp"
 #include "base/error.hpp"
+#include "base/resources.hpp"
 #include "base/log.hpp"
 #include "base/net.hpp"
 #include "base/signals.hpp"
@@ -219,6 +220,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
     note_checkpoint();
   } catch (const Error& e) {
     note_checkpoint();
+    result.max_rss_bytes = resources::peak_rss_bytes();
     try {
       output::write_results(dir, config, result, {});
     } catch (const Error& write_error) {
@@ -242,6 +244,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
     throw;
   }
   const auto failures = output::check_expectations(config, result);
+  result.max_rss_bytes = resources::peak_rss_bytes();  // once: summary.json and --json agree
   output::write_results(dir, config, result, failures);
   for (const auto& f : failures) log::error("expect not met: {}", f);
   if (args.json) {

@@ -57,6 +57,9 @@ struct RunResult {
   std::uint64_t samples = 0;  // rows processed in training (for samples per second)
   double wall_seconds = 0;
   double train_seconds = 0;
+  // The coordinator's peak memory, taken once when the outputs are written (after the final
+  // evaluation), so that summary.json and --json say the same; 0: not taken yet.
+  std::uint64_t max_rss_bytes = 0;
   std::vector<WorkerStats> workers;
   std::vector<std::string> warnings;
   // summary.json's "checkpoint" when not empty: {"every_steps", "last_step", "resumed_from_step",

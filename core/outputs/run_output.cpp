@@ -126,9 +126,10 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   j["train_seconds"] = result.train_seconds;
   j["samples_per_second"] =
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0.0;
-  // The coordinator's own peak so far: taken when the summary is written, after the final
-  // evaluation, so it covers the whole run.
-  j["max_rss_bytes"] = resources::peak_rss_bytes();
+  // The coordinator's own peak, as `run` took it before writing the outputs (RunResult), else
+  // as it is now.
+  j["max_rss_bytes"] =
+      result.max_rss_bytes != 0 ? result.max_rss_bytes : resources::peak_rss_bytes();
   ordered_json workers = ordered_json::array();
   for (const auto& w : result.workers) {
     const auto& p = w.report.step_seconds_percentiles;
