@@ -246,6 +246,39 @@ TEST_CASE("shm: deadlines hold and malformed ring contents are dropped, never re
   CHECK_FALSE(listener->receive(deadline_in(std::chrono::milliseconds(20))));
 }
 
+TEST_CASE("shm: a skip to the ring's start leaves the writer room while the reader lags") {
+  // A writer whose ring empties a little way in used to jump back to the start at once, which
+  // left it only that little way until the reader passed the jump: a reader busy elsewhere (an
+  // async worker talking to its servers) then made the next few sends wait as if the ring were
+  // full, and a coordinator's send time out.
+  using dt::transport::shm::Region;
+  using dt::transport::shm::RingReader;
+  using dt::transport::shm::RingWriter;
+  auto region = Region::create(1 << 20);
+  REQUIRE(region);
+  RingWriter writer(*region, dt::transport::shm::kDown);
+  RingReader reader(*region, dt::transport::shm::kDown, 1 << 20);
+  const auto write = [&](std::uint64_t step, std::size_t size) {
+    const auto m = numbered(step, size);
+    dt::wire::Header h = m.header;
+    h.payload_size = size;
+    return writer.write(dt::wire::encode_header(h), m, size);
+  };
+  // 2 KB written and read: the ring is empty 2 KB in.
+  for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(write(i, 400) == RingWriter::Result::kWritten);
+  for (std::uint64_t i = 0; i < 4; ++i) REQUIRE(reader.next().kind == RingReader::Kind::kMessage);
+  // 64 KB more while the reader does not read: every one fits in the ring, none is marked.
+  for (std::uint64_t i = 4; i < 164; ++i) {
+    CHECK_MESSAGE(write(i, 400) == RingWriter::Result::kWritten, "message " << i);
+  }
+  for (std::uint64_t i = 4; i < 164; ++i) {
+    auto next = reader.next();
+    REQUIRE(next.kind == RingReader::Kind::kMessage);
+    CHECK(intact(next.message, i, 400));
+  }
+  CHECK(reader.next().kind == RingReader::Kind::kEmpty);
+}
+
 // A measurement, not a test: run by hand with
 //   build/release/tests/dt_unit_tests -tc='shm: bench*' --no-skip
 TEST_CASE("shm: bench round trip and 8 MB throughput, ZeroMQ ipc vs shared memory" *

@@ -239,10 +239,14 @@ RingWriter::Result RingWriter::write(const wire::Bytes& header, const wire::Mess
   const auto frames = static_cast<std::uint32_t>(message.payload.size());
   const std::uint64_t body = pad8(header.size() + 8ull * frames + payload_total);
   // Empty ring: start again at its beginning (see the header comment), if a skip record fits.
+  // Until the reader has passed the skip record, only the `offset` bytes before it are free:
+  // skip only once past kSkipAfter (or half a small ring), so that a reader that does not read
+  // for a while (an async worker busy with its servers) still leaves the writer room for its
+  // next messages, while a link of small messages stays within its first few pages.
   const std::uint64_t offset = pos % capacity_;
   // The record must end before the skip record it follows, or it would overwrite it.
-  const bool skip = used == 0 && offset != 0 && capacity_ - offset >= kRecordHead &&
-                    kRecordHead + body <= offset;
+  const bool skip = used == 0 && offset >= std::min(kSkipAfter, capacity_ / 2) &&
+                    capacity_ - offset >= kRecordHead && kRecordHead + body <= offset;
   std::uint64_t skip_at = pos;
   if (skip) {
     pos += capacity_ - offset;

@@ -16,9 +16,10 @@
 // A message that does not fit in the ring's free space goes over ZeroMQ and leaves a marker
 // record in its place, so order holds and a send never waits for the reader (the ZeroMQ I/O
 // thread queues it): two peers that both send big messages before receiving cannot deadlock.
-// When the ring is empty the writer skips to the ring's start, so a link that carries small
-// messages keeps touching the same few pages instead of sweeping (and keeping resident) the
-// whole capacity.
+// When the ring is empty and the writer is past its first kSkipAfter bytes, it skips to the
+// ring's start, so a link that carries small messages keeps touching the same few pages instead
+// of sweeping (and keeping resident) the whole capacity, and the stretch before the skip (all
+// the writer may use until the reader passes it) is never smaller than kSkipAfter.
 //
 // Wake-ups: a reader about to sleep sets reader_waiting (seq_cst) and looks at write_pos again;
 // a writer stores write_pos (seq_cst) and then looks at reader_waiting; one of them sees the
@@ -60,6 +61,7 @@ inline constexpr std::uint16_t kSwitch = 0xFFF3;
 inline constexpr std::uint32_t kRegionMagic = 0x4D535444;  // "DTSM"
 inline constexpr std::uint32_t kRegionVersion = 1;
 inline constexpr std::uint64_t kHeaderBytes = 4096;
+inline constexpr std::uint64_t kSkipAfter = 256 << 10;  // see the skip rule above
 inline constexpr std::uint64_t kMinCapacity = 4096;
 inline constexpr std::uint64_t kMaxCapacity = std::uint64_t{1} << 30;
 inline constexpr int kUp = 0;
