@@ -43,6 +43,13 @@ void check_enough_rows(std::uint64_t training, std::uint64_t rows, int count) {
                 : fmt::format(" (data.validation holds out {} of the {} rows)", held, rows));
 }
 
+// The held-out rows sorted, each once.
+std::vector<std::uint64_t> sorted_unique(std::vector<std::uint64_t> rows) {
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
 Segment segment_at(std::uint64_t first, std::uint64_t count, const std::optional<CsvIndex>& csv) {
   Segment segment;
   segment.first_row = first;
@@ -85,9 +92,7 @@ std::vector<std::uint64_t> training_rows(std::uint64_t rows,
                                          const std::vector<std::uint64_t>& held_out, int count) {
   if (count < 1) fail<DataError>("shards.count must be at least 1, not {}", count);
 
-  std::vector<std::uint64_t> sorted_out = held_out;
-  std::sort(sorted_out.begin(), sorted_out.end());
-  sorted_out.erase(std::unique(sorted_out.begin(), sorted_out.end()), sorted_out.end());
+  const auto sorted_out = sorted_unique(held_out);
   std::vector<std::uint64_t> training;
   training.reserve(rows);
   auto skip = sorted_out.begin();
@@ -156,9 +161,7 @@ std::vector<std::vector<Segment>> contiguous_segments(std::uint64_t rows,
                                                       int count,
                                                       const std::optional<CsvIndex>& csv) {
   if (count < 1) fail<DataError>("shards.count must be at least 1, not {}", count);
-  std::vector<std::uint64_t> held = held_out;
-  std::sort(held.begin(), held.end());
-  held.erase(std::unique(held.begin(), held.end()), held.end());
+  const auto held = sorted_unique(held_out);
   const auto in_range = static_cast<std::uint64_t>(
       std::lower_bound(held.begin(), held.end(), rows) - held.begin());
   const std::uint64_t training = rows - in_range;
@@ -194,6 +197,7 @@ std::vector<std::vector<Segment>> chunk_segments(const std::vector<Segment>& seg
                                                  const std::optional<CsvIndex>& csv,
                                                  bool synthetic) {
   max_rows = std::max<std::uint64_t>(1, max_rows);
+  const bool cut = csv.has_value() || synthetic;
   std::vector<std::vector<Segment>> chunks(1);
   std::uint64_t in_chunk = 0;
   for (const auto& whole : segments) {
@@ -203,22 +207,13 @@ std::vector<std::vector<Segment>> chunk_segments(const std::vector<Segment>& seg
         chunks.emplace_back();
         in_chunk = 0;
       }
-      const bool cut = csv.has_value() || synthetic;
       const std::uint64_t take = cut ? std::min(rest.count, max_rows - in_chunk) : rest.count;
       Segment piece = rest;
       piece.count = take;
       chunks.back().push_back(piece);
       in_chunk = cut ? in_chunk + take : max_rows;  // an uncut segment closes its chunk
-      rest.first_row += take;
-      rest.count -= take;
-      if (rest.count > 0 && csv) {
-        if (rest.first_row >= csv->rows()) {
-          fail<DataError>("{}: row {} is out of range; the file has {} data rows",
-                          csv->path.string(), rest.first_row, csv->rows());
-        }
-        rest.byte_offset = csv->row_offset[rest.first_row];
-        rest.line = csv->row_line[rest.first_row];
-      }
+      if (take == rest.count) break;
+      rest = segment_at(rest.first_row + take, rest.count - take, csv);  // only when cut
     }
   }
   if (chunks.back().empty() && chunks.size() > 1) chunks.pop_back();
