@@ -11,4 +11,8 @@ namespace dt::resources {
 // coordinator forks before it loads or generates data. 0 when the system cannot tell.
 [[nodiscard]] std::uint64_t peak_rss_bytes() noexcept;
 
+// The cores this process may run on (its CPU affinity, which taskset, cgroups' cpusets and
+// Slurm narrow), at least 1.
+[[nodiscard]] int usable_cores() noexcept;
+
 }  // namespace dt::resources

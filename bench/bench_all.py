@@ -261,7 +261,7 @@ seed: 1
 model: {{type: linear_regression}}
 data: {{synthetic: {{kind: linear, rows: 1000000, features: 100, noise: 0.1}}}}
 shards: {{count: {workers}}}
-aggregation: {{mode: gradients, topology: star}}
+aggregation: {{mode: gradients, topology: {topology}}}
 training: {{epochs: 3, batch_size: 2000, shuffle: {shuffle}, optimizer: {{type: sgd, lr: 0.05}}}}
 transport: {{type: ipc}}
 """
@@ -270,53 +270,60 @@ transport: {{type: ipc}}
 def row_linreg(b):
     print("linreg 1M x 100 f64, 2 workers, batch 2000, 3 epochs", flush=True)
     # The numpy peer takes contiguous batches without shuffling: "the same steps" is disttrain
-    # with shuffle: false. The default (shuffled rows) is measured too, against DDP.
-    ours, ordered, ddp, numpy, last = [], [], [], [], {}
+    # with shuffle: false. The default (shuffled rows) is measured too, against DDP. The targets
+    # are read on the ring (workers all-reduce among themselves, as DDP's gloo ring does); the
+    # star (the default topology, the coordinator summing every step) is shown beside it.
+    runs = {(t, sh): [] for t in ("ring", "star") for sh in ("true", "false")}
+    ddp, numpy = [], []
     for _ in range(b.reps):
-        summary, ran = b.disttrain("linreg", LINREG.format(workers=2, shuffle="true"))
-        ours.append((summary, ran))
-        ordered.append(b.disttrain("linreg-ordered", LINREG.format(workers=2, shuffle="false")))
+        for (topology, shuffle), got in runs.items():
+            got.append(b.disttrain(f"linreg-{topology}-{shuffle}",
+                                   LINREG.format(workers=2, shuffle=shuffle, topology=topology)))
         ddp.append(b.peer_json("torch_ddp.py", "--model", "linreg", "--workers", 2, "--rows",
                                1000000, "--features", 100, "--batch", 1000, "--epochs", 3,
                                "--lr", 0.05, "--dtype", "float64"))
         numpy.append(b.peer_json("numpy_ref.py", "--model", "linreg", "--rows", 1000000,
                                  "--features", 100, "--method", "sgd", "--batch", 2000,
                                  "--epochs", 3))
-    train = median(summary_value(s, "train_seconds") for s, _ in ours)
-    train_ordered = median(summary_value(s, "train_seconds") for s, _ in ordered)
-    ordered_note = failure_note("disttrain", [r for _, r in ordered])
+    train = {k: median(summary_value(s, "train_seconds") for s, _ in v) for k, v in runs.items()}
+    note = {k: failure_note("disttrain", [r for _, r in v]) for k, v in runs.items()}
+    ours = runs[("ring", "true")]
     wall = median(r.seconds for s, r in ours if s)
     ddp_train = median(p["t_train_s"] for p, _ in ddp if p)
     ddp_wall = median(r.seconds for p, r in ddp if p)
     np_train = median(p["t_train_s"] for p, _ in numpy if p)
-    ours_note = failure_note("disttrain", [r for _, r in ours])
     ddp_note = failure_note("torch_ddp.py", [r for _, r in ddp])
     np_note = failure_note("numpy_ref.py", [r for _, r in numpy])
     blas = next((p.get("blas") for p, _ in numpy if p), None)
-    b.raw["linreg"] = {"train_s": [summary_value(s, "train_seconds") for s, _ in ours],
-                       "train_s_no_shuffle": [summary_value(s, "train_seconds") for s, _ in ordered],
-                       "ddp_train_s": [p and p["t_train_s"] for p, _ in ddp],
-                       "numpy_train_s": [p and p["t_train_s"] for p, _ in numpy],
-                       "numpy_blas": blas}
-    r = ratio_of(ddp_train, train)
-    add("linreg", "training vs PyTorch DDP (2 workers, f64)", fmt(train, "s"),
-        f"DDP {fmt(ddp_train, 's')}", fmt(r, "×"), "≥ 15×", check(r, ">=", 15),
-        notes(ours_note, ddp_note))
-    r = ratio_of(np_train, train_ordered)
-    add("linreg", "training vs one numpy process, same steps (no shuffle; OpenBLAS)",
-        fmt(train_ordered, "s"), f"numpy {fmt(np_train, 's')}", fmt(r, "×"), "≥ 1.8×",
-        check(r, ">=", 1.8), notes(ordered_note, np_note))
-    for label, seconds, note in (("no shuffle", train_ordered, ordered_note),
-                                 ("shuffled rows", train, ours_note)):
+    b.raw["linreg"] = {f"train_s_{t}_shuffle_{sh}": [summary_value(s, "train_seconds") for s, _ in v]
+                       for (t, sh), v in runs.items()}
+    b.raw["linreg"].update({"ddp_train_s": [p and p["t_train_s"] for p, _ in ddp],
+                            "numpy_train_s": [p and p["t_train_s"] for p, _ in numpy],
+                            "numpy_blas": blas})
+    for topology in ("ring", "star"):
+        targeted = topology == "ring"
+        label = "ring" if targeted else "star, the default topology"
+        shuffled, ordered = train[(topology, "true")], train[(topology, "false")]
+        r = ratio_of(ddp_train, shuffled)
+        add("linreg", f"training vs PyTorch DDP (2 workers, f64; {label})", fmt(shuffled, "s"),
+            f"DDP {fmt(ddp_train, 's')}", fmt(r, "×"), "≥ 15×" if targeted else "—",
+            check(r, ">=", 15) if targeted else None, notes(note[(topology, "true")], ddp_note))
+        r = ratio_of(np_train, ordered)
+        add("linreg", f"training vs one numpy process, same steps (no shuffle; OpenBLAS; {label})",
+            fmt(ordered, "s"), f"numpy {fmt(np_train, 's')}", fmt(r, "×"),
+            "≥ 1.8×" if targeted else "—", check(r, ">=", 1.8) if targeted else None,
+            notes(note[(topology, "false")], np_note))
+    for label, key in (("no shuffle", ("ring", "false")), ("shuffled rows", ("ring", "true"))):
+        seconds = train[key]
         gbs = 3 * 1_000_000 * 100 * 8 / seconds / 1e9 if seconds else None
         r = ratio_of(gbs, b.stream2)
-        add("linreg", f"bytes scanned per second vs 2-thread STREAM ({label})", fmt(gbs, "GB/s"),
-            f"STREAM {fmt(b.stream2, 'GB/s')}", fmt(r * 100 if r else None, "%"), "≥ 50%",
-            check(r, ">=", 0.5), note)
+        add("linreg", f"bytes scanned per second vs 2-thread STREAM ({label}; ring)",
+            fmt(gbs, "GB/s"), f"STREAM {fmt(b.stream2, 'GB/s')}", fmt(r * 100 if r else None, "%"),
+            "≥ 50%", check(r, ">=", 0.5), note[key])
     r = ratio_of(ddp_wall, wall)
-    add("linreg", "whole process (start-up, data, training, evaluation)", fmt(wall, "s"),
-        f"DDP {fmt(ddp_wall, 's')}", fmt(r, "×"), "—", None, notes(ours_note, ddp_note))
-    row_memory(b, [s for s, _ in ours if s], ours_note)
+    add("linreg", "whole process (start-up, data, training, evaluation; ring)", fmt(wall, "s"),
+        f"DDP {fmt(ddp_wall, 's')}", fmt(r, "×"), "—", None, notes(note[("ring", "true")], ddp_note))
+    row_memory(b, [s for s, _ in ours if s], note[("ring", "true")])
 
 
 def row_memory(b, summaries, note):

@@ -69,6 +69,11 @@ class Listener {
   // From now on receive returns std::nullopt at once while `wakeup` is raised (wakeup.hpp);
   // nullptr: no more. `wakeup` outlives this socket or the next wake_on.
   virtual void wake_on(const Wakeup* wakeup) noexcept = 0;
+  // A receive that finds nothing keeps looking for up to `spin` before it sleeps, where looking
+  // costs no system call (the shared-memory rings; elsewhere this does nothing). For peers that
+  // each have a core and answer within microseconds: a sleeping process takes tens of
+  // microseconds to wake, more than such an exchange. Zero (the default): sleep at once.
+  virtual void spin_before_sleep(std::chrono::microseconds /*spin*/) noexcept {}
 };
 
 // Why a listener would not talk to a connection, as far as the connection can tell.

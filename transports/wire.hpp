@@ -27,7 +27,7 @@
 namespace dt::wire {
 
 inline constexpr std::uint32_t kMagic = 0x4E525444;  // "DTRN" read as little-endian
-inline constexpr std::uint16_t kProtocolVersion = 2;
+inline constexpr std::uint16_t kProtocolVersion = 3;
 inline constexpr std::size_t kHeaderSize = 40;
 inline constexpr std::uint32_t kCoordinatorRank = 0xFFFFFFFF;
 // Default ceiling on one message's payload; larger declared sizes are rejected before anything

@@ -14,6 +14,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <charconv>
 #include <chrono>
 #include <filesystem>
@@ -67,6 +69,10 @@ std::string check_resolves(const std::string& endpoint, int timeout_ms) {
 }  // namespace
 
 int run_joining_worker(const JoinOptions& join) {
+  // A peer that dies leaves its shared-memory bell (a FIFO) without a reader: ringing it must
+  // give EPIPE, which the link handles, not SIGPIPE, which would take this worker down too
+  // (found when a killed ring member took its predecessor with it under `restart`).
+  ::signal(SIGPIPE, SIG_IGN);
   log::set_prefix(fmt::format("worker {}", join.rank));
   if (join.log_level >= 0) log::set_level(static_cast<log::Level>(join.log_level));
   transport::TransportOptions options;

@@ -147,9 +147,6 @@ std::optional<transport::Incoming> CoordinatorSession::next_message(
   return listener_.receive(until);
 }
 
-std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type) {
-  return gather(type, {});
-}
 
 transport::Transport& CoordinatorSession::transport() const {
   if (transport_ == nullptr) fail<TrainingError>("internal error: the session has no transport");
@@ -173,13 +170,14 @@ void CoordinatorSession::supervise() {
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather(protocol::Type type,
-                                                           const std::function<void()>& on_idle) {
-  return gather_impl(type, alive_, on_idle);
+                                                           const std::function<void()>& on_idle,
+                                                           std::chrono::milliseconds grace) {
+  return gather_impl(type, alive_, on_idle, grace);
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather_from(protocol::Type type,
                                                                 const std::vector<int>& ranks) {
-  return gather_impl(type, ranks, {});
+  return gather_impl(type, ranks, {}, std::chrono::milliseconds(0));
 }
 
 std::int64_t CoordinatorSession::resend_after_ms() const {
@@ -191,7 +189,8 @@ std::int64_t CoordinatorSession::resend_after_ms() const {
 }
 
 std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
-    protocol::Type type, const std::vector<int>& wanted, const std::function<void()>& on_idle) {
+    protocol::Type type, const std::vector<int>& wanted, const std::function<void()>& on_idle,
+    std::chrono::milliseconds grace) {
   const int n = ranks();
   std::vector<std::optional<protocol::Envelope>> got(static_cast<std::size_t>(n));
   std::vector<bool> expected(static_cast<std::size_t>(n), false);
@@ -208,8 +207,14 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
     }
     return false;
   };
+  std::int64_t interrupted_at = -1;
   while (missing()) {
-    if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+    if (signals::interrupted()) {
+      if (interrupted_at < 0) interrupted_at = steady_ms();
+      if (steady_ms() - interrupted_at >= grace.count()) {
+        fail<InterruptedError>("interrupted at step {}", result_.steps);
+      }
+    }
     if (auto in = next_message(deadline_in(kPollSlice))) {
       if (in->message.header.job_id == 0 &&
           in->message.header.type == static_cast<std::uint16_t>(protocol::Type::kHello)) {

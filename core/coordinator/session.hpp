@@ -114,12 +114,12 @@ class CoordinatorSession {
   // `rank` says whose). Supervises while it waits: Ctrl-C ends the wait with an error; a lost
   // worker is handled by the failure policy (above). A request whose reply is overdue while
   // its worker still heartbeats (a lost message) is sent again; duplicate and stale replies
-  // are dropped.
-  [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type);
-  // The same, calling `on_idle` every poll slice (~50 ms) without a message, e.g. to check on
-  // threads of the coordinator (parameter servers) and to log their progress.
-  [[nodiscard]] std::vector<protocol::Envelope> gather(protocol::Type type,
-                                                       const std::function<void()>& on_idle);
+  // are dropped. `on_idle` runs every poll slice (~50 ms) without a message, e.g. to check on
+  // threads of the coordinator (parameter servers). After Ctrl-C the wait goes on (supervised)
+  // for up to `grace`: the replies to a request of several steps (a ring's batch) are kept.
+  [[nodiscard]] std::vector<protocol::Envelope> gather(
+      protocol::Type type, const std::function<void()>& on_idle = {},
+      std::chrono::milliseconds grace = std::chrono::milliseconds(0));
   // One message of `type` from each of `ranks` (ascending) still training, in their order; the
   // other workers are still supervised (exits, heartbeats) while they idle.
   [[nodiscard]] std::vector<protocol::Envelope> gather_from(protocol::Type type,
@@ -152,7 +152,6 @@ class CoordinatorSession {
   void expect_exits() noexcept { exits_expected_ = true; }
   // Records a worker that exited badly after its work was done, as a warning.
   void note_late_exit(const ChildExit& exit);
-
 
   // Checkpoints (core/coordinator/resume.hpp); none in unit tests that build a session by hand.
   void set_checkpointer(Checkpointer* checkpointer) noexcept { checkpointer_ = checkpointer; }
@@ -200,7 +199,8 @@ class CoordinatorSession {
   [[nodiscard]] std::int64_t resend_after_ms() const;
   [[nodiscard]] std::vector<protocol::Envelope> gather_impl(protocol::Type type,
                                                             const std::vector<int>& wanted,
-                                                            const std::function<void()>& on_idle);
+                                                            const std::function<void()>& on_idle,
+                                                            std::chrono::milliseconds grace);
 
   const config::Config& config_;
   const Plan& plan_;

@@ -11,9 +11,15 @@ namespace {
 
 // Rows whose outputs are computed, turned into dloss/doutput by the head, then multiplied back
 // into the gradient while they are still in the cache: each row is read from memory once.
+// Single-output models (linear, logistic) take few rows at a time, so the backward pass finds
+// them in L1 (64 rows of 100 features do not fit it), and four rows per pass over the gradient.
 constexpr Eigen::Index kChunk = 64;
-// How many rows ahead of the one being computed a shuffled batch's rows are fetched.
-constexpr Eigen::Index kPrefetchAhead = 4;
+constexpr Eigen::Index kSingleChunk = 8;
+static_assert(kSingleChunk % 4 == 0 && kSingleChunk <= kChunk);
+// How many rows ahead of the one being computed a shuffled batch's rows are fetched, into L2
+// (locality hint 1): fetched into L1 they hold its few miss buffers, and fewer rows are on the
+// way at once (random 800-byte rows: 126 against 94 ns a row, measured on an EPYC VM).
+constexpr Eigen::Index kPrefetchAhead = 8;
 
 }  // namespace
 
@@ -53,7 +59,7 @@ void AffineModel::forward(std::span<const double> params, const ConstRowsRef& x_
     // row a few ahead, every cache line of it, so its load overlaps this row's arithmetic.
     if (!pick.empty() && first + i + kPrefetchAhead < rows) {
       const auto* ahead = reinterpret_cast<const char*>(row(x_all, pick, first + i + kPrefetchAhead));
-      for (std::size_t b = 0; b < p * sizeof(double); b += 64) __builtin_prefetch(ahead + b);
+      for (std::size_t b = 0; b < p * sizeof(double); b += 64) __builtin_prefetch(ahead + b, 0, 1);
     }
     const double* x = row(x_all, pick, first + i);
     double* out = &z(i, 0);
@@ -75,8 +81,9 @@ BatchResult AffineModel::pass(std::span<const double> params, const BatchRows& b
   double* gb = grad_sum == nullptr ? nullptr : grad_sum + layout_[1].offset;
   BatchResult total;
   const Eigen::Index n = batch.rows();
-  for (Eigen::Index first = 0; first < n; first += kChunk) {
-    const Eigen::Index count = std::min(kChunk, n - first);
+  const Eigen::Index chunk = k == 1 ? kSingleChunk : kChunk;
+  for (Eigen::Index first = 0; first < n; first += chunk) {
+    const Eigen::Index count = std::min(chunk, n - first);
     auto z = scratch_.topRows(count);
     forward(params, batch.x, batch.pick, first, count, z);
     for (Eigen::Index i = 0; i < count; ++i) labels_(i) = batch.y(row_index(batch.pick, first + i));
@@ -85,6 +92,10 @@ BatchResult AffineModel::pass(std::span<const double> params, const BatchRows& b
     total.correct += r.correct;
     total.squared_error_sum += r.squared_error_sum;
     if (gw == nullptr) continue;
+    if (k == 1) {
+      single_backward(batch, first, count, z, gw, gb);
+      continue;
+    }
     for (Eigen::Index i = 0; i < count; ++i) {
       const double* x = row(batch.x, batch.pick, first + i);
       const double* dz = &z(i, 0);
@@ -98,6 +109,27 @@ BatchResult AffineModel::pass(std::span<const double> params, const BatchRows& b
     }
   }
   return total;
+}
+
+void AffineModel::single_backward(const BatchRows& batch, Eigen::Index first, Eigen::Index count,
+                                  const Eigen::Ref<RowMatrix>& dz, double* gw, double* gb) const {
+  const auto p = static_cast<std::size_t>(inputs_);
+  // Rows in fours by their place in the batch (the chunk starts at a multiple of 4), so the
+  // grouping, and with it the bits, depends only on the batch.
+  Eigen::Index i = 0;
+  for (; i + 4 <= count; i += 4) {
+    const double alpha[4] = {dz(i, 0), dz(i + 1, 0), dz(i + 2, 0), dz(i + 3, 0)};
+    const double* rows[4] = {row(batch.x, batch.pick, first + i),
+                             row(batch.x, batch.pick, first + i + 1),
+                             row(batch.x, batch.pick, first + i + 2),
+                             row(batch.x, batch.pick, first + i + 3)};
+    kernels::axpy4(alpha, rows, gw, p);
+    for (const double a : alpha) gb[0] += a;
+  }
+  for (; i < count; ++i) {
+    kernels::axpy(dz(i, 0), row(batch.x, batch.pick, first + i), gw, p);
+    gb[0] += dz(i, 0);
+  }
 }
 
 BatchResult AffineModel::loss_and_gradient(std::span<const double> params, ConstRowsRef x,

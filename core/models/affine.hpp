@@ -42,6 +42,10 @@ class AffineModel final : public Model {
                Eigen::Ref<RowMatrix> z) const;
   // Loss and metrics of the batch, and its gradient added to grad_sum unless null.
   BatchResult pass(std::span<const double> params, const BatchRows& batch, double* grad_sum);
+  // One output: the batch rows first..first+count-1 times their dloss/doutput (dz) into the
+  // weights' and the bias's gradient sums, four rows at a time.
+  void single_backward(const BatchRows& batch, Eigen::Index first, Eigen::Index count,
+                       const Eigen::Ref<RowMatrix>& dz, double* gw, double* gb) const;
 
   ModelSpec spec_;
   std::vector<ParamBlock> layout_;

@@ -25,4 +25,17 @@ DT_SIMD_CLONES void axpy(double alpha, const double* x, double* y, std::size_t n
   for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
+DT_SIMD_CLONES void axpy4(const double* alpha, const double* const* x, double* y,
+                          std::size_t n) noexcept {
+  const double a0 = alpha[0], a1 = alpha[1], a2 = alpha[2], a3 = alpha[3];
+  const double* __restrict x0 = x[0];
+  const double* __restrict x1 = x[1];
+  const double* __restrict x2 = x[2];
+  const double* __restrict x3 = x[3];
+  double* __restrict out = y;
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] += (a0 * x0[i] + a1 * x1[i]) + (a2 * x2[i] + a3 * x3[i]);
+  }
+}
+
 }  // namespace dt::models::kernels

@@ -7,11 +7,16 @@
 // takes the optimizer step: the same arithmetic as the star's coordinator, so every worker
 // holds the same parameters (bit for bit: the all-reduce gives every member the same sum).
 //
-// The coordinator only paces, supervises and logs: per step it sends "step s" (no parameters)
-// and gets each worker's loss and rows (its share, for loss.csv and the divergence check, as in
-// the star). On a log step with a validation split, rank 0 also sends its parameters so the
-// validation loss is of the current model. At the end rank 0 sends the final parameters and
-// every worker a digest of its own, which must all agree.
+// The coordinator only paces, supervises and logs: it sends "steps s to s+k-1" (no parameters)
+// and gets each worker's loss and rows of every one of those steps (its share, for loss.csv and
+// the divergence check, as in the star). On a log step with a validation split, rank 0 also
+// sends its parameters so the validation loss is of the current model. At the end rank 0 sends
+// the final parameters and every worker a digest of its own, which must all agree.
+//
+// The steps go out in batches (ring_batches.hpp), which takes the coordinator off the step
+// path: the workers go from one all-reduce to the next without waiting for it. Under
+// on_worker_failure restart or continue every step is its own batch: a re-form goes back to the
+// step the coordinator was waiting on, which the replicas must be at most one step past.
 //
 // Wire per step: 2(N-1)/N of the P+2 values to the ring successor and as much from the
 // predecessor, per worker; a few bytes to and from the coordinator.
@@ -20,6 +25,7 @@
 // (ring_reform.hpp). "Rank 0" above is then the ring's leader: its lowest-ranked member.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/ring_batches.hpp"
 #include "core/modes/ring_reform.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
@@ -28,6 +34,7 @@
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/signals.hpp"
 #include "base/text.hpp"
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"
@@ -65,56 +72,43 @@ using Clock = std::chrono::steady_clock;
 class RingMode final : public Mode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
-    auto& params = session.params();
-    const std::size_t p = params.size();
-    const int ranks = session.ranks();
-    const auto n = static_cast<std::size_t>(ranks);
-    std::vector<double> worker_loss(n);
-    std::vector<std::uint64_t> worker_rows(n);
     const std::uint64_t steps = session.schedule().total_steps();
-    const auto every = static_cast<std::uint64_t>(session.config().output.log_every_steps);
-    const bool validation = !session.plan().validation_rows.empty();
+    const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
     session.schedule().start_clock();
     RingReformer reformer(session);
+    const bool grow =
+        session.config().fault_tolerance.on_worker_failure == config::FailurePolicy::kAbort;
+    ring::BatchPlanner planner(session, grow);
+    const std::size_t p = session.params().size();
+    const auto keep = [&](const ring::Batch& batch) {
+      return [this, &batch, p](const protocol::Envelope& leader) {
+        if (batch.want_state) keep_state(leader, batch.end, p, ring::kLossArrays);
+      };
+    };
     for (std::uint64_t step = session.first_step(); step < steps;) {
       try {
-        reformer.before_step(step, session.plan().steps_per_epoch);
-        const std::uint64_t done = step + 1;
-        // record_step evaluates the validation split on exactly these steps.
-        const bool want_params = validation && (done % every == 0 || done == steps);
-        // A checkpoint after this step needs the replicas' state: the leader sends it along.
-        const bool want_state = session.checkpoint_due(done);
-        protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
-        request.fields = {{"send_parameters", want_params || want_state},
-                          {"send_state", want_state}};
-        session.broadcast(std::move(request));
-        const auto replies = session.gather(protocol::Type::kRingLoss);
-
-        double loss_sum = 0;
-        std::uint64_t rows = 0;
-        std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
-        std::fill(worker_rows.begin(), worker_rows.end(), 0);
-        for (const auto& reply : replies) {  // by rank: under continue some are gone
-          const auto r = static_cast<std::size_t>(reply.rank);
-          worker_loss[r] = protocol::number(reply, "loss_sum");
-          worker_rows[r] = protocol::count(reply, "rows");
-          loss_sum += worker_loss[r];
-          rows += worker_rows[r];
+        if (!in_flight_) {
+          reformer.before_step(step, per_epoch);
+          in_flight_ = sent(session, planner.batch(step));
         }
-        // replies[0] is the leader's (the lowest rank alive), which sends what is asked.
-        if (want_state) keep_state(replies.at(0), done, p);
-        if (rows > 0) {  // else an empty step (only possible with tiny shards)
-          check_batch_loss(session.config(), done, loss_sum, rows);
-          if (want_params) {
-            const auto got = protocol::doubles(replies.at(0), 0, p);
-            std::copy(got.begin(), got.end(), params.begin());
-          }
-          session.add_samples(rows);
-          session.record_step(done, loss_sum, rows, worker_loss, worker_rows);
+        const auto replies = session.gather(protocol::Type::kRingLoss, {}, ring::kFinishGrace);
+        const ring::Batch done = *in_flight_;
+        in_flight_.reset();
+        planner.took(done.count(), seconds_since(done.sent));
+        // Growing batches (abort): the next one goes out before this one is logged and
+        // checkpointed, so the workers never wait on the coordinator's files. Not after
+        // Ctrl-C: the stop checkpoint is then of this batch's last step, which the leader holds.
+        if (grow && done.end < steps && !signals::interrupted()) {
+          reformer.before_step(done.end, per_epoch);
+          in_flight_ = sent(session, planner.batch(done.end));
         }
-        session.step_boundary(done);
-        ++step;
+        ring::record(session, done, replies, keep(done));
+        step = done.end;
+        if (!in_flight_ && signals::interrupted()) {
+          fail<InterruptedError>("interrupted at step {}", session.result().steps);
+        }
       } catch (const RingReform&) {
+        in_flight_.reset();
         reformer.arm(true);
         reformer.reform(step);
       }
@@ -133,9 +127,12 @@ class RingMode final : public Mode {
   // Checkpoints: the replicas hold the parameters and the optimizer state, so rank 0 sends them
   // along with the step a periodic checkpoint falls on; after a stop the coordinator asks rank 0
   // for the state of the last step it completed (rank 0 keeps the one before its latest step).
+  // While a batch is in flight the leader is somewhere in it: only the state that came with
+  // the last batch can be saved (a checkpoint that fell due elsewhere, after a failed write,
+  // waits for the next cut).
   bool save_state(roles::CoordinatorSession& session, std::uint64_t step,
                   checkpoint::Checkpoint& out) override {
-    if (state_step_ != step && !request_state(session, step)) return false;
+    if (state_step_ != step && (in_flight_ || !request_state(session, step))) return false;
     out.arrays["parameters"] = state_params_;
     roles::put_optimizer(out, "optimizer", state_optimizer_);
     return true;
@@ -195,8 +192,14 @@ class RingMode final : public Mode {
         {"vector_values", params.size() + 2},  // the gradient, rows and loss
         {"chunk_values", collectives::kDefaultChunkDoubles},
         {"share_sent_per_step", 2.0 * (n - 1.0) / n},
+        {"step_requests", requests_},  // batches of steps the coordinator sent (resent ones once)
         {"replicas_agree", true},
         {"workers", std::move(workers)}};
+  }
+
+  [[nodiscard]] ring::Batch sent(roles::CoordinatorSession& session, const ring::Batch& batch) {
+    ++requests_;
+    return ring::send(session, batch);
   }
 
   // [parameters, optimizer slot 0, slot 1, ...] as arrays, the optimizer's step count as a field.
@@ -209,22 +212,25 @@ class RingMode final : public Mode {
       e.arrays.push_back(wire::to_bytes(std::span<const double>(slot)));
     }
   }
-  static models::OptimizerState read_optimizer(const protocol::Envelope& e, std::size_t p) {
+  // `first`: the index of the parameters' array (kRingLoss has the step losses before it).
+  static models::OptimizerState read_optimizer(const protocol::Envelope& e, std::size_t p,
+                                               std::size_t first = 0) {
     models::OptimizerState state;
     state.steps = protocol::count(e, "optimizer_steps");
     const auto slots = protocol::count(e, "optimizer_slots");
     for (std::size_t i = 0; i < slots; ++i) {
-      const auto values = protocol::doubles(e, 1 + i, p);
+      const auto values = protocol::doubles(e, first + 1 + i, p);
       state.slots.emplace_back(values.begin(), values.end());
     }
     return state;
   }
 
   // Coordinator: rank 0's state after `done` steps, sent with that step's reply.
-  void keep_state(const protocol::Envelope& reply, std::uint64_t done, std::size_t p) {
-    const auto got = protocol::doubles(reply, 0, p);
+  void keep_state(const protocol::Envelope& reply, std::uint64_t done, std::size_t p,
+                  std::size_t first = 0) {
+    const auto got = protocol::doubles(reply, first, p);
     state_params_.assign(got.begin(), got.end());
-    state_optimizer_ = read_optimizer(reply, p);
+    state_optimizer_ = read_optimizer(reply, p, first);
     state_step_ = done;
   }
 
@@ -344,16 +350,46 @@ class RingMode final : public Mode {
               step + 1, is_fresh ? "; waiting for a member's state" : "");
   }
 
+  // Worker: the steps the message asks for, one all-reduce each; then one reply with the rows
+  // and loss sum of every step, and (leader) what the coordinator asked for after the last.
   void step(roles::WorkerSession& session, const protocol::Envelope& message) {
     prepare(session);
+    const std::uint64_t count = protocol::count(message, "steps");
+    if (count == 0 || count > ring::kMaxBatch) {
+      fail<ProtocolError>("ring step message: steps must be 1 to {}, got {}", ring::kMaxBatch,
+                          count);
+    }
+    step_rows_.assign(count, 0.0);
+    step_loss_.assign(count, 0.0);
+    for (std::uint64_t j = 0; j < count; ++j) {
+      if (!step_once(session, message.step + j, step_rows_[j], step_loss_[j])) return;
+    }
+    protocol::Envelope reply{.type = protocol::Type::kRingLoss, .step = message.step};
+    reply.arrays.push_back(wire::to_bytes(std::span<const double>(step_rows_)));
+    reply.arrays.push_back(wire::to_bytes(std::span<const double>(step_loss_)));
+    const auto want = message.fields.find("send_parameters");
+    const auto state = message.fields.find("send_state");
+    if (leader(session) && state != message.fields.end() && state->is_boolean() &&
+        state->get<bool>()) {
+      put_state(reply, params_, optimizer_->state());
+    } else if (leader(session) && want != message.fields.end() && want->is_boolean() &&
+               want->get<bool>()) {
+      reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
+    }
+    session.send(std::move(reply));
+  }
+
+  // One step: false when it was abandoned (a member lost; the re-form message is next).
+  bool step_once(roles::WorkerSession& session, std::uint64_t index, double& rows_out,
+                 double& loss_out) {
     auto& model = session.model();
     const std::size_t p = params_.size();
     const std::span<double> grad = std::span(buffer_).first(p);
     std::fill(buffer_.begin(), buffer_.end(), 0.0);
 
-    session.begin_step(message.step);
+    session.begin_step(index);
     auto start = Clock::now();
-    const auto batch = session.batch(message.step);
+    const auto batch = session.batch(index);
     models::BatchResult result;
     if (batch.rows() > 0) result = model.batch_loss_and_gradient(params_, batch, grad);
     buffer_[p] = static_cast<double>(batch.rows());
@@ -364,10 +400,10 @@ class RingMode final : public Mode {
       ring_->allreduce_sum(buffer_);
     } catch (const GroupAbandoned&) {
       // A member was lost: the coordinator's re-form message waits to be read next.
-      log::info("step {} abandoned: a ring member was lost", message.step + 1);
-      return;
+      log::info("step {} abandoned: a ring member was lost", index + 1);
+      return false;
     } catch (Error& e) {
-      e.add_context(fmt::format("step {}: ring all-reduce of {} values", message.step + 1,
+      e.add_context(fmt::format("step {}: ring all-reduce of {} values", index + 1,
                                 buffer_.size()));
       throw;
     }
@@ -384,22 +420,12 @@ class RingMode final : public Mode {
     if (rows > 0 && std::isfinite(buffer_[p + 1])) {
       apply_gradient_sum(model, *optimizer_, params_, grad, rows);
     }
-    done_ = message.step + 1;
+    done_ = index + 1;
     compute += seconds_since(start);
     session.add_compute_seconds(compute);
-
-    protocol::Envelope reply{.type = protocol::Type::kRingLoss, .step = message.step};
-    reply.fields = {{"rows", batch.rows()}, {"loss_sum", result.loss_sum}};
-    const auto want = message.fields.find("send_parameters");
-    const auto state = message.fields.find("send_state");
-    if (leader(session) && state != message.fields.end() && state->is_boolean() &&
-        state->get<bool>()) {
-      put_state(reply, params_, optimizer_->state());
-    } else if (leader(session) && want != message.fields.end() && want->is_boolean() &&
-               want->get<bool>()) {
-      reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
-    }
-    session.send(std::move(reply));
+    rows_out = static_cast<double>(batch.rows());
+    loss_out = result.loss_sum;
+    return true;
   }
 
   void report(roles::WorkerSession& session, const protocol::Envelope& message) {
@@ -426,7 +452,10 @@ class RingMode final : public Mode {
     session.add_comm_seconds(ring.seconds);
   }
 
-  // Coordinator side: rank 0's state after state_step_ steps, for a checkpoint.
+  // Coordinator side: the batch the workers are working on, if any, and how many were sent.
+  std::optional<ring::Batch> in_flight_;
+  std::uint64_t requests_ = 0;
+  // Rank 0's state after state_step_ steps, for a checkpoint.
   std::uint64_t state_step_ = 0;
   std::vector<double> state_params_;
   models::OptimizerState state_optimizer_;
@@ -440,6 +469,8 @@ class RingMode final : public Mode {
   std::vector<double> params_;
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> buffer_;  // [gradient sum, rows, loss sum], all-reduced in place
+  std::vector<double> step_rows_;  // this worker's rows and loss sum of each step of a batch
+  std::vector<double> step_loss_;
   collectives::Ring* ring_ = nullptr;
   std::vector<std::uint32_t> members_;  // the ring, in order; empty until the first message
   std::uint64_t ring_generation_ = 0;   // the coordinator's generation when it re-formed

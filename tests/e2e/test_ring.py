@@ -170,8 +170,48 @@ def test_killed_ring_worker_fails_the_run_fast(tmp):
         assert list(tmpdir.iterdir()) == [], "socket files or temp folders left behind"
 
 
+
+
+def test_batched_steps_change_nothing_but_the_coordinator_round_trips(tmp):
+    """Under abort the coordinator sends the ring its steps in batches (one request for up to
+    64 steps, cut at checkpoints, validation log steps and epoch ends); under restart every step
+    is its own request. Both must train the same model to the byte and log the same losses."""
+    cfg = h.write_config(tmp, f"""
+version: 1
+name: batches
+seed: 5
+model: {{type: logistic_regression}}
+data: {{synthetic: {{kind: logistic, rows: 6000, features: 12}}, validation: 0.1}}
+shards: {{count: 2}}
+aggregation: {{mode: gradients, topology: ring}}
+training: {{epochs: 3, batch_size: 20, optimizer: {{type: adam, lr: 0.01}}}}
+fault_tolerance: {{checkpoint_every: {{steps: 70}}}}
+output: {{log_every: {{steps: 25}}}}
+""")
+    batched = run(cfg, tmp / "batched", "fault_tolerance.on_worker_failure=abort")
+    stepwise = run(cfg, tmp / "stepwise", "fault_tolerance.on_worker_failure=restart")
+    steps = batched["steps"]
+    assert steps == stepwise["steps"] == 3 * 270
+    assert stepwise["aggregation"]["step_requests"] == steps
+    # Cuts: 3 epoch ends, 32 log steps (validation), 11 checkpoints; the rest in long batches.
+    assert batched["aggregation"]["step_requests"] < steps // 4, batched["aggregation"]
+    for name in ("model.json", "loss.csv"):
+        a = (tmp / "batched" / name).read_text()
+        b = (tmp / "stepwise" / name).read_text()
+        if name == "loss.csv":  # the seconds column differs
+            a, b = (loss_table(tmp / d) for d in ("batched", "stepwise"))
+            for col in a.dtype.names:
+                if col != "seconds":
+                    assert np.array_equal(a[col], b[col], equal_nan=True), col
+        else:
+            assert a == b, "batched steps trained another model"
+    assert batched["final_loss"] == stepwise["final_loss"]
+    assert (tmp / "batched" / "checkpoint").is_dir()
+
+
 if __name__ == "__main__":
     h.main([test_ring_equals_star_for_2_3_4_workers_over_ipc_and_tcp,
             test_ring_equals_star_for_an_mlp,
             test_ring_is_reproducible_and_moves_gradients_between_workers,
-            test_killed_ring_worker_fails_the_run_fast])
+            test_killed_ring_worker_fails_the_run_fast,
+            test_batched_steps_change_nothing_but_the_coordinator_round_trips])

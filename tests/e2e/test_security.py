@@ -232,7 +232,7 @@ def test_refusals_say_how(tmp):
 
 # ---- strangers on the port: a hand-made ZMTP 3.0 client (NULL mechanism, as a DEALER)
 
-def header(version=2, type_=7, job=0x1234, rank=0, step=0, size=0):
+def header(version=3, type_=7, job=0x1234, rank=0, step=0, size=0):
     """The 40-byte disttrain header (transports/wire.hpp), little-endian."""
     return struct.pack("<4sHHQIIQQ", b"DTRN", version, type_, job, rank, 0, step, size)
 
@@ -372,17 +372,17 @@ def test_other_protocol_version_is_told(tmp):
     sock = zmtp_client(c.endpoint, b"w-old")
     assert sock is not None
     try:
-        sock.sendall(zmtp_frame(header(version=3, type_=1, job=0)))
+        sock.sendall(zmtp_frame(header(version=4, type_=1, job=0)))
         head = read_some(sock, 2, 5.0)
         assert len(head) == 2 and head[1] == 40, head
         notice = read_some(sock, 40, 5.0)
-        assert notice[:4] == b"DTRN" and struct.unpack("<H", notice[4:6])[0] == 2, notice
-        sock.sendall(zmtp_frame(header(version=3, type_=1, job=0)))
+        assert notice[:4] == b"DTRN" and struct.unpack("<H", notice[4:6])[0] == 3, notice
+        sock.sendall(zmtp_frame(header(version=4, type_=1, job=0)))
         assert read_some(sock, 1, 0.5) == b"", "a second notice"
     finally:
         sock.close()
     assert c.finish() == 3, c.stderr()
-    assert c.stderr().count("protocol version 3, this build speaks 2") == 1, c.stderr()
+    assert c.stderr().count("protocol version 4, this build speaks 3") == 1, c.stderr()
 
 
 def test_plain_client_cannot_reach_a_curve_coordinator(tmp):

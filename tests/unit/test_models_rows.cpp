@@ -75,6 +75,29 @@ TEST_CASE("kernels: axpy adds alpha * x to y element by element") {
   CHECK(y[0] == -1.5);
 }
 
+TEST_CASE("kernels: axpy4 adds four rows in the fixed grouping (a0 x0 + a1 x1) + (a2 x2 + a3 x3)") {
+  namespace k = dt::models::kernels;
+  // Values whose sums round differently in another grouping, at every length around the
+  // vector widths.
+  for (std::size_t n = 0; n <= 19; ++n) {
+    std::vector<std::vector<double>> x(4, std::vector<double>(n));
+    std::vector<double> y(n), expected(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t r = 0; r < 4; ++r) x[r][i] = (r % 2 == 0 ? 1e16 : 1.0) * (1.0 + 0.1 * static_cast<double>(i + r));
+      y[i] = 0.3 * static_cast<double>(i);
+    }
+    const double alpha[4] = {1.0, 3.0, -1.0, 0.7};
+    for (std::size_t i = 0; i < n; ++i) {
+      expected[i] = y[i] + ((alpha[0] * x[0][i] + alpha[1] * x[1][i]) +
+                            (alpha[2] * x[2][i] + alpha[3] * x[3][i]));
+    }
+    const double* rows[4] = {x[0].data(), x[1].data(), x[2].data(), x[3].data()};
+    k::axpy4(alpha, rows, y.data(), n);
+    INFO("n = ", n);
+    CHECK(same_bits(y, expected));
+  }
+}
+
 TEST_CASE("models: a batch of picked rows gives the bits of the same rows gathered by hand") {
   struct Case {
     const char* name;

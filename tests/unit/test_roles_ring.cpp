@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace {
@@ -117,7 +118,15 @@ TEST_CASE("ring mode: a diverging run fails like the star") {
     star_error = e.what();
   }
   CHECK(ring_error.find("training diverged at step") != std::string::npos);
-  CHECK(ring_error == star_error);
+  // The same step and advice; the value may read inf in the ring (its losses travel as raw
+  // doubles) where the star's JSON field turns an infinite loss into nan.
+  const auto without_value = [](std::string text) {
+    for (const char* v : {"is inf;", "is nan;", "is -inf;"}) {
+      if (const auto at = text.find(v); at != std::string::npos) text.replace(at, std::strlen(v), "is X;");
+    }
+    return text;
+  };
+  CHECK(without_value(ring_error) == without_value(star_error));
 }
 
 TEST_CASE("peer links are opened only when the config needs them") {

@@ -155,7 +155,7 @@ TEST_CASE_TEMPLATE("transport garbage: every kind drops another protocol version
   CHECK(incoming->message.header.step == 2);
   CHECK(listener->counters().messages_dropped == 1);
   CHECK(count(log, "from peer 'old' on " + listener->endpoint() +
-                       ": protocol version 7, this build speaks 2") == 1);
+                       ": protocol version 7, this build speaks 3") == 1);
 }
 
 TEST_CASE_TEMPLATE("transport garbage: a declared payload over the listener's limit is dropped", K,

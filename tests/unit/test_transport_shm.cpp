@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -321,4 +322,42 @@ TEST_CASE("shm: bench round trip and 8 MB throughput, ZeroMQ ipc vs shared memor
     fmt::print("DISTTRAIN_SHM={}: round trip 64 B median {:.1f} us; 8 MB one-way {:.2f} GB/s\n",
                mode, rtt[2] * 1e6, kBig * kBigCount / seconds / 1e9);
   }
+}
+
+TEST_CASE("shm: a spinning receive takes a message without sleeping, and keeps its deadline") {
+  auto transport = dt::test::make_transport<Ipc>(kJob);
+  auto listener = transport->listen("coord");
+  auto connection = transport->connect(listener->endpoint(), "w0");
+  connection->send(numbered(1, 1), deadline_in(kPatience));
+  REQUIRE(listener->receive(deadline_in(kPatience)));  // the link is on its rings from now on
+  listener->send("w0", numbered(2, 1), deadline_in(kPatience));
+  REQUIRE(connection->receive(deadline_in(kPatience)));
+
+  // Voluntary context switches of this thread: a receive that sleeps (ppoll) makes at least one.
+  const auto sleeps = [] {
+    rusage usage{};
+    ::getrusage(RUSAGE_THREAD, &usage);
+    return usage.ru_nvcsw;
+  };
+  const auto receive_late_message = [&](std::uint64_t step) {
+    std::thread sender([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      connection->send(numbered(step, 64), deadline_in(kPatience));
+    });
+    const auto before = sleeps();
+    auto got = listener->receive(deadline_in(kPatience));
+    const auto slept = sleeps() - before;
+    sender.join();
+    REQUIRE(got);
+    CHECK(intact(got->message, step, 64));
+    return slept;
+  };
+  CHECK(receive_late_message(3) >= 1);  // no spin: it slept until the bell
+  listener->spin_before_sleep(std::chrono::seconds(5));
+  CHECK(receive_late_message(4) == 0);  // it saw the message come without a system call
+
+  // Nothing coming: the spin ends at the receive's deadline, not after its own length.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(listener->receive(deadline_in(std::chrono::milliseconds(30))));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(4));
 }

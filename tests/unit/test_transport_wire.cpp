@@ -55,8 +55,8 @@ TEST_CASE("wire: header bytes follow the documented little-endian layout") {
   CHECK(f[1] == b('T'));
   CHECK(f[2] == b('R'));
   CHECK(f[3] == b('N'));
-  // version 2, type 0xBEEF
-  CHECK(f[4] == b(2));
+  // version 3, type 0xBEEF
+  CHECK(f[4] == b(3));
   CHECK(f[5] == b(0));
   CHECK(f[6] == b(0xEF));
   CHECK(f[7] == b(0xBE));
@@ -101,7 +101,7 @@ TEST_CASE("wire: decode rejects another protocol version with both versions name
   Header h = sample_header();
   h.version = 7;
   CHECK_THROWS_WITH_AS((void)decode_header(encode_header(h)),
-                       "protocol version 7, this build speaks 2", ProtocolError);
+                       "protocol version 7, this build speaks 3", ProtocolError);
 }
 
 TEST_CASE("wire: decode rejects a declared payload over the limit before anything is allocated") {

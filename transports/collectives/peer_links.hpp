@@ -115,6 +115,11 @@ class PeerLinks {
   void update_endpoints(std::vector<std::string> endpoints,
                         const std::vector<std::uint32_t>& replaced = {});
   [[nodiscard]] std::size_t world_size() const noexcept { return endpoints_.size(); }
+  // Receives look for a chunk for up to `spin` before they sleep (Listener::spin_before_sleep):
+  // for members that each have a core of their own.
+  void spin_before_sleep(std::chrono::microseconds spin) noexcept {
+    listener_->spin_before_sleep(spin);
+  }
 
   // The ring over `members` (ranks, in ring order; must include this member's rank, no
   // duplicates), made on first use and cached: every later call with the same list returns the

@@ -17,6 +17,15 @@ namespace dt::transport::shm::detail {
 
 inline constexpr std::size_t kMaxFrames = 65536;
 
+// One beat of a spin-wait: tells the core (and a hyperthread sibling) that this is a wait.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
 [[nodiscard]] inline wire::Message control(std::uint16_t type, std::uint64_t job_id,
                                            std::vector<std::string> texts = {}) {
   wire::Message m;

@@ -130,6 +130,7 @@ class ShmListener final : public Listener {
     }
   }
   // The inner socket wakes too: its receive is the one ZeroMQ messages come through.
+  void spin_before_sleep(std::chrono::microseconds spin) noexcept override { spin_ = spin; }
   void wake_on(const Wakeup* wakeup) noexcept override {
     wakeup_ = wakeup;
     inner_->wake_on(wakeup);
@@ -279,6 +280,9 @@ class ShmListener final : public Listener {
   }
 
   WaitResult sleep(Deadline deadline) {
+    if (spin_.count() > 0 && spun(std::min(deadline, Clock::now() + spin_))) {
+      return WaitResult::kWoken;
+    }
     bool data = false;
     for (auto& [id, p] : peers_) {
       if (p->switched && !p->corrupt && !p->at_marker && p->up.announce_sleep()) data = true;
@@ -312,6 +316,19 @@ class ShmListener final : public Listener {
     return result;
   }
 
+  // Looks at the rings until one has a message or `until`; true when one has. ZeroMQ messages
+  // (set-up, oversized ones) are not looked for: the sleep after finds them.
+  bool spun(Deadline until) const {
+    do {
+      for (const auto& [id, p] : peers_) {
+        if (p->switched && !p->corrupt && !p->at_marker && p->up.has_data()) return true;
+      }
+      if (wakeup_ != nullptr && wakeup_->raised()) return false;
+      for (int i = 0; i < 16; ++i) cpu_relax();
+    } while (Clock::now() < until);
+    return false;
+  }
+
   void clear_sleep() {
     for (auto& [id, p] : peers_) p->up.clear_sleep();
   }
@@ -325,6 +342,7 @@ class ShmListener final : public Listener {
   std::string last_;
   std::vector<pollfd> fds_;
   const Wakeup* wakeup_ = nullptr;  // not owned (wake_on)
+  std::chrono::microseconds spin_{0};  // spin_before_sleep
   bool zmq_ready_ = true;  // the ZeroMQ socket may have something (ZMQ_FD is edge-triggered)
   unsigned served_ = 0;
   mutable Tally tally_;
