@@ -419,6 +419,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         if (options.checkpointer != nullptr) options.checkpointer->save_on_stop(session);
         throw;
       }
+      if (options.checkpointer != nullptr) options.checkpointer->flush(session);
       result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
       result.params = params;
 

@@ -9,14 +9,16 @@
 // of a parameters-mode round of (seed, round), so no RNG state needs saving: a synchronous run
 // resumed from a checkpoint computes the same bits as one that never stopped.
 //
-// Threading: the coordinator thread only.
+// Threading: the coordinator thread only (the files are written on CheckpointWriter's own).
 
 #include "core/config/config.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/checkpoint.hpp"
+#include "core/coordinator/checkpoint_writer.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,11 +67,14 @@ class Checkpointer {
   [[nodiscard]] std::uint64_t first_step() const;
 
   // Does a checkpoint fall at `step` (steps completed): the first step boundary at or after
-  // each multiple of checkpoint_every since the last one written?
+  // each multiple of checkpoint_every since the last one saved?
   [[nodiscard]] bool due(std::uint64_t step) const noexcept;
-  // Writes the checkpoint of `step` with the mode's state; a write error is a warning (training
-  // goes on), as a full disk should not kill a run that can still finish.
+  // Hands the checkpoint of `step`, with the mode's state, to the writer's thread; a write error
+  // is a warning (training goes on), as a full disk should not kill a run that can still finish.
   void save(CoordinatorSession& session, std::uint64_t step);
+  // Waits until every checkpoint handed over is on disk (or failed): at the end of training,
+  // before last_written() is read.
+  void flush(CoordinatorSession& session);
   // After a run stopped early: writes a checkpoint of the last completed step when the mode
   // holds that step's state and it is newer than the last one written. Never throws.
   void save_on_stop(CoordinatorSession& session) noexcept;
@@ -82,13 +87,16 @@ class Checkpointer {
 
  private:
   [[nodiscard]] checkpoint::Checkpoint common(CoordinatorSession& session, std::uint64_t step) const;
+  void note(CoordinatorSession& session, const std::vector<CheckpointWriter::Outcome>& outcomes);
 
   const config::Config& config_;
   const Plan& plan_;
   std::filesystem::path dir_;
   modes::Mode* mode_ = nullptr;
   std::optional<ResumePoint> resume_;
-  std::uint64_t last_written_ = 0;
+  std::unique_ptr<CheckpointWriter> writer_;  // made at the first save
+  std::uint64_t last_saved_ = 0;    // handed to the writer
+  std::uint64_t last_written_ = 0;  // on disk
   bool written_ = false;
 };
 

@@ -2,6 +2,7 @@
 // message, the newest usable file found, the last two kept.
 
 #include "core/coordinator/checkpoint.hpp"
+#include "core/coordinator/checkpoint_writer.hpp"
 #include "base/error.hpp"
 #include "base/files.hpp"
 
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <vector>
+#include <algorithm>
 
 namespace {
 
@@ -125,4 +128,45 @@ TEST_CASE("checkpoint: a torn newest file falls back to the previous one, naming
   CHECK_FALSE(ck::load_latest(dir, &rejected).has_value());
   REQUIRE(rejected.size() == 2);
   CHECK(rejected[0].find("the file name says step 30 but it holds step 10") != std::string::npos);
+}
+
+TEST_CASE("checkpoint writer: writes on its own thread, keeps the newest, reports every outcome") {
+  const dt::files::TempDir tmp("dt-test-ckpt-writer");
+  const auto dir = tmp.path() / "checkpoint";
+  std::vector<dt::roles::CheckpointWriter::Outcome> outcomes;
+  {
+    dt::roles::CheckpointWriter writer(dir);
+    for (std::uint64_t step = 100; step <= 2000; step += 100) writer.submit(sample(step));
+    outcomes = writer.take_outcomes(true);  // every one handed over is done
+    CHECK(writer.take_outcomes(false).empty());
+  }
+  // Each of the 20 either written or replaced by a newer one before its turn; the newest always
+  // written, and the files on disk are the last two written.
+  REQUIRE(outcomes.size() == 20);
+  std::vector<std::uint64_t> written;
+  for (const auto& o : outcomes) {
+    if (o.error) {
+      CHECK(*o.error == "a newer checkpoint came before it was written");
+    } else {
+      written.push_back(o.step);
+    }
+  }
+  REQUIRE_FALSE(written.empty());
+  CHECK(written.back() == 2000);
+  const auto files = ck::list(dir);
+  REQUIRE(files.size() == std::min<std::size_t>(2, written.size()));
+  CHECK(files.back() == ck::file_for(dir, 2000));
+  const auto found = ck::load_latest(dir);
+  REQUIRE(found);
+  CHECK(same_bits(found->checkpoint.array("parameters"), sample(2000).arrays["parameters"]));
+
+  // A folder that cannot be made: the outcome says why; the writer goes on.
+  write_bytes(tmp.path() / "file", "in the way");
+  dt::roles::CheckpointWriter blocked(tmp.path() / "file" / "checkpoint");
+  blocked.submit(sample(100));
+  const auto failed = blocked.take_outcomes(true);
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0].step == 100);
+  REQUIRE(failed[0].error);
+  CHECK(failed[0].error->find("cannot create the checkpoint folder") != std::string::npos);
 }
