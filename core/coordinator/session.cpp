@@ -147,7 +147,6 @@ std::optional<transport::Incoming> CoordinatorSession::next_message(
   return listener_.receive(until);
 }
 
-
 transport::Transport& CoordinatorSession::transport() const {
   if (transport_ == nullptr) fail<TrainingError>("internal error: the session has no transport");
   return *transport_;

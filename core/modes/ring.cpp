@@ -79,6 +79,12 @@ class RingMode final : public Mode {
     const bool grow =
         session.config().fault_tolerance.on_worker_failure == config::FailurePolicy::kAbort;
     ring::BatchPlanner planner(session, grow);
+    // Whatever ends the loop, no batch is in flight after it: a stop checkpoint may then ask
+    // the leader for its state (save_state).
+    struct Landed {
+      std::optional<ring::Batch>& batch;
+      ~Landed() { batch.reset(); }
+    } landed{in_flight_};
     const std::size_t p = session.params().size();
     const auto keep = [&](const ring::Batch& batch) {
       return [this, &batch, p](const protocol::Envelope& leader) {

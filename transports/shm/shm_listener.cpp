@@ -317,13 +317,14 @@ class ShmListener final : public Listener {
   }
 
   // Looks at the rings until one has a message or `until`; true when one has. ZeroMQ messages
-  // (set-up, oversized ones) are not looked for: the sleep after finds them.
+  // (set-up, oversized ones) are not looked for, nor a wake-up raised meanwhile (a system call
+  // each): the sleep after finds them.
   bool spun(Deadline until) const {
+    if (wakeup_ != nullptr && wakeup_->raised()) return false;
     do {
       for (const auto& [id, p] : peers_) {
         if (p->switched && !p->corrupt && !p->at_marker && p->up.has_data()) return true;
       }
-      if (wakeup_ != nullptr && wakeup_->raised()) return false;
       for (int i = 0; i < 16; ++i) cpu_relax();
     } while (Clock::now() < until);
     return false;
