@@ -22,7 +22,8 @@ void CheckpointWriter::submit(checkpoint::Checkpoint checkpoint) {
   {
     std::lock_guard lock(mutex_);
     if (waiting_) {
-      outcomes_.push_back({waiting_->step(), {}, "a newer checkpoint came before it was written"});
+      outcomes_.push_back(
+          {waiting_->step(), {}, "a newer checkpoint came before it was written", true});
     }
     waiting_ = std::move(checkpoint);
   }

@@ -26,11 +26,13 @@ namespace dt::roles {
 
 class CheckpointWriter {
  public:
-  // What became of one checkpoint handed over: written to `path`, or not, saying why.
+  // What became of one checkpoint handed over: written to `path`, or not, saying why;
+  // `replaced` when a newer one took its place before its turn (not a failure).
   struct Outcome {
     std::uint64_t step = 0;
     std::filesystem::path path;
     std::optional<std::string> error;
+    bool replaced = false;
   };
 
   explicit CheckpointWriter(std::filesystem::path dir);

@@ -301,7 +301,7 @@ void Checkpointer::note(CoordinatorSession& session,
       last_written_ = std::max(last_written_, o.step);
       written_ = true;
       log::info("checkpoint of step {} written to {}", o.step, o.path.string());
-    } else if (o.path.empty() && last_saved_ > o.step && o.error->starts_with("a newer")) {
+    } else if (o.replaced) {
       log::debug("checkpoint of step {} skipped: {}", o.step, *o.error);
     } else {
       log::warn("could not write the checkpoint of step {}: {}", o.step, *o.error);

@@ -3,6 +3,7 @@
 #include "core/modes/step.hpp"
 
 #include <algorithm>
+#include <span>
 
 namespace dt::modes::ring {
 
@@ -63,6 +64,16 @@ void record(roles::CoordinatorSession& session, const Batch& batch,
   const auto n = static_cast<std::size_t>(session.ranks());
   std::vector<double> worker_loss(n);
   std::vector<std::uint64_t> worker_rows(n);
+  // Each reply's rows and losses, checked once (their length is the batch's).
+  struct Columns {
+    std::size_t rank;
+    std::span<const double> rows, loss;
+  };
+  std::vector<Columns> columns;
+  for (const auto& reply : replies) {  // by rank: under continue some are gone
+    columns.push_back({static_cast<std::size_t>(reply.rank), protocol::doubles(reply, 0, count),
+                       protocol::doubles(reply, 1, count)});
+  }
   for (std::uint64_t j = 0; j < count; ++j) {
     const std::uint64_t done = batch.first + j + 1;
     const bool last = done == batch.end;
@@ -70,12 +81,11 @@ void record(roles::CoordinatorSession& session, const Batch& batch,
     std::uint64_t rows = 0;
     std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
     std::fill(worker_rows.begin(), worker_rows.end(), 0);
-    for (const auto& reply : replies) {  // by rank: under continue some are gone
-      const auto r = static_cast<std::size_t>(reply.rank);
-      worker_rows[r] = static_cast<std::uint64_t>(protocol::doubles(reply, 0, count)[j]);
-      worker_loss[r] = protocol::doubles(reply, 1, count)[j];
-      loss_sum += worker_loss[r];
-      rows += worker_rows[r];
+    for (const auto& c : columns) {
+      worker_rows[c.rank] = static_cast<std::uint64_t>(c.rows[j]);
+      worker_loss[c.rank] = c.loss[j];
+      loss_sum += worker_loss[c.rank];
+      rows += worker_rows[c.rank];
     }
     // replies[0] is the leader's (the lowest rank alive), which sends what is asked.
     if (last) on_last(replies.at(0));

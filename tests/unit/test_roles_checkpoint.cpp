@@ -147,6 +147,7 @@ TEST_CASE("checkpoint writer: writes on its own thread, keeps the newest, report
   for (const auto& o : outcomes) {
     if (o.error) {
       CHECK(*o.error == "a newer checkpoint came before it was written");
+      CHECK(o.replaced);
     } else {
       written.push_back(o.step);
     }
@@ -169,4 +170,5 @@ TEST_CASE("checkpoint writer: writes on its own thread, keeps the newest, report
   CHECK(failed[0].step == 100);
   REQUIRE(failed[0].error);
   CHECK(failed[0].error->find("cannot create the checkpoint folder") != std::string::npos);
+  CHECK_FALSE(failed[0].replaced);
 }
