@@ -5,7 +5,7 @@
 //
 // base/: what every layer uses and that knows nothing of training: errors (this file), logging,
 // files written atomically, text, hosts and addresses, signals, memory advice, resource use,
-// seeded random draws.
+// seeded random draws, the floating-point mode (subnormals flushed).
 // May use: nothing of the project (the C++ library and fmt only).
 
 #include <fmt/format.h>

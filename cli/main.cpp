@@ -4,6 +4,7 @@
 #include "base/error.hpp"
 #include "base/files.hpp"
 #include "base/log.hpp"
+#include "base/subnormals.hpp"
 
 #include <unistd.h>
 #if defined(__GLIBC__)
@@ -50,6 +51,7 @@ void keep_freed_memory() {
 int main(int argc, char** argv) {
   using namespace dt;
   keep_freed_memory();
+  subnormals::flush();  // before any thread starts: every thread inherits it
   CLI::App app{"disttrain: data-parallel training of classic models over ZeroMQ worker processes",
                "disttrain"};
   app.require_subcommand(1);

@@ -126,7 +126,27 @@ def test_reference_matches_docs(tmp):
         "docs/config.md is out of date: run `disttrain reference > docs/config.md`"
 
 
+def test_subnormal_results_are_flushed_to_zero(tmp):
+    """disttrain flushes subnormal doubles to zero in every process (base/subnormals.hpp): a
+    model saturated to the logit -720 predicts the probability e^-720 (2.03e-313, subnormal)
+    as 0, while -700 keeps e^-700 (9.86e-305, normal)."""
+    _, model_path = train(tmp, "{type: logistic_regression}", "logistic.csv")
+    model = json.loads(model_path.read_text())
+    weights, bias = model["parameters"]
+    assert bias["name"] == "bias", model["parameters"]
+    weights["data"] = [0.0] * len(weights["data"])
+    for logit, expected in ((-720.0, 0.0), (-700.0, 9.85967654375977e-305)):
+        bias["data"] = [logit]
+        saturated = tmp / f"saturated{int(-logit)}.json"
+        saturated.write_text(json.dumps(model))
+        r = h.run("predict", saturated, h.source("data", "logistic.csv"))
+        assert r.code == 0, r
+        rows = list(csv.reader(io.StringIO(r.stdout)))
+        assert rows[0] == ["prediction", "probability"], rows[0]
+        assert {float(row[1]) for row in rows[1:]} == {expected}, (logit, rows[1])
+
+
 if __name__ == "__main__":
     h.main([test_predict_and_eval_match_training, test_regression_predictions_follow_the_saved_model,
             test_gen_is_deterministic_and_validated, test_validate_prints_the_plan,
-            test_reference_matches_docs])
+            test_reference_matches_docs, test_subnormal_results_are_flushed_to_zero])
