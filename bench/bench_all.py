@@ -126,10 +126,18 @@ def json_lines(text):
     return out
 
 
+# The OpenBLAS kernels disttrain multiplies with on this machine (summary.json `blas_kernels`),
+# set by main() before the rows: the numpy peers get the same ones, so that an OpenBLAS too old
+# to know this CPU (it then falls back to SSE3 "Prescott" kernels) slows neither side.
+BLAS_KERNELS = None
+
+
 def blas_env():
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     if os.path.isdir(OPENBLAS_DIR):
         env["LD_LIBRARY_PATH"] = OPENBLAS_DIR
+    if BLAS_KERNELS and "OPENBLAS_CORETYPE" not in os.environ:
+        env["OPENBLAS_CORETYPE"] = BLAS_KERNELS
     return env
 
 
@@ -617,7 +625,8 @@ def markdown(meta):
     lines = [f"Pass of {meta['date']} on `{meta['machine']}` ({meta['cpus']} CPUs, load average "
              f"{meta['loadavg_start']} at the start, {meta['loadavg_end']} at the end), "
              f"{meta['reps']} rep(s) a job ({meta['tiny_reps']} for the tiny job), medians; "
-             f"binary `{meta['binary']}` at {meta['commit']}.", "",
+             f"binary `{meta['binary']}` at {meta['commit']}; OpenBLAS kernels "
+             f"{meta.get('blas_kernels') or 'unknown'} (disttrain and the numpy peers).", "",
              "| job | disttrain | peer / limit | ratio | target | met? | note |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     section = None
@@ -703,6 +712,9 @@ def main():
         b.delete_csv = args.delete_csv
         meta.update(reps=b.reps, tiny_reps=b.tiny_reps)
         b.build_dir.mkdir(parents=True, exist_ok=True)
+        global BLAS_KERNELS
+        BLAS_KERNELS = (b.disttrain("blas", TINY)[0] or {}).get("blas_kernels")
+        meta["blas_kernels"] = BLAS_KERNELS
         row_limits(b)
         for name in args.only:
             try:

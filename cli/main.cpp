@@ -1,6 +1,7 @@
 // disttrain: subcommands as a table; dt::Error becomes an exit code and one message here only.
 
 #include "cli/commands.hpp"
+#include "base/blas_kernels.hpp"
 #include "base/error.hpp"
 #include "base/files.hpp"
 #include "base/log.hpp"
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   using namespace dt;
   keep_freed_memory();
   subnormals::flush();  // before any thread starts: every thread inherits it
+  (void)blas::use_the_cpus_kernels();  // likewise, and before any product
   CLI::App app{"disttrain: data-parallel training of classic models over ZeroMQ worker processes",
                "disttrain"};
   app.require_subcommand(1);

@@ -2,6 +2,7 @@
 
 #include "core/coordinator/resume.hpp"
 
+#include "base/blas_kernels.hpp"
 #include "base/error.hpp"
 #include "base/files.hpp"
 #include "base/resources.hpp"
@@ -130,6 +131,8 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   // as it is now.
   j["max_rss_bytes"] =
       result.max_rss_bytes != 0 ? result.max_rss_bytes : resources::peak_rss_bytes();
+  // The dense products' kernels on this host (an MLP's last bits depend on them).
+  j["blas_kernels"] = blas::kernels();
   ordered_json workers = ordered_json::array();
   for (const auto& w : result.workers) {
     const auto& p = w.report.step_seconds_percentiles;

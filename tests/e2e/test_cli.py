@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import os
 
 import numpy as np
 
@@ -146,7 +147,34 @@ def test_subnormal_results_are_flushed_to_zero(tmp):
         assert {float(row[1]) for row in rows[1:]} == {expected}, (logit, rows[1])
 
 
+WITHOUT_AVX2 = {"prescott", "core2", "penryn", "dunnington", "nehalem", "sandybridge", "atom",
+                "katmai", "coppermine", "northwood", "banias", "opteron", "opteron_sse3",
+                "barcelona", "bobcat", "bulldozer", "piledriver"}
+
+
+def test_dense_products_run_the_cpus_kernels(tmp):
+    """An MLP's products run OpenBLAS kernels with AVX2 where the CPU has AVX2 and FMA, even when
+    OpenBLAS does not know the CPU model (base/blas_kernels.hpp); the user's OPENBLAS_CORETYPE
+    wins; summary.json names the kernels."""
+    flags = set()
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    mlp = "{type: mlp, hidden: [8], task: multiclass}"
+    summary, _ = train(tmp, mlp, "blobs.csv")
+    kernels = summary["blas_kernels"]
+    assert kernels, summary
+    if {"avx2", "fma"} <= flags:
+        assert kernels.lower() not in WITHOUT_AVX2, kernels
+    cfg = tmp / "config.yaml"
+    r = h.run("run", cfg, "--json", env=dict(os.environ, OPENBLAS_CORETYPE="Prescott"))
+    assert r.code == 0, r
+    assert r.json()["blas_kernels"] == "Prescott", r.json()["blas_kernels"]
+
+
 if __name__ == "__main__":
     h.main([test_predict_and_eval_match_training, test_regression_predictions_follow_the_saved_model,
             test_gen_is_deterministic_and_validated, test_validate_prints_the_plan,
-            test_reference_matches_docs, test_subnormal_results_are_flushed_to_zero])
+            test_reference_matches_docs, test_subnormal_results_are_flushed_to_zero,
+            test_dense_products_run_the_cpus_kernels])
