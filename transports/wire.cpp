@@ -103,16 +103,18 @@ void check_payload(const Message& message) {
   check_payload(message.header, total, message.payload.size());
 }
 
+// Built from the range (one pass: allocate and copy) rather than sized and then copied into,
+// which zero-fills first: a second pass over every byte of a large model's message.
 Bytes to_bytes(std::span<const double> values) {
-  Bytes out(values.size_bytes());
-  if (!values.empty()) std::memcpy(out.data(), values.data(), values.size_bytes());
-  return out;
+  if (values.empty()) return {};
+  const auto* first = reinterpret_cast<const std::byte*>(values.data());
+  return Bytes(first, first + values.size_bytes());
 }
 
 Bytes to_bytes(std::string_view text) {
-  Bytes out(text.size());
-  if (!text.empty()) std::memcpy(out.data(), text.data(), text.size());
-  return out;
+  if (text.empty()) return {};
+  const auto* first = reinterpret_cast<const std::byte*>(text.data());
+  return Bytes(first, first + text.size());
 }
 
 std::span<const double> as_doubles(const Bytes& frame) {
