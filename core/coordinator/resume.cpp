@@ -332,16 +332,33 @@ void Checkpointer::save_on_stop(CoordinatorSession& session) noexcept {
   }
 }
 
+std::uint64_t Checkpointer::planned_steps(const CoordinatorSession& session) const {
+  if (config_.aggregation.mode != config::AggregationMode::kAsync) {
+    return session.schedule().total_steps();
+  }
+  // Async counts updates: every worker's local steps, which async.cpp makes the schedule's total
+  // only once it starts (after this check).
+  std::uint64_t total = 0;
+  for (const std::uint64_t rows : plan_.shard_rows) {
+    total += local_steps_per_epoch(config_.training, rows) *
+             static_cast<std::uint64_t>(config_.training.epochs);
+  }
+  return total;
+}
+
 void Checkpointer::restore(CoordinatorSession& session) {
   if (!resume_ || mode_ == nullptr) return;
   const auto& ck = resume_->checkpoint;
   const auto& m = ck.manifest;
   const std::uint64_t step = ck.step();
   const std::string where = resume_->path.string();
-  if (step >= session.schedule().total_steps()) {
+  // A checkpoint of the last step (the run was stopped while it wrote its outputs) resumes to
+  // no step at all: the outputs are written from it.
+  const std::uint64_t total = planned_steps(session);
+  if (step > total) {
     fail<ConfigError>("--resume: the checkpoint {} is at step {} and this config trains {} steps "
-                      "in all; raise training.epochs to train longer",
-                      where, step, session.schedule().total_steps());
+                      "in all; raise training.epochs to train as far",
+                      where, step, total);
   }
   auto& result = session.result();
   const auto classes = m.at("classes").get<std::vector<std::string>>();

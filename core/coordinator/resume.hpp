@@ -88,6 +88,8 @@ class Checkpointer {
  private:
   [[nodiscard]] checkpoint::Checkpoint common(CoordinatorSession& session, std::uint64_t step) const;
   void note(CoordinatorSession& session, const std::vector<CheckpointWriter::Outcome>& outcomes);
+  // The steps (async: updates) this config trains in all; a checkpoint at it is a finished run.
+  [[nodiscard]] std::uint64_t planned_steps(const CoordinatorSession& session) const;
 
   const config::Config& config_;
   const Plan& plan_;

@@ -58,11 +58,14 @@ class ShardedGradientsMode final : public ServerGroupMode {
       session.send_to(rank, std::move(setup));
       if (in_step) session.send_to(rank, {.type = protocol::Type::kStep, .step = round});
     });
-    servers.announce();
+    const std::uint64_t steps = session.schedule().total_steps();
+    // Resumed from the checkpoint of the last step, nothing is left to train: the workers are
+    // not sent to servers that stop at once (they would wait on them), the outputs come from the
+    // servers' restored parameters.
+    if (session.first_step() < steps) servers.announce();
     const int ranks = session.ranks();
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
-    const std::uint64_t steps = session.schedule().total_steps();
     const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);
     const auto timeout = 2 * config.fault_tolerance.worker_timeout_ms;
     const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);

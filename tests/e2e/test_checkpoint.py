@@ -251,10 +251,42 @@ def test_corrupt_latest_checkpoint_falls_back(tmp):
     assert_same_as(ref, run_dir)
 
 
+def test_resume_from_the_last_steps_checkpoint_writes_the_outputs(tmp):
+    """A coordinator killed after the last step's checkpoint, before its outputs were written:
+    --resume writes them, the same bytes as the run's own, in every mode (it was refused with
+    'raise training.epochs'). A config that trains fewer steps than the checkpoint is refused."""
+    modes = dict(MODES, asynchronous=dict(
+        workers=3, extra="aggregation: {mode: async, async: {max_staleness: 2}}"))
+    for mode, m in modes.items():
+        sub = tmp / mode
+        sub.mkdir()
+        cfg = h.write_config(sub, CONFIG.format(workers=m["workers"], extra=m["extra"], epochs=2,
+                                                transport="ipc", every=1, out=sub / "run"))
+        r = h.run("run", cfg, "--json", timeout=60)
+        assert r.code == 0, (mode, r)
+        steps = r.json()["steps"]
+        run_dir = sub / "run"
+        assert run_dir / "checkpoint" / f"step-{steps:012d}.ckpt" in checkpoints(run_dir), mode
+        kept = {name: (run_dir / name).read_bytes() for name in ("model.json", "loss.csv")}
+        for name in ("model.json", "loss.csv", "summary.json"):
+            (run_dir / name).unlink()
+        r = h.run("run", cfg, "--resume", "--json", timeout=60)
+        assert r.code == 0, (mode, r)
+        summary = r.json()
+        assert summary["checkpoint"]["resumed_from_step"] == steps, (mode, summary["checkpoint"])
+        assert summary["steps"] == steps, mode
+        for name, content in kept.items():
+            assert (run_dir / name).read_bytes() == content, f"{mode}: {name} differs"
+    r = h.run("run", cfg, "--resume", "--set", "training.epochs=1")
+    assert r.code == 2, r
+    assert "and this config trains" in r.stderr and "raise training.epochs" in r.stderr, r
+
+
 if __name__ == "__main__":
     h.main([test_sigterm_resume_star_tcp, test_sigterm_resume_ring,
             test_sigterm_resume_sharded_servers, test_sigterm_resume_tensor,
             test_sigterm_resume_parameters, test_coordinator_sigkill_then_resume,
             test_lost_worker_under_abort_keeps_the_last_step,
             test_resume_continues_a_longer_run, test_async_resumes,
-            test_incompatible_config_is_refused, test_corrupt_latest_checkpoint_falls_back])
+            test_incompatible_config_is_refused, test_corrupt_latest_checkpoint_falls_back,
+            test_resume_from_the_last_steps_checkpoint_writes_the_outputs])
