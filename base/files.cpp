@@ -9,8 +9,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 namespace dt::files {
@@ -70,12 +68,77 @@ void write_atomic(const std::filesystem::path& path, std::string_view content, u
   }
 }
 
-std::string read_all(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail<IoError>("cannot read {}: {}", path.string(), std::strerror(errno));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+namespace {
+
+const char* kind_of(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISDIR(mode)) return "a directory";
+  return "a special file";
+}
+
+std::string size_text(std::uint64_t bytes) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  const auto b = static_cast<double>(bytes);
+  if (bytes >= 1024 * 1024 * 1024) return fmt::format("{:.3g} GiB", b / (kMiB * 1024.0));
+  if (bytes >= 1024 * 1024) return fmt::format("{:.3g} MiB", b / kMiB);
+  return fmt::format("{} bytes", bytes);
+}
+
+}  // namespace
+
+UnreadableFile::UnreadableFile(const std::filesystem::path& path, std::string reason)
+    : IoError(fmt::format("cannot read {}: {}", path.string(), reason)), reason_(std::move(reason)) {}
+
+InputFile::InputFile(const std::filesystem::path& path) {
+  // O_NONBLOCK: the open of a FIFO returns at once instead of waiting for a writer; it changes
+  // nothing for a regular file, the only kind kept.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd_ < 0) throw UnreadableFile(path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    throw UnreadableFile(path, std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw UnreadableFile(path, fmt::format("it is {}, not a regular file (give the path of a file)",
+                                           kind_of(st.st_mode)));
+  }
+  (void)::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+  size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string read_all(const std::filesystem::path& path, std::uint64_t max_bytes) {
+  const InputFile file(path);
+  if (file.size() > max_bytes) {
+    throw UnreadableFile(path, fmt::format("it is {}, more than the {} such a file may be",
+                                           size_text(file.size()), size_text(max_bytes)));
+  }
+  // Read to the end rather than to the size taken at open: a file that grows meanwhile is read
+  // as far as the bound, a file that shrinks as far as it goes.
+  std::string out;
+  out.reserve(static_cast<std::size_t>(file.size()));
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(file.fd(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw UnreadableFile(path, std::strerror(errno));
+    if (n == 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+    if (out.size() > max_bytes) {
+      throw UnreadableFile(path, fmt::format("it grew past the {} such a file may be while it "
+                                             "was read", size_text(max_bytes)));
+    }
+  }
+  return out;
 }
 
 std::filesystem::path temp_root() {

@@ -2,6 +2,9 @@
 // Files are written whole or not at all: a temp file beside the target, fsync, rename, fsync of
 // the directory. A crash at any moment leaves either the old or the new content, never a torn file.
 
+#include "base/error.hpp"
+
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -16,7 +19,43 @@ void write_atomic(const std::filesystem::path& path, std::string_view content,
 // Writes all of `content` to a file descriptor, retrying short writes and EINTR; false (errno
 // set) on an error. No allocation and no locks, so it is safe anywhere.
 [[nodiscard]] bool write_fd(int fd, std::string_view content) noexcept;
-[[nodiscard]] std::string read_all(const std::filesystem::path& path);  // IoError names the path
+
+// Why a file cannot be read: the message is "cannot read PATH: REASON", and callers that say it
+// their own way ("cannot read config 'x.yaml': ...") take the reason alone.
+class UnreadableFile : public IoError {
+ public:
+  UnreadableFile(const std::filesystem::path& path, std::string reason);
+  [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
+// A regular file open for reading, closed with the object. Anything else is refused without
+// waiting: a FIFO (opening one that nobody writes to would block forever), a device such as
+// /dev/zero (endless), a socket, a directory. UnreadableFile says why and what to give instead:
+// "cannot read /dev/zero: it is a character device, not a regular file (give the path of a
+// file)", or the system's reason ("cannot read x.csv: No such file or directory").
+class InputFile {
+ public:
+  explicit InputFile(const std::filesystem::path& path);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
+
+ private:
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+inline constexpr std::uint64_t kNoLimit = ~std::uint64_t{0};
+
+// The whole of a regular file (InputFile) of at most `max_bytes`: UnreadableFile names the path, and
+// for a larger file both sizes ("is 2.1 GB, more than the 16 MiB such a file may be").
+[[nodiscard]] std::string read_all(const std::filesystem::path& path,
+                                   std::uint64_t max_bytes = kNoLimit);
 
 // $TMPDIR when set and not empty, else /tmp: where a TempDir goes unless told otherwise.
 [[nodiscard]] std::filesystem::path temp_root();

@@ -70,6 +70,10 @@ std::string to_z85(const std::uint8_t* bytes) {
   return std::string(text.data(), kKeyLength);
 }
 
+// A key file is a few lines (a list of client keys: a line each); the bound keeps an endless
+// file from filling memory.
+constexpr std::uint64_t kMaxKeyFileBytes = 16 << 20;
+
 std::string read_key_file(const std::filesystem::path& path, std::string_view what) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
@@ -77,9 +81,9 @@ std::string read_key_file(const std::filesystem::path& path, std::string_view wh
                       path.string());
   }
   try {
-    return files::read_all(path);
-  } catch (const IoError& e) {
-    fail<ConfigError>("{} {} cannot be read: {}", what, path.string(), e.message());
+    return files::read_all(path, kMaxKeyFileBytes);
+  } catch (const files::UnreadableFile& e) {
+    fail<ConfigError>("{} {} cannot be read: {}", what, path.string(), e.reason());
   }
 }
 

@@ -2,40 +2,26 @@
 
 #include "core/config/config.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <cstdint>
 
 #include "core/config/internal.hpp"
 #include "base/error.hpp"
+#include "base/files.hpp"
 
 namespace dt::config {
 namespace {
 
-// The whole file, or ConfigError with the system's reason ("No such file or directory").
+// A config is a few kilobytes; the bound keeps an endless or huge file from filling memory.
+constexpr std::uint64_t kMaxConfigBytes = 16 << 20;
+
+// The whole file, or ConfigError with the reason ("No such file or directory", "it is a FIFO
+// (named pipe), not a regular file ...").
 std::string read_config(const std::filesystem::path& path) {
-  const auto cannot_read = [&](int err) {
-    fail<ConfigError>("cannot read config '{}': {}", path.string(), std::strerror(err));
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) cannot_read(errno);
-  std::string text;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;  // reading a directory fails here with EISDIR
-      ::close(fd);
-      cannot_read(err);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
+  try {
+    return files::read_all(path, kMaxConfigBytes);
+  } catch (const files::UnreadableFile& e) {
+    fail<ConfigError>("cannot read config '{}': {}", path.string(), e.reason());
   }
-  ::close(fd);
-  return text;
 }
 
 YAML::Node load_yaml(const std::string& text, const std::string& origin) {

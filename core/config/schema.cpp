@@ -50,8 +50,9 @@ std::vector<Key> build_keys() {
       {"model.l2", "number >= 0", "0", "", "L2 regularization strength."},
       // data
       {"data.path", "path", "", "none",
-       "CSV file with a header row, relative to the config file's folder. Set this or "
-       "`data.synthetic` (or neither with `shards.strategy: files`)."},
+       "CSV file with a header row, relative to the config file's folder: a regular file (a "
+       "FIFO or a device such as /dev/stdin is refused). Set this or `data.synthetic` (or "
+       "neither with `shards.strategy: files`)."},
       {"data.label", "string", "", "the last column",
        "Name of the label column (with `data.path` only)."},
       {"data.normalize", one_of(kNormalizations), "standard", "",

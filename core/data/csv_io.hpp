@@ -3,6 +3,7 @@
 // load_shard. Not part of the module's interface (nothing outside core/data/ includes it).
 
 #include "core/data/csv.hpp"
+#include "base/files.hpp"
 
 #include <charconv>
 #include <cstddef>
@@ -33,12 +34,11 @@ class FileHandle {
   FileHandle& operator=(const FileHandle&) = delete;
   // Reads up to n bytes at offset; fewer only at the end of the file.
   [[nodiscard]] std::size_t read_at(std::uint64_t offset, char* out, std::size_t n) const;
-  [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
+  [[nodiscard]] std::uint64_t size() const noexcept { return file_.size(); }
 
  private:
   std::filesystem::path path_;
-  int fd_ = -1;
-  std::uint64_t size_ = 0;
+  files::InputFile file_;  // a regular file only: a FIFO or /dev/zero is refused (DataError)
 };
 
 // Length of the UTF-8 byte order mark at the start of the file (0 or 3).

@@ -4,8 +4,6 @@
 #include "core/data/csv_io.hpp"
 #include "base/error.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,26 +17,26 @@
 namespace dt::data {
 namespace detail {
 
-FileHandle::FileHandle(const std::filesystem::path& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) fail<DataError>("{}: cannot open: {}", path.string(), std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0 || S_ISDIR(st.st_mode)) {
-    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
-    ::close(fd_);
-    fail<DataError>("{}: cannot read: {}", path.string(), std::strerror(err));
+namespace {
+
+files::InputFile open_data(const std::filesystem::path& path) {
+  try {
+    return files::InputFile(path);
+  } catch (const files::UnreadableFile& e) {
+    fail<DataError>("{}: cannot open: {}", path.string(), e.reason());
   }
-  size_ = static_cast<std::uint64_t>(st.st_size);
 }
 
-FileHandle::~FileHandle() {
-  if (fd_ >= 0) ::close(fd_);
-}
+}  // namespace
+
+FileHandle::FileHandle(const std::filesystem::path& path) : path_(path), file_(open_data(path)) {}
+
+FileHandle::~FileHandle() = default;
 
 std::size_t FileHandle::read_at(std::uint64_t offset, char* out, std::size_t n) const {
   std::size_t done = 0;
   while (done < n) {
-    const ssize_t got = ::pread(fd_, out + done, n - done, static_cast<off_t>(offset + done));
+    const ssize_t got = ::pread(file_.fd(), out + done, n - done, static_cast<off_t>(offset + done));
     if (got < 0) {
       if (errno == EINTR) continue;
       fail<DataError>("{}: cannot read: {}", path_.string(), std::strerror(errno));

@@ -9,6 +9,10 @@ namespace {
 
 using nlohmann::json;
 
+// A dense model of 100 million parameters is about 2 GiB of JSON; the bound keeps an endless or
+// runaway file from filling memory before a field is read.
+constexpr std::uint64_t kMaxModelBytes = std::uint64_t{4} << 30;
+
 struct Reader {
   const std::filesystem::path& path;
 
@@ -42,7 +46,13 @@ E enum_from(const Reader& r, const std::string& text, std::initializer_list<E> v
 
 SavedModel read_model(const std::filesystem::path& path) {
   const Reader r{path};
-  json j = json::parse(files::read_all(path), nullptr, /*allow_exceptions=*/false);
+  std::string text;
+  try {
+    text = files::read_all(path, kMaxModelBytes);
+  } catch (const files::UnreadableFile& e) {
+    fail<DataError>("cannot read model '{}': {}", path.string(), e.reason());
+  }
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) r.bad("not valid JSON");
   if (r.get<std::string>(j, "format") != "disttrain-model") r.bad("'format' is not disttrain-model");
   if (r.get<int>(j, "version") != 1) {

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "core/config/config.hpp"
@@ -93,6 +95,30 @@ TEST_CASE("config: load reads a file, resolves paths against its folder and keep
                          dt::ConfigError);
   REQUIRE_THROWS_WITH_AS(
       (void)load(dir.path()),
-      ("cannot read config '" + dir.path().string() + "': Is a directory").c_str(),
+      ("cannot read config '" + dir.path().string() +
+       "': it is a directory, not a regular file (give the path of a file)")
+          .c_str(),
       dt::ConfigError);
+  // An endless device and a FIFO nobody writes to are refused at once (no read, no wait).
+  REQUIRE_THROWS_WITH_AS((void)load("/dev/zero"),
+                         "cannot read config '/dev/zero': it is a character device, not a regular "
+                         "file (give the path of a file)",
+                         dt::ConfigError);
+  const auto fifo = dir.path() / "fifo.yaml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  REQUIRE_THROWS_WITH_AS((void)load(fifo),
+                         ("cannot read config '" + fifo.string() +
+                          "': it is a FIFO (named pipe), not a regular file (give the path of a "
+                          "file)")
+                             .c_str(),
+                         dt::ConfigError);
+  // A regular file past the bound is refused before it is read whole.
+  const auto huge = dir.path() / "huge.yaml";
+  std::ofstream(huge).close();
+  std::filesystem::resize_file(huge, std::uintmax_t{17} << 20);
+  REQUIRE_THROWS_WITH_AS((void)load(huge),
+                         ("cannot read config '" + huge.string() +
+                          "': it is 17 MiB, more than the 16 MiB such a file may be")
+                             .c_str(),
+                         dt::ConfigError);
 }
