@@ -2,7 +2,11 @@
 
 #include "core/config/config.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
+
+#include <yaml-cpp/depthguard.h>
 
 #include "core/config/internal.hpp"
 #include "base/error.hpp"
@@ -26,7 +30,27 @@ std::string read_config(const std::filesystem::path& path) {
 
 YAML::Node load_yaml(const std::string& text, const std::string& origin) {
   try {
-    return YAML::Load(text);
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.empty()) return YAML::Node();
+    // A second document was silently ignored once: a config is one document (an empty one
+    // after a closing '---' is harmless).
+    const auto second = std::find_if(documents.begin() + 1, documents.end(),
+                                     [](const YAML::Node& d) { return !d.IsNull(); });
+    if (second != documents.end()) {
+      const YAML::Mark at = second->Mark();
+      const std::string where =
+          at.is_null() ? origin : fmt::format("{}:{}:{}", origin, at.line + 1, at.column + 1);
+      fail<ConfigError>("{}: a second YAML document (after '---'); a config is one document: "
+                        "merge the two, or put the second in a file of its own",
+                        where);
+    }
+    return documents.front();
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own text is "bad file", and its mark the end of the nesting, not the level
+    // past the limit: the file alone says where.
+    fail<ConfigError>("{}: invalid YAML: nested more than {} levels deep (a config nests a few "
+                      "levels at the most)",
+                      origin, e.depth() - 1);
   } catch (const YAML::Exception& e) {
     // e.what() has yaml-cpp's own "yaml-cpp: error at line 5, column 3:" prefix; ours is the
     // same position in the form every other message uses.

@@ -278,6 +278,17 @@ void read_header(CsvIndex& index, detail::RecordReader& reader) {
     fail<DataError>("{}:1:1: blank line before the header row; the first line must name the columns",
                     name);
   }
+  for (const auto& field : header) {
+    // Lines that end with CR alone (classic Mac OS, some exports) make the whole file one line;
+    // say so rather than report what that line looks like ("duplicate column name").
+    const auto cr = field.text.find('\r');
+    if (cr != std::string::npos && cr + 1 < field.text.size()) {
+      fail<DataError>("{}:{}:{}: the header row holds a carriage return (CR): the lines of this "
+                      "file end with CR alone; convert them to LF (tr '\\r' '\\n' < in.csv > "
+                      "out.csv) or CRLF",
+                      name, field.line, field.column + cr);
+    }
+  }
   std::unordered_map<std::string_view, std::size_t> seen;
   index.columns.reserve(header.size());
   for (const auto& field : header) index.columns.emplace_back(trim(field.text));

@@ -4,6 +4,11 @@
 #include "base/error.hpp"
 #include "base/files.hpp"
 
+#include <cmath>
+#include <optional>
+#include <string_view>
+#include <unordered_set>
+
 namespace dt::output {
 namespace {
 
@@ -40,6 +45,15 @@ E enum_from(const Reader& r, const std::string& text, std::initializer_list<E> v
     if (text == config::name_of(v)) return v;
   }
   r.bad(fmt::format("unknown {} '{}'", field, text));
+}
+
+// The first name that appears twice, if any.
+std::optional<std::string> first_repeat(const std::vector<std::string>& names) {
+  std::unordered_set<std::string_view> seen;
+  for (const auto& n : names) {
+    if (!seen.insert(n).second) return n;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -94,6 +108,21 @@ SavedModel read_model(const std::filesystem::path& path) {
       m.normalization.scale.size() != m.features.size()) {
     r.bad("normalization has a different length than features");
   }
+  for (std::size_t i = 0; i < m.features.size(); ++i) {
+    // A zero scale divides by zero: predictions of inf or nan.
+    if (!std::isfinite(m.normalization.shift[i]) || !std::isfinite(m.normalization.scale[i]) ||
+        !(m.normalization.scale[i] > 0.0)) {
+      r.bad(fmt::format("normalization of feature '{}' has shift {} and scale {}; the scale must be "
+                        "a positive number",
+                        m.features[i], m.normalization.shift[i], m.normalization.scale[i]));
+    }
+  }
+  if (const auto twice = first_repeat(m.features)) {
+    r.bad(fmt::format("feature '{}' is listed twice", *twice));
+  }
+  if (const auto twice = first_repeat(m.classes)) {
+    r.bad(fmt::format("class '{}' is listed twice", *twice));
+  }
 
   if (m.features.empty()) r.bad("'features' is empty");
   const auto task = config::task_of(m.spec.config);
@@ -125,10 +154,22 @@ SavedModel read_model(const std::filesystem::path& path) {
     if (r.get<std::string>(params[b], "name") != block.name) {
       r.bad(fmt::format("parameter block {} should be '{}'", b, block.name));
     }
+    // Compared as JSON values, so a negative, fractional or huge number is a mismatch like any
+    // other (never converted, never multiplied).
+    const json& shape = r.at(params[b], "shape");
+    if (shape != json(block.shape)) {
+      r.bad(fmt::format("parameter '{}' has shape {}; this model's needs {}", block.name,
+                        shape.dump(), json(block.shape).dump()));
+    }
     const auto data = r.get<std::vector<double>>(params[b], "data");
     if (data.size() != block.size) {
       r.bad(fmt::format("parameter '{}' has {} values, its shape needs {}", block.name,
                         data.size(), block.size));
+    }
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      if (!std::isfinite(data[i])) {
+        r.bad(fmt::format("parameter '{}' value {} is {}", block.name, i, data[i]));
+      }
     }
     std::copy(data.begin(), data.end(), m.params.begin() + static_cast<std::ptrdiff_t>(block.offset));
   }

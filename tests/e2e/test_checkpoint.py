@@ -32,13 +32,17 @@ MODES = {
     "ring": dict(workers=3, extra="aggregation: {mode: gradients, topology: ring}"),
     "servers": dict(workers=3, extra="aggregation: {mode: gradients, servers: 2}"),
     "tensor": dict(workers=2, extra="parallelism: {tensor: 2}"),
-    "parameters": dict(workers=3, extra="aggregation: {mode: parameters, parameters: "
-                                        "{sync_every: {steps: 5}, optimizer_state: keep}}"),
+    # A step of local SGD is far cheaper than a synchronous one: more epochs, so that the run
+    # still lasts long enough to be stopped after its first checkpoint.
+    "parameters": dict(workers=3, epochs=400,
+                       extra="aggregation: {mode: parameters, parameters: "
+                             "{sync_every: {steps: 5}, optimizer_state: keep}}"),
 }
 
 
-def config(tmp, mode, transport="ipc", epochs=60, every=150):
+def config(tmp, mode, transport="ipc", epochs=None, every=150):
     m = MODES[mode]
+    epochs = epochs or m.get("epochs", 60)
     return h.write_config(tmp, CONFIG.format(workers=m["workers"], extra=m["extra"],
                                              epochs=epochs, transport=transport, every=every,
                                              out=tmp / "run"), name=f"{mode}.yaml")
@@ -188,7 +192,7 @@ def test_resume_continues_a_longer_run(tmp):
 
 def test_async_resumes(tmp):
     cfg = h.write_config(tmp, CONFIG.format(
-        workers=3, extra="aggregation: {mode: async, async: {max_staleness: 2}}", epochs=60,
+        workers=3, extra="aggregation: {mode: async, async: {max_staleness: 2}}", epochs=300,
         transport="ipc", every=300, out=tmp / "run"))
     run_dir = tmp / "run"
     proc, workers = stop_after_first_checkpoint(cfg, run_dir, signal.SIGTERM)

@@ -173,8 +173,42 @@ def test_dense_products_run_the_cpus_kernels(tmp):
     assert r.json()["blas_kernels"] == "Prescott", r.json()["blas_kernels"]
 
 
+def test_model_files_are_checked_field_by_field(tmp):
+    """A model.json whose fields disagree (a shape not the model's, huge, negative, or whose
+    product wraps 64 bits; a zero scale; a repeated feature) is refused with exit 2 naming the
+    field: predict once printed predictions (and -inf/nan) from such files with exit 0."""
+    _, model_path = train(tmp, "{type: linear_regression}", "linear.csv")
+    model = json.loads(model_path.read_text())
+    assert model["parameters"][0]["shape"] == [8], model["parameters"][0]["shape"]
+    data = h.source("data", "linear.csv")
+    cases = {
+        "shape [5,9]": (lambda m: m["parameters"][0].update(shape=[5, 9]),
+                        "parameter 'weights' has shape [5,9]; this model's needs [8]"),
+        "huge": (lambda m: m["parameters"][0].update(shape=[100000, 100000]),
+                 "parameter 'weights' has shape [100000,100000]; this model's needs [8]"),
+        "negative": (lambda m: m["parameters"][0].update(shape=[-8]),
+                     "parameter 'weights' has shape [-8]; this model's needs [8]"),
+        "wraps": (lambda m: m["parameters"][0].update(shape=[2 ** 32, 2 ** 32]),
+                  "parameter 'weights' has shape [4294967296,4294967296]; this model's needs [8]"),
+        "zero scale": (lambda m: m["normalization"]["scale"].__setitem__(2, 0),
+                       "normalization of feature 'x2' has shift"),
+        "repeated feature": (lambda m: m["features"].__setitem__(1, "x0"),
+                             "feature 'x0' is listed twice"),
+    }
+    for name, (change, message) in cases.items():
+        bad = json.loads(json.dumps(model))
+        change(bad)
+        path = tmp / f"{name.replace(' ', '_')}.json"
+        path.write_text(json.dumps(bad))
+        for command in ("predict", "eval"):
+            r = h.run(command, path, data)
+            assert r.code == 2, (name, command, r)
+            assert f"{path}: {message}" in r.stderr, (name, r.stderr)
+            assert r.stdout == "", (name, "nothing is printed from a refused model")
+
+
 if __name__ == "__main__":
     h.main([test_predict_and_eval_match_training, test_regression_predictions_follow_the_saved_model,
             test_gen_is_deterministic_and_validated, test_validate_prints_the_plan,
             test_reference_matches_docs, test_subnormal_results_are_flushed_to_zero,
-            test_dense_products_run_the_cpus_kernels])
+            test_dense_products_run_the_cpus_kernels, test_model_files_are_checked_field_by_field])

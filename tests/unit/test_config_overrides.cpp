@@ -122,3 +122,21 @@ TEST_CASE("config: load reads a file, resolves paths against its folder and keep
                              .c_str(),
                          dt::ConfigError);
 }
+
+TEST_CASE("config: one YAML document, nested within reason") {
+  const auto error_of = [](const std::string& text) {
+    return dt::test::message_of<dt::ConfigError>([&] { (void)parse_text(text); });
+  };
+  const std::string head = "version: 1\ndata: {path: a.csv}\n";
+  const std::string second =
+      ": a second YAML document (after '---'); a config is one document: merge the two, or put "
+      "the second in a file of its own";
+  // A second document was silently ignored; an empty one after a closing '---' is harmless.
+  CHECK(error_of(head + "---\nseed: 5\n") == "test.yaml:4:1" + second);
+  CHECK(error_of(head + "---\n---\nseed: 5\n") == "test.yaml:5:1" + second);
+  CHECK_NOTHROW((void)parse_text(head + "---\n"));
+  // yaml-cpp's own text for this was "bad file".
+  CHECK(error_of("version: 1\nx: " + std::string(600, '[') + std::string(600, ']') + "\n") ==
+        "test.yaml: invalid YAML: nested more than 499 levels deep (a config nests a few levels "
+        "at the most)");
+}

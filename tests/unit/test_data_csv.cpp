@@ -116,6 +116,13 @@ TEST_CASE("csv: structural errors name file:line:column") {
     CHECK(data_error([&] { (void)read_all(f.path); }) ==
           f.at(":9:12: unterminated quoted field (opened here)"));
   }
+  SUBCASE("lines that end with CR alone") {
+    // Read as one line, this once said "duplicate column name".
+    const CsvFile f("a,b,y\r1,2,3\r4,5,6\r");
+    CHECK(data_error([&] { (void)index_csv(f.path); }) ==
+          f.at(":1:6: the header row holds a carriage return (CR): the lines of this file end "
+               "with CR alone; convert them to LF (tr '\\r' '\\n' < in.csv > out.csv) or CRLF"));
+  }
   SUBCASE("text after a closing quote") {
     const CsvFile f("a,b\n\"x\"y,2\n");
     CHECK(data_error([&] { (void)index_csv(f.path); }) ==
