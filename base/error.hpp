@@ -4,8 +4,9 @@
 // 3000 ms"). Only cli/ turns them into an exit code and one message.
 //
 // base/: what every layer uses and that knows nothing of training: errors (this file), logging,
-// files written atomically, text, hosts and addresses, signals, memory advice, resource use,
-// seeded random draws, the floating-point mode (subnormals flushed).
+// files written atomically, temporary folders (swept once their owner is gone), text, hosts and
+// addresses, signals, memory advice, resource use, seeded random draws, the floating-point mode
+// (subnormals flushed) and the BLAS kernels.
 // May use: nothing of the project (the C++ library and fmt only).
 
 #include <fmt/format.h>

@@ -155,6 +155,7 @@ TempDir::TempDir(std::string_view prefix, std::optional<std::filesystem::path> b
     fail<IoError>("cannot create a temporary directory {}: {}", tmpl, std::strerror(errno));
   }
   path_ = name.data();
+  write_owner_file(path_);
 }
 
 TempDir::~TempDir() {

@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -62,7 +63,9 @@ inline constexpr std::uint64_t kNoLimit = ~std::uint64_t{0};
 
 // A private directory, <base>/<prefix>XXXXXX, removed with everything in it when the object goes
 // away. The base is temp_root() unless given (ipc sockets need a short one: zmq_transport.cpp).
-// IoError names the template when it cannot be created.
+// IoError names the template when it cannot be created. It holds a file `.owner` naming this
+// process (pid and start time), so that sweep_orphans can tell, after a SIGKILL that left the
+// directory behind, that nobody owns it any more.
 class TempDir {
  public:
   explicit TempDir(std::string_view prefix,
@@ -75,5 +78,15 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Writes `dir`/.owner for sweep_orphans (TempDir does; exposed for tests).
+void write_owner_file(const std::filesystem::path& dir) noexcept;
+
+// Removes the directories <base>/<prefix>XXXXXX that a TempDir of a process now gone left behind
+// (killed with SIGKILL, it could not remove its own): those of this user whose `.owner` names a
+// pid that no longer runs, or runs another program since (its start time differs). A directory
+// without an owner file (made by an older build, or being made right now) is left alone.
+// Returns the directories removed; never fails.
+std::size_t sweep_orphans(const std::filesystem::path& base, std::string_view prefix) noexcept;
 
 }  // namespace dt::files

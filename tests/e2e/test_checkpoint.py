@@ -76,9 +76,9 @@ def reference(tmp, cfg):
     return ref
 
 
-def stop_after_first_checkpoint(cfg, run_dir, sig):
+def stop_after_first_checkpoint(cfg, run_dir, sig, env=None):
     """Starts the run and sends `sig` to the coordinator once its first checkpoint is on disk."""
-    proc = h.start(cfg)
+    proc = h.start(cfg, env=env)
     h.wait_for(lambda: checkpoints(run_dir) or proc.poll() is not None, 30, "a checkpoint")
     assert proc.poll() is None, "the run ended before it could be stopped: make it longer"
     workers = h.children_of(proc.pid)
@@ -92,8 +92,8 @@ def assert_same_as(ref, run_dir):
     assert loss_rows(run_dir / "loss.csv") == loss_rows(ref / "loss.csv")
 
 
-def resume_and_compare(tmp, cfg, ref, run_dir, total_steps):
-    r = h.run("run", cfg, "--resume", "--json", timeout=60)
+def resume_and_compare(tmp, cfg, ref, run_dir, total_steps, env=None):
+    r = h.run("run", cfg, "--resume", "--json", timeout=60, env=env)
     assert r.code == 0, r
     assert "damaged checkpoint" not in r.stderr, r.stderr  # every finished file is whole
     summary = r.json()
@@ -149,11 +149,16 @@ def test_coordinator_sigkill_then_resume(tmp):
         ref = reference(sub, cfg)
         total = json.loads((ref / "summary.json").read_text())["steps"]
         run_dir = sub / "run"
-        proc, workers = stop_after_first_checkpoint(cfg, run_dir, signal.SIGKILL)
+        tmpdir, env = h.private_tmpdir(sub)
+        proc, workers = stop_after_first_checkpoint(cfg, run_dir, signal.SIGKILL, env=env)
         proc.communicate(timeout=10)
         # The workers notice the lost coordinator within worker_timeout_ms (3000 by default).
         h.assert_gone(workers, within=6)
-        resume_and_compare(sub, cfg, ref, run_dir, total)
+        # A coordinator killed outright cannot remove its socket folder; the next run does.
+        left = [p.name for p in tmpdir.iterdir() if p.name.startswith("disttrain-")]
+        assert len(left) == 1, left
+        resume_and_compare(sub, cfg, ref, run_dir, total, env=env)
+        assert not list(tmpdir.iterdir()), list(tmpdir.iterdir())
 
 
 def test_lost_worker_under_abort_keeps_the_last_step(tmp):

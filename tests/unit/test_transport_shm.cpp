@@ -101,7 +101,8 @@ TEST_CASE("shm: order holds across the switch-over and around the ring, both way
     names.push_back(e.path().filename().string());
   }
   std::sort(names.begin(), names.end());
-  CHECK(names == std::vector<std::string>{"coord.bell", "coord.sock"});
+  // .owner: the folder's owner, for the sweep after a SIGKILL (base/files.hpp).
+  CHECK(names == std::vector<std::string>{".owner", "coord.bell", "coord.sock"});
 }
 
 TEST_CASE("shm: many peers, replies routed by identity") {
@@ -194,13 +195,13 @@ TEST_CASE("shm: DISTTRAIN_SHM=0 keeps a connection on ZeroMQ, with the same resu
     REQUIRE(in);
     CHECK(intact(in->message, i, size_for(i)));
   }
-  // No region was offered: only the listener's files.
+  // No region was offered: only the listener's files (and the folder's .owner).
   std::size_t files = 0;
   for ([[maybe_unused]] const auto& e :
        std::filesystem::directory_iterator(folder_of(listener->endpoint()))) {
     ++files;
   }
-  CHECK(files == 2);
+  CHECK(files == 3);
 }
 
 TEST_CASE("shm: deadlines hold and malformed ring contents are dropped, never read past") {

@@ -259,6 +259,8 @@ class ZmqTransport final : public Transport {
       return fmt::format("ipc://{}", path.string());
     }
     if (!dir_) {
+      // Folders of coordinators killed with SIGKILL (which cannot remove their own) go first.
+      (void)files::sweep_orphans(socket_base(), kDirPrefix);
       try {
         dir_.emplace(kDirPrefix, socket_base());
       } catch (const IoError& e) {
