@@ -45,9 +45,10 @@ void write_atomic(const std::filesystem::path& path, std::string_view content, u
   if (fd < 0) fail<IoError>("cannot create a file in {}: {}", dir.string(), std::strerror(errno));
   const std::filesystem::path tmp(name.data());
   try {
-    write_fully(fd, content, tmp);
+    // Errors name the file being written, not its temporary name (removed below).
+    write_fully(fd, content, path);
     if (::fchmod(fd, static_cast<mode_t>(mode)) != 0 || ::fsync(fd) != 0) {
-      fail<IoError>("cannot sync {}: {}", tmp.string(), std::strerror(errno));
+      fail<IoError>("cannot sync {}: {}", path.string(), std::strerror(errno));
     }
   } catch (...) {
     ::close(fd);

@@ -23,13 +23,24 @@ std::string json_text(const nlohmann::ordered_json& j, int indent) {
 std::filesystem::path prepare_run_dir(const config::Config& config, bool resume) {
   const auto dir = config.output.dir;
   std::error_code ec;
+  // Found before any worker starts, so a bad output.dir is bad usage (exit 2), not a failed run.
   std::filesystem::create_directories(dir / "workers", ec);
-  if (ec) fail<IoError>("cannot create the output folder {}: {}", dir.string(), ec.message());
+  if (ec) {
+    fail<ConfigError>("output.dir: cannot create the output folder {}: {}; set output.dir to a "
+                      "folder you can write",
+                      dir.string(), ec.message());
+  }
   // A previous run's files must not pass for this run's (an old model.json beside a new
   // "failed" summary). Only the files a run writes are removed, nothing else in the folder.
   for (const char* name : {"model.json", "summary.json", "loss.csv", "loss.svg",
                            "config.resolved.yaml"}) {
     std::filesystem::remove(dir / name, ec);
+    // What remove leaves (a folder with files in it) would fail the run at its very end.
+    if (std::filesystem::symlink_status(dir / name, ec).type() == std::filesystem::file_type::directory) {
+      fail<ConfigError>("output.dir: {} is a folder, where the run writes its {}; move it away "
+                        "or set another output.dir",
+                        (dir / name).string(), name);
+    }
   }
   for (const auto& entry : std::filesystem::directory_iterator(dir / "workers", ec)) {
     if (entry.path().extension() == ".log") std::filesystem::remove(entry.path(), ec);
@@ -189,13 +200,29 @@ void write_resolved_config(const std::filesystem::path& dir, const config::Confi
 void write_results(const std::filesystem::path& dir, const config::Config& config,
                    const roles::RunResult& result,
                    const std::vector<std::string>& expect_failures) {
-  files::write_atomic(dir / "loss.csv", loss_csv(result, config::worker_count(config)));
-  files::write_atomic(dir / "loss.svg", loss_svg(result, config.name));
-  if (result.status == "ok") {
-    const auto model = models::make_model({config.model,
-                                           static_cast<int>(result.source.features.size()),
-                                           static_cast<int>(result.classes.size())});
-    files::write_atomic(dir / "model.json", json_text(model_json(config, result, *model), 1) + "\n");
+  // A file that cannot be written (a full disk) fails the run, but summary.json still says so
+  // where it can: it is small, and it is what a CI job reads first.
+  try {
+    files::write_atomic(dir / "loss.csv", loss_csv(result, config::worker_count(config)));
+    files::write_atomic(dir / "loss.svg", loss_svg(result, config.name));
+    if (result.status == "ok") {
+      const auto model = models::make_model({config.model,
+                                             static_cast<int>(result.source.features.size()),
+                                             static_cast<int>(result.classes.size())});
+      files::write_atomic(dir / "model.json",
+                          json_text(model_json(config, result, *model), 1) + "\n");
+    }
+  } catch (const IoError& e) {
+    roles::RunResult failed = result;
+    failed.status = "failed";
+    failed.error = result.error.empty() ? e.what() : result.error + "; " + e.what();
+    try {
+      files::write_atomic(dir / "summary.json",
+                          json_text(summary_json(config, failed, expect_failures), 2) + "\n");
+    } catch (const IoError&) {
+      // The first error is the one to report.
+    }
+    throw;
   }
   // Last, so a reader that sees summary.json sees the files it describes.
   files::write_atomic(dir / "summary.json",

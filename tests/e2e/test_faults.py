@@ -117,15 +117,17 @@ def error_line(stderr, rank):
 
 def test_kill_from_config_and_from_the_command_line_aborts_in_time(tmp):
     # From the config, star topology.
+    # Late enough that the test has told the workers apart before the victim dies (at step 200
+    # it could die first, a few milliseconds in, and could then not be named).
     cfg, out = config(tmp, "kill", epochs=1000,
-                      faults="faults: [{rank: 2, at_step: 200, action: kill}]")
+                      faults="faults: [{rank: 2, at_step: 2000, action: kill}]")
     code, err, victim, _, seconds = run_until_lost(cfg, 2, lambda pid: not h.alive(pid))
     assert code == 3, err
     assert seconds <= 2 * TIMEOUT_MS / 1000, seconds
     line = error_line(err, 2)
     assert f"worker 2 (pid {victim}" in line and "was killed by signal 9 (SIGKILL)" in line, line
-    assert re.search(r"\bstep 200\b", line), line  # the last completed step
-    assert "injected fault: kill at step 200" in worker_log(out, 2)
+    assert re.search(r"\bstep 2000\b", line), line  # the last completed step
+    assert "injected fault: kill at step 2000" in worker_log(out, 2)
     assert summary(out)["status"] == "failed"
 
     # From --fault, parameters mode over tcp: at_step is the worker's local step there.
