@@ -35,8 +35,10 @@ void LossWindow::clear() {
 }
 
 nlohmann::json LossWindow::to_json() const {
-  return {{"loss", loss_}, {"rows", rows_}, {"worker_loss", worker_loss_},
-          {"worker_rows", worker_rows_}};
+  nlohmann::json j = {{"loss", loss_}, {"rows", rows_}, {"worker_loss", worker_loss_},
+                      {"worker_rows", worker_rows_}};
+  if (first_loss_) j["first_loss"] = *first_loss_;
+  return j;
 }
 
 void LossWindow::restore(const nlohmann::json& window) {
@@ -47,6 +49,8 @@ void LossWindow::restore(const nlohmann::json& window) {
   worker_rows_ = window.at("worker_rows").get<std::vector<std::uint64_t>>();
   worker_loss_.resize(ranks);
   worker_rows_.resize(ranks);
+  // Checkpoints of earlier builds have none: the check then waits for a new run.
+  if (window.contains("first_loss")) first_loss_ = window.at("first_loss").get<double>();
 }
 
 }  // namespace dt::roles

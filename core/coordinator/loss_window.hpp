@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace dt::roles {
@@ -22,6 +23,11 @@ class LossWindow {
   [[nodiscard]] std::vector<double> worker_loss() const;
   void clear();
 
+  // The mean loss of the run's first step, the yardstick of a loss that explodes (session.cpp);
+  // kept in checkpoints.
+  void set_first_loss(double mean) noexcept { first_loss_ = mean; }
+  [[nodiscard]] std::optional<double> first_loss() const noexcept { return first_loss_; }
+
   // For a checkpoint, and back (a checkpoint of another worker count is resized).
   [[nodiscard]] nlohmann::json to_json() const;
   void restore(const nlohmann::json& window);
@@ -31,6 +37,7 @@ class LossWindow {
   std::uint64_t rows_ = 0;
   std::vector<double> worker_loss_;
   std::vector<std::uint64_t> worker_rows_;
+  std::optional<double> first_loss_;
 };
 
 }  // namespace dt::roles

@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "base/signals.hpp"
+#include "base/text.hpp"
 #include "transports/transport.hpp"
 
 #include <unistd.h>
@@ -298,12 +299,37 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
   return out;
 }
 
+namespace {
+
+void check_explosion(const config::Config& config, const LossWindow& window, std::uint64_t step,
+                     double loss) {
+  // A learning rate far too high can make the loss explode without overflowing to inf or NaN
+  // (softmax with lr 1e6: 80,000 times the first step's, and exit 0). A trained model's loss is
+  // below its start; ten thousand times the start is no longer training.
+  constexpr double kExplosion = 1e4;
+  const auto first = window.first_loss();
+  if (!first || !(*first > 0.0) || !(loss > kExplosion * *first)) return;
+  fail<TrainingError>("training diverged by step {}: the loss is {}, {:.3g} times the first "
+                      "step's {}; lower training.optimizer.lr (now {}) or normalize the data",
+                      step, text::format_double(loss), loss / *first, text::format_double(*first),
+                      text::format_double(config.training.optimizer.lr));
+}
+
+}  // namespace
+
 void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
                                      const std::vector<double>& worker_loss_sum,
                                      const std::vector<std::uint64_t>& worker_rows) {
   stragglers_.check(heartbeat_, result_);  // also when the waits are never idle
   const std::uint64_t previous = result_.steps;
   result_.steps = step;
+  // The yardstick of an exploding loss: the first step's mean (the loss at the initial
+  // parameters), when it has rows enough to speak for the data (a batch of a row or two may
+  // happen to have a tiny loss; with batches of fewer rows, only a NaN or inf stops a run).
+  constexpr std::uint64_t kYardstickRows = 16;
+  if (previous == 0 && rows >= kYardstickRows) {
+    window_.set_first_loss(loss_sum / static_cast<double>(rows));
+  }
   window_.add(loss_sum, rows, worker_loss_sum, worker_rows);
   const auto every = static_cast<std::uint64_t>(config_.output.log_every_steps);
   // A row when the step crosses a multiple of log_every (modes that advance several steps per
@@ -316,6 +342,7 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
   row.epoch = schedule_.epoch_of(step);
   row.seconds = schedule_.elapsed_seconds();
   row.train_loss = window_.train_loss();
+  check_explosion(config_, window_, step, row.train_loss);
   row.worker_loss = window_.worker_loss();
   if (const auto v = evaluation_.validate(params_)) {
     row.validation_loss = v->loss;

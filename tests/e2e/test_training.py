@@ -138,7 +138,26 @@ output: {{dir: {tmp}/run}}
         assert w["max_rss_bytes"] >= w["rows"] * features * 8, w
 
 
+def test_a_loss_that_explodes_stops_the_run(tmp):
+    """Adam at lr 1e6 on softmax: the loss explodes to about 1e5 without overflowing, and the run once
+    ended with exit 0. Now it is divergence, as a NaN is: exit 3 naming the lr to lower. The
+    yardstick is the first step's loss: log(3) for 3 classes from zero weights."""
+    extra = "training: {epochs: 5, batch_size: 32, optimizer: {type: adam, lr: %s}}"
+    cfg = config(tmp, "{type: softmax_regression}", "blobs.csv", extra=extra % "1e6")
+    r = h.run("run", cfg, "--json")
+    assert r.code == 3, r
+    message = r.json()["error"]
+    assert message.startswith("training diverged by step 10: the loss is "), message
+    assert "times the first step's 1.0986122886681098; lower training.optimizer.lr (now 1000000) " \
+           "or normalize the data" in message, message
+    # A high but workable rate trains on.
+    cfg = config(tmp, "{type: softmax_regression}", "blobs.csv", extra=extra % "5")
+    r = h.run("run", cfg, "--json")
+    assert r.code == 0, r
+
+
 if __name__ == "__main__":
     h.main([test_linear_regression_reaches_least_squares, test_logistic_regression_separates,
             test_softmax_regression_on_blobs, test_mlp_learns_xor_where_logistic_cannot,
-            test_mlp_regression_and_multiclass, test_summary_reports_peak_memory])
+            test_mlp_regression_and_multiclass, test_summary_reports_peak_memory,
+            test_a_loss_that_explodes_stops_the_run])

@@ -117,16 +117,14 @@ TEST_CASE("ring mode: a diverging run fails like the star") {
   } catch (const dt::TrainingError& e) {
     star_error = e.what();
   }
-  CHECK(ring_error.find("training diverged at step") != std::string::npos);
-  // The same step and advice; the value may read inf in the ring (its losses travel as raw
-  // doubles) where the star's JSON field turns an infinite loss into nan.
-  const auto without_value = [](std::string text) {
-    for (const char* v : {"is inf;", "is nan;", "is -inf;"}) {
-      if (const auto at = text.find(v); at != std::string::npos) text.replace(at, std::strlen(v), "is X;");
-    }
-    return text;
-  };
-  CHECK(without_value(ring_error) == without_value(star_error));
+  REQUIRE(ring_error.find("training diverged ") == 0);
+  // The same step and advice; the values between may differ in their last bits (the ring and
+  // the star add in other orders), and an infinite loss may read inf in the ring (its losses
+  // travel as raw doubles) where the star's JSON field turns it into nan.
+  const auto step_of = [](const std::string& text) { return text.substr(0, text.find(':')); };
+  const auto advice_of = [](const std::string& text) { return text.substr(text.rfind("; lower")); };
+  CHECK(step_of(ring_error) == step_of(star_error));
+  CHECK(advice_of(ring_error) == advice_of(star_error));
 }
 
 TEST_CASE("peer links are opened only when the config needs them") {
