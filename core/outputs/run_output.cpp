@@ -36,7 +36,8 @@ std::filesystem::path prepare_run_dir(const config::Config& config, bool resume)
                            "config.resolved.yaml"}) {
     std::filesystem::remove(dir / name, ec);
     // What remove leaves (a folder with files in it) would fail the run at its very end.
-    if (std::filesystem::symlink_status(dir / name, ec).type() == std::filesystem::file_type::directory) {
+    const auto left = std::filesystem::symlink_status(dir / name, ec).type();
+    if (left == std::filesystem::file_type::directory) {
       fail<ConfigError>("output.dir: {} is a folder, where the run writes its {}; move it away "
                         "or set another output.dir",
                         (dir / name).string(), name);
