@@ -9,8 +9,9 @@ namespace dt::models {
 
 namespace {
 
-void check_step(std::size_t expected, std::span<double> params, std::span<const double> grad) {
-  if (params.size() != expected || grad.size() != expected) {
+void check_step(std::size_t expected, std::span<const double> params,
+                std::span<const double> grad, std::span<const double> to) {
+  if (params.size() != expected || grad.size() != expected || to.size() != expected) {
     fail<TrainingError>(
         "optimizer step: the optimizer was built for {} parameters but got {} parameters and a "
         "gradient of {}",
@@ -43,15 +44,19 @@ class Sgd final : public Optimizer {
   }
 
   void step(std::span<double> params, std::span<const double> grad) override {
-    check_step(size_, params, grad);
+    step(params, grad, params);
+  }
+  void step(std::span<const double> from, std::span<const double> grad,
+            std::span<double> to) override {
+    check_step(size_, from, grad, to);
     if (momentum_ > 0.0) {
       auto& v = state_.slots[0];
       for (std::size_t i = 0; i < size_; ++i) {
         v[i] = momentum_ * v[i] + grad[i];
-        params[i] -= lr_ * v[i];
+        to[i] = from[i] - lr_ * v[i];
       }
     } else {
-      for (std::size_t i = 0; i < size_; ++i) params[i] -= lr_ * grad[i];
+      for (std::size_t i = 0; i < size_; ++i) to[i] = from[i] - lr_ * grad[i];
     }
     ++state_.steps;
   }
@@ -78,7 +83,11 @@ class Adam final : public Optimizer {
   }
 
   void step(std::span<double> params, std::span<const double> grad) override {
-    check_step(size_, params, grad);
+    step(params, grad, params);
+  }
+  void step(std::span<const double> from, std::span<const double> grad,
+            std::span<double> to) override {
+    check_step(size_, from, grad, to);
     ++state_.steps;
     const auto t = static_cast<double>(state_.steps);
     const double correction1 = 1.0 - std::pow(beta1_, t);
@@ -91,7 +100,7 @@ class Adam final : public Optimizer {
       v[i] = beta2_ * v[i] + (1.0 - beta2_) * g * g;
       const double m_hat = m[i] / correction1;
       const double v_hat = v[i] / correction2;
-      params[i] -= lr_ * m_hat / (std::sqrt(v_hat) + epsilon_);
+      to[i] = from[i] - lr_ * m_hat / (std::sqrt(v_hat) + epsilon_);
     }
   }
 

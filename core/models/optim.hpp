@@ -23,6 +23,11 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // params -= update(grad); grad is the full objective's gradient (mean loss + regularization).
   virtual void step(std::span<double> params, std::span<const double> grad) = 0;
+  // The same step out of place: `to` = `from` - update(grad), the same bits as step() on a copy
+  // of `from`, with `from` left as it was (a ring replica keeps its state before the step without
+  // copying it). `to` is `from` itself (the in-place step) or does not overlap it.
+  virtual void step(std::span<const double> from, std::span<const double> grad,
+                    std::span<double> to) = 0;
   [[nodiscard]] virtual const OptimizerState& state() const noexcept = 0;
   virtual void set_state(OptimizerState state) = 0;  // TrainingError when the sizes do not fit
 };

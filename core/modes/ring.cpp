@@ -418,12 +418,20 @@ class RingMode final : public Mode {
     const double rows = buffer_[p];
     // The star skips an empty step, and a diverged one fails the run before its update: the
     // replicas do the same (the coordinator reports the divergence).
+    const bool update = rows > 0 && std::isfinite(buffer_[p + 1]);
     if (keep_previous_ || leader(session)) {  // for a stop checkpoint and a re-form
-      previous_params_ = params_;
+      // The step writes the new parameters into the other buffer and the two swap: the state
+      // before the step is kept without copying 8 bytes a parameter every step.
       previous_optimizer_ = optimizer_->state();
       have_previous_ = true;
-    }
-    if (rows > 0 && std::isfinite(buffer_[p + 1])) {
+      if (update) {
+        previous_params_.resize(p);
+        apply_gradient_sum(model, *optimizer_, params_, grad, rows, previous_params_);
+        params_.swap(previous_params_);
+      } else {
+        previous_params_ = params_;
+      }
+    } else if (update) {
       apply_gradient_sum(model, *optimizer_, params_, grad, rows);
     }
     done_ = index + 1;

@@ -20,10 +20,16 @@ void check_batch_loss(const config::Config& config, std::uint64_t step, double l
 
 void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer,
                         std::span<double> params, std::span<double> grad, double rows) {
+  apply_gradient_sum(model, optimizer, params, grad, rows, params);
+}
+
+void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer,
+                        std::span<const double> from, std::span<double> grad, double rows,
+                        std::span<double> to) {
   const double inv = 1.0 / rows;
   for (double& g : grad) g *= inv;
-  model.add_regularization_gradient(params, grad);
-  optimizer.step(params, grad);
+  model.add_regularization_gradient(from, grad);
+  optimizer.step(from, grad, to);
 }
 
 void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,

@@ -32,6 +32,10 @@ void check_batch_loss(const config::Config& config, std::uint64_t step, double l
 // same function, so the two topologies differ only in how the sum was added up.
 void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer,
                         std::span<double> params, std::span<double> grad, double rows);
+// The same step out of place: `to` gets the new parameters, `from` keeps the old (same bits).
+void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer,
+                        std::span<const double> from, std::span<double> grad, double rows,
+                        std::span<double> to);
 
 // The end of a coordinator-side synchronous step (star, tensor): skips an empty step, checks the
 // loss, applies the mean gradient to the session's parameters, records the step's losses, and
