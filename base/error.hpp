@@ -6,7 +6,7 @@
 // base/: what every layer uses and that knows nothing of training: errors (this file), logging,
 // files written atomically, temporary folders (swept once their owner is gone), text, hosts and
 // addresses, signals, memory advice, resource use, seeded random draws, the floating-point mode
-// (subnormals flushed) and the BLAS kernels.
+// (subnormals flushed), the BLAS kernels, and the kill points tests crash processes at.
 // May use: nothing of the project (the C++ library and fmt only).
 
 #include <fmt/format.h>

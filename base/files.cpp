@@ -1,6 +1,7 @@
 #include "base/files.hpp"
 
 #include "base/error.hpp"
+#include "base/kill_points.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -36,6 +37,7 @@ bool write_fd(int fd, std::string_view content) noexcept {
 }
 
 void write_atomic(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+  kill_points::reach("write", path.filename().string());
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // fmt rather than operator+: GCC 12 at -O3 reports a false -Wrestrict on the concatenation.
   std::string tmpl = (dir / fmt::format(".{}.tmp.XXXXXX", path.filename().string())).string();
@@ -56,6 +58,7 @@ void write_atomic(const std::filesystem::path& path, std::string_view content, u
     throw;
   }
   ::close(fd);
+  kill_points::reach("rename", path.filename().string());
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());

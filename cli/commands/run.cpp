@@ -8,6 +8,7 @@
 #include "core/outputs/run_output.hpp"
 #include "base/error.hpp"
 #include "base/resources.hpp"
+#include "base/kill_points.hpp"
 #include "base/log.hpp"
 #include "base/net.hpp"
 #include "base/signals.hpp"
@@ -133,6 +134,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   }
   signals::install_interrupt_handlers();
   log::set_prefix("coordinator");
+  kill_points::set_role("coordinator");
   std::vector<config::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
   for (const auto& f : args.faults) overrides.push_back(config::parse_fault_override(f));
@@ -156,6 +158,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
         // hash must match) and writes nothing of its own.
         const auto config = config::load(args.config_path, overrides);
         log::set_prefix(fmt::format("worker {}", launch->rank - 1));
+        kill_points::set_role(fmt::format("worker {}", launch->rank - 1));
         log::info("{} rank {} of {}: worker {} of the coordinator at {}", launch->source,
                   launch->rank, launch->size, launch->rank - 1, launch->address);
         cli::JoinOptions join;

@@ -7,6 +7,7 @@
 #include "core/protocol/keys.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
+#include "base/kill_points.hpp"
 #include "base/log.hpp"
 #include "base/net.hpp"
 #include "base/random.hpp"
@@ -74,6 +75,7 @@ int run_joining_worker(const JoinOptions& join) {
   // (found when a killed ring member took its predecessor with it under `restart`).
   ::signal(SIGPIPE, SIG_IGN);
   log::set_prefix(fmt::format("worker {}", join.rank));
+  kill_points::set_role(fmt::format("worker {}", join.rank));
   if (join.log_level >= 0) log::set_level(static_cast<log::Level>(join.log_level));
   transport::TransportOptions options;
   options.job_id = join.job_id;

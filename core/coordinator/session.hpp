@@ -181,7 +181,7 @@ class CoordinatorSession {
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
-  void replace_worker(int rank);
+  [[nodiscard]] protocol::Envelope replace_worker(int rank);  // returns its ready message
   // The next message of `rank` of `type` while a replacement starts; other ranks' messages
   // wait in stash_ for the gather they belong to.
   [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,

@@ -60,11 +60,16 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
               ft.max_restarts);
     failure["action"] = "restart";
     result_.failures.push_back(std::move(failure));
-    replace_worker(rank);
+    auto ready = replace_worker(rank);
     result_.failures.back()["replacement_pid"] = pool_.pid_of(rank);
     log::warn("worker {} is back (pid {}); training goes on", rank, pool_.pid_of(rank));
     if (loss_handler_) {
       loss_handler_(rank, policy);
+    } else if (last_request_[r] && last_request_type_[r] == protocol::Type::kFinalize) {
+      // Lost between its finalize and its ready: the replacement was sent the same finalize
+      // and answered it. Sending it again would reach a worker that has moved on to training
+      // (found by tests/e2e/test_kill_points.py); its ready goes to the gather waiting for it.
+      stash_.push_back({addresses_.identity(rank), protocol::encode(std::move(ready), job_id_)});
     } else if (last_request_[r]) {
       send_request(rank, last_request_[r], last_request_type_[r], last_request_step_[r],
                    last_request_generation_[r]);
@@ -193,7 +198,7 @@ protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
   }
 }
 
-void CoordinatorSession::replace_worker(int rank) {
+protocol::Envelope CoordinatorSession::replace_worker(int rank) {
   const auto r = static_cast<std::size_t>(rank);
   if (setups_.size() <= r || finalizes_.size() <= r) {
     fail<TrainingError>("internal error: no start-up messages to replay for worker {}", rank);
@@ -223,6 +228,7 @@ void CoordinatorSession::replace_worker(int rank) {
     addresses_.replace_endpoint(r, it->get<std::string>());  // a re-formed group is sent it
   }
   joined_ms_[r] = steady_ms();
+  return ready;
 }
 
 void CoordinatorSession::drop_worker(int rank, const std::string& cause) {

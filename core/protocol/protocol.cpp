@@ -1,6 +1,7 @@
 #include "core/protocol/protocol.hpp"
 
 #include "base/error.hpp"
+#include "base/kill_points.hpp"
 #include "transports/collectives/peer_links.hpp"
 
 #include <cstring>
@@ -69,6 +70,7 @@ bool answers(Type reply, Type request) {
 std::string peer_name(std::uint32_t rank) { return fmt::format("w{}", rank); }
 
 wire::Message encode(Envelope envelope, std::uint64_t job_id) {
+  kill_points::reach("send", name_of(envelope.type));
   wire::Message m;
   m.payload.reserve(envelope.arrays.size() + 1);
   // Text from data files may not be UTF-8; replacing such bytes keeps encoding total.
@@ -104,6 +106,7 @@ Envelope decode(wire::Message&& message, std::uint64_t job_id) {
                         name_of(type), message.header.rank, message.header.job_id, job_id);
   }
   if (message.payload.empty()) fail<ProtocolError>("{} message has no fields frame", name_of(type));
+  kill_points::reach("receive", name_of(type));
   Envelope e;
   e.type = type;
   e.rank = message.header.rank;

@@ -1,6 +1,7 @@
 #include "transports/collectives/peer_links.hpp"
 
 #include "base/error.hpp"
+#include "base/kill_points.hpp"
 #include "base/log.hpp"
 #include "transports/collectives/ring.hpp"
 
@@ -143,6 +144,7 @@ transport::Connection& PeerLinks::link(std::uint32_t to) {
 
 void PeerLinks::send_chunk(std::uint32_t to, const ChunkKey& key, const ChunkPlace& place,
                            std::span<const double> values) {
+  kill_points::reach("send", "peer chunk");
   outgoing_.header.step = key.seq;
   auto& control = outgoing_.payload[0];
   put<std::uint64_t>(control, 0, key.group);
@@ -241,6 +243,7 @@ PeerLinks::Pending PeerLinks::take(const ChunkKey& key, const ChunkPlace& place,
     if (auto it = mailbox_.find(key); it != mailbox_.end()) {
       Pending pending = std::move(it->second);
       mailbox_.erase(it);
+      kill_points::reach("receive", "peer chunk");
       const auto& got = pending.place;
       if (got.length != place.length || got.offset != place.offset || got.count != place.count) {
         fail<ProtocolError>("{}: {} sent values [{}, {}) of a {}-value vector, expected [{}, {}) of "
