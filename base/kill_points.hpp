@@ -6,8 +6,9 @@
 // enumerates every point a short run reaches and kills at each.
 //
 // Driven by the environment, read once (workers inherit it from the coordinator):
-//   DISTTRAIN_TEST_TRACE_POINTS=FILE   each process appends "ROLE|POINT" to FILE the first time
-//                                      it reaches POINT (ROLE: "coordinator", "worker 1", ...)
+//   DISTTRAIN_TEST_TRACE_POINTS=FILE   each process appends "ROLE|POINT|N" to FILE the first
+//                                      (N = 1) and the 4th time (N = 4) it reaches POINT
+//                                      (ROLE: "coordinator", "worker 1", ...)
 //   DISTTRAIN_TEST_KILL_POINT="ROLE|POINT|N"
 //                                      the process of that role SIGKILLs itself the N-th time it
 //                                      reaches POINT (N from 1) ...
