@@ -176,31 +176,27 @@ def workers_of(mark):
     return found
 
 
+def every_point(tmp, topology, expected):
+    ref, points = trace(tmp, topology)
+    assert ("worker 1", expected, 4) in points, points  # the trace has the mode's own points
+    kill_workers(tmp, topology, ref, points)
+    kill_coordinator(tmp, topology, ref, points)
+
+
 def test_every_point_star(tmp):
-    ref, points = trace(tmp, "star")
-    kill_workers(tmp, "star", ref, points)
-    kill_coordinator(tmp, "star", ref, points)
+    every_point(tmp, "star", "send gradient")
 
 
 def test_every_point_ring(tmp):
-    ref, points = trace(tmp, "ring")
-    assert ("worker 1", "send peer chunk", 4) in points, points
-    kill_workers(tmp, "ring", ref, points)
-    kill_coordinator(tmp, "ring", ref, points)
+    every_point(tmp, "ring", "send peer chunk")
 
 
 def test_every_point_servers(tmp):
-    ref, points = trace(tmp, "servers")
-    assert ("worker 1", "send push", 4) in points, points
-    kill_workers(tmp, "servers", ref, points)
-    kill_coordinator(tmp, "servers", ref, points)
+    every_point(tmp, "servers", "send push")
 
 
 def test_every_point_parameters(tmp):
-    ref, points = trace(tmp, "parameters")
-    assert ("worker 1", "send round result", 4) in points, points
-    kill_workers(tmp, "parameters", ref, points)
-    kill_coordinator(tmp, "parameters", ref, points)
+    every_point(tmp, "parameters", "send round result")
 
 
 if __name__ == "__main__":
