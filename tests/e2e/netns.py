@@ -178,6 +178,10 @@ class Hosts:
         silence, as when a switch port or a host's network fails."""
         ip("link", "set", self.links[ns], "down", ns=self.coord)
 
+    def heal(self, ns):
+        """Plugs the cable back in (after cut): what TCP had in flight is retransmitted."""
+        ip("link", "set", self.links[ns], "up", ns=self.coord)
+
     def run(self, ns, name, *args):
         """`disttrain args` on host `ns`, its stdout and stderr in logs/name.out|.err."""
         out = open(self.logs / f"{name}.out", "w")
