@@ -469,7 +469,7 @@ void WorkerSession::add_compute_seconds(double seconds) {
   fault_seconds_ = 0;
   compute_seconds_ += seconds;
   ++steps_;
-  step_seconds_.push_back(seconds);
+  step_seconds_.add(seconds);
   heartbeat_.set_progress(steps_, compute_seconds_);
 }
 
@@ -480,15 +480,8 @@ protocol::Report WorkerSession::report() const {
   r.comm_seconds = comm_seconds_;
   r.bytes_sent = connection_.counters().bytes_sent + extra_bytes_sent_;
   r.bytes_received = connection_.counters().bytes_received + extra_bytes_received_;
-  auto sorted = step_seconds_;
-  std::sort(sorted.begin(), sorted.end());
   for (double q : {0.5, 0.9, 0.99, 1.0}) {
-    if (sorted.empty()) {
-      r.step_seconds_percentiles.push_back(0.0);
-      continue;
-    }
-    const auto idx = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
-    r.step_seconds_percentiles.push_back(sorted[std::min(idx, sorted.size() - 1)]);
+    r.step_seconds_percentiles.push_back(step_seconds_.percentile(q));
   }
   r.max_rss_bytes = resources::peak_rss_bytes();
   return r;

@@ -15,6 +15,7 @@
 #include "core/models/model.hpp"
 #include "core/protocol/protocol.hpp"
 #include "core/protocol/faults.hpp"
+#include "core/worker/step_times.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -219,7 +220,7 @@ class WorkerSession {
   std::uint64_t extra_bytes_sent_ = 0;
   std::uint64_t extra_bytes_received_ = 0;
   std::uint64_t steps_ = 0;
-  std::vector<double> step_seconds_;
+  StepTimes step_seconds_;
   collectives::PeerLinks* peers_ = nullptr;  // owned by run_worker
   FaultInjector faults_;
   double fault_seconds_ = 0;  // slept by a slow fault, not yet in add_compute_seconds
