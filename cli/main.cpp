@@ -13,7 +13,6 @@
 #endif
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 namespace dt::cli {
@@ -24,6 +23,9 @@ int Globals::log_level() const {
 }
 
 void print(std::string_view text) {
+  // The log first: on a terminal, or with 2>&1, what was logged before shows before. A stderr
+  // that nobody reads does not hold stdout up for long (log::flush gives up).
+  (void)log::flush();
   // A closed pipe (`disttrain gen ... | head`) ends the output quietly; any other failure
   // (a full disk) must not pass for success.
   if (!files::write_fd(STDOUT_FILENO, text) && errno != EPIPE) {
@@ -77,13 +79,15 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
   }
   log::set_level(static_cast<log::Level>(globals.log_level()));
+  // The last word goes through the log, after what it queued, and never waits on stderr for
+  // long (exit flushes it).
   try {
     return action();
   } catch (const Error& e) {
-    std::fprintf(stderr, "disttrain: %s: %s\n", e.kind(), e.what());
+    log::plain(fmt::format("disttrain: {}: {}\n", e.kind(), e.what()));
     return static_cast<int>(e.exit_code());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "disttrain: internal error: %s\n", e.what());
+    log::plain(fmt::format("disttrain: internal error: {}\n", e.what()));
     return static_cast<int>(ExitCode::kTrainingFailed);
   }
 }

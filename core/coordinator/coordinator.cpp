@@ -108,6 +108,7 @@ std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool
   };
   while (remaining > 0) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted while workers were starting");
+    drops.tick();
     if (auto in = listener.receive(deadline_in(kPollSlice))) {
       try {
         const auto& header = in->message.header;

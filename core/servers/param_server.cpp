@@ -127,12 +127,13 @@ ServerStats ParameterServer::stats() const {
 void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
   log::set_thread_prefix(fmt::format("server {}", options_.index));
   listener_ = listener.get();
-  DropLog drops;  // strangers' and malformed messages: a warning once per peer
+  DropLog drops;  // strangers' and malformed messages: the first few peers named, then counts
   try {
     while (!stop_.load()) {
       beat_ms_.store(steady_ms());
       take_news();  // lost workers the coordinator told of
       auto in = listener->receive(deadline_in(kPollSlice));
+      drops.tick();
       {
         std::lock_guard lock(mu_);
         stats_.traffic = listener->counters();
