@@ -5,6 +5,7 @@
 #include "base/error.hpp"
 #include "base/files.hpp"
 #include "base/log.hpp"
+#include "base/resources.hpp"
 #include "base/subnormals.hpp"
 
 #include <unistd.h>
@@ -54,6 +55,7 @@ void keep_freed_memory() {
 int main(int argc, char** argv) {
   using namespace dt;
   keep_freed_memory();
+  (void)resources::raise_fd_limit();  // before any thread or child: they inherit it
   subnormals::flush();  // before any thread starts: every thread inherits it
   (void)blas::use_the_cpus_kernels();  // likewise, and before any product
   CLI::App app{"disttrain: data-parallel training of classic models over ZeroMQ worker processes",
@@ -84,10 +86,15 @@ int main(int argc, char** argv) {
   try {
     return action();
   } catch (const Error& e) {
-    log::plain(fmt::format("disttrain: {}: {}\n", e.kind(), e.what()));
+    log::plain(fmt::format("disttrain: {}: {}{}\n", e.kind(), e.what(),
+                           resources::fd_limit_advice(e.what())));
     return static_cast<int>(e.exit_code());
   } catch (const std::exception& e) {
-    log::plain(fmt::format("disttrain: internal error: {}\n", e.what()));
+    // Out of memory, threads or files is the run failing for want of a resource (exit 3, as a
+    // full disk is), said as such; anything else is a bug.
+    const std::string exhausted = resources::describe_exhaustion(e);
+    log::plain(exhausted.empty() ? fmt::format("disttrain: internal error: {}\n", e.what())
+                                 : fmt::format("disttrain: {}\n", exhausted));
     return static_cast<int>(ExitCode::kTrainingFailed);
   }
 }

@@ -6,6 +6,7 @@
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/resources.hpp"
 
 #include <algorithm>
 
@@ -162,7 +163,9 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
     cv_.notify_all();
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
-    error_ = fmt::format("{} failed: internal error: {}", name(), e.what());
+    const std::string exhausted = resources::describe_exhaustion(e);
+    error_ = exhausted.empty() ? fmt::format("{} failed: internal error: {}", name(), e.what())
+                               : fmt::format("{} failed: {}", name(), exhausted);
     cv_.notify_all();
   }
   {
