@@ -5,6 +5,7 @@
 #include "base/error.hpp"
 #include "base/files.hpp"
 #include "base/log.hpp"
+#include "base/resources.hpp"
 #include "base/subnormals.hpp"
 
 #include <unistd.h>
@@ -13,7 +14,6 @@
 #endif
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 namespace dt::cli {
@@ -24,6 +24,9 @@ int Globals::log_level() const {
 }
 
 void print(std::string_view text) {
+  // The log first: on a terminal, or with 2>&1, what was logged before shows before. A stderr
+  // that nobody reads does not hold stdout up for long (log::flush gives up).
+  (void)log::flush();
   // A closed pipe (`disttrain gen ... | head`) ends the output quietly; any other failure
   // (a full disk) must not pass for success.
   if (!files::write_fd(STDOUT_FILENO, text) && errno != EPIPE) {
@@ -52,6 +55,7 @@ void keep_freed_memory() {
 int main(int argc, char** argv) {
   using namespace dt;
   keep_freed_memory();
+  (void)resources::raise_fd_limit();  // before any thread or child: they inherit it
   subnormals::flush();  // before any thread starts: every thread inherits it
   (void)blas::use_the_cpus_kernels();  // likewise, and before any product
   CLI::App app{"disttrain: data-parallel training of classic models over ZeroMQ worker processes",
@@ -77,13 +81,20 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
   }
   log::set_level(static_cast<log::Level>(globals.log_level()));
+  // The last word goes through the log, after what it queued, and never waits on stderr for
+  // long (exit flushes it).
   try {
     return action();
   } catch (const Error& e) {
-    std::fprintf(stderr, "disttrain: %s: %s\n", e.kind(), e.what());
+    log::plain(fmt::format("disttrain: {}: {}{}\n", e.kind(), e.what(),
+                           resources::fd_limit_advice(e.what())));
     return static_cast<int>(e.exit_code());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "disttrain: internal error: %s\n", e.what());
+    // Out of memory, threads or files is the run failing for want of a resource (exit 3, as a
+    // full disk is), said as such; anything else is a bug.
+    const std::string exhausted = resources::describe_exhaustion(e);
+    log::plain(exhausted.empty() ? fmt::format("disttrain: internal error: {}\n", e.what())
+                                 : fmt::format("disttrain: {}\n", exhausted));
     return static_cast<int>(ExitCode::kTrainingFailed);
   }
 }

@@ -218,8 +218,19 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
     if (checkpointer.any_written()) result.checkpoint["last_step"] = checkpointer.last_written();
   };
   try {
-    result = roles::run_coordinator(
-        config, plan, {dir / "workers", globals.log_level(), &checkpointer, &keys}, &result);
+    try {
+      result = roles::run_coordinator(
+          config, plan, {dir / "workers", globals.log_level(), &checkpointer, &keys}, &result);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      // Memory or a thread that ran out mid-run fails the run like any error (exit 3), and
+      // summary.json says so.
+      const std::string exhausted = resources::describe_exhaustion(e);
+      result.status = "failed";
+      result.error = exhausted.empty() ? fmt::format("internal error: {}", e.what()) : exhausted;
+      throw TrainingError(result.error);
+    }
     note_checkpoint();
   } catch (const Error& e) {
     note_checkpoint();

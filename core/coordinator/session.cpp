@@ -140,6 +140,7 @@ void CoordinatorSession::notify(protocol::Envelope envelope) {
 
 std::optional<transport::Incoming> CoordinatorSession::next_message(
     transport::Clock::time_point until) {
+  drops_.tick();
   if (!stash_.empty()) {
     auto in = std::move(stash_.front());
     stash_.pop_front();

@@ -27,22 +27,9 @@ std::string printable(const std::string& peer) {
 }  // namespace
 
 void DropLog::drop(const std::string& peer, const std::string& why) {
-  ++dropped_;
-  const std::string shown = printable(peer);
-  if (warned_.contains(peer) || full_) {
-    log::debug("dropped a message from '{}': {}", shown, why);
-    return;
-  }
-  if (warned_.size() >= kMaxPeers) {
-    full_ = true;
-    log::warn("dropped a message from '{}': {} (messages dropped from further peers are logged "
-              "at debug level)",
-              shown, why);
-    return;
-  }
-  warned_.insert(peer);
-  log::warn("dropped a message from '{}': {} (further drops from it are logged at debug level)",
-            shown, why);
+  if (!log_.count(peer)) return;
+  log::warn("dropped a message from '{}': {} (further ones from it are counted, not named)",
+            printable(peer), why);
 }
 
 }  // namespace dt::roles

@@ -1,27 +1,27 @@
 #pragma once
-// Messages a process drops (another job's, malformed, a peer claiming another's rank) are
-// logged once per peer, then at debug level: a stranger sending garbage to a port cannot flood
-// the log, and the first drop of each peer is still seen. Used by one thread.
+// Messages a role drops (another job's, malformed, a peer claiming another's rank): the first
+// drop of each of the first few peers is logged with its reason, every other one is counted
+// and summarized at most once per 10 s (base/drop_log.hpp). A stranger opening connection after
+// connection under fresh identities cannot flood the log, and the first drops are still seen.
+// Used by one thread.
+
+#include "base/drop_log.hpp"
 
 #include <cstddef>
-#include <set>
 #include <string>
 
 namespace dt::roles {
 
 class DropLog {
  public:
-  // Logs "dropped a message from 'peer': why" (a warning the first time for this peer).
+  // Logs "dropped a message from 'peer': why" for the first few peers, counts the rest.
   void drop(const std::string& peer, const std::string& why);
-  [[nodiscard]] std::size_t dropped() const noexcept { return dropped_; }
+  // Writes the counts when they are due: call it from a loop that runs anyway.
+  void tick() { log_.tick(); }
+  [[nodiscard]] std::size_t dropped() const noexcept { return log_.dropped(); }
 
  private:
-  // Bounded: past this many distinct peers (a stranger reconnecting under fresh identities),
-  // one last warning says that further ones are logged at debug level.
-  static constexpr std::size_t kMaxPeers = 256;
-  std::set<std::string> warned_;
-  bool full_ = false;
-  std::size_t dropped_ = 0;
+  log::DropLog log_{"dropped", "message"};
 };
 
 }  // namespace dt::roles

@@ -112,12 +112,15 @@ double FaultInjector::begin_step(std::uint64_t step) {
   if (faults_.empty()) return 0;
   const auto fired = step_faults(step);
   // Logged before it acts: a killed worker's log is the coordinator's "its log ends" line.
+  // The log's thread stops with the process: the line must be out before the signal.
   if (fired.kill) {
     log::warn("injected fault: kill at step {}", step);
+    (void)log::flush();
     std::raise(SIGKILL);
   }
   if (fired.hang) {
     log::warn("injected fault: hang at step {} (SIGSTOP; heartbeats stop)", step);
+    (void)log::flush();
     std::raise(SIGSTOP);
     log::warn("resumed after the injected hang (SIGCONT)");
   }

@@ -6,6 +6,7 @@
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/resources.hpp"
 
 #include <algorithm>
 
@@ -127,12 +128,13 @@ ServerStats ParameterServer::stats() const {
 void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
   log::set_thread_prefix(fmt::format("server {}", options_.index));
   listener_ = listener.get();
-  DropLog drops;  // strangers' and malformed messages: a warning once per peer
+  DropLog drops;  // strangers' and malformed messages: the first few peers named, then counts
   try {
     while (!stop_.load()) {
       beat_ms_.store(steady_ms());
       take_news();  // lost workers the coordinator told of
       auto in = listener->receive(deadline_in(kPollSlice));
+      drops.tick();
       {
         std::lock_guard lock(mu_);
         stats_.traffic = listener->counters();
@@ -161,7 +163,9 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
     cv_.notify_all();
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
-    error_ = fmt::format("{} failed: internal error: {}", name(), e.what());
+    const std::string exhausted = resources::describe_exhaustion(e);
+    error_ = exhausted.empty() ? fmt::format("{} failed: internal error: {}", name(), e.what())
+                               : fmt::format("{} failed: {}", name(), exhausted);
     cv_.notify_all();
   }
   {

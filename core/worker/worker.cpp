@@ -334,11 +334,12 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     }
     return static_cast<int>(e.exit_code());
   } catch (const std::exception& e) {
-    log::error("internal error: {}", e.what());
+    std::string what = resources::describe_exhaustion(e);  // out of memory, threads, files
+    if (what.empty()) what = fmt::format("internal error: {}", e.what());
+    log::error("{}", what);
     if (connection) {
       try {
-        auto msg = protocol::make_error({"internal", fmt::format("internal error: {}", e.what()),
-                                         static_cast<int>(ExitCode::kTrainingFailed)});
+        auto msg = protocol::make_error({"internal", what, static_cast<int>(ExitCode::kTrainingFailed)});
         msg.rank = options.rank;
         connection->send(protocol::encode(msg, options.job_id), deadline_in(kPollSlice * 20));
       } catch (const Error&) {

@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "base/files.hpp"
 #include "tests/unit/harness.hpp"
+#include "tests/unit/stderr_capture.hpp"
 #include "transports/transport.hpp"
 
 #include <doctest/doctest.h>
@@ -29,6 +30,8 @@ using dt::test::Inproc;
 using dt::test::Ipc;
 using dt::test::kPatience;
 using dt::test::make_transport;
+using dt::test::StderrCapture;
+using dt::test::count;
 using dt::test::Tcp;
 using dt::transport::deadline_in;
 using dt::transport::TransportOptions;
@@ -43,44 +46,6 @@ Message valid_message(std::uint64_t step, std::size_t payload_bytes = 16) {
   m.header.step = step;
   m.payload.push_back(Bytes(payload_bytes, std::byte{0x5A}));
   return m;
-}
-
-// Captures what is written to file descriptor 2 (dt::log writes there) while it lives.
-class StderrCapture {
- public:
-  StderrCapture() : file_(std::tmpfile()), saved_(::dup(STDERR_FILENO)) {
-    REQUIRE(file_ != nullptr);
-    ::dup2(::fileno(file_), STDERR_FILENO);
-  }
-  ~StderrCapture() { restore(); }
-  StderrCapture(const StderrCapture&) = delete;
-  StderrCapture& operator=(const StderrCapture&) = delete;
-
-  std::string finish() {
-    restore();
-    std::string out;
-    std::rewind(file_);
-    char buffer[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buffer, 1, sizeof buffer, file_)) > 0) out.append(buffer, n);
-    return out;
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    ::dup2(saved_, STDERR_FILENO);
-    ::close(saved_);
-    saved_ = -1;
-  }
-  std::FILE* file_;
-  int saved_;
-};
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 void send_frames(zmq::socket_t& socket, const std::vector<Bytes>& frames) {

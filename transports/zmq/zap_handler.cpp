@@ -11,9 +11,6 @@ namespace dt::transport::zmq_detail {
 namespace {
 
 constexpr int kPollMs = 100;
-// Past this many distinct refused keys the handler stops logging new ones, so that a flood of
-// made-up keys cannot grow memory or the log.
-constexpr std::size_t kMaxLogged = 256;
 constexpr std::size_t kMaxRequestFrames = 16;
 
 }  // namespace
@@ -40,6 +37,7 @@ void ZapHandler::loop() {
     try {
       (void)zmq::poll(&item, 1, std::chrono::milliseconds(kPollMs));
       if ((item.revents & ZMQ_POLLIN) != 0) answer(socket_);
+      refused_.tick();
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
       if (e.num() != EINTR) log::debug("authentication handler: {}", e.what());
@@ -59,14 +57,14 @@ void ZapHandler::answer(zmq::socket_t& socket) {
   const ZapDecision d = decide_zap(request, authorized_);
   if (d.status_code != "200") {
     const std::string who = d.client_key.empty() ? d.address : d.client_key;
-    if (refused_.size() < kMaxLogged && refused_.insert(who).second) {
+    if (refused_.count(who)) {
       if (d.client_key.empty()) {
-        log::warn("refused a connection from {}: {} (further ones are refused without a warning)",
+        log::warn("refused a connection from {}: {} (further ones are counted, not named)",
                   printable(d.address), d.status_text);
       } else {
         log::warn("refused a connection from {}: its CURVE key {} is not authorized; to admit it, "
-                  "add it to transport.keys.authorized (further attempts with this key are refused "
-                  "without a warning)",
+                  "add it to transport.keys.authorized (further attempts with this key are counted, "
+                  "not named)",
                   printable(d.address), d.client_key);
       }
     }

@@ -8,6 +8,8 @@
 // requests in waits of at most kPollMs, so that the destructor (which stops and joins it) returns
 // promptly. It must be destroyed before its context is terminated (Context sees to that).
 
+#include "base/drop_log.hpp"
+
 #include <zmq.hpp>
 
 #include <atomic>
@@ -32,7 +34,9 @@ class ZapHandler {
 
   zmq::socket_t socket_;  // used by the thread only once it runs
   const std::set<std::string> authorized_;
-  std::set<std::string> refused_;  // keys (or addresses) already logged; bounded
+  // Refused keys (or addresses): the first few named, the rest counted, so that a flood of
+  // made-up keys grows neither memory nor the log. Used by the thread.
+  log::DropLog refused_{"refused", "connection"};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -16,7 +16,7 @@ using std::chrono::milliseconds;
 
 // Past this many distinct misbehaving peers a socket stops remembering (and warning about) new
 // ones, so a flood of made-up identities cannot grow memory.
-constexpr std::size_t kMaxWarnedPeers = 1024;
+constexpr std::size_t kMaxAnsweredPeers = 1024;
 // Handshakes the listener cuts off before a connection counts as refused (ZeroMQ retries every
 // 100 ms).
 constexpr int kClosedHandshakesToRefuse = 3;
@@ -218,6 +218,7 @@ const Refusal& Socket::check_handshakes() {
 }
 
 std::optional<Incoming> Socket::receive(Deadline deadline) {
+  drops_.tick();  // the counts of a flood, once they are due
   for (;;) {
     auto frames = receive_frames(deadline);
     if (!frames) return std::nullopt;
@@ -329,9 +330,9 @@ void Socket::other_version(const std::string& peer, std::uint16_t version) {
     }
     return;
   }
-  // Once per peer (drop() remembers it next): this build's version back, so that the peer's
-  // build can name both (best effort, never waits: the peer may be gone).
-  if (warned_.size() >= kMaxWarnedPeers || warned_.contains(peer)) return;
+  // Once per peer: this build's version back, so that the peer's build can name both (best
+  // effort, never waits: the peer may be gone).
+  if (answered_.size() >= kMaxAnsweredPeers || !answered_.insert(peer).second) return;
   try {
     const wire::Bytes notice = wire::version_notice();
     if (socket_.send(zmq::buffer(peer), zmq::send_flags::dontwait | zmq::send_flags::sndmore)) {
@@ -343,9 +344,9 @@ void Socket::other_version(const std::string& peer, std::uint16_t version) {
 
 void Socket::drop(const std::string& peer, std::string_view reason) {
   ++counters_.messages_dropped;
-  if (warned_.size() >= kMaxWarnedPeers || !warned_.insert(peer).second) return;
-  log::warn("dropped a malformed message from {}: {} (further ones from there are dropped "
-            "without a warning)",
+  if (!drops_.count(peer)) return;
+  log::warn("dropped a malformed message from {}: {} (further ones from there are counted, not "
+            "named)",
             describe(peer), reason);
 }
 

@@ -7,6 +7,7 @@
 // May use: base/, transports/ (the interface, the wire format, keys, and shm/ for the fast path it
 // offers).
 
+#include "base/drop_log.hpp"
 #include "transports/transport.hpp"
 #include "transports/zmq/handshake_watch.hpp"
 #include "transports/zmq/zap_handler.hpp"
@@ -54,7 +55,10 @@ class Socket {
   [[nodiscard]] zmq::socket_t& raw() noexcept { return socket_; }
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
   [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
-  void set_endpoint(std::string endpoint) { endpoint_ = std::move(endpoint); }
+  void set_endpoint(std::string endpoint) {
+    drops_.set_where(" on " + endpoint);
+    endpoint_ = std::move(endpoint);
+  }
 
   // `peer` is the destination identity on a ROUTER and ignored on a DEALER.
   void send(const std::string& peer, const wire::Message& message, Deadline deadline);
@@ -91,7 +95,10 @@ class Socket {
   std::string identity_;  // a DEALER's own identity
   std::string endpoint_;
   Counters counters_;
-  std::unordered_set<std::string> warned_;  // peers already warned about (bounded)
+  // Malformed messages: the first few peers named, the rest counted (a flood of connections is
+  // a flood of peers).
+  log::DropLog drops_{"dropped", "malformed message"};
+  std::unordered_set<std::string> answered_;  // peers told this build's version (bounded)
   Refusal refusal_;
   const Wakeup* wakeup_ = nullptr;  // not owned
   int closed_handshakes_ = 0;  // a DEALER's handshakes cut off by the listener

@@ -3,6 +3,7 @@
 
 #include "base/error.hpp"
 #include "base/files.hpp"
+#include "base/resources.hpp"
 #include "transports/shm/shm_links.hpp"
 #include "transports/transport.hpp"
 #include "transports/zmq/zmq_socket.hpp"
@@ -11,6 +12,7 @@
 #include <charconv>
 #include <filesystem>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -296,6 +298,12 @@ class ZmqTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_zmq_transport(const TransportOptions& options) {
+  // libzmq aborts the process when it cannot start its I/O thread or its reaper (under a low
+  // ulimit -v): their stacks, and some room, must fit first.
+  if (!resources::can_map(2 * resources::thread_stack_bytes() + (32 << 20))) {
+    fail<TransportError>("cannot start the transport: {}",
+                         resources::describe_exhaustion(std::bad_alloc()));
+  }
   try {
     return std::make_unique<ZmqTransport>(options);
   } catch (const zmq::error_t& e) {
