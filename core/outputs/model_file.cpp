@@ -59,13 +59,17 @@ std::optional<std::string> first_repeat(const std::vector<std::string>& names) {
 }  // namespace
 
 SavedModel read_model(const std::filesystem::path& path) {
-  const Reader r{path};
   std::string text;
   try {
     text = files::read_all(path, kMaxModelBytes);
   } catch (const files::UnreadableFile& e) {
     fail<DataError>("cannot read model '{}': {}", path.string(), e.reason());
   }
+  return parse_model(text, path);
+}
+
+SavedModel parse_model(std::string_view text, const std::filesystem::path& path) {
+  const Reader r{path};
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) r.bad("not valid JSON");
   if (r.get<std::string>(j, "format") != "disttrain-model") r.bad("'format' is not disttrain-model");
