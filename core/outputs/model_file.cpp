@@ -41,8 +41,10 @@ struct Reader {
   // A whole number that fits an int. nlohmann's get<int> is a static_cast: a version of 1e38 was
   // undefined behaviour (found by tests/fuzz/fuzz_model_json), and 4294967297 read as 1.
   int whole(const json& v, const char* key) const {
-    if (v.is_number_unsigned() ? std::in_range<int>(v.get<std::uint64_t>())
-                               : v.is_number_integer() && std::in_range<int>(v.get<std::int64_t>())) {
+    const bool fits = v.is_number_unsigned()
+                          ? std::in_range<int>(v.get<std::uint64_t>())
+                          : v.is_number_integer() && std::in_range<int>(v.get<std::int64_t>());
+    if (fits) {
       return static_cast<int>(v.get<std::int64_t>());
     }
     bad(fmt::format("field '{}' is {}, not a whole number from {} to {}", key,

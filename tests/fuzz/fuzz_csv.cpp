@@ -26,7 +26,8 @@ void load(const dt::config::Config& config, const dt::data::SourceInfo& source,
     std::vector<std::uint64_t> rows(source.rows);
     std::iota(rows.begin(), rows.end(), std::uint64_t{0});
     const auto held_out = dt::data::validation_rows(source.rows, 0.25, 7);
-    auto shard = dt::data::load_shard(config, source, dt::data::to_segments(rows, source.csv), kind);
+    const auto all = dt::data::to_segments(rows, source.csv);
+    auto shard = dt::data::load_shard(config, source, all, kind);
     dt::fuzz::expect(static_cast<std::uint64_t>(shard.x.rows()) == source.rows, "every row loaded");
     const auto stats = dt::data::column_stats(shard.x);
     for (const auto norm : {dt::config::Normalize::kStandard, dt::config::Normalize::kMinmax}) {

@@ -26,7 +26,9 @@ std::string frames_of(protocol::Envelope e) {
   std::vector<std::string> frames;
   const auto head = dt::wire::encode_header(m.header);
   frames.emplace_back(reinterpret_cast<const char*>(head.data()), head.size());
-  for (const auto& f : m.payload) frames.emplace_back(reinterpret_cast<const char*>(f.data()), f.size());
+  for (const auto& f : m.payload) {
+    frames.emplace_back(reinterpret_cast<const char*>(f.data()), f.size());
+  }
   return dt::fuzz::join_frames(frames);
 }
 
@@ -47,7 +49,8 @@ std::map<std::string, std::string> seeds() {
   out["setup"] = frames_of(protocol::make_setup(setup));
   protocol::Loaded loaded;
   loaded.rows = 4;
-  loaded.stats = {.count = 4, .mean = {1, 2, 3}, .m2 = {1, 1, 1}, .min = {0, 1, 2}, .max = {2, 3, 4}};
+  loaded.stats = {
+      .count = 4, .mean = {1, 2, 3}, .m2 = {1, 1, 1}, .min = {0, 1, 2}, .max = {2, 3, 4}};
   loaded.labels = {"cat", "dog"};
   out["loaded"] = frames_of(protocol::make_loaded(loaded));
   protocol::Finalize finalize;
@@ -85,7 +88,8 @@ TEST_CASE("fuzz seeds: the wire corpus is what this build's encoders write") {
     if (update) std::ofstream(path, std::ios::binary) << bytes;
     std::ifstream in(path, std::ios::binary);
     const std::string stored{std::istreambuf_iterator<char>(in), {}};
-    CHECK_MESSAGE(stored == bytes, "tests/fuzz/corpus/fuzz_wire/", name, " is stale: DT_UPDATE_FUZZ_SEEDS=1 "
-                  "build/release/tests/dt_unit_tests -tc=\"fuzz seeds*\"");
+    CHECK_MESSAGE(stored == bytes, "tests/fuzz/corpus/fuzz_wire/", name,
+                  " is stale: DT_UPDATE_FUZZ_SEEDS=1 build/release/tests/dt_unit_tests "
+                  "-tc=\"fuzz seeds*\"");
   }
 }

@@ -13,7 +13,8 @@ namespace {
 // A two-class MLP on two features, with hidden layer sizes `hidden` and parameters as given.
 std::string mlp_json(const std::string& hidden, const std::string& parameters) {
   return R"({"format": "disttrain-model", "version": 1,
-  "model": {"type": "mlp", "task": "binary", "hidden": [)" + hidden + R"(], "activation": "relu", "l2": 0},
+  "model": {"type": "mlp", "task": "binary", "hidden": [)" + hidden + R"(],
+            "activation": "relu", "l2": 0},
   "features": ["a", "b"], "label": "y", "classes": ["0", "1"],
   "normalization": {"kind": "none", "shift": [0, 0], "scale": [1, 1]},
   "parameters": )" + parameters + "}";
