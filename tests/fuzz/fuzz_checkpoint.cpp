@@ -6,6 +6,10 @@
 // body, then the end marker), so that mutations also reach the manifest and the arrays behind
 // the checksum, as a file written by something else than disttrain would. For an accepted
 // checkpoint: encode gives bytes that decode to the same manifest and arrays.
+//
+// Not reached: how --resume reads the manifest and arrays afterwards (Checkpointer::restore and
+// each mode's restore_state need the coordinator, which the fuzz build leaves out);
+// tests/e2e/test_checkpoint_edited.py feeds it edited checkpoints by hand.
 
 #include "core/coordinator/checkpoint.hpp"
 #include "tests/fuzz/harness.hpp"

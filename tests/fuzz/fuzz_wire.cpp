@@ -2,7 +2,9 @@
 // (transports/zmq/zmq_socket.cpp Socket::parse, transports/shm): the header frame checked
 // (wire::peek_version, decode_header), the payload sizes checked before anything is copied
 // (check_payload), then protocol::decode and the typed reader of the shared exchanges
-// (read_hello, read_setup and the config it carries, read_loaded, ...).
+// (read_hello, read_setup and the config it carries, read_loaded, ...). The messages of the step
+// path (gradients, ring, parameter servers) are read inside the modes, which the fuzz build
+// leaves out: for them only the shared accessors (count, number, doubles) are reached.
 //
 // Input: the frames of one multipart message, each a 4-byte little-endian length then its bytes
 // (a length past the end takes what is left). Frame 0 is the 40-byte header.
