@@ -38,7 +38,8 @@ std::map<std::string, std::string> seeds() {
                                                  .config_hash = "0123456789abcdef"}));
   protocol::Setup setup;
   setup.config_yaml = dt::config::to_yaml(dt::test::parse_text(
-      "version: 1\ndata: {path: data.csv}\nmodel: {type: logistic_regression}\n"));
+      "version: 1\ndata: {path: data.csv}\nmodel: {type: logistic_regression}\n"
+      "output: {dir: /tmp/run}\n"));  // absolute: the resolved text must not depend on the cwd
   setup.heartbeat_endpoint = "ipc:///tmp/disttrain-x/hb.sock";
   setup.source.columns = {"a", "b", "c", "target"};
   setup.source.features = {"a", "b", "c"};
