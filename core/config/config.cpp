@@ -2,11 +2,15 @@
 
 #include "core/config/config.hpp"
 
-#include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include "core/config/internal.hpp"
 #include "base/error.hpp"
@@ -28,23 +32,83 @@ std::string read_config(const std::filesystem::path& path) {
   }
 }
 
-YAML::Node load_yaml(const std::string& text, const std::string& origin) {
-  try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.empty()) return YAML::Node();
-    // A second document was silently ignored once: a config is one document (an empty one
-    // after a closing '---' is harmless).
-    const auto second = std::find_if(documents.begin() + 1, documents.end(),
-                                     [](const YAML::Node& d) { return !d.IsNull(); });
-    if (second != documents.end()) {
-      const YAML::Mark at = second->Mark();
-      const std::string where =
-          at.is_null() ? origin : fmt::format("{}:{}:{}", origin, at.line + 1, at.column + 1);
+// The root of each document of a YAML stream, as the parser reports it, without building the
+// documents.
+class DocumentRoots : public YAML::EventHandler {
+ public:
+  YAML::Mark start;  // where the document starts
+  YAML::Mark root;   // where its root value starts
+  bool empty = true;  // the root is null: nothing but '---', or no value at all
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    start = mark;
+    seen_ = false;
+    empty = true;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { value(mark, true); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { value(mark, false); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    value(mark, false);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    value(mark, false);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    value(mark, false);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void value(const YAML::Mark& mark, bool null) {
+    if (seen_) return;
+    seen_ = true;
+    root = mark;
+    empty = null;
+  }
+  bool seen_ = false;
+};
+
+// A config is one document. A second one was silently ignored once (an empty one after a
+// closing '---' is harmless). The documents are walked here rather than with YAML::LoadAll:
+// yaml-cpp 0.7 (Debian bookworm's) loops forever in LoadAll on some invalid text (a line that is
+// just ","): each pass reports another empty document at the same place without moving on, and
+// the list of documents grows until memory runs out (fixed in yaml-cpp 0.8). Two documents
+// never start at the same place, so that is where this stops.
+void check_one_document(const std::string& text, const std::string& origin) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentRoots doc;
+  std::optional<YAML::Mark> previous;
+  for (int count = 1; parser.HandleNextDocument(doc); ++count) {
+    const auto at = [&](const YAML::Mark& m) {
+      return m.is_null() ? origin : fmt::format("{}:{}:{}", origin, m.line + 1, m.column + 1);
+    };
+    if (previous && doc.start.pos == previous->pos) {
+      const auto pos = static_cast<std::size_t>(doc.start.pos);
+      const auto c = pos < text.size() ? static_cast<unsigned char>(text[pos]) : 0;
+      fail<ConfigError>("{}: invalid YAML: unexpected {}", at(doc.start),
+                        pos >= text.size()          ? std::string("end of file")
+                        : c >= 0x20 && c < 0x7F ? fmt::format("'{}'", static_cast<char>(c))
+                                                : fmt::format("byte 0x{:02x}", c));
+    }
+    previous = doc.start;
+    if (count > 1 && !doc.empty) {
       fail<ConfigError>("{}: a second YAML document (after '---'); a config is one document: "
                         "merge the two, or put the second in a file of its own",
-                        where);
+                        at(doc.root));
     }
-    return documents.front();
+  }
+}
+
+YAML::Node load_yaml(const std::string& text, const std::string& origin) {
+  try {
+    check_one_document(text, origin);
+    return YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own text is "bad file", and its mark the end of the nesting, not the level
     // past the limit: the file alone says where.

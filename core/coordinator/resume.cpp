@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
+
 namespace dt::roles {
 namespace {
 
@@ -119,6 +121,16 @@ void put_log(checkpoint::Checkpoint& out, const std::vector<LogRow>& log) {
   out.manifest["log_rows"] = log.size();
 }
 
+// A whole number the log keeps as a double (a step, the flags, a worker count). Anything else
+// is a damaged or hand-made checkpoint, and converting NaN or 1e300 to an integer is undefined
+// behaviour.
+std::uint64_t whole(double value, const std::string& where, const char* column) {
+  if (!(value >= 0 && value <= 9007199254740992.0 && value == std::floor(value))) {
+    fail<DataError>("{}: the log column {} holds {}, not a whole number", where, column, value);
+  }
+  return static_cast<std::uint64_t>(value);
+}
+
 // DataError naming the checkpoint when the columns disagree (a damaged file whose checksum
 // still matched is not expected, but nothing is read past an array).
 std::vector<LogRow> get_log(const checkpoint::Checkpoint& in, const std::string& where) {
@@ -136,14 +148,14 @@ std::vector<LogRow> get_log(const checkpoint::Checkpoint& in, const std::string&
   std::size_t at = 0;
   for (std::size_t i = 0; i < rows; ++i) {
     LogRow& row = log[i];
-    row.step = static_cast<std::uint64_t>((*c[0])[i]);
+    row.step = whole((*c[0])[i], where, kLogColumns[0]);
     row.epoch = (*c[1])[i];
     row.seconds = (*c[2])[i];
     row.train_loss = (*c[3])[i];
-    const auto flags = static_cast<int>((*c[6])[i]);
+    const auto flags = whole((*c[6])[i], where, kLogColumns[6]);
     if ((flags & 1) != 0) row.validation_loss = (*c[4])[i];
     if ((flags & 2) != 0) row.validation_metric = (*c[5])[i];
-    const auto n = static_cast<std::size_t>((*c[7])[i]);
+    const auto n = whole((*c[7])[i], where, kLogColumns[7]);
     if (n > worker_loss.size() - at) {
       fail<DataError>("{}: the log's worker losses end before row {}", where, i + 1);
     }
@@ -360,30 +372,36 @@ void Checkpointer::restore(CoordinatorSession& session) {
                       "in all; raise training.epochs to train as far",
                       where, step, total);
   }
-  auto& result = session.result();
-  const auto classes = m.at("classes").get<std::vector<std::string>>();
-  if (classes != result.classes) {
-    fail<ConfigError>("--resume: the classes of the data ({}) differ from the checkpoint's ({}); "
-                      "resume with the data the run started with",
-                      fmt::join(result.classes, ", "), fmt::join(classes, ", "));
+  // Past the checksum the manifest is what a run wrote, unless it was edited by hand: a key
+  // removed or of another type is refused by name, not left to end the run as "internal error".
+  try {
+    auto& result = session.result();
+    const auto classes = m.at("classes").get<std::vector<std::string>>();
+    if (classes != result.classes) {
+      fail<ConfigError>("--resume: the classes of the data ({}) differ from the checkpoint's ({}); "
+                        "resume with the data the run started with",
+                        fmt::join(result.classes, ", "), fmt::join(classes, ", "));
+    }
+    const auto& params = ck.array("parameters");
+    if (params.size() != session.params().size()) {
+      fail<ConfigError>("--resume: the checkpoint {} holds {} parameters, the model has {}", where,
+                        params.size(), session.params().size());
+    }
+    session.params() = params;
+    result.samples = m.at("samples").get<std::uint64_t>();
+    result.steps = m.at("logged_steps").get<std::uint64_t>();
+    result.log.clear();
+    if (m.contains("log")) {
+      for (const auto& row : m.at("log")) result.log.push_back(row_of(row));
+    } else {
+      result.log = get_log(ck, where);
+    }
+    result.aggregation = m.at("aggregation");
+    session.restore_log_window(m.at("window"), step, m.at("seconds").get<double>());
+    mode_->restore_state(session, ck);
+  } catch (const nlohmann::json::exception& e) {
+    fail<DataError>("{}: the checkpoint's manifest is incomplete ({})", where, e.what());
   }
-  const auto& params = ck.array("parameters");
-  if (params.size() != session.params().size()) {
-    fail<ConfigError>("--resume: the checkpoint {} holds {} parameters, the model has {}", where,
-                      params.size(), session.params().size());
-  }
-  session.params() = params;
-  result.samples = m.at("samples").get<std::uint64_t>();
-  result.steps = m.at("logged_steps").get<std::uint64_t>();
-  result.log.clear();
-  if (m.contains("log")) {
-    for (const auto& row : m.at("log")) result.log.push_back(row_of(row));
-  } else {
-    result.log = get_log(ck, where);
-  }
-  result.aggregation = m.at("aggregation");
-  session.restore_log_window(m.at("window"), step, m.at("seconds").get<double>());
-  mode_->restore_state(session, ck);
   last_written_ = last_saved_ = step;
   log::info("resuming from {} (step {} of {})", where, step, session.schedule().total_steps());
 }

@@ -4,10 +4,12 @@
 #include "base/error.hpp"
 #include "base/files.hpp"
 
+#include <climits>
 #include <cmath>
 #include <optional>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 
 namespace dt::output {
 namespace {
@@ -36,6 +38,25 @@ struct Reader {
       bad(fmt::format("field '{}' has the wrong type", key));
     }
   }
+  // A whole number that fits an int. nlohmann's get<int> is a static_cast: a version of 1e38 was
+  // undefined behaviour (found by tests/fuzz/fuzz_model_json), and 4294967297 read as 1.
+  int whole(const json& v, const char* key) const {
+    const bool fits = v.is_number_unsigned()
+                          ? std::in_range<int>(v.get<std::uint64_t>())
+                          : v.is_number_integer() && std::in_range<int>(v.get<std::int64_t>());
+    if (fits) {
+      return static_cast<int>(v.get<std::int64_t>());
+    }
+    bad(fmt::format("field '{}' is {}, not a whole number from {} to {}", key,
+                    v.is_number() ? v.dump() : "not a number", INT_MIN, INT_MAX));
+  }
+  std::vector<int> whole_numbers(const json& j, const char* key) const {
+    const json& list = at(j, key);
+    if (!list.is_array()) bad(fmt::format("field '{}' has the wrong type", key));
+    std::vector<int> out;
+    for (const json& v : list) out.push_back(whole(v, key));
+    return out;
+  }
 };
 
 template <class E>
@@ -59,19 +80,23 @@ std::optional<std::string> first_repeat(const std::vector<std::string>& names) {
 }  // namespace
 
 SavedModel read_model(const std::filesystem::path& path) {
-  const Reader r{path};
   std::string text;
   try {
     text = files::read_all(path, kMaxModelBytes);
   } catch (const files::UnreadableFile& e) {
     fail<DataError>("cannot read model '{}': {}", path.string(), e.reason());
   }
+  return parse_model(text, path);
+}
+
+SavedModel parse_model(std::string_view text, const std::filesystem::path& path) {
+  const Reader r{path};
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) r.bad("not valid JSON");
   if (r.get<std::string>(j, "format") != "disttrain-model") r.bad("'format' is not disttrain-model");
-  if (r.get<int>(j, "version") != 1) {
+  if (const int version = r.whole(r.at(j, "version"), "version"); version != 1) {
     fail<DataError>("{}: model format version {} is not supported by this build (it reads 1)",
-                    path.string(), r.get<int>(j, "version"));
+                    path.string(), version);
   }
   SavedModel m;
   const json& model = r.at(j, "model");
@@ -84,7 +109,7 @@ SavedModel read_model(const std::filesystem::path& path) {
   m.spec.config.task = enum_from(r, r.get<std::string>(model, "task"),
                                  {Task::kRegression, Task::kBinary, Task::kMulticlass}, "task");
   if (m.spec.config.type == ModelType::kMlp) {
-    m.spec.config.hidden = r.get<std::vector<int>>(model, "hidden");
+    m.spec.config.hidden = r.whole_numbers(model, "hidden");
     using config::Activation;
     m.spec.config.activation =
         enum_from(r, r.get<std::string>(model, "activation"),
@@ -143,6 +168,13 @@ SavedModel read_model(const std::filesystem::path& path) {
     built = models::make_model(m.spec);
   } catch (const Error& e) {
     r.bad(e.what());
+  }
+  // Each value takes two characters of JSON at least ("0,"): sizes that declare more parameters
+  // than the text can hold are refused before anything is allocated (hidden [1048576, 1048576]
+  // in a 2 KB file asked for 8 TB; [30000, 30000] took 7 GB and 16 s to be refused).
+  if (built->parameter_count() > text.size() / 2) {
+    r.bad(fmt::format("its sizes make {} parameters, more than its {} bytes can hold",
+                      built->parameter_count(), text.size()));
   }
   m.params.assign(built->parameter_count(), 0.0);
   const json& params = r.at(j, "parameters");

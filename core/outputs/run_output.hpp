@@ -16,6 +16,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dt::output {
@@ -59,5 +60,8 @@ struct SavedModel {
   data::Normalization normalization;
 };
 [[nodiscard]] SavedModel read_model(const std::filesystem::path& path);
+// The same from model.json's text, `origin` naming it in messages (read_model reads the file
+// and calls this; the fuzzer of tests/fuzz/ gives it text directly).
+[[nodiscard]] SavedModel parse_model(std::string_view text, const std::filesystem::path& origin);
 
 }  // namespace dt::output

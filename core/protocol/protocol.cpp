@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 namespace dt::protocol {
 
@@ -161,10 +163,22 @@ const wire::Bytes& array(const Envelope& e, std::size_t index) {
   return e.arrays[index];
 }
 
-// Reads a JSON field as T, turning nlohmann's type errors into ProtocolError.
+// Reads a JSON field as T, turning nlohmann's type errors into ProtocolError. An integer T
+// takes only a whole number in its range: nlohmann converts any number with a static_cast, so
+// 1e30 as a count was undefined behaviour and -1 wrapped to 2^64 - 1.
 template <class T>
 T get(const Envelope& e, const char* name) {
   const json& j = field(e, name);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (j.is_number_unsigned() ? std::in_range<T>(j.get<std::uint64_t>())
+                               : j.is_number_integer() && std::in_range<T>(j.get<std::int64_t>())) {
+      return j.is_number_unsigned() ? static_cast<T>(j.get<std::uint64_t>())
+                                    : static_cast<T>(j.get<std::int64_t>());
+    }
+    fail<ProtocolError>("{} message from rank {}: field '{}' is not a whole number from {} to {}",
+                        name_of(e.type), e.rank, name, std::numeric_limits<T>::min(),
+                        std::numeric_limits<T>::max());
+  }
   try {
     return j.get<T>();
   } catch (const json::exception&) {

@@ -135,6 +135,10 @@ TEST_CASE("config: one YAML document, nested within reason") {
   CHECK(error_of(head + "---\nseed: 5\n") == "test.yaml:4:1" + second);
   CHECK(error_of(head + "---\n---\nseed: 5\n") == "test.yaml:5:1" + second);
   CHECK_NOTHROW((void)parse_text(head + "---\n"));
+  // yaml-cpp 0.7's LoadAll looped forever on a stray ',' (an endless run of empty documents at
+  // the same place, memory growing): found by tests/fuzz/fuzz_config.
+  CHECK(error_of(",\n") == "test.yaml:1:1: invalid YAML: unexpected ','");
+  CHECK(error_of(head + "---\n,\n") == "test.yaml:4:1: invalid YAML: unexpected ','");
   // yaml-cpp's own text for this was "bad file".
   CHECK(error_of("version: 1\nx: " + std::string(600, '[') + std::string(600, ']') + "\n") ==
         "test.yaml: invalid YAML: nested more than 499 levels deep (a config nests a few levels "

@@ -156,6 +156,27 @@ TEST_CASE("protocol: exchanges round-trip and bad messages are refused by name")
                        "gradient message from rank 2 lacks field 'rows'", dt::ProtocolError);
 }
 
+TEST_CASE("protocol: an integer field takes only a whole number in its range") {
+  // nlohmann converts any number with a static_cast: 1e30 as an int is undefined behaviour, and
+  // a count of -1 wrapped to 2^64 - 1. Now both are a ProtocolError naming the field.
+  auto error = dt::protocol::make_error({.kind = "data", .message = "bad", .exit_code = 2});
+  error.rank = 3;
+  CHECK(dt::protocol::read_error(error).exit_code == 2);
+  error.fields["exit_code"] = 1e30;
+  CHECK_THROWS_WITH_AS((void)dt::protocol::read_error(error),
+                       "error message from rank 3: field 'exit_code' is not a whole number from "
+                       "-2147483648 to 2147483647",
+                       dt::ProtocolError);
+  auto report = dt::protocol::make_report({.steps = 4});
+  report.rank = 1;
+  CHECK(dt::protocol::read_report(report).steps == 4);
+  report.fields["steps"] = -1;
+  CHECK_THROWS_WITH_AS((void)dt::protocol::read_report(report),
+                       "report message from rank 1: field 'steps' is not a whole number from 0 "
+                       "to 18446744073709551615",
+                       dt::ProtocolError);
+}
+
 TEST_CASE("heartbeats: the server hears the client and the client hears the answers") {
   dt::transport::TransportOptions options;
   options.kind = dt::transport::TransportOptions::Kind::kInproc;
