@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <vector>
 
@@ -10,6 +11,10 @@
 #include "core/config/reader.hpp"
 
 namespace dt::config::detail {
+
+// An integer the Reader has already bounded to [min, INT_MAX], as an int. One definition for the
+// section parsers (the sanitizer presets build them as one translation unit).
+[[nodiscard]] inline int to_int(std::int64_t v) { return static_cast<int>(v); }
 
 // Writes each override into `root` (a map), creating missing maps, and records it in `reader`
 // so that errors about its value name the override. Unknown keys fail like in the file.

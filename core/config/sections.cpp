@@ -20,8 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int to_int(std::int64_t v) { return static_cast<int>(v); }  // callers bound v to INT_MAX
-
 void check_name(const Section& root, const std::string& name) {
   const bool allowed = std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||

@@ -9,11 +9,6 @@
 #include "base/text.hpp"
 
 namespace dt::config::detail {
-namespace {
-
-int to_int(std::int64_t v) { return static_cast<int>(v); }  // callers bound v to INT_MAX
-
-}  // namespace
 
 FaultToleranceConfig parse_fault_tolerance(const Section& s) {
   FaultToleranceConfig c;

@@ -12,8 +12,6 @@
 namespace dt::config::detail {
 namespace {
 
-int to_int(std::int64_t v) { return static_cast<int>(v); }  // callers bound v to INT_MAX
-
 bool valid_address(const std::string& address) {
   const auto colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;

@@ -3,8 +3,9 @@
 namespace dt::models::kernels {
 
 // ifunc-based clones exist on x86-64 only; elsewhere (arm64: NEON is the baseline) the one
-// build is already vector code.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// build is already vector code. Not under ThreadSanitizer: it instruments the ifunc resolver,
+// which the dynamic loader runs before the TSan runtime is up (a crash at start).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define DT_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define DT_SIMD_CLONES

@@ -33,12 +33,40 @@ def source(*parts):
     return Path(ARGS.source).joinpath(*parts)
 
 
+# What starts a sanitizer report (scripts/sanitize runs tests under ASan + UBSan). UBSan, in a
+# build that also has ASan, writes to stderr whatever UBSAN_OPTIONS' log_path says: a worker's
+# report lands in its log file, where a restart policy that absorbs its death would hide it.
+SANITIZER_MARKERS = ("runtime error: ", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                     "WARNING: ThreadSanitizer")
+
+
+def sanitizer_lines(text):
+    return [line for line in text.splitlines() if any(m in line for m in SANITIZER_MARKERS)]
+
+
+def sanitizer_reports(root):
+    """The sanitizer report lines in the *.log files (worker logs) under root."""
+    found = []
+    for folder, _, names in os.walk(root):  # never follows symlinks: tests make loops
+        for name in names:
+            path = Path(folder, name)
+            if name.endswith(".log") and path.is_file() and not path.is_symlink():
+                try:
+                    text = path.read_text(errors="replace")
+                except OSError:
+                    continue
+                found += [f"{path}: {line}" for line in sanitizer_lines(text)]
+    return found
+
+
 class Result:
     def __init__(self, proc, stdout, stderr, seconds):
         self.code = proc.returncode
         self.stdout = stdout or ""
         self.stderr = stderr
         self.seconds = seconds
+        reports = sanitizer_lines(stderr or "")
+        assert not reports, "sanitizer report on stderr:\n" + "\n".join(reports) + f"\n{self!r}"
 
     def json(self):
         lines = [l for l in self.stdout.splitlines() if l.strip()]
@@ -182,6 +210,8 @@ def main(tests):
         with tempfile.TemporaryDirectory(prefix="dt-e2e-") as tmp:
             try:
                 test(Path(tmp))
+                reports = sanitizer_reports(tmp)
+                assert not reports, "sanitizer report in a log:\n" + "\n".join(reports)
                 print(f"ok   {test.__name__} ({time.monotonic() - start:.1f} s)", flush=True)
             except Exception:
                 failed += 1

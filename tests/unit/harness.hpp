@@ -15,6 +15,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -47,6 +48,13 @@ template <class E, class F>
 template <class F>
 [[nodiscard]] std::string data_error(F&& f) {
   return message_of<DataError>(std::forward<F>(f));
+}
+
+// ---- numbers
+
+// |a - b| <= tol * max(1, |a|, |b|): relative for large values, absolute near zero.
+[[nodiscard]] inline bool close(double a, double b, double tol) {
+  return std::abs(a - b) <= tol * std::max({1.0, std::abs(a), std::abs(b)});
 }
 
 // ---- files

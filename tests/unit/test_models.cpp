@@ -28,10 +28,7 @@ using dt::test::random_batch;
 using dt::test::random_params;
 using dt::test::spec_of;
 
-// |a - b| <= tol * max(1, |a|, |b|): relative for large values, absolute near zero.
-bool close(double a, double b, double tol) {
-  return std::abs(a - b) <= tol * std::max({1.0, std::abs(a), std::abs(b)});
-}
+using dt::test::close;
 
 // The analytic gradient of the batch loss sum against central differences of evaluate().
 void check_gradient(Model& model, const std::vector<double>& params, const Batch& batch) {

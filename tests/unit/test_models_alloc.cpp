@@ -79,7 +79,7 @@ using dt::config::Task;
 using dt::models::RowMatrix;
 
 // With an l2 term, so that the regularization gradient is on the path.
-dt::models::ModelSpec spec_of(ModelType type, int inputs, int classes, std::vector<int> hidden,
+dt::models::ModelSpec l2_spec(ModelType type, int inputs, int classes, std::vector<int> hidden,
                               Activation activation, Task task) {
   return dt::test::spec_of(type, inputs, classes, std::move(hidden), activation, task, 0.01);
 }
@@ -94,13 +94,13 @@ TEST_CASE("models: the training hot path allocates nothing once warmed up") {
   constexpr int kInputs = 20;
   constexpr int kClasses = 4;
   const std::vector<dt::models::ModelSpec> specs{
-      spec_of(ModelType::kLinearRegression, kInputs, 0, {}, Activation::kRelu, Task::kRegression),
-      spec_of(ModelType::kLogisticRegression, kInputs, 0, {}, Activation::kRelu, Task::kBinary),
-      spec_of(ModelType::kSoftmaxRegression, kInputs, kClasses, {}, Activation::kRelu,
+      l2_spec(ModelType::kLinearRegression, kInputs, 0, {}, Activation::kRelu, Task::kRegression),
+      l2_spec(ModelType::kLogisticRegression, kInputs, 0, {}, Activation::kRelu, Task::kBinary),
+      l2_spec(ModelType::kSoftmaxRegression, kInputs, kClasses, {}, Activation::kRelu,
               Task::kMulticlass),
-      spec_of(ModelType::kMlp, kInputs, kClasses, {64, 32}, Activation::kRelu, Task::kMulticlass),
-      spec_of(ModelType::kMlp, kInputs, 0, {64}, Activation::kTanh, Task::kRegression),
-      spec_of(ModelType::kMlp, kInputs, 0, {16, 8}, Activation::kSigmoid, Task::kBinary),
+      l2_spec(ModelType::kMlp, kInputs, kClasses, {64, 32}, Activation::kRelu, Task::kMulticlass),
+      l2_spec(ModelType::kMlp, kInputs, 0, {64}, Activation::kTanh, Task::kRegression),
+      l2_spec(ModelType::kMlp, kInputs, 0, {16, 8}, Activation::kSigmoid, Task::kBinary),
   };
   for (const auto& spec : specs) {
     CAPTURE(static_cast<int>(spec.config.type));

@@ -62,9 +62,7 @@ class LocalGroup {
   std::vector<int> calls_ = std::vector<int>(8, 0);
 };
 
-bool close(double a, double b, double tol) {
-  return std::abs(a - b) <= tol * std::max({1.0, std::abs(a), std::abs(b)});
-}
+using dt::test::close;
 
 struct SliceRun {
   std::vector<BatchResult> results;       // per rank

@@ -29,7 +29,7 @@ Config ring_config(int workers, const std::string& topology, const std::string& 
       "test.yaml", "/tmp");
 }
 
-dt::roles::RunResult train(const Config& config) {
+dt::roles::RunResult run_training(const Config& config) {
   const auto plan = dt::roles::make_plan(config);
   return dt::roles::run_coordinator(config, plan, {"/nonexistent", 1});
 }
@@ -59,7 +59,7 @@ TEST_CASE("ring mode: one full-batch step equals the closed-form gradient step")
   const Eigen::VectorXd w = scale * (x.transpose() * y);
   for (int workers : {1, 2, 3, 4}) {
     CAPTURE(workers);
-    const auto result = train(ring_config(workers, "ring", training));
+    const auto result = run_training(ring_config(workers, "ring", training));
     REQUIRE(result.status == "ok");
     REQUIRE(result.params.size() == 5);
     for (int j = 0; j < 4; ++j) {
@@ -79,8 +79,8 @@ TEST_CASE("ring mode: parameters and log equal the star's over many steps") {
     auto star_config = ring_config(workers, "star", extra);
     auto ring_config_ = ring_config(workers, "ring", extra);
     star_config.data.validation_fraction = ring_config_.data.validation_fraction = 0.2;
-    const auto star = train(star_config);
-    const auto ring = train(ring_config_);
+    const auto star = run_training(star_config);
+    const auto ring = run_training(ring_config_);
     REQUIRE(ring.status == "ok");
     CHECK(ring.steps == star.steps);
     CHECK(max_relative_difference(ring.params, star.params) < 1e-12);
@@ -108,12 +108,12 @@ TEST_CASE("ring mode: a diverging run fails like the star") {
   star.aggregation.topology = dt::config::Topology::kStar;
   std::string ring_error, star_error;
   try {
-    (void)train(config);
+    (void)run_training(config);
   } catch (const dt::TrainingError& e) {
     ring_error = e.what();
   }
   try {
-    (void)train(star);
+    (void)run_training(star);
   } catch (const dt::TrainingError& e) {
     star_error = e.what();
   }

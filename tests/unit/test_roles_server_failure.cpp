@@ -21,9 +21,9 @@ namespace protocol = dt::protocol;
 
 namespace {
 
-constexpr std::uint64_t kJob = 4242;
+constexpr std::uint64_t kFailureJob = 4242;
 
-ServerOptions options(int workers, bool asynchronous) {
+ServerOptions failure_options(int workers, bool asynchronous) {
   ServerOptions o;
   o.index = 0;
   o.range = {0, 3};
@@ -31,7 +31,7 @@ ServerOptions options(int workers, bool asynchronous) {
   o.asynchronous = asynchronous;
   o.optimizer.lr = 0.5;
   o.l2.assign(3, 0.0);
-  o.job_id = kJob;
+  o.job_id = kFailureJob;
   return o;
 }
 
@@ -45,7 +45,7 @@ FaultConfig server_fault(FaultAction action, std::uint64_t at) {
 }
 
 void send(dt::transport::Connection& c, protocol::Envelope e) {
-  c.send(protocol::encode(std::move(e), kJob), deadline_in(dt::test::kPatience));
+  c.send(protocol::encode(std::move(e), kFailureJob), deadline_in(dt::test::kPatience));
 }
 
 protocol::Envelope push(std::uint32_t rank, std::uint64_t step, std::uint64_t version) {
@@ -59,7 +59,7 @@ protocol::Envelope push(std::uint32_t rank, std::uint64_t step, std::uint64_t ve
 protocol::Envelope slice_from(dt::transport::Connection& c) {
   auto m = c.receive(deadline_in(std::chrono::seconds(5)));
   REQUIRE(m.has_value());
-  auto e = protocol::decode(*m, kJob);
+  auto e = protocol::decode(*m, kFailureJob);
   REQUIRE(e.type == protocol::Type::kSlice);
   return e;
 }
@@ -77,8 +77,8 @@ std::string failure_of(const ParameterServer& server, std::int64_t timeout_ms) {
 }  // namespace
 
 TEST_CASE("server failure: a killed server ends without a word and gives out no state") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJob);
-  auto o = options(1, false);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kFailureJob);
+  auto o = failure_options(1, false);
   o.faults = {server_fault(FaultAction::kKill, 1)};
   ParameterServer server(*transport, o, {1.0, 1.0, 1.0});
   auto worker = transport->connect(server.endpoint(), protocol::peer_name(0));
@@ -100,8 +100,8 @@ TEST_CASE("server failure: a killed server ends without a word and gives out no 
 }
 
 TEST_CASE("server failure: a hung server is found by its silence and stops when told") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJob);
-  auto o = options(1, false);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kFailureJob);
+  auto o = failure_options(1, false);
   o.faults = {server_fault(FaultAction::kHang, 0)};
   ParameterServer server(*transport, o, {1.0, 1.0, 1.0});
   auto worker = transport->connect(server.endpoint(), protocol::peer_name(0));
@@ -114,8 +114,8 @@ TEST_CASE("server failure: a hung server is found by its silence and stops when 
 }
 
 TEST_CASE("server failure: an async replacement counts the steps it lost as done") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJob);
-  auto o = options(2, true);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kFailureJob);
+  auto o = failure_options(2, true);
   o.worker_steps = {10, 10};
   // The copy it starts from: 4 updates, 2 of each worker.
   o.start_version = 4;

@@ -32,19 +32,19 @@ using dt::test::Tcp;
 using dt::transport::deadline_in;
 using dt::transport::TransportOptions;
 
-constexpr std::uint64_t kJobId = 0xC0FFEE;
+constexpr std::uint64_t kEndpointsJob = 0xC0FFEE;
 
-dt::wire::Message make_message(std::uint16_t type, std::uint32_t rank, std::uint64_t step,
-                               std::vector<dt::wire::Bytes> payload) {
-  return dt::test::make_message(kJobId, type, rank, step, std::move(payload));
+dt::wire::Message endpoints_message(std::uint16_t type, std::uint32_t rank, std::uint64_t step,
+                                    std::vector<dt::wire::Bytes> payload) {
+  return dt::test::make_message(kEndpointsJob, type, rank, step, std::move(payload));
 }
 
 }  // namespace
 
 TEST_CASE("transport: inproc peers may connect before the listener binds") {
-  auto transport = make_transport<Inproc>(kJobId);
+  auto transport = make_transport<Inproc>(kEndpointsJob);
   auto connection = transport->connect("inproc://dt-c0ffee-coord", "w0");
-  connection->send(make_message(1, 0, 5, {pattern(10, 1)}), deadline_in(kPatience));
+  connection->send(endpoints_message(1, 0, 5, {pattern(10, 1)}), deadline_in(kPatience));
   auto listener = transport->listen("coord");
   CHECK(listener->endpoint() == "inproc://dt-c0ffee-coord");
   auto incoming = listener->receive(deadline_in(kPatience));
@@ -55,7 +55,7 @@ TEST_CASE("transport: inproc peers may connect before the listener binds") {
 TEST_CASE("transport: the ipc socket directory lives exactly as long as the transport") {
   std::filesystem::path dir;
   {
-    auto transport = make_transport<Ipc>(kJobId);
+    auto transport = make_transport<Ipc>(kEndpointsJob);
     auto listener = transport->listen("coord");
     const std::string& endpoint = listener->endpoint();
     REQUIRE(endpoint.starts_with("ipc://"));
@@ -80,12 +80,12 @@ TEST_CASE("transport: a long TMPDIR falls back to /tmp for ipc sockets") {
   ::setenv("TMPDIR", long_dir.c_str(), 1);
   std::string endpoint;
   {
-    auto transport = make_transport<Ipc>(kJobId);
+    auto transport = make_transport<Ipc>(kEndpointsJob);
     auto listener = transport->listen("coord");
     endpoint = listener->endpoint();
     // And it works.
     auto connection = transport->connect(endpoint, "w0");
-    connection->send(make_message(1, 0, 0, {}), deadline_in(kPatience));
+    connection->send(endpoints_message(1, 0, 0, {}), deadline_in(kPatience));
     CHECK(listener->receive(deadline_in(kPatience)));
   }
   if (old) {
@@ -98,7 +98,7 @@ TEST_CASE("transport: a long TMPDIR falls back to /tmp for ipc sockets") {
 }
 
 TEST_CASE("transport: tcp reports the real port and names the address when bind fails") {
-  auto transport = make_transport<Tcp>(kJobId);
+  auto transport = make_transport<Tcp>(kEndpointsJob);
   auto listener = transport->listen("coord");
   const std::string& endpoint = listener->endpoint();
   REQUIRE(endpoint.starts_with("tcp://127.0.0.1:"));
@@ -106,7 +106,7 @@ TEST_CASE("transport: tcp reports the real port and names the address when bind 
   CHECK(port > 0);
   CHECK(port < 65536);
 
-  TransportOptions same_port = dt::test::options_for<Tcp>(kJobId);
+  TransportOptions same_port = dt::test::options_for<Tcp>(kEndpointsJob);
   same_port.tcp_address = "127.0.0.1:" + std::to_string(port);
   auto other = dt::transport::make_zmq_transport(same_port);
   const std::string expected =
@@ -131,7 +131,7 @@ TEST_CASE("transport: tcp reports the real port and names the address when bind 
   }
   CHECK(bound);
 
-  TransportOptions bad = dt::test::options_for<Tcp>(kJobId);
+  TransportOptions bad = dt::test::options_for<Tcp>(kEndpointsJob);
   bad.tcp_address = "localhost";
   CHECK_THROWS_WITH_AS((void)dt::transport::make_zmq_transport(bad),
                        "bad tcp address 'localhost': expected host:port, e.g. 127.0.0.1:0 (port 0: "
@@ -142,7 +142,7 @@ TEST_CASE("transport: tcp reports the real port and names the address when bind 
 }
 
 TEST_CASE("transport: names, endpoints and identities are checked") {
-  auto transport = make_transport<Inproc>(kJobId);
+  auto transport = make_transport<Inproc>(kEndpointsJob);
   auto listener = transport->listen("coord");
   CHECK_THROWS_WITH_AS((void)transport->listen("coord"),
                        "cannot listen as 'coord': the name is already used by this transport",

@@ -38,7 +38,7 @@ using dt::transport::TransportOptions;
 using dt::wire::Bytes;
 using dt::wire::Message;
 
-constexpr std::uint64_t kJobId = 0xBAD;
+constexpr std::uint64_t kGarbageJob = 0xBAD;
 
 Message valid_message(std::uint64_t step, std::size_t payload_bytes = 16) {
   Message m;
@@ -67,7 +67,7 @@ Bytes header_frame(std::uint64_t payload_size, std::uint16_t version = dt::wire:
 
 TEST_CASE_TEMPLATE("transport garbage: a raw peer's malformed frames are dropped and logged once",
                    K, Ipc, Tcp) {
-  auto transport = make_transport<K>(kJobId);
+  auto transport = make_transport<K>(kGarbageJob);
   auto listener = transport->listen("coord");
 
   zmq::context_t context;
@@ -106,7 +106,7 @@ TEST_CASE_TEMPLATE("transport garbage: a raw peer's malformed frames are dropped
 
 TEST_CASE_TEMPLATE("transport garbage: every kind drops another protocol version", K,
                    DT_ALL_TRANSPORTS) {
-  auto transport = make_transport<K>(kJobId);
+  auto transport = make_transport<K>(kGarbageJob);
   auto listener = transport->listen("coord");
   auto connection = transport->connect(listener->endpoint(), "old");
   Message old = valid_message(1);
@@ -125,11 +125,11 @@ TEST_CASE_TEMPLATE("transport garbage: every kind drops another protocol version
 
 TEST_CASE_TEMPLATE("transport garbage: a declared payload over the listener's limit is dropped", K,
                    Ipc, Tcp) {
-  TransportOptions small = dt::test::options_for<K>(kJobId);
+  TransportOptions small = dt::test::options_for<K>(kGarbageJob);
   small.max_payload = 1024;
   auto transport = dt::transport::make_zmq_transport(small);
   auto listener = transport->listen("coord");
-  auto sender_transport = make_transport<K>(kJobId);
+  auto sender_transport = make_transport<K>(kGarbageJob);
   auto connection = sender_transport->connect(listener->endpoint(), "big");
   StderrCapture capture;
   connection->send(valid_message(1, 2000), deadline_in(kPatience));
@@ -143,7 +143,7 @@ TEST_CASE_TEMPLATE("transport garbage: a declared payload over the listener's li
 }
 
 TEST_CASE_TEMPLATE("transport garbage: a connection drops malformed replies", K, Ipc, Tcp) {
-  auto transport = make_transport<K>(kJobId);
+  auto transport = make_transport<K>(kGarbageJob);
   // A stranger's ROUTER stands where the coordinator should be.
   zmq::context_t context;
   zmq::socket_t router(context, zmq::socket_type::router);
@@ -261,7 +261,7 @@ std::string zmtp_ready(const std::string& id) {
 }  // namespace
 
 TEST_CASE("transport garbage: random bytes and a bogus greeting on the tcp port harm nothing") {
-  auto transport = make_transport<Tcp>(kJobId);
+  auto transport = make_transport<Tcp>(kGarbageJob);
   auto listener = transport->listen("coord");
   std::mt19937 random(12345);
   {
@@ -297,7 +297,7 @@ TEST_CASE("transport garbage: random bytes and a bogus greeting on the tcp port 
 }
 
 TEST_CASE("transport garbage: a huge frame size is refused before ZeroMQ allocates it") {
-  auto transport = make_transport<Tcp>(kJobId);
+  auto transport = make_transport<Tcp>(kGarbageJob);
   auto listener = transport->listen("coord");
   RawTcp raw(listener->endpoint());
   // Greetings first, as libzmq peers do (libzmq 4.3 sometimes closes a connection whose

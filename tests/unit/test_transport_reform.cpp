@@ -23,20 +23,20 @@ using dt::collectives::PeerLinks;
 using dt::collectives::PeerOptions;
 using dt::collectives::Ring;
 
-constexpr std::uint64_t kJobId = 0xCD34;
+constexpr std::uint64_t kReformJob = 0xCD34;
 
 struct Abandoned {};  // as the ring mode's: not a dt::Error
 
 std::unique_ptr<PeerLinks> member(dt::transport::Transport& transport, const std::string& name,
                                   std::uint32_t rank) {
-  PeerOptions options{.job_id = kJobId, .rank = rank, .timeout = 5000ms, .chunk_doubles = 2};
+  PeerOptions options{.job_id = kReformJob, .rank = rank, .timeout = 5000ms, .chunk_doubles = 2};
   return std::make_unique<PeerLinks>(transport, transport.listen(name), std::move(options));
 }
 
 }  // namespace
 
 TEST_CASE("ring re-form: survivors abandon, take the replacement's endpoint, and sum again") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kReformJob);
   std::vector<std::unique_ptr<PeerLinks>> links;
   std::vector<std::string> endpoints;
   for (std::uint32_t r = 0; r < 3; ++r) {
@@ -52,7 +52,9 @@ TEST_CASE("ring re-form: survivors abandon, take the replacement's endpoint, and
   links[0].reset();
   std::atomic<bool> reform{false};
   std::vector<std::exception_ptr> errors(3);
-  std::vector<bool> abandoned(3, false);
+  // One byte per rank, not std::vector<bool>: its bits share words, and two threads setting
+  // their own flag at once race (ThreadSanitizer found it; a lost write failed the CHECK below).
+  std::vector<char> abandoned(3, 0);
   std::vector<std::vector<double>> values(3, std::vector<double>(6, 1e300));
   std::vector<std::thread> threads;
   for (std::uint32_t r = 1; r < 3; ++r) {
@@ -116,7 +118,7 @@ TEST_CASE("ring re-form: survivors abandon, take the replacement's endpoint, and
 }
 
 TEST_CASE("ring re-form: generation 0 is the plain ring; bad endpoint updates are refused") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kReformJob);
   auto links = member(*transport, "q0", 0);
   links->update_endpoints({links->endpoint(), "inproc://one"});  // none yet: sets them
   CHECK(&links->ring({0, 1}, 0) == &links->ring({0, 1}));

@@ -28,7 +28,7 @@ using dt::collectives::PeerLinks;
 using dt::collectives::PeerOptions;
 using dt::collectives::Ring;
 
-constexpr std::uint64_t kJobId = 0xAB12;
+constexpr std::uint64_t kRingJob = 0xAB12;
 
 // Member m's value j: a pure function of (m, j), of mixed signs and magnitudes.
 double value_of(std::uint32_t member, std::size_t j) {
@@ -44,7 +44,7 @@ std::vector<std::unique_ptr<PeerLinks>> make_links(dt::transport::Transport& tra
   std::vector<std::unique_ptr<PeerLinks>> links;
   std::vector<std::string> endpoints;
   for (std::uint32_t r = 0; r < n; ++r) {
-    PeerOptions options{.job_id = kJobId, .rank = r, .timeout = timeout, .chunk_doubles = chunk};
+    PeerOptions options{.job_id = kRingJob, .rank = r, .timeout = timeout, .chunk_doubles = chunk};
     links.push_back(std::make_unique<PeerLinks>(
         transport, transport.listen(fmt::format("c{}-p{}", calls, r)), std::move(options)));
     endpoints.push_back(links.back()->endpoint());
@@ -112,7 +112,7 @@ void check_allreduce(dt::transport::Transport& transport, std::uint32_t n, std::
 }  // namespace
 
 TEST_CASE("ring: all-reduce equals a plain sum for N = 1..5 and awkward lengths") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
   for (std::uint32_t n = 1; n <= 5; ++n) {
     for (std::size_t length : {std::size_t{0}, std::size_t{1}, std::size_t{n - 1},
                                std::size_t{n + 1}, std::size_t{1000}}) {
@@ -125,13 +125,13 @@ TEST_CASE("ring: all-reduce equals a plain sum for N = 1..5 and awkward lengths"
 }
 
 TEST_CASE_TEMPLATE("ring: all-reduce over every transport", K, DT_ALL_TRANSPORTS) {
-  auto transport = dt::test::make_transport<K>(kJobId);
+  auto transport = dt::test::make_transport<K>(kRingJob);
   check_allreduce(*transport, 3, 1001, 64);
   check_allreduce(*transport, 4, 5, 2);
 }
 
 TEST_CASE("ring: closed form: member r contributing r + j sums to n(n-1)/2 + n*j exactly") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
   constexpr std::uint32_t n = 4;
   auto links = make_links(*transport, n, 2);
   std::vector<std::vector<double>> data(n, std::vector<double>(7));
@@ -154,7 +154,7 @@ TEST_CASE("ring: subgroups share one listener per member") {
   // the order pair, whole, pair. A member's messages of one ring may arrive while it still waits
   // in another (member 3 may be done with {2,3} and sending to 1 while 1 waits in {0,1}): the
   // mailbox holds them.
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
   auto links = make_links(*transport, 4, 1);
   std::vector<std::vector<double>> pair(4, std::vector<double>(5));
   std::vector<std::vector<double>> all(4, std::vector<double>(3));
@@ -176,7 +176,7 @@ TEST_CASE("ring: subgroups share one listener per member") {
 }
 
 TEST_CASE("ring: a missing peer ends the wait with an error naming it") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
   auto links = make_links(*transport, 3, 4, 300ms);  // rank 2 never takes part
   std::vector<double> v(10, 1.0);
   const auto message = dt::test::message_of<dt::TimeoutError>(
@@ -187,9 +187,9 @@ TEST_CASE("ring: a missing peer ends the wait with an error naming it") {
 }
 
 TEST_CASE("ring: on_wait ends a wait early") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
   int calls = 0;
-  PeerOptions options{.job_id = kJobId, .rank = 0, .on_wait = [&calls] {
+  PeerOptions options{.job_id = kRingJob, .rank = 0, .on_wait = [&calls] {
     if (++calls == 3) dt::fail<dt::InterruptedError>("cancelled");
   }};
   PeerLinks links(*transport, transport->listen("p0"), options);
@@ -200,7 +200,7 @@ TEST_CASE("ring: on_wait ends a wait early") {
 }
 
 TEST_CASE("ring: bad member lists are refused") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
   auto links = make_links(*transport, 3, 4);
   using dt::TransportError;
   CHECK(dt::test::message_of<TransportError>([&] { (void)links[0]->ring({1, 2}); }) ==
@@ -209,14 +209,14 @@ TEST_CASE("ring: bad member lists are refused") {
         "ring member 0 is listed twice");
   CHECK(dt::test::message_of<TransportError>([&] { (void)links[0]->ring({0, 5}); }) ==
         "ring member 5 is not a rank of this job (ranks 0 to 2)");
-  PeerLinks early(*transport, transport->listen("early"), {.job_id = kJobId, .rank = 0});
+  PeerLinks early(*transport, transport->listen("early"), {.job_id = kRingJob, .rank = 0});
   CHECK(dt::test::message_of<TransportError>([&] { (void)early.ring({0}); }) ==
         "peer links of rank 0: no peer endpoints yet (the coordinator sends them after every "
         "worker is ready)");
 }
 
 TEST_CASE("ring: members that disagree on the length fail loudly") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
   auto links = make_links(*transport, 2, 100, 500ms);
   std::vector<std::string> errors(2);
   on_threads(2, [&](std::uint32_t r) {
@@ -229,18 +229,18 @@ TEST_CASE("ring: members that disagree on the length fail loudly") {
 }
 
 TEST_CASE("ring: stale, foreign and stray frames are dropped, never summed") {
-  auto transport = dt::test::make_transport<dt::test::Inproc>(kJobId);
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
   auto links = make_links(*transport, 2, 2);
   const dt::collectives::ChunkKey stale{Ring::group_id({0, 1}), 1, 0, 0, 0};
   const std::vector<double> poison(2, 1e300);
   // A stranger under another identity, and a peer of another job, talk to member 0.
   auto stranger = transport->connect(links[0]->endpoint(), "x9");
   dt::wire::Message junk;
-  junk.header = {.type = dt::collectives::kPeerChunkType, .job_id = kJobId, .rank = 1};
+  junk.header = {.type = dt::collectives::kPeerChunkType, .job_id = kRingJob, .rank = 1};
   junk.payload = {dt::wire::Bytes(40), dt::wire::to_bytes(std::span(poison))};
   stranger->send(junk, dt::transport::deadline_in(1s));
   auto other_job = transport->connect(links[0]->endpoint(), "p5");
-  junk.header.job_id = kJobId + 1;
+  junk.header.job_id = kRingJob + 1;
   other_job->send(junk, dt::transport::deadline_in(1s));
 
   std::vector<std::vector<double>> data(2, std::vector<double>(4, 1.0));
@@ -258,7 +258,7 @@ TEST_CASE("ring: stale, foreign and stray frames are dropped, never summed") {
 
 TEST_CASE("transport: ipc listeners go into ipc_dir when given, and it is left to its owner") {
   dt::files::TempDir owner("dt-test-ipcdir", std::filesystem::path("/tmp"));
-  auto options = dt::test::options_for<dt::test::Ipc>(kJobId);
+  auto options = dt::test::options_for<dt::test::Ipc>(kRingJob);
   options.ipc_dir = owner.path();
   {
     auto transport = dt::transport::make_zmq_transport(options);
@@ -266,7 +266,7 @@ TEST_CASE("transport: ipc listeners go into ipc_dir when given, and it is left t
     CHECK(listener->endpoint() == "ipc://" + (owner.path() / "p3.sock").string());
     auto connection = transport->connect(listener->endpoint(), "p1");
     dt::wire::Message m;
-    m.header = {.type = 99, .job_id = kJobId, .rank = 1};
+    m.header = {.type = 99, .job_id = kRingJob, .rank = 1};
     connection->send(m, dt::transport::deadline_in(1s));
     const auto got = listener->receive(dt::transport::deadline_in(dt::test::kPatience));
     REQUIRE(got);

@@ -28,7 +28,7 @@ using dt::transport::deadline_in;
 using dt::transport::KeyPair;
 using dt::transport::Security;
 
-constexpr std::uint64_t kJobId = 0x5EC;
+constexpr std::uint64_t kSecurityJob = 0x5EC;
 
 std::string message_of(const auto& f) {
   try {
@@ -66,9 +66,9 @@ struct Link {
 
 template <class K>
 Link connect(const Security& server, const Security& client) {
-  auto server_options = options_for<K>(kJobId);
+  auto server_options = options_for<K>(kSecurityJob);
   server_options.security = server;
-  auto client_options = options_for<K>(kJobId);
+  auto client_options = options_for<K>(kSecurityJob);
   client_options.security = client;
   Link link;
   link.listening = dt::transport::make_zmq_transport(server_options);
@@ -268,7 +268,7 @@ TEST_CASE_TEMPLATE("security curve: the right keys connect both ways; wrong ones
 TEST_CASE("security curve: a transport made with_security serves its own keys") {
   const auto coordinator = dt::transport::generate_key_pair();
   const auto peer = dt::transport::generate_key_pair();
-  auto options = options_for<Ipc>(kJobId);
+  auto options = options_for<Ipc>(kSecurityJob);
   options.security = server_side(coordinator, {});
   auto base = dt::transport::make_zmq_transport(options);
   auto peers = base->with_security(server_side(peer, {peer.public_key}));

@@ -19,7 +19,7 @@ using dt::test::Tcp;
 using dt::transport::deadline_in;
 using dt::wire::kProtocolVersion;
 
-constexpr std::uint64_t kJobId = 0x7E5;
+constexpr std::uint64_t kVersionJob = 0x7E5;
 constexpr std::uint16_t kOther = kProtocolVersion + 5;
 
 dt::wire::Bytes header_of_version(std::uint16_t version) {
@@ -36,7 +36,7 @@ std::span<const std::byte> bytes_of(const zmq::message_t& m) {
 }  // namespace
 
 TEST_CASE("transport version: a listener answers another version with its own, once per peer") {
-  auto transport = dt::test::make_transport<Tcp>(kJobId);
+  auto transport = dt::test::make_transport<Tcp>(kVersionJob);
   auto listener = transport->listen("coord");
   zmq::context_t context;
   zmq::socket_t old(context, zmq::socket_type::dealer);
@@ -65,7 +65,7 @@ TEST_CASE("transport version: a connection told another version says so as its r
   other.set(zmq::sockopt::linger, 0);
   other.set(zmq::sockopt::rcvtimeo, 5000);
   other.bind("tcp://127.0.0.1:*");
-  auto transport = dt::test::make_transport<Tcp>(kJobId);
+  auto transport = dt::test::make_transport<Tcp>(kVersionJob);
   auto connection = transport->connect(other.get(zmq::sockopt::last_endpoint), "w1");
   CHECK(connection->refusal().kind == dt::transport::Refusal::Kind::kNone);
 
