@@ -4,9 +4,12 @@ dropped and delayed), sampled every few seconds for the memory and open files of
 process, to show that nothing grows with time. Not part of the test suite.
 
     /usr/bin/python3 bench/soak.py [--minutes 30] [--topology star|ring|servers]
-        [--binary build/release/disttrain] [--every 10]
+        [--binary build/release/disttrain] [--every 10] [--kill-every 60] [--seed 1]
 
-The run trains until the time is up, then gets SIGTERM and must exit 130 (stopped, outputs
+Faults: the config's own (`faults:` drops and delays messages all along, and kills rank 1
+once: a replacement runs without faults), and SIGKILL sent from here to a random worker every
+`--kill-every` seconds (seeded), each replaced under `on_worker_failure: restart`. The run trains
+until the time is up, then gets SIGTERM and must exit 130 (stopped, outputs
 written). Every `--every` seconds it records the coordinator's RSS and open file descriptors
 and the same summed over its worker processes (a replaced worker is a new process: the sum is
 what the machine holds). Writes bench/results/soak-<topology>.json (every sample) and prints a
@@ -16,6 +19,7 @@ second fifth (the first fifth is warm-up)."""
 import argparse
 import json
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -97,6 +101,9 @@ def main():
     p.add_argument("--minutes", type=float, default=30)
     p.add_argument("--every", type=float, default=10, help="seconds between samples")
     p.add_argument("--topology", choices=sorted(AGGREGATION), default="star")
+    p.add_argument("--kill-every", type=float, default=60,
+                   help="seconds between SIGKILLs of a random worker (0: none)")
+    p.add_argument("--seed", type=int, default=1, help="seeds the choice of the worker killed")
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="dt-soak-") as tmp:
@@ -108,12 +115,19 @@ def main():
         proc = subprocess.Popen([args.binary, "run", str(cfg)], stdout=subprocess.DEVNULL,
                                 stderr=log, start_new_session=True)
         samples = []
+        rng = random.Random(args.seed)
+        next_kill = start + args.kill_every if args.kill_every > 0 else float("inf")
         print(f"soak: {args.topology}, {args.minutes} min, a sample every {args.every} s",
               flush=True)
         print("   min  coord MiB  coord fds  workers  workers MiB  workers fds  restarts", flush=True)
         try:
             while time.monotonic() - start < args.minutes * 60 and proc.poll() is None:
                 time.sleep(args.every)
+                if time.monotonic() >= next_kill:
+                    victims = sorted(children(proc.pid))
+                    if victims:
+                        os.kill(rng.choice(victims), signal.SIGKILL)
+                    next_kill += args.kill_every
                 coord = rss_and_fds(proc.pid)
                 kids = [k for k in children(proc.pid)]
                 workers = [w for w in map(rss_and_fds, kids) if w]
