@@ -4,13 +4,15 @@ across them: the coordinator listens on its host's address, workers join from th
 with keys from `disttrain keygen`, ring peers link up across the bridge, and the model equals
 the all-local run's, bit for bit. Then one worker host's cable is pulled mid-run and the
 fault-tolerance policy is applied (abort, continue, restart by a worker from a spare host),
-while the cut worker gives up on its own; a cable pulled for a moment changes nothing, and a
-worker killed while its cable is out (a half-open connection) is still found. Needs root and iproute2: skipped with a message
+while the cut worker gives up on its own; a cable pulled for a moment changes nothing, nor do links
+that lose 3% of their packets, and a worker killed while its cable is out (a half-open
+connection) is still found. Needs root and iproute2: skipped with a message
 otherwise. Everything is torn down and checked gone, also on failure."""
 
 import json
 import os
 import re
+import shutil
 import signal
 import time
 
@@ -296,6 +298,53 @@ def test_partition_that_heals_changes_nothing(tmp):
         check_gone(net, before)
 
 
+def lossy(ns, probability):
+    """Drops each packet into and out of host `ns` with `probability` (iptables' statistic
+    match, in the host's own namespace). The kernel's tc netem would add delay too, but not
+    every kernel has it (the development VM's does not); this needs only iptables."""
+    for chain in ("INPUT", "OUTPUT"):
+        netns.ip("netns", "exec", ns, "iptables", "-A", chain, "-m", "statistic", "--mode",
+                 "random", "--probability", str(probability), "-j", "DROP", ns=None)
+
+
+def iptables_missing():
+    return None if shutil.which("iptables") else "no iptables (Debian: apt-get install iptables)"
+
+
+def test_lossy_links_change_nothing(tmp):
+    """Both worker hosts lose 3% of their packets, both ways, for the whole run (star and
+    ring, the ring's peer links crossing the lossy links too): TCP retransmits, nobody is
+    declared lost, and the model is the all-local run's, bit for bit."""
+    if skipped("test_lossy_links_change_nothing"):
+        return
+    if iptables_missing():
+        print(f"skip test_lossy_links_change_nothing: {iptables_missing()}")
+        return
+    keys(tmp)
+    for topology in ("star", "ring"):
+        expected, _ = local_model(tmp, CONFIG, f"local-{topology}", topology=topology)
+        out = tmp / f"lossy-{topology}"
+        cfg = config(tmp, CONFIG, out.name, topology=topology)
+        before = root_links()
+        with netns.Hosts(2, tmp) as net:
+            for ns in net.workers:
+                lossy(ns, 0.03)
+            coord, endpoint = start_coordinator(net, cfg, "--expect-workers", "2")
+            workers = [join(net, net.workers[i], endpoint, rank, tmp) for i, rank in ((0, 2), (1, 3))]
+            assert net.wait(coord, 120) == 0, net.stderr(coord)
+            for w in workers:
+                assert net.wait(w, 20) == 0, net.stderr(w)
+            assert summary(out)["failures"] == [], summary(out)["failures"]
+            # Packets were dropped indeed (else this test would prove nothing).
+            for ns in net.workers:
+                listing = netns.ip("netns", "exec", ns, "iptables", "-L", "-v", "-n", "-x").stdout
+                dropped = sum(int(line.split()[0]) for line in listing.splitlines()
+                              if "DROP" in line and "statistic" in line)
+                assert dropped > 0, listing
+        check_gone(net, before)
+        assert (out / "model.json").read_bytes() == expected, topology
+
+
 def test_half_open_link_is_found(tmp):
     """A worker killed while its cable is out: its FIN is lost, so once the cable is back the
     coordinator holds a half-open connection to a process that is gone (its host answers with
@@ -326,4 +375,4 @@ if __name__ == "__main__":
     h.main([test_workers_on_other_hosts_train_the_local_model,
             test_every_interface_advertised, test_cut_link_aborts_naming_the_worker,
             test_cut_link_continue_and_restart, test_partition_that_heals_changes_nothing,
-            test_half_open_link_is_found])
+            test_half_open_link_is_found, test_lossy_links_change_nothing])
