@@ -19,7 +19,7 @@ namespace {
 
 namespace ck = dt::checkpoint;
 
-ck::Checkpoint sample(std::uint64_t step) {
+ck::Checkpoint checkpoint_sample(std::uint64_t step) {
   ck::Checkpoint c;
   c.manifest = {{"step", step}, {"mode", "gradients"}, {"log", {{{"step", 10}, {"loss", 0.5}}}}};
   c.arrays["parameters"] = {0.1, -0.0, 1e-310, std::numeric_limits<double>::max(),
@@ -29,7 +29,7 @@ ck::Checkpoint sample(std::uint64_t step) {
   return c;
 }
 
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+bool same_array_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
@@ -38,7 +38,7 @@ void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-std::string error_of(const std::string& bytes) {
+std::string decode_error_of(const std::string& bytes) {
   try {
     (void)ck::decode(bytes, "ck/step-1.ckpt");
   } catch (const dt::DataError& e) {
@@ -50,39 +50,39 @@ std::string error_of(const std::string& bytes) {
 }  // namespace
 
 TEST_CASE("checkpoint: encode/decode round trip is bit-exact, NaN and -0 included") {
-  auto c = sample(40);
+  auto c = checkpoint_sample(40);
   c.arrays["parameters"].push_back(std::numeric_limits<double>::quiet_NaN());
   const auto back = ck::decode(ck::encode(c), "x");
   CHECK(back.step() == 40);
   CHECK(back.manifest == c.manifest);
   REQUIRE(back.arrays.size() == c.arrays.size());
-  for (const auto& [name, values] : c.arrays) CHECK(same_bits(back.array(name), values));
+  for (const auto& [name, values] : c.arrays) CHECK(same_array_bits(back.array(name), values));
   CHECK(std::signbit(back.array("parameters")[1]));
   CHECK_THROWS_WITH_AS((void)back.array("missing"), "the checkpoint holds no 'missing' array",
                        dt::DataError);
 }
 
 TEST_CASE("checkpoint: a truncated or corrupted file is refused with a clear message") {
-  const auto bytes = ck::encode(sample(7));
+  const auto bytes = ck::encode(checkpoint_sample(7));
   // Cut at every length: never accepted, always named.
   for (std::size_t n = 0; n < bytes.size(); n += 3) {
-    const auto err = error_of(bytes.substr(0, n));
+    const auto err = decode_error_of(bytes.substr(0, n));
     CHECK_MESSAGE(err.starts_with("ck/step-1.ckpt: "), n);
   }
-  CHECK(error_of(bytes.substr(0, bytes.size() - 1)).find("truncated checkpoint") !=
+  CHECK(decode_error_of(bytes.substr(0, bytes.size() - 1)).find("truncated checkpoint") !=
         std::string::npos);
-  CHECK(error_of("hello") == "ck/step-1.ckpt: not a disttrain checkpoint (the file does not "
+  CHECK(decode_error_of("hello") == "ck/step-1.ckpt: not a disttrain checkpoint (the file does not "
                              "start with the checkpoint magic bytes)");
   // One flipped bit in the middle of the parameters.
   auto flipped = bytes;
   flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 0x10);
-  CHECK(error_of(flipped) ==
+  CHECK(decode_error_of(flipped) ==
         "ck/step-1.ckpt: corrupt checkpoint: the checksum does not match its contents");
   auto longer = bytes + "x";
-  CHECK(error_of(longer).find("end marker") != std::string::npos);
+  CHECK(decode_error_of(longer).find("end marker") != std::string::npos);
   auto version = bytes;
   version[8] = 9;
-  CHECK(error_of(version) == "ck/step-1.ckpt: checkpoint format version 9, this disttrain reads "
+  CHECK(decode_error_of(version) == "ck/step-1.ckpt: checkpoint format version 9, this disttrain reads "
                              "version 1; resume it with the disttrain that wrote it");
 }
 
@@ -93,7 +93,7 @@ TEST_CASE("checkpoint: files are named by step, the last two kept, no temp file 
   CHECK_FALSE(ck::load_latest(dir).has_value());
   std::filesystem::create_directories(dir);
   write_bytes(dir / ".step-000000000050.ckpt.tmp.AbC123", "half a checkpoint");  // a torn write
-  for (const std::uint64_t step : {100, 200, 300, 1000}) (void)ck::write(dir, sample(step));
+  for (const std::uint64_t step : {100, 200, 300, 1000}) (void)ck::write(dir, checkpoint_sample(step));
   const auto files = ck::list(dir);
   REQUIRE(files.size() == 2);
   CHECK(files[0].filename() == "step-000000000300.ckpt");
@@ -105,14 +105,14 @@ TEST_CASE("checkpoint: files are named by step, the last two kept, no temp file 
   REQUIRE(found);
   CHECK(found->checkpoint.step() == 1000);
   CHECK(found->skipped.empty());
-  CHECK(same_bits(found->checkpoint.array("parameters"), sample(1000).arrays["parameters"]));
+  CHECK(same_array_bits(found->checkpoint.array("parameters"), checkpoint_sample(1000).arrays["parameters"]));
 }
 
 TEST_CASE("checkpoint: a torn newest file falls back to the previous one, naming why") {
   const dt::files::TempDir tmp("dt-test-ckpt");
   const auto dir = tmp.path();
-  (void)ck::write(dir, sample(10));
-  (void)ck::write(dir, sample(20));
+  (void)ck::write(dir, checkpoint_sample(10));
+  (void)ck::write(dir, checkpoint_sample(20));
   const auto newest = ck::file_for(dir, 20);
   const auto bytes = dt::files::read_all(newest);
   write_bytes(newest, bytes.substr(0, bytes.size() / 2));
@@ -136,7 +136,7 @@ TEST_CASE("checkpoint writer: writes on its own thread, keeps the newest, report
   std::vector<dt::roles::CheckpointWriter::Outcome> outcomes;
   {
     dt::roles::CheckpointWriter writer(dir);
-    for (std::uint64_t step = 100; step <= 2000; step += 100) writer.submit(sample(step));
+    for (std::uint64_t step = 100; step <= 2000; step += 100) writer.submit(checkpoint_sample(step));
     outcomes = writer.take_outcomes(true);  // every one handed over is done
     CHECK(writer.take_outcomes(false).empty());
   }
@@ -159,12 +159,12 @@ TEST_CASE("checkpoint writer: writes on its own thread, keeps the newest, report
   CHECK(files.back() == ck::file_for(dir, 2000));
   const auto found = ck::load_latest(dir);
   REQUIRE(found);
-  CHECK(same_bits(found->checkpoint.array("parameters"), sample(2000).arrays["parameters"]));
+  CHECK(same_array_bits(found->checkpoint.array("parameters"), checkpoint_sample(2000).arrays["parameters"]));
 
   // A folder that cannot be made: the outcome says why; the writer goes on.
   write_bytes(tmp.path() / "file", "in the way");
   dt::roles::CheckpointWriter blocked(tmp.path() / "file" / "checkpoint");
-  blocked.submit(sample(100));
+  blocked.submit(checkpoint_sample(100));
   const auto failed = blocked.take_outcomes(true);
   REQUIRE(failed.size() == 1);
   CHECK(failed[0].step == 100);

@@ -42,7 +42,7 @@ class EnvVar {
   std::optional<std::string> old_;
 };
 
-std::string message_of(const auto& f) {
+std::string key_error_of(const auto& f) {
   try {
     f();
   } catch (const dt::Error& e) {
@@ -100,14 +100,14 @@ TEST_CASE("roles keys: workers that join need the coordinator's pair and admitte
   EnvVar secret(dt::roles::kSecretKeyEnv, nullptr);
   EnvVar authorized(dt::roles::kAuthorizedKeysEnv, nullptr);
   const auto remote = curve("{type: tcp, security: curve, remote_workers: 1}");
-  CHECK(message_of([&] { (void)dt::roles::run_keys(remote); }) ==
+  CHECK(key_error_of([&] { (void)dt::roles::run_keys(remote); }) ==
         "transport.security curve with workers that join (transport.remote_workers 1): they "
         "need the coordinator's public key beforehand, so give its key pair: `disttrain keygen "
         "coordinator`, then transport.keys.secret: coordinator.key (or $DISTTRAIN_SECRET_KEY), "
         "and hand coordinator.pub to the workers");
   const auto mine = dt::transport::generate_key_pair();
   EnvVar with_secret(dt::roles::kSecretKeyEnv, mine.secret_key.c_str());
-  CHECK(message_of([&] { (void)dt::roles::run_keys(remote); }).find(
+  CHECK(key_error_of([&] { (void)dt::roles::run_keys(remote); }).find(
             "but no client key is authorized, so none could join") != std::string::npos);
 }
 
@@ -115,13 +115,13 @@ TEST_CASE("roles keys: a worker takes both halves or neither") {
   EnvVar secret(dt::roles::kSecretKeyEnv, nullptr);
   EnvVar server(dt::roles::kServerKeyEnv, nullptr);
   CHECK_FALSE(dt::roles::worker_keys({}, {}, false).curve);
-  CHECK(message_of([] { (void)dt::roles::worker_keys({}, {}, true); }).starts_with(
+  CHECK(key_error_of([] { (void)dt::roles::worker_keys({}, {}, true); }).starts_with(
       "transport.security is curve, so this worker needs its key pair"));
   const auto coordinator = dt::transport::generate_key_pair();
   const auto mine = dt::transport::generate_key_pair();
   {
     EnvVar only_server(dt::roles::kServerKeyEnv, coordinator.public_key.c_str());
-    CHECK(message_of([] { (void)dt::roles::worker_keys({}, {}, false); }).ends_with(
+    CHECK(key_error_of([] { (void)dt::roles::worker_keys({}, {}, false); }).ends_with(
         "this worker's key pair is missing"));
   }
   dt::files::TempDir dir("dt-keys-");
