@@ -26,7 +26,8 @@ State& state() {
   return s;
 }
 
-// Whether any point is armed: read from the environment once, before main's threads start.
+// Whether any point is armed: read from the environment once, at the first reach (a static
+// local: thread-safe, whichever thread gets there first).
 std::atomic<bool>& armed() {
   static std::atomic<bool> on = [] {
     auto& s = state();

@@ -7,8 +7,9 @@ process there and checks the documented outcome:
   - the coordinator killed: its workers leave within the heartbeat timeout, and `--resume` gives
     the same model.json bytes (or, killed before its first checkpoint, says there is none and a
     fresh run gives them); nothing is left in TMPDIR.
-Star, ring, sharded parameter servers and parameters (FedAvg) modes. Every kill must fire (its mark file exists): a point the run no longer
-reaches fails the test rather than passing it unexercised."""
+Star, ring, sharded parameter servers and parameters (FedAvg) modes. Every kill must fire (its
+mark file exists): a point the run no longer reaches fails the test rather than passing it
+unexercised."""
 
 import json
 import os
