@@ -49,16 +49,13 @@ class Sgd final : public Optimizer {
   void step(std::span<const double> from, std::span<const double> grad,
             std::span<double> to) override {
     check_step(size_, from, grad, to);
-    if (momentum_ > 0.0) {
-      auto& v = state_.slots[0];
-      for (std::size_t i = 0; i < size_; ++i) {
-        v[i] = momentum_ * v[i] + grad[i];
-        to[i] = from[i] - lr_ * v[i];
-      }
-    } else {
-      for (std::size_t i = 0; i < size_; ++i) to[i] = from[i] - lr_ * grad[i];
-    }
-    ++state_.steps;
+    run(from.data(), to.data(), [g = grad.data()](std::size_t i) { return g[i]; });
+  }
+  void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
+                   std::span<double> to) override {
+    check_step(size_, from, grad_sum, to);
+    run(from.data(), to.data(),
+        [g = grad_sum.data(), scale](std::size_t i) { return g[i] * scale; });
   }
 
   [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
@@ -68,6 +65,26 @@ class Sgd final : public Optimizer {
   }
 
  private:
+  // `gradient(i)` gives the gradient's value i. `to` is `from` or does not overlap it, so
+  // reading from[i] before writing to[i] is all the in-place step needs.
+  // The members are read into locals first: a store through `to` could alias them as far as
+  // the compiler knows, which would reload them every iteration and keep the loop scalar.
+  template <typename Gradient>
+  void run(const double* from, double* to, Gradient gradient) {
+    const double lr = lr_, momentum = momentum_;
+    const std::size_t n = size_;
+    if (momentum > 0.0) {
+      double* v = state_.slots[0].data();
+      for (std::size_t i = 0; i < n; ++i) {
+        v[i] = momentum * v[i] + gradient(i);
+        to[i] = from[i] - lr * v[i];
+      }
+    } else {
+      for (std::size_t i = 0; i < n; ++i) to[i] = from[i] - lr * gradient(i);
+    }
+    ++state_.steps;
+  }
+
   double lr_;
   double momentum_;
   std::size_t size_;
@@ -88,20 +105,13 @@ class Adam final : public Optimizer {
   void step(std::span<const double> from, std::span<const double> grad,
             std::span<double> to) override {
     check_step(size_, from, grad, to);
-    ++state_.steps;
-    const auto t = static_cast<double>(state_.steps);
-    const double correction1 = 1.0 - std::pow(beta1_, t);
-    const double correction2 = 1.0 - std::pow(beta2_, t);
-    auto& m = state_.slots[0];
-    auto& v = state_.slots[1];
-    for (std::size_t i = 0; i < size_; ++i) {
-      const double g = grad[i];
-      m[i] = beta1_ * m[i] + (1.0 - beta1_) * g;
-      v[i] = beta2_ * v[i] + (1.0 - beta2_) * g * g;
-      const double m_hat = m[i] / correction1;
-      const double v_hat = v[i] / correction2;
-      to[i] = from[i] - lr_ * m_hat / (std::sqrt(v_hat) + epsilon_);
-    }
+    run(from.data(), to.data(), [g = grad.data()](std::size_t i) { return g[i]; });
+  }
+  void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
+                   std::span<double> to) override {
+    check_step(size_, from, grad_sum, to);
+    run(from.data(), to.data(),
+        [g = grad_sum.data(), scale](std::size_t i) { return g[i] * scale; });
   }
 
   [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
@@ -110,6 +120,27 @@ class Adam final : public Optimizer {
   }
 
  private:
+  // As Sgd::run: members into locals, so that stores through `to` do not reload them.
+  template <typename Gradient>
+  void run(const double* from, double* to, Gradient gradient) {
+    ++state_.steps;
+    const auto t = static_cast<double>(state_.steps);
+    const double correction1 = 1.0 - std::pow(beta1_, t);
+    const double correction2 = 1.0 - std::pow(beta2_, t);
+    const double lr = lr_, beta1 = beta1_, beta2 = beta2_, epsilon = epsilon_;
+    const std::size_t n = size_;
+    double* m = state_.slots[0].data();
+    double* v = state_.slots[1].data();
+    for (std::size_t i = 0; i < n; ++i) {
+      const double g = gradient(i);
+      m[i] = beta1 * m[i] + (1.0 - beta1) * g;
+      v[i] = beta2 * v[i] + (1.0 - beta2) * g * g;
+      const double m_hat = m[i] / correction1;
+      const double v_hat = v[i] / correction2;
+      to[i] = from[i] - lr * m_hat / (std::sqrt(v_hat) + epsilon);
+    }
+  }
+
   double lr_;
   double beta1_;
   double beta2_;

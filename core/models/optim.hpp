@@ -28,6 +28,11 @@ class Optimizer {
   // copying it). `to` is `from` itself (the in-place step) or does not overlap it.
   virtual void step(std::span<const double> from, std::span<const double> grad,
                     std::span<double> to) = 0;
+  // The out-of-place step on the gradient grad_sum[i] * scale (a sum over rows times 1/rows):
+  // the same bits as scaling grad_sum in place and then step(from, grad_sum, to), in one pass
+  // over memory instead of two. grad_sum is left as it was.
+  virtual void step_scaled(std::span<const double> from, std::span<const double> grad_sum,
+                           double scale, std::span<double> to) = 0;
   [[nodiscard]] virtual const OptimizerState& state() const noexcept = 0;
   virtual void set_state(OptimizerState state) = 0;  // TrainingError when the sizes do not fit
 };

@@ -42,14 +42,12 @@ class GradientsMode final : public CoordinatorOptimizerMode {
       const auto replies = session.gather(protocol::Type::kGradient);
 
       // Summed in rank order (the gather's order), so a run gives the same bits every time.
-      std::fill(grad.begin(), grad.end(), 0.0);
+      sum_in_order(replies, grad);
       std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
       std::fill(worker_rows.begin(), worker_rows.end(), 0);
       double loss_sum = 0;
       std::uint64_t rows = 0;
       for (const auto& reply : replies) {
-        const auto g = protocol::doubles(reply, 0, p);
-        for (std::size_t i = 0; i < p; ++i) grad[i] += g[i];
         const auto ri = static_cast<std::size_t>(reply.rank);
         worker_loss[ri] = protocol::number(reply, "loss_sum");
         worker_rows[ri] = protocol::count(reply, "rows");
@@ -68,25 +66,51 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     auto& model = session.model();
     const std::size_t p = model.parameter_count();
     const auto params = protocol::doubles(message, 0, p);
-    if (grad_.size() != p) grad_.assign(p, 0.0);
-    std::fill(grad_.begin(), grad_.end(), 0.0);
+    // The gradient is summed straight into the reply's frame (zeroed here), which then moves
+    // into the message: no copy of it on the way out. The frame of the step before lives on in
+    // the worker's cached reply until this one replaces it.
+    wire::Bytes frame(p * sizeof(double));
+    const std::span<double> grad(reinterpret_cast<double*>(frame.data()), p);
 
     session.begin_step(message.step);
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;
-    if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad_);
+    if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
     session.add_compute_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", batch.rows()}, {"loss_sum", result.loss_sum}};
-    reply.arrays.push_back(wire::to_bytes(std::span<const double>(grad_)));
+    reply.arrays.push_back(std::move(frame));
     session.send(std::move(reply));
   }
 
  private:
-  std::vector<double> grad_;  // worker side, reused every step
+  // grad = the replies' gradients added in their order, starting from 0 (so the same bits as
+  // zeroing grad and adding each in turn), the first two in one pass over memory.
+  static void sum_in_order(const std::vector<protocol::Envelope>& replies,
+                           std::vector<double>& grad) {
+    const std::size_t p = grad.size();
+    double* out = grad.data();
+    std::size_t next = 0;
+    if (replies.size() >= 2) {
+      const double* a = protocol::doubles(replies[0], 0, p).data();
+      const double* b = protocol::doubles(replies[1], 0, p).data();
+      for (std::size_t i = 0; i < p; ++i) out[i] = (0.0 + a[i]) + b[i];
+      next = 2;
+    } else if (replies.size() == 1) {
+      const double* a = protocol::doubles(replies[0], 0, p).data();
+      for (std::size_t i = 0; i < p; ++i) out[i] = 0.0 + a[i];
+      next = 1;
+    } else {
+      std::fill(grad.begin(), grad.end(), 0.0);
+    }
+    for (; next < replies.size(); ++next) {
+      const double* g = protocol::doubles(replies[next], 0, p).data();
+      for (std::size_t i = 0; i < p; ++i) out[i] += g[i];
+    }
+  }
 };
 
 }  // namespace

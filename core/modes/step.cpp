@@ -27,6 +27,11 @@ void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer
                         std::span<const double> from, std::span<double> grad, double rows,
                         std::span<double> to) {
   const double inv = 1.0 / rows;
+  if (model.spec().config.l2 == 0.0) {
+    // No L2 term: the mean is taken inside the optimizer's pass (the same bits, one pass).
+    optimizer.step_scaled(from, grad, inv, to);
+    return;
+  }
   for (double& g : grad) g *= inv;
   model.add_regularization_gradient(from, grad);
   optimizer.step(from, grad, to);
