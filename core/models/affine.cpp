@@ -68,7 +68,7 @@ void AffineModel::forward(std::span<const double> params, const ConstRowsRef& x_
       continue;
     }
     std::fill(out, out + k, 0.0);
-    for (std::size_t f = 0; f < p; ++f) kernels::axpy(x[f], w + f * k, out, k);
+    kernels::add_row_times(x, w, p, k, out);
     for (std::size_t c = 0; c < k; ++c) out[c] += b[c];
   }
 }
@@ -112,7 +112,7 @@ BatchResult AffineModel::pass(std::span<const double> params, const BatchRows& b
         gb[0] += dz[0];
         continue;
       }
-      for (std::size_t f = 0; f < p; ++f) kernels::axpy(x[f], dz, gw + f * k, k);
+      kernels::add_outer(x, p, dz, k, gw);
       for (std::size_t c = 0; c < k; ++c) gb[c] += dz[c];
     }
   }

@@ -39,4 +39,24 @@ DT_SIMD_CLONES void axpy4(const double* alpha, const double* const* x, double* y
   }
 }
 
+DT_SIMD_CLONES void add_row_times(const double* x, const double* w, std::size_t p, std::size_t k,
+                                  double* out) noexcept {
+  double* __restrict o = out;
+  for (std::size_t f = 0; f < p; ++f) {
+    const double a = x[f];
+    const double* __restrict row = w + f * k;
+    for (std::size_t c = 0; c < k; ++c) o[c] += a * row[c];
+  }
+}
+
+DT_SIMD_CLONES void add_outer(const double* x, std::size_t p, const double* d, std::size_t k,
+                              double* g) noexcept {
+  const double* __restrict dd = d;
+  for (std::size_t f = 0; f < p; ++f) {
+    const double a = x[f];
+    double* __restrict row = g + f * k;
+    for (std::size_t c = 0; c < k; ++c) row[c] += a * dd[c];
+  }
+}
+
 }  // namespace dt::models::kernels

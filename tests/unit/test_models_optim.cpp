@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -88,6 +89,34 @@ TEST_CASE("optim: adam over two steps with bias correction") {
   REQUIRE(s.slots.size() == 2);
   CHECK(s.slots[0][0] == doctest::Approx(m0));
   CHECK(s.slots[1][1] == doctest::Approx(v1));
+}
+
+TEST_CASE("optim: step_scaled gives the bits of scaling the gradient first, and leaves it") {
+  // A gradient SUM over 3 rows: each optimizer's one-pass step on sum * (1/3) against the
+  // two passes it replaces, over three steps (so the state's slots take part).
+  const std::vector<double> start = {0.5, -1.25, 3.0, 1e-3, -7.0};
+  const std::vector<double> sum = {0.1, -2.0, 1e16, 3.3, -0.7};
+  const double scale = 1.0 / 3.0;
+  for (const auto& config : {sgd(0.1, 0.0), sgd(0.05, 0.9), adam(0.01)}) {
+    auto fused = dt::models::make_optimizer(config, start.size());
+    auto plain = dt::models::make_optimizer(config, start.size());
+    std::vector<double> a = start, b = start, next(start.size());
+    for (int step = 0; step < 3; ++step) {
+      const std::vector<double> grad_sum = sum;
+      fused->step_scaled(a, grad_sum, scale, next);
+      CHECK(grad_sum == sum);  // left as it was
+      a.swap(next);
+      std::vector<double> mean = sum;
+      for (double& g : mean) g *= scale;
+      plain->step(b, mean);
+    }
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO("parameter ", i);
+      CHECK(std::memcmp(&a[i], &b[i], sizeof(double)) == 0);
+    }
+    CHECK(a != start);
+    CHECK(fused->state().slots == plain->state().slots);
+  }
 }
 
 TEST_CASE("optim: state round trips exactly") {

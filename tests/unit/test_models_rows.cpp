@@ -99,6 +99,34 @@ TEST_CASE("kernels: axpy4 adds four rows in the fixed grouping (a0 x0 + a1 x1) +
   }
 }
 
+TEST_CASE("kernels: add_row_times and add_outer give the bits of one axpy per feature") {
+  namespace k = dt::models::kernels;
+  // Values of very different sizes, so that another order of the adds would round
+  // differently; widths around the vector lengths, and k = 1.
+  for (const std::size_t p : {std::size_t{1}, std::size_t{3}, std::size_t{17}}) {
+    for (const std::size_t width : {std::size_t{1}, std::size_t{2}, std::size_t{5},
+                                    std::size_t{10}, std::size_t{13}}) {
+      std::vector<double> x(p), w(p * width), d(width);
+      for (std::size_t f = 0; f < p; ++f) x[f] = (f % 2 == 0 ? 1e16 : 1.0) * (0.3 + 0.1 * static_cast<double>(f));
+      for (std::size_t i = 0; i < w.size(); ++i) w[i] = (i % 3 == 0 ? -1e-3 : 7.0) * (1.0 + 0.01 * static_cast<double>(i));
+      for (std::size_t c = 0; c < width; ++c) d[c] = 0.5 - 0.25 * static_cast<double>(c);
+
+      std::vector<double> out(width, 0.1), expected(width, 0.1);
+      for (std::size_t f = 0; f < p; ++f) k::axpy(x[f], w.data() + f * width, expected.data(), width);
+      k::add_row_times(x.data(), w.data(), p, width, out.data());
+      INFO("p = ", p, ", k = ", width);
+      CHECK(same_bits(out, expected));
+
+      std::vector<double> g(w), g_expected(w);
+      for (std::size_t f = 0; f < p; ++f) k::axpy(x[f], d.data(), g_expected.data() + f * width, width);
+      k::add_outer(x.data(), p, d.data(), width, g.data());
+      CHECK(same_bits(g, g_expected));
+      // And the axpy itself is what it says, so the comparisons above are against y += a x.
+      CHECK(same_bits(g[0], w[0] + x[0] * d[0]));
+    }
+  }
+}
+
 TEST_CASE("models: a batch of picked rows gives the bits of the same rows gathered by hand") {
   struct Case {
     const char* name;
