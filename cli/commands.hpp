@@ -32,6 +32,7 @@ void add_worker(CLI::App& app, Action& action, const Globals& globals);
 void add_gen(CLI::App& app, Action& action, const Globals& globals);
 void add_reference(CLI::App& app, Action& action, const Globals& globals);
 void add_keygen(CLI::App& app, Action& action, const Globals& globals);
+void add_export(CLI::App& app, Action& action, const Globals& globals);
 
 // A worker that joins a coordinator by itself (`disttrain worker --connect`, or a rank > 0 of
 // `disttrain run` under a launcher). job_id 0: learned from the coordinator.
