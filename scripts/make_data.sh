@@ -7,4 +7,10 @@ bin=${1:-build/release/disttrain}
 "$bin" gen linear   --rows 2000 --features 8 --noise 0.5 --seed 1 > data/linear.csv
 "$bin" gen logistic --rows 2000 --features 5 --noise 0   --seed 2 > data/logistic.csv
 "$bin" gen blobs    --rows 1500 --features 4 --classes 3 --noise 1.0 --seed 3 > data/blobs.csv
-echo "wrote data/linear.csv data/logistic.csv data/blobs.csv"
+# The pre-trained model of configs/fine_tune.yaml: 2 epochs of configs/softmax_regression.yaml
+# (which then misses that config's own accuracy gate: exit 1 is expected).
+run=$(mktemp -d)
+trap 'rm -rf "$run"' EXIT
+"$bin" run configs/softmax_regression.yaml -q --set training.epochs=2 --set "output.dir=$run" || [[ $? == 1 ]]
+cp "$run/model.json" data/models/blobs_softmax.json
+echo "wrote data/linear.csv data/logistic.csv data/blobs.csv data/models/blobs_softmax.json"

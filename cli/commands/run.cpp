@@ -5,6 +5,7 @@
 #include "core/coordinator/coordinator.hpp"
 #include "core/protocol/keys.hpp"
 #include "core/coordinator/resume.hpp"
+#include "core/outputs/initial_model.hpp"
 #include "core/outputs/run_output.hpp"
 #include "base/error.hpp"
 #include "base/resources.hpp"
@@ -19,6 +20,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 namespace dt::cli {
@@ -197,6 +199,8 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
   // no run folder behind, and neither does a checkpoint that does not fit.
   const auto plan = roles::make_plan(config);
+  std::optional<roles::InitialModel> init;
+  if (!config.model.init.empty()) init = output::read_initial_model(config, plan.source);
   const auto keys = roles::run_keys(config);
   roles::Checkpointer checkpointer(config, plan, config.output.dir);
   roles::RunResult result;
@@ -220,7 +224,9 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   try {
     try {
       result = roles::run_coordinator(
-          config, plan, {dir / "workers", globals.log_level(), &checkpointer, &keys}, &result);
+          config, plan,
+          {dir / "workers", globals.log_level(), &checkpointer, &keys, init ? &*init : nullptr},
+          &result);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {

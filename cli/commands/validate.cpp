@@ -7,6 +7,7 @@
 #include "core/modes/mode.hpp"
 #include "core/coordinator/plan.hpp"
 #include "core/protocol/keys.hpp"
+#include "core/outputs/initial_model.hpp"
 #include "core/outputs/run_output.hpp"
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace dt::cli {
 namespace {
@@ -102,6 +104,8 @@ int validate(const ValidateArgs& args) {
   const auto config = config::load(args.config_path, overrides);
   (void)roles::run_keys(config);  // key files readable, private, well-formed
   const auto plan = roles::make_plan(config);
+  std::optional<roles::InitialModel> init;
+  if (!config.model.init.empty()) init = output::read_initial_model(config, plan.source);
   const auto task = config::task_of(config.model);
   const auto kind = data::label_kind(task);
 
@@ -128,6 +132,11 @@ int validate(const ValidateArgs& args) {
     classes = data::resolve_classes(labels);
   } else if (kind == data::LabelKind::kBinary) {
     classes = {"0", "1"};
+  }
+  if (init) {  // the same check the run makes once its workers have found the classes
+    protocol::Finalize f;
+    f.classes = classes;
+    roles::adopt_initial(*init, f);
   }
   const auto model = models::make_model(
       {config.model, static_cast<int>(plan.source.features.size()), static_cast<int>(classes.size())});
@@ -174,6 +183,7 @@ int validate(const ValidateArgs& args) {
   j["validation_rows"] = plan.validation_rows.size();
   j["model"] = config::name_of(config.model.type);
   j["parameters"] = model->parameter_count();
+  if (init) j["init"] = init->path.string();
   j["mode"] = config::name_of(config.aggregation.mode);
   j["topology"] = config::name_of(config.aggregation.topology);
   j["servers"] = config.aggregation.servers;
@@ -198,13 +208,14 @@ int validate(const ValidateArgs& args) {
       "{}: valid\n"
       "data:       {} ({} rows, {} features, label '{}'{})\n"
       "split:      {} training rows, {} validation rows\n"
-      "model:      {}, {} parameters\n"
+      "model:      {}, {} parameters{}\n"
       "training:   {}; {} workers over {}, {} steps per epoch x {} epochs = {} steps{}\n"
       "shards:     {}\n",
       args.config_path, j["data"].get<std::string>(), plan.source.rows,
       plan.source.features.size(), plan.source.label,
       classes.empty() ? "" : fmt::format(", {} classes", classes.size()), plan.train_rows,
       plan.validation_rows.size(), config::name_of(config.model.type), model->parameter_count(),
+      init ? fmt::format(", starting from {}", init->path.string()) : std::string(),
       config::describe_aggregation(config), config::worker_count(config),
       config::name_of(config.transport.type), steps_per_epoch, config.training.epochs, steps,
       count.rounds > 0 ? fmt::format(" in {} rounds", count.rounds) : std::string(),

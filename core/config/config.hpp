@@ -25,6 +25,9 @@ struct ModelConfig {
   Activation activation = Activation::kRelu;  // mlp only
   Task task = Task::kRegression;            // mlp only; fixed by the type for the others
   double l2 = 0.0;
+  // model.init: a model.json to start from (resolved against the config file's folder); empty:
+  // start from the seed's initial weights.
+  std::filesystem::path init;
 };
 
 struct SyntheticConfig {

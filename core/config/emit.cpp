@@ -90,6 +90,7 @@ void write_model(Writer& w, const ModelConfig& m) {
     w.put("task", name_of(m.task));
   }
   w.put("l2", m.l2);
+  if (!m.init.empty()) w.put("init", m.init.string());
   w.end();
 }
 

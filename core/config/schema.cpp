@@ -48,6 +48,11 @@ std::vector<Key> build_keys() {
        "What the `mlp` predicts; the other types fix it (linear: regression, logistic: binary, "
        "softmax: multiclass)."},
       {"model.l2", "number >= 0", "0", "", "L2 regularization strength."},
+      {"model.init", "path", "", "none",
+       "A `model.json` to start training from instead of the seed's initial weights (fine-tuning, "
+       "a continued run with new data), relative to the config file's folder. Its type, layers "
+       "and features must be the config's and the data's; its normalization is used (not "
+       "recomputed); the optimizer starts fresh. See docs/outputs.md."},
       // data
       {"data.path", "path", "", "none",
        "CSV file with a header row, relative to the config file's folder: a regular file (a "

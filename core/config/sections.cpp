@@ -51,7 +51,7 @@ std::vector<int> parse_hidden(const Section& s, std::vector<int> fallback) {
   return widths;
 }
 
-ModelConfig parse_model(const Section& s) {
+ModelConfig parse_model(const Section& s, const fs::path& base_dir) {
   ModelConfig m;
   m.type = s.choice("type", m.type, kModelTypes);
   if (m.type == ModelType::kMlp) {
@@ -68,6 +68,11 @@ ModelConfig parse_model(const Section& s) {
     }
   }
   m.l2 = s.number("l2", m.l2, Range::kNonNegative);
+  if (s.has("init")) {
+    const std::string init = s.string("init", "");
+    if (init.empty()) s.fail("init", "expected the path of a model.json written by a run");
+    m.init = resolve(base_dir, init);
+  }
   return m;
 }
 
@@ -396,7 +401,7 @@ Config build(const Section& root, const fs::path& base_dir) {
   c.name = root.string("name", c.name);
   check_name(root, c.name);
   c.seed = static_cast<std::uint64_t>(root.integer("seed", 0, 0, INT64_MAX));
-  c.model = parse_model(root.section("model"));
+  c.model = parse_model(root.section("model"), base_dir);
   c.shards = parse_shards(root.section("shards"), base_dir);
   c.data = parse_data(root.section("data"), base_dir,
                       c.shards.strategy == ShardStrategy::kFiles);

@@ -10,6 +10,7 @@
 #include "core/protocol/keys.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/coordinator/tensor_plan.hpp"
+#include "core/coordinator/warm_start.hpp"
 #include "core/coordinator/worker_pool.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
@@ -232,7 +233,8 @@ void check_message_size(const config::Config& config, std::size_t parameters) {
 // functions of ALL training rows, identical in every process.
 protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
                                 const std::vector<protocol::Envelope>& replies,
-                                std::vector<std::string> labels, RunResult& result) {
+                                std::vector<std::string> labels, RunResult& result,
+                                const InitialModel* init) {
   data::ColumnStats stats;
   std::vector<data::ColumnStats> tensor_stats;  // per rank, of its own columns
   for (std::size_t r = 0; r < replies.size(); ++r) {
@@ -253,15 +255,16 @@ protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
   if (plan.tensor > 1) stats = merge_tensor_stats(plan, tensor_stats);
   protocol::Finalize f;
   f.normalization = data::make_normalization(config.data.normalize, stats, plan.source.features);
-  for (const auto& c : f.normalization.constant_columns) {
-    result.warnings.push_back(fmt::format("column '{}' is constant; left unscaled", c));
-    log::warn("column '{}' is constant over the training rows; it is left unscaled", c);
-  }
   const auto task = config::task_of(config.model);
   if (data::label_kind(task) == data::LabelKind::kCategorical) {
     f.classes = data::resolve_classes(labels);
   } else if (task == config::Task::kBinary) {
     f.classes = {"0", "1"};
+  }
+  if (init != nullptr) adopt_initial(*init, f);
+  for (const auto& c : f.normalization.constant_columns) {
+    result.warnings.push_back(fmt::format("column '{}' is constant; left unscaled", c));
+    log::warn("column '{}' is constant over the training rows; it is left unscaled", c);
   }
   f.train_rows = plan.train_rows;
   f.steps_per_epoch = plan.steps_per_epoch;
@@ -385,7 +388,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         labels = data::distinct_labels(*validation);
       }
       const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
-                                         std::move(labels), result);
+                                         std::move(labels), result, options.init);
       std::vector<protocol::Envelope> finalizes;
       for (int r = 0; r < ranks; ++r) {  // a tensor rank gets the normalization of its columns
         auto mine = finalize;
@@ -409,7 +412,11 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
                                             static_cast<int>(finalize.classes.size())}));
       params.assign(session.model().parameter_count(), 0.0);
       check_message_size(config, params.size());
-      session.model().init(params, config.seed);
+      if (options.init != nullptr) {
+        initial_parameters(*options.init, params);
+      } else {
+        session.model().init(params, config.seed);
+      }
       session.share_peer_endpoints(session.gather(protocol::Type::kReady));
 
       const auto mode = modes::make_mode(config);

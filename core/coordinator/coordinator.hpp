@@ -19,6 +19,7 @@ namespace dt::roles {
 
 class Checkpointer;
 struct RunKeys;
+struct InitialModel;
 
 struct CoordinatorOptions {
   std::filesystem::path worker_log_dir;  // workers/<rank>.log
@@ -29,6 +30,8 @@ struct CoordinatorOptions {
   // transport.security curve: the keys run_keys() read (so that `run` checks them before it
   // makes the run folder); null: read them here.
   const RunKeys* keys = nullptr;
+  // model.init, read and checked by the caller (warm_start.hpp); null: the seed's weights.
+  const InitialModel* init = nullptr;
 };
 
 // Trains. Throws dt::Error subclasses on failure; `partial` (if given) receives what was done

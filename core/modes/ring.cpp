@@ -54,27 +54,21 @@ using Clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// FNV-1a over the parameters' bytes: equal digests say the copies agree bit for bit (up to a
-// 2^-64 accident), without sending every copy to the coordinator.
-[[nodiscard]] std::uint64_t digest(std::span<const double> values) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const double v : values) {
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, &v, sizeof v);
-    for (int i = 0; i < 8; ++i) {
-      h ^= (bits >> (8 * i)) & 0xFF;
-      h *= 0x100000001b3ULL;
-    }
-  }
-  return h;
-}
-
 class RingMode final : public Mode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
     const std::uint64_t steps = session.schedule().total_steps();
     const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
     session.schedule().start_clock();
+    // model.init: every replica starts from the coordinator's parameters (the initial model's)
+    // with a fresh optimizer, as from a checkpoint at step 0; a resumed run's checkpoint wins.
+    if (!session.config().model.init.empty() && session.first_step() == 0) {
+      protocol::Envelope state{.type = protocol::Type::kResumeState};
+      put_state(state, session.params(),
+                models::make_optimizer(session.config().training.optimizer,
+                                       session.params().size())->state());
+      session.broadcast(std::move(state));
+    }
     RingReformer reformer(session);
     const bool grow =
         session.config().fault_tolerance.on_worker_failure == config::FailurePolicy::kAbort;
@@ -174,7 +168,7 @@ class RingMode final : public Mode {
     const auto results = session.gather(protocol::Type::kRingResult);
     const auto got = protocol::doubles(results.at(0), 0, params.size());
     std::copy(got.begin(), got.end(), params.begin());
-    const std::uint64_t expected = digest(params);
+    const std::uint64_t expected = ring::digest(params);
     nlohmann::json workers = nlohmann::json::array();
     for (const auto& r : results) {
       const std::uint64_t d = protocol::count(r, "digest");
@@ -448,7 +442,7 @@ class RingMode final : public Mode {
     auto ring = retired_;
     ring += ring_->stats();
     protocol::Envelope reply{.type = protocol::Type::kRingResult, .step = message.step};
-    reply.fields = {{"digest", digest(params_)},
+    reply.fields = {{"digest", ring::digest(params_)},
                     {"allreduces", ring.allreduces},
                     {"allreduce_seconds", ring.seconds},
                     {"values_sent", ring.values_sent},

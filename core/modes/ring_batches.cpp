@@ -3,6 +3,7 @@
 #include "core/modes/step.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <span>
 
 namespace dt::modes::ring {
@@ -100,6 +101,19 @@ void record(roles::CoordinatorSession& session, const Batch& batch,
     }
     session.step_boundary(done);
   }
+}
+
+std::uint64_t digest(std::span<const double> values) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const double v : values) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof v);
+    for (int i = 0; i < 8; ++i) {
+      h ^= (bits >> (8 * i)) & 0xFF;
+      h *= 0x100000001b3ULL;
+    }
+  }
+  return h;
 }
 
 }  // namespace dt::modes::ring

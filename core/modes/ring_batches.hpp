@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace dt::modes::ring {
@@ -74,5 +75,9 @@ class BatchPlanner {
 void record(roles::CoordinatorSession& session, const Batch& batch,
             const std::vector<protocol::Envelope>& replies,
             const std::function<void(const protocol::Envelope&)>& on_last);
+
+// FNV-1a over the parameters' bytes: equal digests say the copies agree bit for bit (up to a
+// 2^-64 accident), without sending every copy to the coordinator.
+[[nodiscard]] std::uint64_t digest(std::span<const double> values);
 
 }  // namespace dt::modes::ring
