@@ -57,6 +57,24 @@ def test_continued_run_equals_one_long_run(tmp):
         assert first.read_bytes() != whole.read_bytes(), name
 
 
+def test_resume_of_a_warm_started_run(tmp):
+    """A warm-started run killed midway and resumed ends with the bytes of the same run
+    uninterrupted: the checkpoint's state wins over model.init on resume (star and ring)."""
+    trained = train(tmp, "trained", 2)
+    for topology in ("star", "ring"):
+        cfg = config(tmp, topology, 5, extra=f"aggregation: {{topology: {topology}}}\n"
+                                            "fault_tolerance: {checkpoint_every: {steps: 20}}")
+        common = ["--set", f"model.init={trained}", "-q"]
+        r = h.run("run", cfg, *common, "--set", f"output.dir={tmp / (topology + '-whole')}")
+        assert r.code == 0, r
+        r = h.run("run", cfg, *common, "--fault", "rank=1,at_step=50,action=kill")
+        assert r.code == 3, r
+        r = h.run("run", cfg, *common, "--resume", "--json")
+        assert r.code == 0 and r.json()["checkpoint"]["resumed_from_step"] > 0, r
+        whole = (tmp / (topology + "-whole") / "model.json").read_bytes()
+        assert (tmp / topology / "model.json").read_bytes() == whole, topology
+
+
 def first_train_loss(model_json):
     with open(model_json.parent / "loss.csv") as f:
         return float(next(csv.DictReader(f))["train_loss"])
@@ -123,5 +141,6 @@ def test_a_model_that_does_not_fit_is_refused(tmp):
 
 
 if __name__ == "__main__":
-    h.main([test_continued_run_equals_one_long_run, test_async_starts_from_the_model,
+    h.main([test_continued_run_equals_one_long_run, test_resume_of_a_warm_started_run,
+            test_async_starts_from_the_model,
             test_the_models_normalization_is_kept, test_a_model_that_does_not_fit_is_refused])
