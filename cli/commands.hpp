@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -48,6 +49,11 @@ struct JoinOptions {
   transport::Security security;  // core/protocol/keys.hpp: worker_keys()
 };
 [[nodiscard]] int run_joining_worker(const JoinOptions& join);
+
+// data.path '-': copies stdin into `dir`/stdin.csv and returns its path. UsageError when stdin
+// is a terminal, DataError when it is empty or unreadable, IoError when the copy cannot be
+// written (stdin_data.cpp).
+[[nodiscard]] std::filesystem::path spool_stdin(const std::filesystem::path& dir);
 
 // Writes text to stdout in full (a closed pipe is not an error worth a stack of messages).
 void print(std::string_view text);

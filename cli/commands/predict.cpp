@@ -2,10 +2,14 @@
 // disttrain eval model.json data.csv [--json]
 
 #include "cli/commands.hpp"
+#include "base/files.hpp"
 #include "core/outputs/inference.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <optional>
 
 namespace dt::cli {
 namespace {
@@ -16,16 +20,27 @@ struct InferenceArgs {
   bool json = false;
 };
 
+// The data file, or for '-' stdin spooled into `spool`, a private folder, first (read whole, as
+// a file is; the folder goes with `spool`).
+std::filesystem::path data_file(const std::string& arg, std::optional<files::TempDir>& spool) {
+  if (arg != "-") return arg;
+  (void)files::sweep_orphans(files::temp_root(), "disttrain-stdin-");
+  spool.emplace("disttrain-stdin-");
+  return spool_stdin(spool->path());
+}
+
 int predict(const InferenceArgs& args) {
   const auto saved = output::read_model(args.model);
-  const auto shard = inference::load_for_model(saved, args.data, /*with_labels=*/false);
+  std::optional<files::TempDir> spool;
+  const auto shard = inference::load_for_model(saved, data_file(args.data, spool), /*with_labels=*/false);
   print(inference::predictions_csv(saved, shard));
   return 0;
 }
 
 int eval(const InferenceArgs& args) {
   const auto saved = output::read_model(args.model);
-  const auto shard = inference::load_for_model(saved, args.data, /*with_labels=*/true);
+  std::optional<files::TempDir> spool;
+  const auto shard = inference::load_for_model(saved, data_file(args.data, spool), /*with_labels=*/true);
   const auto m = inference::evaluate(saved, shard);
   nlohmann::ordered_json j;
   j["rows"] = m.rows;
@@ -50,7 +65,8 @@ void add_inference(CLI::App& app, Action& action, const char* name, const char* 
   auto args = std::make_shared<InferenceArgs>();
   auto* cmd = app.add_subcommand(name, help);
   cmd->add_option("model", args->model, "a model.json written by `disttrain run`")->required();
-  cmd->add_option("data", args->data, "a CSV with the model's feature columns")->required();
+  cmd->add_option("data", args->data, "a CSV with the model's feature columns (- for stdin)")
+      ->required();
   if (json_flag) cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([&action, args, run] { action = [args, run] { return run(*args); }; });
 }

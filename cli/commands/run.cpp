@@ -8,6 +8,7 @@
 #include "core/outputs/initial_model.hpp"
 #include "core/outputs/run_output.hpp"
 #include "base/error.hpp"
+#include "base/files.hpp"
 #include "base/resources.hpp"
 #include "base/kill_points.hpp"
 #include "base/log.hpp"
@@ -195,7 +196,15 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
                      "continue, or --resume alone for the config's own output.dir",
                      args.resume_dir);
   }
-  const auto config = config::load(config_path, overrides);
+  auto config = config::load(config_path, overrides);
+  // data.path '-': stdin, spooled into a private folder that lives as long as the run (a lost
+  // worker's replacement reads its rows again). The resolved config keeps '-'.
+  std::optional<files::TempDir> spool;
+  if (config.data.path == "-") {
+    (void)files::sweep_orphans(files::temp_root(), "disttrain-stdin-");
+    spool.emplace("disttrain-stdin-");
+    config.data.path = spool_stdin(spool->path());
+  }
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
   // no run folder behind, and neither does a checkpoint that does not fit.
   const auto plan = roles::make_plan(config);
@@ -216,7 +225,13 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   }
   result.checkpoint["every_steps"] = config.fault_tolerance.checkpoint_every_steps;
   const auto dir = output::prepare_run_dir(config, args.resume);
-  output::write_resolved_config(dir, config);
+  if (spool) {
+    auto shown = config;
+    shown.data.path = "-";
+    output::write_resolved_config(dir, shown);
+  } else {
+    output::write_resolved_config(dir, config);
+  }
 
   const auto note_checkpoint = [&] {
     if (checkpointer.any_written()) result.checkpoint["last_step"] = checkpointer.last_written();

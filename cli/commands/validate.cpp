@@ -2,6 +2,7 @@
 // plan a run would follow. Exit 0 when valid, 2 otherwise; nothing is written.
 
 #include "cli/commands.hpp"
+#include "base/files.hpp"
 #include "core/config/config.hpp"
 #include "core/models/model.hpp"
 #include "core/modes/mode.hpp"
@@ -101,7 +102,13 @@ std::string label_table(const std::vector<std::string>& classes,
 int validate(const ValidateArgs& args) {
   std::vector<config::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
-  const auto config = config::load(args.config_path, overrides);
+  auto config = config::load(args.config_path, overrides);
+  std::optional<files::TempDir> spool;  // data.path '-': stdin, as `run` reads it
+  if (config.data.path == "-") {
+    (void)files::sweep_orphans(files::temp_root(), "disttrain-stdin-");
+    spool.emplace("disttrain-stdin-");
+    config.data.path = spool_stdin(spool->path());
+  }
   (void)roles::run_keys(config);  // key files readable, private, well-formed
   const auto plan = roles::make_plan(config);
   std::optional<roles::InitialModel> init;
@@ -173,6 +180,7 @@ int validate(const ValidateArgs& args) {
     files.push_back(plan.rank_sources[r].file.string());
   }
   j["data"] = config.data.synthetic ? std::string("synthetic")
+              : spool              ? std::string("stdin")
               : files.empty()       ? config.data.path.string()
                                     : fmt::format("{}", fmt::join(files, ", "));
   j["rows"] = plan.source.rows;

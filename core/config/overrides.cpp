@@ -95,6 +95,8 @@ YAML::Node child_map(YAML::Node& map, const std::string& key, const std::string&
 }
 
 YAML::Node parse_value(const Override& o, const std::string& label) {
+  // A lone "-" would read as a list of one null; on the command line it means stdin.
+  if (o.value == "-") return YAML::Node("-");
   try {
     return YAML::Load(o.value);
   } catch (const YAML::Exception& e) {

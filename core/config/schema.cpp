@@ -56,8 +56,10 @@ std::vector<Key> build_keys() {
       // data
       {"data.path", "path", "", "none",
        "CSV file with a header row, relative to the config file's folder: a regular file (a "
-       "FIFO or a device such as /dev/stdin is refused). Set this or `data.synthetic` (or "
-       "neither with `shards.strategy: files`)."},
+       "FIFO or a device such as /dev/stdin is refused), or `-` for stdin (`path: \"-\"` in "
+       "YAML; `--set data.path=-`), which the run copies once to a private temporary folder "
+       "and shards from there. Set this or `data.synthetic` (or neither with "
+       "`shards.strategy: files`)."},
       {"data.label", "string", "", "the last column",
        "Name of the label column (with `data.path` only)."},
       {"data.normalize", one_of(kNormalizations), "standard", "",

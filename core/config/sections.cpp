@@ -110,7 +110,10 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
         "missing a data source; set data.path to a CSV file or data.synthetic to "
         "generate rows");
   }
-  if (from_file) d.path = resolve(base_dir, s.string("path", ""));
+  if (from_file) {
+    const std::string path = s.string("path", "");
+    d.path = path == "-" ? fs::path("-") : resolve(base_dir, path);  // "-": stdin (cli/ spools it)
+  }
   if (s.has("label")) {
     if (generated)
       s.fail("label", "names a column of the data.path file; remove it with data.synthetic");

@@ -1,0 +1,66 @@
+// data.path: - : the rows come from stdin (`disttrain gen ... | disttrain run c.yaml --set
+// data.path=-`). The command spools them once, unchanged, into a private folder (a TempDir:
+// removed when the command ends, and by the next run's sweep if it was killed), and the run
+// shards that file as any other: the workers on this host read their rows from it.
+
+#include "cli/commands.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+#include "base/log.hpp"
+#include "base/signals.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace dt::cli {
+
+std::filesystem::path spool_stdin(const std::filesystem::path& dir) {
+  if (::isatty(STDIN_FILENO) == 1) {
+    fail<UsageError>("data.path is '-', which reads the rows from stdin, but stdin is a "
+                     "terminal: pipe a CSV into it (disttrain gen ... | disttrain run c.yaml "
+                     "--set data.path=-, or < data.csv)");
+  }
+  const auto path = dir / "stdin.csv";
+  const int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0) {
+    fail<IoError>("cannot spool stdin to {}: {}", path.string(), std::strerror(errno));
+  }
+  std::vector<char> buffer(std::size_t{1} << 20);
+  std::uint64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buffer.data(), buffer.size());
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR && !signals::interrupted()) continue;
+      if (errno == EINTR) {
+        ::close(out);
+        fail<InterruptedError>("interrupted while reading the data from stdin ({} bytes read)",
+                               total);
+      }
+      const int e = errno;
+      ::close(out);
+      fail<DataError>("data.path -: cannot read stdin: {}", std::strerror(e));
+    }
+    if (!files::write_fd(out, std::string_view(buffer.data(), static_cast<std::size_t>(n)))) {
+      const int e = errno;
+      ::close(out);
+      // A full disk is a resource run out (exit 3, as elsewhere), not bad input.
+      fail<IoError>("cannot spool stdin to {}: {} (after {} bytes; set TMPDIR to a folder "
+                    "with room)", path.string(), std::strerror(e), total);
+    }
+    total += static_cast<std::uint64_t>(n);
+  }
+  ::close(out);
+  if (total == 0) {
+    fail<DataError>("data.path is '-' and stdin was empty: pipe a CSV with a header row into "
+                    "it");
+  }
+  log::info("read {} bytes of data from stdin", total);
+  return path;
+}
+
+}  // namespace dt::cli
