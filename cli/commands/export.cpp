@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 namespace dt::cli {
@@ -49,6 +51,10 @@ int export_model(const ExportArgs& args) {
                                                               : exporting::Precision::kFloat32)
           : exporting::to_npz(saved);
   const bool to_stdout = out == "-";
+  if (to_stdout && ::isatty(STDOUT_FILENO) == 1) {
+    fail<UsageError>("export: -o - writes the {} file's bytes to stdout, which is a terminal; "
+                     "redirect it (> model.{}) or pipe it", format, format);
+  }
   if (to_stdout) {
     print(bytes);
   } else {

@@ -6,6 +6,8 @@ and the errors of bad input."""
 import csv
 import io
 import json
+import os
+import pty
 import shutil
 import subprocess
 import zipfile
@@ -178,6 +180,16 @@ def test_export_to_stdout_and_bad_input(tmp):
     piped = subprocess.run([h.binary(), "export", str(model_json), "-o", "-"], capture_output=True,
                            timeout=60)
     assert piped.returncode == 0 and piped.stdout == (tmp / "a.onnx").read_bytes()
+
+    # Binary bytes to a terminal: refused, with where to send them instead.
+    leader, follower = pty.openpty()
+    try:
+        p = subprocess.run([h.binary(), "export", str(model_json), "-o", "-"], stdout=follower,
+                           stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert p.returncode == 2 and b"stdout, which is a terminal" in p.stderr, p
 
     # The format follows -o's extension; a model that is not one, a missing folder, an
     # unknown format or dtype: exit 2 with what to do, and nothing written.
