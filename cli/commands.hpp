@@ -6,6 +6,8 @@
 // cli/: main and one file per subcommand in commands/: arguments in, exit codes and printing out.
 // May use: base/, transports/, core/, cli/.
 
+#include "base/files.hpp"
+#include "core/config/config.hpp"
 #include "transports/security.hpp"
 
 #include <CLI/CLI.hpp>
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace dt::cli {
@@ -54,6 +57,13 @@ struct JoinOptions {
 // is a terminal, DataError when it is empty or unreadable, IoError when the copy cannot be
 // written (stdin_data.cpp).
 [[nodiscard]] std::filesystem::path spool_stdin(const std::filesystem::path& dir);
+// A data file as the readers take it: `path` itself when it is plain; stdin ('-') spooled, and
+// a gzip or zstd file (data.compression, core/data/compressed.hpp) decompressed, into `spool`
+// (made on first need; a private folder that goes with it). `what` names the file in messages.
+[[nodiscard]] std::filesystem::path readable_data(const std::filesystem::path& path,
+                                                  config::Compression compression,
+                                                  std::optional<files::TempDir>& spool,
+                                                  const char* what);
 
 // Writes text to stdout in full (a closed pipe is not an error worth a stack of messages).
 void print(std::string_view text);

@@ -20,13 +20,10 @@ struct InferenceArgs {
   bool json = false;
 };
 
-// The data file, or for '-' stdin spooled into `spool`, a private folder, first (read whole, as
-// a file is; the folder goes with `spool`).
+// The data file; '-' (stdin) spooled, a .gz or .zst file decompressed, into `spool`, a private
+// folder, first (read whole, as a file is; the folder goes with `spool`).
 std::filesystem::path data_file(const std::string& arg, std::optional<files::TempDir>& spool) {
-  if (arg != "-") return arg;
-  (void)files::sweep_orphans(files::temp_root(), "disttrain-stdin-");
-  spool.emplace("disttrain-stdin-");
-  return spool_stdin(spool->path());
+  return readable_data(arg, config::Compression::kAuto, spool, "data");
 }
 
 int predict(const InferenceArgs& args) {

@@ -197,13 +197,13 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
                      args.resume_dir);
   }
   auto config = config::load(config_path, overrides);
-  // data.path '-': stdin, spooled into a private folder that lives as long as the run (a lost
-  // worker's replacement reads its rows again). The resolved config keeps '-'.
+  // data.path '-' (stdin) or a compressed file: spooled or decompressed into a private folder
+  // that lives as long as the run (a lost worker's replacement reads its rows again). The
+  // resolved config keeps the path as given.
   std::optional<files::TempDir> spool;
-  if (config.data.path == "-") {
-    (void)files::sweep_orphans(files::temp_root(), "disttrain-stdin-");
-    spool.emplace("disttrain-stdin-");
-    config.data.path = spool_stdin(spool->path());
+  const auto given_path = config.data.path;
+  if (!config.data.synthetic && !config.data.path.empty()) {
+    config.data.path = readable_data(config.data.path, config.data.compression, spool, "data.path");
   }
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
   // no run folder behind, and neither does a checkpoint that does not fit.
@@ -227,7 +227,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   const auto dir = output::prepare_run_dir(config, args.resume);
   if (spool) {
     auto shown = config;
-    shown.data.path = "-";
+    shown.data.path = given_path;
     output::write_resolved_config(dir, shown);
   } else {
     output::write_resolved_config(dir, config);

@@ -1,19 +1,23 @@
 // data.path: - : the rows come from stdin (`disttrain gen ... | disttrain run c.yaml --set
 // data.path=-`). The command spools them once, unchanged, into a private folder (a TempDir:
 // removed when the command ends, and by the next run's sweep if it was killed), and the run
-// shards that file as any other: the workers on this host read their rows from it.
+// shards that file as any other: the workers on this host read their rows from it. A gzip or
+// zstd file (or pipe) is decompressed into the same kind of folder, once (core/data/compressed).
 
 #include "cli/commands.hpp"
 #include "base/error.hpp"
 #include "base/files.hpp"
 #include "base/log.hpp"
 #include "base/signals.hpp"
+#include "core/config/names.hpp"
+#include "core/data/compressed.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 namespace dt::cli {
@@ -61,6 +65,33 @@ std::filesystem::path spool_stdin(const std::filesystem::path& dir) {
   }
   log::info("read {} bytes of data from stdin", total);
   return path;
+}
+
+std::filesystem::path readable_data(const std::filesystem::path& path,
+                                    config::Compression compression,
+                                    std::optional<files::TempDir>& spool, const char* what) {
+  const auto folder = [&spool]() -> const std::filesystem::path& {
+    if (!spool) {
+      (void)files::sweep_orphans(files::temp_root(), "disttrain-data-");
+      spool.emplace("disttrain-data-");
+    }
+    return spool->path();
+  };
+  const bool from_stdin = path == "-";
+  const auto plain = from_stdin ? spool_stdin(folder()) : path;
+  const auto found = data::compression_of(plain, compression, what, !from_stdin);
+  if (found == config::Compression::kNone) return plain;
+  // Named after the file it came from (x.csv.gz -> x.csv), so that a bad row's message reads
+  // .../x.csv:LINE:COLUMN; stdin's is stdin.csv.
+  const auto target =
+      folder() / (from_stdin ? std::filesystem::path("stdin.csv") : plain.stem());
+  if (from_stdin) std::filesystem::rename(plain, folder() / "stdin.compressed");
+  const auto source = from_stdin ? folder() / "stdin.compressed" : plain;
+  const auto bytes = data::decompress(source, found, target);
+  log::info("decompressed {} ({}): {} bytes", from_stdin ? "stdin" : plain.string(),
+            config::name_of(found), bytes);
+  if (from_stdin) std::filesystem::remove(source);  // the compressed copy is not needed again
+  return target;
 }
 
 }  // namespace dt::cli

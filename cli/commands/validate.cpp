@@ -103,11 +103,11 @@ int validate(const ValidateArgs& args) {
   std::vector<config::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
   auto config = config::load(args.config_path, overrides);
-  std::optional<files::TempDir> spool;  // data.path '-': stdin, as `run` reads it
-  if (config.data.path == "-") {
-    (void)files::sweep_orphans(files::temp_root(), "disttrain-stdin-");
-    spool.emplace("disttrain-stdin-");
-    config.data.path = spool_stdin(spool->path());
+  // data.path '-' (stdin) or a compressed file, read as `run` reads it.
+  std::optional<files::TempDir> spool;
+  const auto given_path = config.data.path;
+  if (!config.data.synthetic && !config.data.path.empty()) {
+    config.data.path = readable_data(config.data.path, config.data.compression, spool, "data.path");
   }
   (void)roles::run_keys(config);  // key files readable, private, well-formed
   const auto plan = roles::make_plan(config);
@@ -180,7 +180,8 @@ int validate(const ValidateArgs& args) {
     files.push_back(plan.rank_sources[r].file.string());
   }
   j["data"] = config.data.synthetic ? std::string("synthetic")
-              : spool              ? std::string("stdin")
+              : given_path == "-"  ? std::string("stdin")
+              : spool              ? given_path.string()
               : files.empty()       ? config.data.path.string()
                                     : fmt::format("{}", fmt::join(files, ", "));
   j["rows"] = plan.source.rows;

@@ -42,6 +42,8 @@ struct DataConfig {
   std::filesystem::path path;            // resolved against the config file's folder; empty with synthetic
   std::optional<std::string> label;      // default: the last column
   Normalize normalize = Normalize::kStandard;
+  // data.compression: auto (the file's name, .gz or .zst, checked against its first bytes).
+  Compression compression = Compression::kAuto;
   double validation_fraction = 0.0;      // 0 = no validation split
   std::optional<SyntheticConfig> synthetic;
 };

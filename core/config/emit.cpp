@@ -99,6 +99,7 @@ void write_data(Writer& w, const DataConfig& d) {
   if (!d.synthetic && !d.path.empty()) w.put("path", d.path.string());
   if (d.label) w.put("label", *d.label);
   w.put("normalize", name_of(d.normalize));
+  if (!d.synthetic && !d.path.empty()) w.put("compression", name_of(d.compression));
   w.put("validation", d.validation_fraction);
   if (d.synthetic) {
     const SyntheticConfig& s = *d.synthetic;

@@ -57,6 +57,20 @@ const char* name_of(Normalize v) {
   return "?";
 }
 
+const char* name_of(Compression v) {
+  switch (v) {
+    case Compression::kAuto:
+      return "auto";
+    case Compression::kNone:
+      return "none";
+    case Compression::kGzip:
+      return "gzip";
+    case Compression::kZstd:
+      return "zstd";
+  }
+  return "?";
+}
+
 const char* name_of(SyntheticKind v) {
   switch (v) {
     case SyntheticKind::kLinear:

@@ -8,6 +8,7 @@ enum class ModelType { kLinearRegression, kLogisticRegression, kSoftmaxRegressio
 enum class Activation { kRelu, kTanh, kSigmoid };
 enum class Task { kRegression, kBinary, kMulticlass };
 enum class Normalize { kNone, kStandard, kMinmax };
+enum class Compression { kAuto, kNone, kGzip, kZstd };
 enum class SyntheticKind { kLinear, kLogistic, kBlobs };
 enum class ShardStrategy { kContiguous, kRoundRobin, kRandom, kByLabel, kDirichlet, kFiles };
 enum class AggregationMode { kGradients, kParameters, kAsync };
@@ -25,6 +26,7 @@ enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
 [[nodiscard]] const char* name_of(Activation v);
 [[nodiscard]] const char* name_of(Task v);
 [[nodiscard]] const char* name_of(Normalize v);
+[[nodiscard]] const char* name_of(Compression v);
 [[nodiscard]] const char* name_of(SyntheticKind v);
 [[nodiscard]] const char* name_of(ShardStrategy v);
 [[nodiscard]] const char* name_of(AggregationMode v);

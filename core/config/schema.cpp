@@ -30,7 +30,7 @@ std::vector<Key> build_keys() {
       detail::kNormalizations, detail::kOptimizerTypes, detail::kShardStrategies,
       detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes,
       detail::kSecurityModes, detail::kMergeRules, detail::kOptimizerStates,
-      detail::kFailurePolicies, detail::kFaultActions;
+      detail::kFailurePolicies, detail::kFaultActions, detail::kCompressions;
   return {
       // top level
       {"version", "integer", "", "required", "Schema version of this file; must be `1`."},
@@ -62,6 +62,11 @@ std::vector<Key> build_keys() {
        "`shards.strategy: files`)."},
       {"data.label", "string", "", "the last column",
        "Name of the label column (with `data.path` only)."},
+      {"data.compression", one_of(kCompressions), "auto", "",
+       "How `data.path` is compressed: `auto` tells gzip (`.gz`) and zstd (`.zst`) from the "
+       "file's name and checks its first bytes (a name and content that disagree are refused); "
+       "a compressed file is decompressed once to a private temporary folder and sharded from "
+       "there (`data.path` only)."},
       {"data.normalize", one_of(kNormalizations), "standard", "",
        "Feature scaling; its statistics are computed over all shards and stored in the model."},
       {"data.validation", "number in [0, 1)", "0", "",

@@ -120,6 +120,10 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
     d.label = s.string("label", "");
   }
   d.normalize = s.choice("normalize", d.normalize, kNormalizations);
+  d.compression = s.choice("compression", d.compression, kCompressions);
+  if (s.has("compression") && !from_file) {
+    s.fail("compression", "applies to data.path only; remove it");
+  }
   d.validation_fraction = s.number("validation", d.validation_fraction, Range::kFraction);
   if (generated) d.synthetic = parse_synthetic(s.section("synthetic"));
   return d;

@@ -32,7 +32,7 @@ def env_for(tmp):
 
 
 def spools(tmp):
-    return sorted(p.name for p in (tmp / "tmpdir").glob("disttrain-stdin-*"))
+    return sorted(p.name for p in (tmp / "tmpdir").glob("disttrain-data-*"))
 
 
 def piped(args, data, env, timeout=60):

@@ -1,0 +1,27 @@
+#pragma once
+// Compressed data files (gzip, zstd): told from the file's name and checked against its first
+// bytes, and decompressed whole into a plain file (zlib, libzstd), which a run then shards like
+// any CSV. Decompressing once keeps what the workers read seekable: each reads only its rows.
+
+#include "core/config/config.hpp"
+
+#include <filesystem>
+
+namespace dt::data {
+
+// The compression of `path` for `wanted` (data.compression): kAuto looks at the name (.gz,
+// .zst) and the first bytes; DataError when they disagree ("x.csv starts like a gzip file:
+// name it x.csv.gz, or set data.compression: gzip") or when a forced one does not match the
+// content. kNone when the file is plain. `what` names the file in messages ("data.path").
+// `named` false (stdin's copy, whose name says nothing): the content alone decides.
+[[nodiscard]] config::Compression compression_of(const std::filesystem::path& path,
+                                                 config::Compression wanted, const char* what,
+                                                 bool named = true);
+
+// Decompresses `from` (gzip: every member, as zcat does; zstd: every frame) into `to`, created
+// new. DataError naming the file and the byte offset for corrupt or truncated input, IoError
+// when `to` cannot be written (a full disk). Returns the bytes written.
+std::uint64_t decompress(const std::filesystem::path& from, config::Compression compression,
+                         const std::filesystem::path& to);
+
+}  // namespace dt::data
