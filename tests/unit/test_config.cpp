@@ -295,6 +295,7 @@ model:
 data:
   path: /tmp/d.csv
   normalize: standard
+  compression: auto
   validation: 0
 shards:
   count: 2
