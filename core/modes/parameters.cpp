@@ -309,13 +309,17 @@ class ParametersMode final : public Mode {
 
   void restore_state(roles::CoordinatorSession& session,
                      const checkpoint::Checkpoint& from) override {
-    const auto& state = from.manifest.at("mode_state");
-    first_round_ = rounds_done_ = state.at("round").get<std::uint64_t>();
-    positions_ = state.at("positions").get<std::vector<std::uint64_t>>();
+    auto state = roles::read_rounds_state(from);
+    first_round_ = rounds_done_ = state.round;
+    positions_ = std::move(state.positions);
     const auto ranks = static_cast<std::size_t>(session.ranks());
     positions_.resize(ranks, 0);
     client_optimizers_.assign(ranks, std::nullopt);
-    const auto& saved = from.manifest.value("optimizers", nlohmann::json::object());
+    const auto saved = from.manifest.value("optimizers", nlohmann::json::object());
+    if (!saved.is_object()) {
+      fail<DataError>("{}: the checkpoint's manifest is incomplete (optimizers is not an object)",
+                      from.origin);
+    }
     for (std::size_t k = 0; k < ranks; ++k) {
       protocol::Envelope resume{.type = protocol::Type::kResumeState, .step = from.step()};
       resume.fields = {{"position", positions_[k]}};
