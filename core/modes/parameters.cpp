@@ -42,6 +42,7 @@
 // With plain SGD (no momentum) the two are the same.
 
 #include "core/modes/merge.hpp"
+#include "core/protocol/step_messages.hpp"
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
@@ -389,7 +390,7 @@ class ParametersMode final : public Mode {
     protocol::Envelope reply{.type = protocol::Type::kRoundResult, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"steps", steps}};
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
-    if (message.fields.value("send_optimizer", false)) put_optimizer_fields(reply, optimizer_->state());
+    if (protocol::flag(message, "send_optimizer")) put_optimizer_fields(reply, optimizer_->state());
     session.send(std::move(reply));
   }
 
