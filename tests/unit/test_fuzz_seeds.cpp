@@ -7,6 +7,7 @@
 
 #include "core/protocol/protocol.hpp"
 #include "transports/collectives/chunk_frames.hpp"
+#include "tests/fuzz/ring_image.hpp"
 #include "tests/fuzz/wire_frames.hpp"
 #include "tests/unit/harness.hpp"
 
@@ -141,6 +142,60 @@ std::map<std::string, std::string> step_seeds() {
   return out;
 }
 
+// A message of `doubles` values into `writer`'s ring (as the shared-memory transport sends).
+dt::transport::shm::RingWriter::Result ring_message(dt::transport::shm::RingWriter& writer,
+                                                    std::uint16_t type, std::size_t doubles) {
+  dt::wire::Message m;
+  m.header = {.type = type, .job_id = dt::fuzz::kWireJob, .rank = 1, .step = 4};
+  m.payload.push_back(dt::wire::to_bytes(std::string_view(R"({"rows":32,"loss_sum":1.5})")));
+  m.payload.push_back(dt::wire::to_bytes(std::vector<double>(doubles, 0.75)));
+  m.header.payload_size = m.payload[0].size() + m.payload[1].size();
+  return writer.write(dt::wire::encode_header(m.header), m, m.header.payload_size);
+}
+
+// Rings as RingWriter leaves them for a reader: two messages; records that wrap around the
+// ring's end; a skip back to the start of an empty ring; a marker for a message that did not fit.
+std::map<std::string, std::string> ring_seeds() {
+  using dt::fuzz::RingImage;
+  using Result = dt::transport::shm::RingWriter::Result;
+  std::map<std::string, std::string> out;
+  const auto image_at = [](std::uint64_t pos) {
+    auto image = RingImage::load({});
+    image->control.write_pos.store(pos);
+    image->control.read_pos.store(pos);
+    return image;
+  };
+  {
+    auto image = image_at(0);
+    dt::transport::shm::RingWriter writer(image->control, image->data.data(), dt::fuzz::kRingImageCapacity);
+    REQUIRE(ring_message(writer, 7, 4) == Result::kWritten);
+    REQUIRE(ring_message(writer, 14, 0) == Result::kWritten);
+    out["two-messages"] = image->save();
+  }
+  {
+    auto image = image_at(1000);
+    dt::transport::shm::RingWriter writer(image->control, image->data.data(), dt::fuzz::kRingImageCapacity);
+    for (int i = 0; i < 5; ++i) REQUIRE(ring_message(writer, 7, 80) == Result::kWritten);
+    REQUIRE(image->control.write_pos.load() > dt::fuzz::kRingImageCapacity);  // it wrapped
+    out["wrapped"] = image->save();
+  }
+  {
+    auto image = image_at(3000);  // empty and past half the ring: the writer skips to its start
+    dt::transport::shm::RingWriter writer(image->control, image->data.data(), dt::fuzz::kRingImageCapacity);
+    REQUIRE(ring_message(writer, 7, 8) == Result::kWritten);
+    out["skip"] = image->save();
+  }
+  {
+    auto image = image_at(0);
+    dt::transport::shm::RingWriter writer(image->control, image->data.data(), dt::fuzz::kRingImageCapacity);
+    REQUIRE(ring_message(writer, 7, 200) == Result::kWritten);
+    REQUIRE(ring_message(writer, 7, 600) == Result::kMarked);
+    REQUIRE(ring_message(writer, 14, 1) == Result::kWritten);
+    out["marker"] = image->save();
+  }
+  return out;
+}
+
 void check_fuzz_corpus(const char* harness, const std::map<std::string, std::string>& wanted) {
   const auto dir = std::filesystem::path(__FILE__).parent_path() / "../fuzz/corpus" / harness;
   const bool update = std::getenv("DT_UPDATE_FUZZ_SEEDS") != nullptr;
@@ -161,6 +216,10 @@ void check_fuzz_corpus(const char* harness, const std::map<std::string, std::str
 
 TEST_CASE("fuzz seeds: the wire corpus is what this build's encoders write") {
   check_fuzz_corpus("fuzz_wire", seeds());
+}
+
+TEST_CASE("fuzz seeds: the shared-memory ring corpus is what this build's RingWriter leaves") {
+  check_fuzz_corpus("fuzz_shm_ring", ring_seeds());
 }
 
 TEST_CASE("fuzz seeds: the step corpus is what this build's encoders write") {
