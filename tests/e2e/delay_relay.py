@@ -33,7 +33,6 @@ class DelayRelay:
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._servers = []
-        self._tasks = set()
         self._ready = threading.Event()
         self._error = None
         self._thread = threading.Thread(target=self._run, name="delay-relay", daemon=True)
@@ -69,19 +68,14 @@ class DelayRelay:
         self._loop.run_forever()
 
     async def _accept(self, client_reader, client_writer, port):
-        task = asyncio.current_task()
-        self._tasks.add(task)
         try:
-            try:
-                target_reader, target_writer = await asyncio.open_connection(self.target_host, port)
-            except OSError:
-                client_writer.close()
-                return
-            self.connections[port] += 1
-            await asyncio.gather(self._carry(client_reader, target_writer, port),
-                                 self._carry(target_reader, client_writer, port))
-        finally:
-            self._tasks.discard(task)
+            target_reader, target_writer = await asyncio.open_connection(self.target_host, port)
+        except OSError:
+            client_writer.close()
+            return
+        self.connections[port] += 1
+        await asyncio.gather(self._carry(client_reader, target_writer, port),
+                             self._carry(target_reader, client_writer, port))
 
     async def _carry(self, reader, writer, port):
         """One direction of one connection: a reader that stamps each chunk with the time it may
@@ -124,14 +118,17 @@ class DelayRelay:
         async def stop():
             for server in self._servers:
                 server.close()
-            for task in list(self._tasks):
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
                 task.cancel()
-            await asyncio.sleep(0)
+            await asyncio.gather(*tasks, return_exceptions=True)
 
         if self._loop.is_running():
             asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     def __enter__(self):
         return self
