@@ -147,6 +147,7 @@ Checkpoint decode(std::string_view bytes, const std::string& origin) {
   const auto manifest_text = fields.take(manifest_size, "the manifest");
   const auto count = fields.get<std::uint64_t>("the array count");
   Checkpoint out;
+  out.origin = origin;
   for (std::uint64_t a = 0; a < count; ++a) {
     const auto name_size = fields.get<std::uint64_t>("an array name length");
     const std::string name(fields.take(name_size, "an array name"));

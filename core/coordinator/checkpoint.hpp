@@ -32,6 +32,7 @@ inline constexpr std::uint32_t kFormatVersion = 1;
 struct Checkpoint {
   nlohmann::json manifest = nlohmann::json::object();  // "step" (steps completed) is required
   std::map<std::string, std::vector<double>> arrays;    // by name, written in name order
+  std::string origin;  // the file it was decoded from, for messages (not written)
 
   [[nodiscard]] std::uint64_t step() const;
   // The array `name`; DataError naming the checkpoint when it is missing.

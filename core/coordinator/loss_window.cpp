@@ -1,5 +1,7 @@
 #include "core/coordinator/loss_window.hpp"
 
+#include "core/coordinator/resume_read.hpp"
+
 #include <algorithm>
 
 namespace dt::roles {
@@ -41,16 +43,16 @@ nlohmann::json LossWindow::to_json() const {
   return j;
 }
 
-void LossWindow::restore(const nlohmann::json& window) {
+void LossWindow::restore(const nlohmann::json& window, const std::string& where) {
   const auto ranks = worker_loss_.size();
-  loss_ = window.at("loss").get<double>();
-  rows_ = window.at("rows").get<std::uint64_t>();
-  worker_loss_ = window.at("worker_loss").get<std::vector<double>>();
-  worker_rows_ = window.at("worker_rows").get<std::vector<std::uint64_t>>();
+  loss_ = manifest_number(window, "loss", where);
+  rows_ = manifest_count(window, "rows", where);
+  worker_loss_ = manifest_numbers(window, "worker_loss", where);
+  worker_rows_ = manifest_counts(window, "worker_rows", where);
   worker_loss_.resize(ranks);
   worker_rows_.resize(ranks);
   // Checkpoints of earlier builds have none: the check then waits for a new run.
-  if (window.contains("first_loss")) first_loss_ = window.at("first_loss").get<double>();
+  if (window.contains("first_loss")) first_loss_ = manifest_number(window, "first_loss", where);
 }
 
 }  // namespace dt::roles

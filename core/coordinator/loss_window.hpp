@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace dt::roles {
@@ -30,7 +31,8 @@ class LossWindow {
 
   // For a checkpoint, and back (a checkpoint of another worker count is resized).
   [[nodiscard]] nlohmann::json to_json() const;
-  void restore(const nlohmann::json& window);
+  // DataError naming `where` (the checkpoint) when a key is missing or of another type.
+  void restore(const nlohmann::json& window, const std::string& where);
 
  private:
   double loss_ = 0;

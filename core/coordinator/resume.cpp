@@ -14,7 +14,6 @@
 namespace dt::roles {
 namespace {
 
-constexpr const char* kFormat = "disttrain-checkpoint";
 
 std::string optimizer_kind(const config::OptimizerConfig& o) {
   if (o.type == config::OptimizerType::kAdam) return "adam";
@@ -80,128 +79,10 @@ nlohmann::json soft_keys(const config::Config& c) {
   return j;
 }
 
-std::vector<std::string> differences(const nlohmann::json& saved, const nlohmann::json& now) {
-  std::vector<std::string> out;
-  for (const auto& [key, value] : now.items()) {
-    const auto it = saved.find(key);
-    const std::string before = it == saved.end() ? "(absent)" : it->get<std::string>();
-    if (before != value.get<std::string>()) {
-      out.push_back(fmt::format("{} was {}, is now {}", key, before, value.get<std::string>()));
-    }
-  }
-  return out;
-}
-
-// The log so far goes in every checkpoint, as columns of raw doubles: it grows with the run, and
-// as JSON (every number through shortest round-trip printing) it cost the coordinator ~4 ms a
-// checkpoint by a run's thousandth row, on the step path of every mode.
-// "log.flags": 1 = a validation loss, 2 = a validation metric; "log.workers": each row's count
-// of worker losses, which "log.worker_loss" holds one row after the other.
-constexpr const char* kLogColumns[] = {"log.step", "log.epoch", "log.seconds", "log.train_loss",
-                                       "log.validation_loss", "log.validation_metric",
-                                       "log.flags", "log.workers"};
-
-void put_log(checkpoint::Checkpoint& out, const std::vector<LogRow>& log) {
-  std::vector<std::vector<double>> c(std::size(kLogColumns));
-  for (auto& column : c) column.reserve(log.size());
-  std::vector<double> worker_loss;
-  for (const auto& row : log) {
-    c[0].push_back(static_cast<double>(row.step));  // exact: steps stay below 2^53
-    c[1].push_back(row.epoch);
-    c[2].push_back(row.seconds);
-    c[3].push_back(row.train_loss);
-    c[4].push_back(row.validation_loss.value_or(0.0));
-    c[5].push_back(row.validation_metric.value_or(0.0));
-    c[6].push_back((row.validation_loss ? 1.0 : 0.0) + (row.validation_metric ? 2.0 : 0.0));
-    c[7].push_back(static_cast<double>(row.worker_loss.size()));
-    worker_loss.insert(worker_loss.end(), row.worker_loss.begin(), row.worker_loss.end());
-  }
-  for (std::size_t i = 0; i < c.size(); ++i) out.arrays[kLogColumns[i]] = std::move(c[i]);
-  out.arrays["log.worker_loss"] = std::move(worker_loss);
-  out.manifest["log_rows"] = log.size();
-}
-
-// A whole number the log keeps as a double (a step, the flags, a worker count). Anything else
-// is a damaged or hand-made checkpoint, and converting NaN or 1e300 to an integer is undefined
-// behaviour.
-std::uint64_t whole(double value, const std::string& where, const char* column) {
-  if (!(value >= 0 && value <= 9007199254740992.0 && value == std::floor(value))) {
-    fail<DataError>("{}: the log column {} holds {}, not a whole number", where, column, value);
-  }
-  return static_cast<std::uint64_t>(value);
-}
-
-// DataError naming the checkpoint when the columns disagree (a damaged file whose checksum
-// still matched is not expected, but nothing is read past an array).
-std::vector<LogRow> get_log(const checkpoint::Checkpoint& in, const std::string& where) {
-  const auto rows = in.manifest.at("log_rows").get<std::size_t>();
-  std::vector<const std::vector<double>*> c;
-  for (const char* name : kLogColumns) {
-    c.push_back(&in.array(name));
-    if (c.back()->size() != rows) {
-      fail<DataError>("{}: the log column {} holds {} values for {} rows", where, name,
-                      c.back()->size(), rows);
-    }
-  }
-  const auto& worker_loss = in.array("log.worker_loss");
-  std::vector<LogRow> log(rows);
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < rows; ++i) {
-    LogRow& row = log[i];
-    row.step = whole((*c[0])[i], where, kLogColumns[0]);
-    row.epoch = (*c[1])[i];
-    row.seconds = (*c[2])[i];
-    row.train_loss = (*c[3])[i];
-    const auto flags = whole((*c[6])[i], where, kLogColumns[6]);
-    if ((flags & 1) != 0) row.validation_loss = (*c[4])[i];
-    if ((flags & 2) != 0) row.validation_metric = (*c[5])[i];
-    const auto n = whole((*c[7])[i], where, kLogColumns[7]);
-    if (n > worker_loss.size() - at) {
-      fail<DataError>("{}: the log's worker losses end before row {}", where, i + 1);
-    }
-    row.worker_loss.assign(worker_loss.begin() + static_cast<std::ptrdiff_t>(at),
-                           worker_loss.begin() + static_cast<std::ptrdiff_t>(at + n));
-    at += n;
-  }
-  return log;
-}
-
-// A checkpoint of an earlier build keeps its log as JSON rows.
-LogRow row_of(const nlohmann::json& j) {
-  LogRow row;
-  row.step = j.at("step").get<std::uint64_t>();
-  row.epoch = j.at("epoch").get<double>();
-  row.seconds = j.at("seconds").get<double>();
-  row.train_loss = j.at("train_loss").get<double>();
-  row.worker_loss = j.at("worker_loss").get<std::vector<double>>();
-  if (j.contains("validation_loss")) row.validation_loss = j["validation_loss"].get<double>();
-  if (j.contains("validation_metric")) row.validation_metric = j["validation_metric"].get<double>();
-  return row;
-}
-
 }  // namespace
 
 std::filesystem::path checkpoint_dir(const std::filesystem::path& run_dir) {
   return run_dir / "checkpoint";
-}
-
-void put_optimizer(checkpoint::Checkpoint& out, const std::string& prefix,
-                   const models::OptimizerState& state) {
-  out.manifest["optimizers"][prefix] = {{"steps", state.steps}, {"slots", state.slots.size()}};
-  for (std::size_t i = 0; i < state.slots.size(); ++i) {
-    out.arrays[fmt::format("{}.slot{}", prefix, i)] = state.slots[i];
-  }
-}
-
-models::OptimizerState get_optimizer(const checkpoint::Checkpoint& in, const std::string& prefix) {
-  const auto& meta = in.manifest.at("optimizers").at(prefix);
-  models::OptimizerState state;
-  state.steps = meta.at("steps").get<std::uint64_t>();
-  const auto slots = meta.at("slots").get<std::size_t>();
-  for (std::size_t i = 0; i < slots; ++i) {
-    state.slots.push_back(in.array(fmt::format("{}.slot{}", prefix, i)));
-  }
-  return state;
 }
 
 ResumePoint find_resume_point(const std::filesystem::path& run_dir, const config::Config& config,
@@ -224,27 +105,10 @@ ResumePoint find_resume_point(const std::filesystem::path& run_dir, const config
     point.warnings.push_back(fmt::format("skipped a damaged checkpoint, using the one before "
                                          "it: {}", s));
   }
-  const auto& m = point.checkpoint.manifest;
   const std::string where = point.path.string();
-  try {
-    if (m.value("format", "") != kFormat) {
-      fail<DataError>("{}: not a disttrain run checkpoint", where);
-    }
-    const auto fixed = differences(m.at("fixed"), fixed_keys(config, plan));
-    if (!fixed.empty()) {
-      fail<ConfigError>(
-          "--resume: the config no longer fits the checkpoint {}: {}. Undo these changes to "
-          "resume, or run without --resume (or with another output.dir) to start afresh",
-          where, fmt::join(fixed, "; "));
-    }
-    for (const auto& d : differences(m.at("soft"), soft_keys(config))) {
-      point.warnings.push_back(fmt::format(
-          "the config changed since the checkpoint: {}; the resumed run continues with the new "
-          "value, so it will not match a run that never stopped", d));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    fail<DataError>("{}: the checkpoint's manifest is incomplete ({})", where, e.what());
-  }
+  const auto warnings = check_resume_manifest(point.checkpoint, where, fixed_keys(config, plan),
+                                              soft_keys(config));
+  point.warnings.insert(point.warnings.end(), warnings.begin(), warnings.end());
   return point;
 }
 
@@ -267,7 +131,7 @@ checkpoint::Checkpoint Checkpointer::common(CoordinatorSession& session, std::ui
   checkpoint::Checkpoint out;
   const auto& result = session.result();
   auto& m = out.manifest;
-  m["format"] = kFormat;
+  m["format"] = "disttrain-checkpoint";  // resume_read.cpp checks it
   m["step"] = step;
   m["total_steps"] = session.schedule().total_steps();
   m["epoch"] = session.schedule().epoch_of(step);
@@ -361,7 +225,6 @@ std::uint64_t Checkpointer::planned_steps(const CoordinatorSession& session) con
 void Checkpointer::restore(CoordinatorSession& session) {
   if (!resume_ || mode_ == nullptr) return;
   const auto& ck = resume_->checkpoint;
-  const auto& m = ck.manifest;
   const std::uint64_t step = ck.step();
   const std::string where = resume_->path.string();
   // A checkpoint of the last step (the run was stopped while it wrote its outputs) resumes to
@@ -376,30 +239,25 @@ void Checkpointer::restore(CoordinatorSession& session) {
   // removed or of another type is refused by name, not left to end the run as "internal error".
   try {
     auto& result = session.result();
-    const auto classes = m.at("classes").get<std::vector<std::string>>();
-    if (classes != result.classes) {
+    auto run = read_restored(ck, where);
+    if (run.classes != result.classes) {
       fail<ConfigError>("--resume: the classes of the data ({}) differ from the checkpoint's ({}); "
                         "resume with the data the run started with",
-                        fmt::join(result.classes, ", "), fmt::join(classes, ", "));
+                        fmt::join(result.classes, ", "), fmt::join(run.classes, ", "));
     }
-    const auto& params = ck.array("parameters");
-    if (params.size() != session.params().size()) {
+    if (run.parameters.size() != session.params().size()) {
       fail<ConfigError>("--resume: the checkpoint {} holds {} parameters, the model has {}", where,
-                        params.size(), session.params().size());
+                        run.parameters.size(), session.params().size());
     }
-    session.params() = params;
-    result.samples = m.at("samples").get<std::uint64_t>();
-    result.steps = m.at("logged_steps").get<std::uint64_t>();
-    result.log.clear();
-    if (m.contains("log")) {
-      for (const auto& row : m.at("log")) result.log.push_back(row_of(row));
-    } else {
-      result.log = get_log(ck, where);
-    }
-    result.aggregation = m.at("aggregation");
-    session.restore_log_window(m.at("window"), step, m.at("seconds").get<double>());
+    session.params() = std::move(run.parameters);
+    result.samples = run.samples;
+    result.steps = run.logged_steps;
+    result.log = std::move(run.log);
+    result.aggregation = std::move(run.aggregation);
+    session.restore_log_window(run.window, step, run.seconds, where);
     mode_->restore_state(session, ck);
   } catch (const nlohmann::json::exception& e) {
+    // A backstop: every read above is checked (resume_read.hpp).
     fail<DataError>("{}: the checkpoint's manifest is incomplete ({})", where, e.what());
   }
   last_written_ = last_saved_ = step;

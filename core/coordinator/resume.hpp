@@ -15,6 +15,7 @@
 #include "core/models/optim.hpp"
 #include "core/coordinator/checkpoint.hpp"
 #include "core/coordinator/checkpoint_writer.hpp"
+#include "core/coordinator/resume_read.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -47,12 +48,6 @@ struct ResumePoint {
 };
 [[nodiscard]] ResumePoint find_resume_point(const std::filesystem::path& run_dir,
                                             const config::Config& config, const Plan& plan);
-
-// Optimizer state into and out of a checkpoint, under `prefix` ("optimizer", "server.1.optimizer").
-void put_optimizer(checkpoint::Checkpoint& out, const std::string& prefix,
-                   const models::OptimizerState& state);
-[[nodiscard]] models::OptimizerState get_optimizer(const checkpoint::Checkpoint& in,
-                                                   const std::string& prefix);
 
 // The run's checkpoint writer: periodic checkpoints at the step boundaries the modes report,
 // and the one written when a run stops early (interrupted, failed).

@@ -20,7 +20,6 @@
 #include "transports/transport.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -171,7 +170,8 @@ class CoordinatorSession {
                                                               std::chrono::milliseconds timeout);
   // The log row in progress (its loss sums), for a checkpoint, and back.
   [[nodiscard]] const LossWindow& loss_window() const noexcept { return window_; }
-  void restore_log_window(const nlohmann::json& window, std::uint64_t step, double seconds);
+  void restore_log_window(const nlohmann::json& window, std::uint64_t step, double seconds,
+                          const std::string& where);
 
  private:
   // Applies the failure policy to `rank`, lost for `cause` ("was killed by signal 9 (SIGKILL)").

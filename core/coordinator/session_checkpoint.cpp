@@ -22,8 +22,8 @@ bool CoordinatorSession::checkpoint_due(std::uint64_t step) const {
 }
 
 void CoordinatorSession::restore_log_window(const nlohmann::json& window, std::uint64_t step,
-                                            double seconds) {
-  window_.restore(window);
+                                            double seconds, const std::string& where) {
+  window_.restore(window, where);
   completed_step_ = step;
   schedule_.resume_clock(seconds);
 }

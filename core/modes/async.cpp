@@ -44,6 +44,7 @@
 //     the final evaluation only, as in every mode.
 
 #include "core/modes/mode.hpp"
+#include "core/protocol/step_messages.hpp"
 #include "core/modes/server_mode.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
@@ -144,10 +145,10 @@ class LostWorkers {
       nlohmann::json takers = nlohmann::json::array();
       std::uint64_t from = UINT64_MAX;
       for (const auto& d : done) {
-        for (const auto& t : d.fields.value("took", nlohmann::json::array())) {
-          if (t.at("lost_rank") != lost) continue;
-          const auto rows = t.at("rows").get<std::uint64_t>();
-          const auto epoch = t.at("from_epoch").get<std::uint64_t>();
+        for (const auto& t : protocol::read_took(d)) {
+          if (t.lost_rank != static_cast<std::uint64_t>(lost)) continue;
+          const auto rows = t.rows;
+          const auto epoch = t.from_epoch;
           takers.push_back({{"rank", d.rank}, {"rows", rows}, {"from_epoch", epoch}});
           result.workers[d.rank].rows += rows;
           from = std::min(from, epoch);
@@ -327,7 +328,7 @@ class AsyncMode final : public ServerGroupMode {
         const auto from = epoch + 1;
         const auto rows = session.take_share(*notice, from);
         steps = plan_from(std::min(from, epochs));
-        took.push_back({{"lost_rank", notice->fields.at("lost_rank")}, {"rows", rows},
+        took.push_back({{"lost_rank", protocol::count(*notice, "lost_rank")}, {"rows", rows},
                         {"from_epoch", from}});
       }
       session.begin_step(step);

@@ -42,6 +42,7 @@
 // With plain SGD (no momentum) the two are the same.
 
 #include "core/modes/merge.hpp"
+#include "core/protocol/step_messages.hpp"
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
@@ -309,13 +310,17 @@ class ParametersMode final : public Mode {
 
   void restore_state(roles::CoordinatorSession& session,
                      const checkpoint::Checkpoint& from) override {
-    const auto& state = from.manifest.at("mode_state");
-    first_round_ = rounds_done_ = state.at("round").get<std::uint64_t>();
-    positions_ = state.at("positions").get<std::vector<std::uint64_t>>();
+    auto state = roles::read_rounds_state(from);
+    first_round_ = rounds_done_ = state.round;
+    positions_ = std::move(state.positions);
     const auto ranks = static_cast<std::size_t>(session.ranks());
     positions_.resize(ranks, 0);
     client_optimizers_.assign(ranks, std::nullopt);
-    const auto& saved = from.manifest.value("optimizers", nlohmann::json::object());
+    const auto saved = from.manifest.value("optimizers", nlohmann::json::object());
+    if (!saved.is_object()) {
+      fail<DataError>("{}: the checkpoint's manifest is incomplete (optimizers is not an object)",
+                      from.origin);
+    }
     for (std::size_t k = 0; k < ranks; ++k) {
       protocol::Envelope resume{.type = protocol::Type::kResumeState, .step = from.step()};
       resume.fields = {{"position", positions_[k]}};
@@ -385,7 +390,7 @@ class ParametersMode final : public Mode {
     protocol::Envelope reply{.type = protocol::Type::kRoundResult, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"steps", steps}};
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
-    if (message.fields.value("send_optimizer", false)) put_optimizer_fields(reply, optimizer_->state());
+    if (protocol::flag(message, "send_optimizer")) put_optimizer_fields(reply, optimizer_->state());
     session.send(std::move(reply));
   }
 

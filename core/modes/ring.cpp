@@ -25,6 +25,7 @@
 // (ring_reform.hpp). "Rank 0" above is then the ring's leader: its lowest-ranked member.
 
 #include "core/modes/mode.hpp"
+#include "core/protocol/step_messages.hpp"
 #include "core/modes/ring_batches.hpp"
 #include "core/modes/ring_reform.hpp"
 #include "core/modes/step.hpp"
@@ -252,7 +253,7 @@ class RingMode final : public Mode {
     try {
       session.send_to(leader, {.type = protocol::Type::kStateRequest, .step = step});
       const auto reply = session.receive_from(leader, protocol::Type::kResumeState, wait);
-      if (!reply || !reply->fields.value("available", false)) return false;
+      if (!reply || !protocol::flag(*reply, "available")) return false;
       keep_state(*reply, step, session.params().size());
       return true;
     } catch (const Error& e) {
@@ -320,14 +321,9 @@ class RingMode final : public Mode {
   // abandoned one), then the ring of the new generation over the members. A replacement
   // ("fresh") holds no state yet: the coordinator sends it a member's next (kResumeState).
   void reform(roles::WorkerSession& session, const protocol::Envelope& message) {
-    const auto& f = protocol::field(message, "members");
-    const auto& fresh = protocol::field(message, "fresh");
-    if (!f.is_array() || !fresh.is_array()) {
-      fail<ProtocolError>("ring reform message: members and fresh must be lists of ranks");
-    }
-    session.update_peer_endpoints(
-        protocol::field(message, "endpoints").get<std::vector<std::string>>(),
-        fresh.get<std::vector<std::uint32_t>>());
+    auto reform = protocol::read_reform(message);
+    const auto& fresh = reform.fresh;
+    session.update_peer_endpoints(std::move(reform.endpoints), fresh);
     prepare(session);
     const auto step = message.step;
     const bool is_fresh = std::find(fresh.begin(), fresh.end(), session.rank()) != fresh.end();
@@ -343,7 +339,7 @@ class RingMode final : public Mode {
     }
     retired_ += ring_->stats();
     session.peers().retire(*ring_);
-    members_ = f.get<std::vector<std::uint32_t>>();
+    members_ = std::move(reform.members);
     ring_generation_ = message.generation;
     ring_ = &session.peers().ring(members_, ring_generation_);
     log::info("the ring re-forms over workers {} at step {}{}", fmt::join(members_, ", "),

@@ -1,5 +1,7 @@
 #include "core/modes/ring_reform.hpp"
 
+#include "core/protocol/step_messages.hpp"
+
 #include "base/error.hpp"
 #include "base/log.hpp"
 
@@ -78,7 +80,7 @@ void RingReformer::relay_state(const std::vector<int>& fresh, std::uint64_t step
   }
   session_.send_to(source, {.type = protocol::Type::kStateRequest, .step = step});
   auto got = session_.gather_from(protocol::Type::kResumeState, {source});
-  if (got.empty() || !got.front().fields.value("available", false)) {
+  if (got.empty() || !protocol::flag(got.front(), "available")) {
     fail<TrainingError>("ring worker {} cannot hand over its state after step {} to the "
                         "replacement of worker {}",
                         source, step, fmt::join(fresh, ", "));

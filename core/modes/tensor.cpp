@@ -25,6 +25,7 @@
 // parse time.
 
 #include "core/modes/mode.hpp"
+#include "core/protocol/step_messages.hpp"
 #include "core/modes/ring_reform.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
@@ -307,11 +308,8 @@ class TensorMode final : public CoordinatorOptimizerMode {
   // ring of the new generation (a replacement's endpoint is new); a replacement gets its slice
   // setup next.
   void reform(roles::WorkerSession& session, const protocol::Envelope& message) {
-    const auto& fresh = protocol::field(message, "fresh");
-    if (!fresh.is_array()) fail<ProtocolError>("ring reform message: fresh must be a list of ranks");
-    session.update_peer_endpoints(
-        protocol::field(message, "endpoints").get<std::vector<std::string>>(),
-        fresh.get<std::vector<std::uint32_t>>());
+    auto reform = protocol::read_reform(message);
+    session.update_peer_endpoints(std::move(reform.endpoints), reform.fresh);
     generation_ = message.generation;
     if (ring_ != nullptr) {
       session.peers().retire(*ring_);

@@ -3,6 +3,7 @@
 #include "core/models/optim.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/drop_log.hpp"
+#include "core/protocol/step_messages.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -313,7 +314,7 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   stats_.worker_steps[r] = clock_->completed(rank);
   if (options_.keep_log) {
     log_.push_back({stats_.version, rank, e.step, loss_sum, rows,
-                    e.fields.value("steps", std::uint64_t{0})});
+                    protocol::count_or(e, "steps", 0)});
   }
   const auto every = options_.snapshot_every;
   if (every > 0 && (stats_.version % every == 0 || stats_.version == total_steps_)) {

@@ -5,6 +5,7 @@
 #include "core/servers/param_server.hpp"
 
 #include "core/protocol/heartbeat.hpp"
+#include "core/protocol/step_messages.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -88,7 +89,7 @@ void ParameterServer::on_rejoin(const protocol::Envelope& e) {
   const auto rank = static_cast<int>(e.rank);
   const auto r = static_cast<std::size_t>(rank);
   const auto pushed = protocol::count(e, "rejoin");
-  const bool awaiting = e.fields.value("awaiting", false);
+  const bool awaiting = protocol::flag(e, "awaiting");
   if (pushed > options_.worker_steps[r]) {
     fail<ProtocolError>("worker {} says it has pushed {} steps of {}", rank, pushed,
                         options_.worker_steps[r]);

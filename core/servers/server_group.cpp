@@ -70,7 +70,7 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
         // Every server continues from server 0's count of each worker's applied pushes (with
         // several servers, one may have applied a push or two more or less of a worker at the
         // same version: asynchronous training tolerates that, as it tolerates staleness).
-        start_steps_ = from->manifest.at("mode_state").at("worker_steps").get<std::vector<std::uint64_t>>();
+        start_steps_ = read_worker_steps(*from);
         o.start_completed = start_steps_;
       }
     }

@@ -4,6 +4,7 @@
 #include "core/worker/server_client.hpp"
 
 #include "core/protocol/timing.hpp"
+#include "core/protocol/step_messages.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -19,11 +20,12 @@ using transport::deadline_in;
 
 ServerClient::ServerClient(WorkerSession& session, const protocol::Envelope& servers)
     : session_(session) {
-  endpoints_ = servers.fields.value("endpoints", std::vector<std::string>{});
+  auto told = protocol::read_servers(servers);
+  endpoints_ = std::move(told.endpoints);
   const auto p = session.model().parameter_count();
-  if (endpoints_.empty() || protocol::count(servers, "parameters") != p) {
+  if (endpoints_.empty() || told.parameters != p) {
     fail<ProtocolError>("servers message: {} endpoints for {} parameters (this worker's model "
-                        "has {})", endpoints_.size(), protocol::count(servers, "parameters"), p);
+                        "has {})", endpoints_.size(), told.parameters, p);
   }
   ranges_ = split_keys(p, static_cast<int>(endpoints_.size()));
   const auto k = endpoints_.size();
@@ -138,12 +140,13 @@ void ServerClient::receive(std::span<double> params, std::uint64_t min_version) 
 }
 
 void ServerClient::on_moved(const protocol::Envelope& moved) {
-  const auto k = protocol::count(moved, "server");
+  const auto told = protocol::read_server_moved(moved);
+  const auto k = told.server;
   if (k >= connections_.size()) {
     fail<ProtocolError>("the coordinator moved parameter server {} of {}", k, connections_.size());
   }
-  const auto endpoint = moved.fields.value("endpoint", std::string());
-  const auto version = protocol::count(moved, "version");
+  const auto& endpoint = told.endpoint;
+  const auto version = told.version;
   account();
   retired_sent_ += connections_[k]->counters().bytes_sent;
   retired_received_ += connections_[k]->counters().bytes_received;

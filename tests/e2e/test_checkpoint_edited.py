@@ -100,6 +100,26 @@ def test_log_step_that_is_not_a_whole_number_is_refused(tmp):
     assert f"{path}: the log column log.step holds nan, not a whole number" in r.stderr, r.stderr
 
 
+def test_counts_that_are_not_whole_numbers_are_refused(tmp):
+    """A count of the manifest that is a fraction, negative or past 2^64 (read before as a
+    double cast to an integer: undefined behaviour, or a silent wrap or cut): exit 2 naming the
+    key, for the run's counts, the loss window and an optimizer state (found by fuzz_resume)."""
+    cfg, path = finished_run(tmp)
+    original = path.read_bytes()
+    edits = {
+        "samples": lambda m: m.__setitem__("samples", 1e300),
+        "rows": lambda m: m["window"].__setitem__("rows", -1),
+        "steps": lambda m: m["optimizers"]["optimizer"].__setitem__("steps", 2.5),
+    }
+    for key, edit in edits.items():
+        path.write_bytes(original)
+        r = resume_with(cfg, path, lambda manifest, arrays: edit(manifest))
+        assert r.code == 2, (key, r)
+        assert (f"data error: {path}: the checkpoint's manifest is incomplete ({key} is not a "
+                "non-negative integer)") in r.stderr, (key, r.stderr)
+
+
 if __name__ == "__main__":
     h.main([test_unedited_checkpoint_resumes, test_manifest_without_a_key_is_refused,
-            test_log_step_that_is_not_a_whole_number_is_refused])
+            test_log_step_that_is_not_a_whole_number_is_refused,
+            test_counts_that_are_not_whole_numbers_are_refused])

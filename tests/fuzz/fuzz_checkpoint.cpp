@@ -7,37 +7,15 @@
 // the checksum, as a file written by something else than disttrain would. For an accepted
 // checkpoint: encode gives bytes that decode to the same manifest and arrays.
 //
-// Not reached: how --resume reads the manifest and arrays afterwards (Checkpointer::restore and
-// each mode's restore_state need the coordinator, which the fuzz build leaves out);
-// tests/e2e/test_checkpoint_edited.py feeds it edited checkpoints by hand.
+// What --resume reads of the manifest and arrays afterwards is fuzz_resume's.
 
 #include "core/coordinator/checkpoint.hpp"
+#include "tests/fuzz/checkpoint_bytes.hpp"
 #include "tests/fuzz/harness.hpp"
 
 #include <cstring>
 
 namespace {
-
-constexpr std::string_view kEnd = "DTCKEND\n";
-constexpr std::size_t kTrailer = 8 + kEnd.size();
-
-// The checksum of the format (checkpoint.hpp: "FNV-1a 64 of every byte before it").
-std::uint64_t fnv1a(std::string_view bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
-  return h;
-}
-
-std::string with_valid_trailer(std::string_view input) {
-  const bool has_trailer = input.size() >= kTrailer && input.ends_with(kEnd);
-  std::string out(has_trailer ? input.substr(0, input.size() - kTrailer) : input);
-  const std::uint64_t sum = fnv1a(out);
-  char bytes[8];
-  std::memcpy(bytes, &sum, 8);
-  out.append(bytes, 8);
-  out += kEnd;
-  return out;
-}
 
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() &&
@@ -62,6 +40,6 @@ void one(std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto input = dt::fuzz::text_of(data, size);
   dt::fuzz::refusal_is_fine([&] { one(input); });
-  dt::fuzz::refusal_is_fine([&] { one(with_valid_trailer(input)); });
+  dt::fuzz::refusal_is_fine([&] { one(dt::fuzz::with_valid_trailer(input)); });
   return 0;
 }

@@ -43,21 +43,9 @@ void read_typed(const protocol::Envelope& e) {
 }
 
 void one(std::string_view input) {
-  const auto frames = dt::fuzz::split_frames(input);
-  if (frames.empty()) return;
-  const auto head = std::as_bytes(std::span(frames[0].data(), frames[0].size()));
-  (void)dt::wire::peek_version(head);
-  dt::wire::Message message;
-  message.header = dt::wire::decode_header(head);
-  std::uint64_t total = 0;
-  for (std::size_t i = 1; i < frames.size(); ++i) total += frames[i].size();
-  dt::wire::check_payload(message.header, total, frames.size() - 1);
-  for (std::size_t i = 1; i < frames.size(); ++i) {
-    const auto bytes = std::as_bytes(std::span(frames[i].data(), frames[i].size()));
-    message.payload.emplace_back(bytes.begin(), bytes.end());
-  }
-  dt::wire::check_payload(message);
-  const auto envelope = protocol::decode(std::move(message), dt::fuzz::kWireJob);
+  auto message = dt::fuzz::read_message(input);
+  if (!message) return;
+  const auto envelope = protocol::decode(std::move(*message), dt::fuzz::kWireJob);
   read_typed(envelope);
 }
 

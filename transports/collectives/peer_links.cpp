@@ -6,7 +6,6 @@
 #include "transports/collectives/ring.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <set>
 
@@ -21,25 +20,6 @@ constexpr std::chrono::milliseconds kPollSlice{50};
 // collective allows (or floods us), which is a protocol error, not a reason to grow memory.
 constexpr std::size_t kMaxMailbox = 65536;
 
-// Frame 0 of every peer message, little-endian (the host order: wire.cpp asserts it):
-//   0 group u64 | 8 phase u32 | 12 chunk u32 | 16 length u64 | 24 offset u64 | 32 count u64
-// Frame 1: `count` doubles. header.rank is the sender, header.step the collective's sequence.
-constexpr std::size_t kControlSize = 40;
-static_assert(std::endian::native == std::endian::little);
-
-template <class T>
-void put(wire::Bytes& out, std::size_t at, T value) {
-  std::memcpy(out.data() + at, &value, sizeof value);
-}
-template <class T>
-[[nodiscard]] T get(const wire::Bytes& in, std::size_t at) {
-  T value;
-  std::memcpy(&value, in.data() + at, sizeof value);
-  return value;
-}
-
-[[nodiscard]] std::string identity_of(std::uint32_t rank) { return fmt::format("p{}", rank); }
-
 }  // namespace
 
 PeerLinks::PeerLinks(transport::Transport& transport,
@@ -50,7 +30,7 @@ PeerLinks::PeerLinks(transport::Transport& transport,
   outgoing_.header.job_id = options_.job_id;
   outgoing_.header.rank = options_.rank;
   outgoing_.payload.resize(2);
-  outgoing_.payload[0].resize(kControlSize);
+  outgoing_.payload[0].resize(kChunkControlSize);
 }
 
 PeerLinks::~PeerLinks() = default;
@@ -138,7 +118,7 @@ transport::Connection& PeerLinks::link(std::uint32_t to) {
   if (to >= endpoints_.size()) {
     fail<TransportError>("peer links of rank {}: no endpoint for rank {}", options_.rank, to);
   }
-  auto connection = transport_.connect(endpoints_[to], identity_of(options_.rank));
+  auto connection = transport_.connect(endpoints_[to], peer_identity(options_.rank));
   return *links_.emplace(to, std::move(connection)).first->second;
 }
 
@@ -146,13 +126,7 @@ void PeerLinks::send_chunk(std::uint32_t to, const ChunkKey& key, const ChunkPla
                            std::span<const double> values) {
   kill_points::reach("send", "peer chunk");
   outgoing_.header.step = key.seq;
-  auto& control = outgoing_.payload[0];
-  put<std::uint64_t>(control, 0, key.group);
-  put<std::uint32_t>(control, 8, key.phase);
-  put<std::uint32_t>(control, 12, key.chunk);
-  put<std::uint64_t>(control, 16, place.length);
-  put<std::uint64_t>(control, 24, place.offset);
-  put<std::uint64_t>(control, 32, place.count);
+  encode_chunk_control(outgoing_.payload[0], key, place);
   auto& data = outgoing_.payload[1];
   data.resize(values.size_bytes());  // keeps its capacity: no allocation once warm
   if (!values.empty()) std::memcpy(data.data(), values.data(), values.size_bytes());
@@ -182,7 +156,7 @@ void PeerLinks::begin(std::uint64_t group, std::uint64_t seq) {
   // Anything older still waiting was never wanted (a peer's stray frame): discard it.
   for (auto it = mailbox_.begin(); it != mailbox_.end();) {
     if (it->first.group == group && it->first.seq < seq) {
-      drop(fmt::format("p{}", it->first.from),
+      drop(peer_identity(it->first.from),
            fmt::format("stale: collective {} of its group, which is at {}", it->first.seq, seq));
       it = mailbox_.erase(it);
     } else {
@@ -203,26 +177,10 @@ void PeerLinks::drop(const std::string& peer, const std::string& why) {
 }
 
 void PeerLinks::file(transport::Incoming in) {
-  const auto& h = in.message.header;
-  if (h.job_id != options_.job_id) {
-    return drop(in.peer, fmt::format("it belongs to job {:016x}, not this job {:016x}", h.job_id,
-                                     options_.job_id));
-  }
-  if (h.type != kPeerChunkType) return drop(in.peer, fmt::format("message type {}", h.type));
-  if (in.peer != identity_of(h.rank)) {
-    return drop(in.peer, fmt::format("it claims to come from rank {}", h.rank));
-  }
-  const auto& p = in.message.payload;
-  if (p.size() != 2 || p[0].size() != kControlSize || p[1].size() % sizeof(double) != 0) {
-    return drop(in.peer, "malformed chunk frames");
-  }
-  const ChunkKey key{get<std::uint64_t>(p[0], 0), h.rank, h.step, get<std::uint32_t>(p[0], 8),
-                     get<std::uint32_t>(p[0], 12)};
-  const ChunkPlace place{get<std::uint64_t>(p[0], 16), get<std::uint64_t>(p[0], 24),
-                         get<std::uint64_t>(p[0], 32)};
-  if (place.count * sizeof(double) != p[1].size()) {
-    return drop(in.peer, "chunk size disagrees with its count");
-  }
+  const auto parsed = parse_chunk(in.message, options_.job_id, in.peer);
+  if (!parsed.why.empty()) return drop(in.peer, parsed.why);
+  const auto& key = parsed.key;
+  const auto& place = parsed.place;
   if (const auto f = floor_.find(key.group); f != floor_.end() && key.seq < f->second) {
     return drop(in.peer, fmt::format("stale: collective {} of its group, which is at {}", key.seq,
                                      f->second));

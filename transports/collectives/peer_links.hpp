@@ -29,6 +29,7 @@
 // reduce).
 // May use: base/, transports/ (the interface only: never ZeroMQ).
 
+#include "transports/collectives/chunk_frames.hpp"
 #include "transports/transport.hpp"
 
 #include <chrono>
@@ -45,9 +46,6 @@ namespace dt::collectives {
 
 class Ring;
 
-// The wire type of peer messages. core/protocol/protocol reserves this number (Type::kPeerChunk) so that
-// no coordinator message ever shares it.
-inline constexpr std::uint16_t kPeerChunkType = 16;
 inline constexpr std::size_t kDefaultChunkDoubles = std::size_t{64} * 1024;  // 512 KiB per message
 
 struct PeerOptions {
@@ -61,24 +59,6 @@ struct PeerOptions {
   std::size_t chunk_doubles = kDefaultChunkDoubles;
   // Called about every 50 ms while a receive waits; throw from it to end the wait.
   std::function<void()> on_wait;
-};
-
-// Which message a receive wants; `from` is the sender's rank.
-struct ChunkKey {
-  std::uint64_t group = 0;
-  std::uint32_t from = 0;
-  std::uint64_t seq = 0;     // the collective's number within its group (header.step)
-  std::uint32_t phase = 0;   // the algorithm's step within the collective
-  std::uint32_t chunk = 0;   // the piece within the phase
-  friend auto operator<=>(const ChunkKey&, const ChunkKey&) = default;
-};
-
-// Where a chunk's values belong: [offset, offset + count) of a `length`-value vector. Sent with
-// every chunk and checked on receipt, so members that disagree on the vector fail loudly.
-struct ChunkPlace {
-  std::uint64_t length = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t count = 0;
 };
 
 struct PeerStats {

@@ -214,8 +214,11 @@ Region Region::open(const std::string& name) {
 // ---- RingWriter
 
 RingWriter::RingWriter(const Region& region, int ring)
-    : control_(&region.header().rings[ring]), data_(region.ring_data(ring)),
-      capacity_(region.capacity()), write_pos_(control_->write_pos.load(std::memory_order_relaxed)) {}
+    : RingWriter(region.header().rings[ring], region.ring_data(ring), region.capacity()) {}
+
+RingWriter::RingWriter(RingControl& control, std::byte* data, std::uint64_t capacity)
+    : control_(&control), data_(data), capacity_(capacity),
+      write_pos_(control_->write_pos.load(std::memory_order_relaxed)) {}
 
 std::uint64_t RingWriter::put(std::uint64_t pos, const void* data, std::uint64_t size) {
   if (size == 0) return pos;  // an empty frame's buffer may be null, which memcpy may not take
@@ -293,8 +296,12 @@ void RingWriter::wake(const Bell& bell) const noexcept {
 // ---- RingReader
 
 RingReader::RingReader(const Region& region, int ring, std::uint64_t max_payload)
-    : control_(&region.header().rings[ring]), data_(region.ring_data(ring)),
-      capacity_(region.capacity()), max_payload_(max_payload),
+    : RingReader(region.header().rings[ring], region.ring_data(ring), region.capacity(),
+                 max_payload) {}
+
+RingReader::RingReader(RingControl& control, const std::byte* data, std::uint64_t capacity,
+                       std::uint64_t max_payload)
+    : control_(&control), data_(data), capacity_(capacity), max_payload_(max_payload),
       read_pos_(control_->read_pos.load(std::memory_order_relaxed)) {}
 
 void RingReader::get(std::uint64_t pos, void* out, std::uint64_t size) const {

@@ -144,6 +144,9 @@ class Region {
 class RingWriter {
  public:
   RingWriter(const Region& region, int ring);
+  // Over one ring's control block and `capacity` bytes directly (what the constructor above
+  // does with a region's ring; tests write rings in plain memory with it).
+  RingWriter(RingControl& control, std::byte* data, std::uint64_t capacity);
   enum class Result { kWritten, kMarked, kFull, kCorrupt };
   // kWritten: the message is in the ring. kMarked: it did not fit, a marker took its place and
   // the caller must send it over ZeroMQ now. kFull: not even a marker fits (the reader is
@@ -167,6 +170,10 @@ class RingWriter {
 class RingReader {
  public:
   RingReader(const Region& region, int ring, std::uint64_t max_payload);
+  // Over one ring's control block and `capacity` bytes directly: the seam through which
+  // tests/fuzz/fuzz_shm_ring.cpp gives next() the rings a hostile writer could leave.
+  RingReader(RingControl& control, const std::byte* data, std::uint64_t capacity,
+             std::uint64_t max_payload);
   // kDropped: a well-formed record holding a malformed message (skipped, the ring goes on);
   // kCorrupt: the ring itself breaks the rules (stop reading it).
   enum class Kind { kEmpty, kMessage, kMarker, kDropped, kCorrupt };

@@ -1,0 +1,28 @@
+#pragma once
+// What fuzz_checkpoint and fuzz_resume do to an input before decoding it: a valid trailer (the
+// FNV-1a checksum core/coordinator/checkpoint.hpp defines over the body, then the end marker)
+// put in place of the input's own, so that mutations reach the manifest and the arrays behind
+// the checksum, as a file edited by hand or written by something else than disttrain would.
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace dt::fuzz {
+
+inline std::string with_valid_trailer(std::string_view input) {
+  constexpr std::string_view kEnd = "DTCKEND\n";
+  constexpr std::size_t kTrailer = 8 + kEnd.size();
+  const bool has_trailer = input.size() >= kTrailer && input.ends_with(kEnd);
+  std::string out(has_trailer ? input.substr(0, input.size() - kTrailer) : input);
+  std::uint64_t sum = 0xcbf29ce484222325ULL;  // FNV-1a 64 of every byte before it
+  for (const char c : out) sum = (sum ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  char bytes[8];
+  std::memcpy(bytes, &sum, 8);
+  out.append(bytes, 8);
+  out += kEnd;
+  return out;
+}
+
+}  // namespace dt::fuzz
