@@ -63,7 +63,7 @@ files::InputFile open_input(const fs::path& path) {
   try {
     return files::InputFile(path);
   } catch (const files::UnreadableFile& e) {
-    fail<DataError>("{}", e.message());
+    fail<DataError>("{}: cannot open: {}", path.string(), e.reason());  // as the CSV reader says
   }
 }
 
