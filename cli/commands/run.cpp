@@ -196,7 +196,8 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   const auto config = config::load(config_path, overrides);
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
   // no run folder behind, and neither does a checkpoint that does not fit.
-  const auto plan = roles::make_plan(config);
+  // Two threads for the CSV index: no worker has started yet, so the cores are free.
+  const auto plan = roles::make_plan(config, 2);
   const auto keys = roles::run_keys(config);
   roles::Checkpointer checkpointer(config, plan, config.output.dir);
   roles::RunResult result;

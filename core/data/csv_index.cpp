@@ -11,7 +11,9 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <exception>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 namespace dt::data {
@@ -138,6 +140,12 @@ class Indexer {
       }
     }
   }
+
+  // True between rows, with no blank line pending: where a half indexed on its own may follow.
+  [[nodiscard]] bool clean_row_start() const noexcept {
+    return state_ == State::kRowStart && blank_line_ == 0;
+  }
+  [[nodiscard]] std::uint64_t line() const noexcept { return line_; }
 
   void finish() {
     switch (state_) {
@@ -310,7 +318,70 @@ void read_header(CsvIndex& index, detail::RecordReader& reader) {
 
 }  // namespace
 
-CsvIndex index_csv(const std::filesystem::path& path) {
+namespace {
+
+// Feeds [from, to) of the mapped file to `indexer` a window at a time; returns where it stopped
+// (short of `to` only when the file has shrunk).
+std::uint64_t index_range(Indexer& indexer, detail::MappedFile& map,
+                          const detail::FileHandle& file, std::uint64_t from, std::uint64_t to) {
+  while (from < to) {
+    const std::uint64_t end = std::min(from + detail::MappedFile::kWindow, to);
+    const std::uint64_t got = map.readable(file, from, end);
+    indexer.feed(map.data() + from, static_cast<std::size_t>(got - from), from);
+    map.drop(from, got);
+    if (got < end) return got;
+    from = end;
+  }
+  return from;
+}
+
+// The first line start after `from`, or `to` when there is none before it.
+std::uint64_t next_line_start(detail::MappedFile& map, const detail::FileHandle& file,
+                              std::uint64_t from, std::uint64_t to) {
+  const std::uint64_t got = map.readable(file, from, std::min(from + detail::MappedFile::kWindow, to));
+  const auto* nl = static_cast<const char*>(
+      std::memchr(map.data() + from, '\n', static_cast<std::size_t>(got - from)));
+  return nl == nullptr ? to : static_cast<std::uint64_t>(nl - map.data()) + 1;
+}
+
+// Indexes [start, size) as two halves at once, the second [split, size) from a line start on a
+// thread of its own, as if it were a file (its line numbers count from 1). The second half is
+// kept only when the first ends cleanly at that line start and it has no error; otherwise
+// (split inside a quoted field, a blank line before it, an error to report with its true line
+// number) `indexer` reads it again, in order. Either way `indexer` is left where one pass
+// would leave it, for finish().
+void index_halves(CsvIndex& index, Indexer& indexer, detail::MappedFile& map,
+                  const detail::FileHandle& file, std::uint64_t start, std::uint64_t split,
+                  std::uint64_t size) {
+  CsvIndex tail;
+  tail.path = index.path;
+  tail.columns = index.columns;
+  Indexer tail_indexer(tail, split, 1);
+  std::exception_ptr tail_error;
+  std::jthread second([&] {
+    try {
+      (void)index_range(tail_indexer, map, file, split, size);  // short if the file shrank
+      tail_indexer.finish();
+    } catch (...) {
+      tail_error = std::current_exception();
+    }
+  });
+  if (index_range(indexer, map, file, start, split) < split) return;  // the file shrank
+  second.join();
+  if (!indexer.clean_row_start() || tail_error != nullptr) {
+    (void)index_range(indexer, map, file, split, size);
+    return;
+  }
+  const std::uint64_t shift = indexer.line() - 1;
+  index.row_offset.insert(index.row_offset.end(), tail.row_offset.begin(), tail.row_offset.end());
+  index.row_line.reserve(index.row_offset.size());
+  for (const std::uint64_t line : tail.row_line) index.row_line.push_back(line + shift);
+}
+
+}  // namespace
+
+CsvIndex index_csv(const std::filesystem::path& path, unsigned threads,
+                   std::uint64_t min_parallel_bytes) {
   CsvIndex index;
   index.path = path;
   detail::RecordReader reader(path, 0, 1);
@@ -318,20 +389,24 @@ CsvIndex index_csv(const std::filesystem::path& path) {
   read_header(index, reader);
 
   const detail::FileHandle file(path);
-  std::uint64_t offset = reader.offset();
-  Indexer indexer(index, offset, reader.line());
+  const std::uint64_t start = reader.offset();
+  Indexer indexer(index, start, reader.line());
   // In place from the page cache when the file can be mapped (no copy), else through a block.
   detail::MappedFile map(file.fd(), file.size());
   if (map.ok()) {
-    while (offset < file.size()) {
-      const std::uint64_t to = std::min(offset + detail::MappedFile::kWindow, file.size());
-      const std::uint64_t got = map.readable(file, offset, to);  // short if the file shrank
-      indexer.feed(map.data() + offset, static_cast<std::size_t>(got - offset), offset);
-      map.drop(offset, got);
-      if (got < to) break;
-      offset = to;
+    const std::uint64_t size = file.size();
+    // Small files are one pass: a thread would cost more than it saves.
+    const std::uint64_t split = threads > 1 && size - start >= min_parallel_bytes
+                                    ? next_line_start(map, file, start + (size - start) / 2, size)
+                                    : size;
+    if (split < size) {
+      index_halves(index, indexer, map, file, start, split, size);
+    } else {
+      (void)index_range(indexer, map, file, start, size);
     }
+    indexer.finish();  // nothing to do after a kept second half: it ended between rows
   } else {
+    std::uint64_t offset = start;
     const auto block = std::make_unique_for_overwrite<char[]>(detail::kBlockSize);
     for (;;) {
       const std::size_t n = file.read_at(offset, block.get(), detail::kBlockSize);
@@ -339,8 +414,8 @@ CsvIndex index_csv(const std::filesystem::path& path) {
       indexer.feed(block.get(), n, offset);
       offset += n;
     }
+    indexer.finish();
   }
-  indexer.finish();
   if (index.rows() == 0) fail<DataError>("{}: no data rows after the header", path.string());
   return index;
 }

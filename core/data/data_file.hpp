@@ -36,7 +36,8 @@ class FileHandle {
 // was opened, which a plain access would turn into SIGBUS; drop() releases pages already read,
 // so resident memory stays at a few windows whatever the file's size. Empty (ok() false) where
 // the system cannot map the file or populate a range (kernels before 5.14): the readers then
-// use pread. Not thread-safe; the file must stay open while it is mapped.
+// use pread. populate, readable and drop change nothing in the object, so threads may call them
+// on ranges of their own at once. The file must stay open while it is mapped.
 class MappedFile {
  public:
   static constexpr std::uint64_t kWindow = std::uint64_t{1} << 20;
