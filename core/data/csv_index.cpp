@@ -37,6 +37,36 @@ constexpr std::array<bool, 256> kUnquotedStop = [] {
   return table;
 }();
 
+#if defined(__SSE2__)
+// The common 64 bytes of a long row: no newline and no quote in them. Then only their commas
+// matter, and they are added to per-byte counters in `commas` (0 - 1 per comma, up to 4 per
+// byte lane per call) instead of being turned into masks and counted: about half the work of
+// byte_masks plus a bit count. False, with `commas` untouched, for any other chunk.
+inline bool quiet_chunk(const char* p, __m128i& commas) noexcept {
+  const __m128i newline = _mm_set1_epi8('\n');
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i comma = _mm_set1_epi8(',');
+  __m128i v[4];
+  __m128i special = _mm_setzero_si128();
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    special = _mm_or_si128(special, _mm_or_si128(_mm_cmpeq_epi8(v[k], newline),
+                                                 _mm_cmpeq_epi8(v[k], quote)));
+  }
+  if (_mm_movemask_epi8(special) != 0) return false;
+  for (int k = 0; k < 4; ++k) commas = _mm_sub_epi8(commas, _mm_cmpeq_epi8(v[k], comma));
+  return true;
+}
+
+// The sum of quiet_chunk's byte counters, which are then reset.
+inline std::uint64_t drain_commas(__m128i& commas) noexcept {
+  const __m128i sums = _mm_sad_epu8(commas, _mm_setzero_si128());  // two 64-bit sums
+  commas = _mm_setzero_si128();
+  return static_cast<std::uint64_t>(_mm_cvtsi128_si64(sums)) +
+         static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
+}
+#endif
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
@@ -170,7 +200,24 @@ class Indexer {
   std::size_t whole_lines(const char* buf, std::size_t n, std::size_t i, std::uint64_t base) {
     std::size_t start = i;  // the current line's first byte
     std::uint64_t commas = 0;  // in the current line, before the chunk being looked at
+#if defined(__SSE2__)
+    __m128i quiet_commas = _mm_setzero_si128();
+    int quiet = 0;  // chunks counted in quiet_commas: at most 63, so no byte lane overflows
+#endif
     for (std::size_t j = i; j + 64 <= n; j += 64) {
+#if defined(__SSE2__)
+      if (quiet_chunk(buf + j, quiet_commas)) {
+        if (++quiet == 63) {
+          commas += drain_commas(quiet_commas);
+          quiet = 0;
+        }
+        continue;
+      }
+      if (quiet > 0) {
+        commas += drain_commas(quiet_commas);
+        quiet = 0;
+      }
+#endif
       const detail::ByteMasks m = detail::byte_masks(buf + j);
       // Newlines after the first quote belong to the state machine.
       const std::uint64_t before_quote =

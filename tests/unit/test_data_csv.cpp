@@ -409,3 +409,27 @@ TEST_CASE("csv: the index in two halves gives one pass's rows, lines and errors"
   CHECK(rows_kept > 300);
   CHECK(mismatches == 0);
 }
+
+TEST_CASE("csv: the index counts the commas of long rows exactly") {
+  // Rows of "1,1,1,...": 6 KB each, commas in every other byte, so the index's per-byte comma
+  // counters of newline-free chunks must be drained before they overflow (every 63 chunks).
+  const int cols = 3000;
+  std::string header;
+  std::string row;
+  for (int c = 0; c < cols; ++c) {
+    header += fmt::format("c{}{}", c, c + 1 < cols ? "," : "\n");
+    row += c + 1 < cols ? "1," : "1\n";
+  }
+  const CsvFile good(header + row + row + row);
+  const auto index = index_csv(good.path);
+  CHECK(index.rows() == 3);
+  CHECK(index.row_offset[2] == header.size() + 2 * row.size());
+  std::string fewer = row;
+  fewer.erase(4000, 2);  // one cell less, in the middle of the row
+  const CsvFile short_row(header + row + fewer + row);
+  CHECK(data_error([&] { (void)index_csv(short_row.path); }) ==
+        short_row.at(fmt::format(":3:1: row has {} fields, the header has {}", cols - 1, cols)));
+  const CsvFile long_row(header + row + row + "1," + row);
+  CHECK(data_error([&] { (void)index_csv(long_row.path); }) ==
+        long_row.at(fmt::format(":4:1: row has {} fields, the header has {}", cols + 1, cols)));
+}
