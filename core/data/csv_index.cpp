@@ -7,6 +7,8 @@
 #include "core/data/csv_io.hpp"
 #include "base/error.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -403,6 +405,23 @@ void index_halves(CsvIndex& index, Indexer& indexer, detail::MappedFile& map,
   CsvIndex tail;
   tail.path = index.path;
   tail.columns = index.columns;
+  // Room for the second half's rows, reserved here rather than grown on the thread: memory a
+  // thread allocates stays in its own malloc arena once freed, out of the main thread's reach
+  // (the coordinator's peak RSS on the 2 GB file was 15 MiB higher). The rows are estimated
+  // from the lines of its first window, plus a quarter, and capped at one row per 16 bytes of
+  // the half (16 bytes of index a row), so an odd first window (a quoted text of many short
+  // lines) cannot reserve more than the half's own size. Past the estimate they grow as usual.
+  {
+    const std::uint64_t window = std::min(split + detail::MappedFile::kWindow, size);
+    const std::uint64_t sample_end = map.readable(file, split, window);
+    const auto lines = static_cast<std::uint64_t>(
+        std::count(map.data() + split, map.data() + sample_end, '\n'));
+    const std::uint64_t estimate =
+        sample_end > split ? lines * (size - split) / (sample_end - split) : 0;
+    const std::uint64_t rows = std::min(estimate + estimate / 4 + 1024, (size - split) / 16);
+    tail.row_offset.reserve(rows);
+    tail.row_line.reserve(rows);
+  }
   Indexer tail_indexer(tail, split, 1);
   std::exception_ptr tail_error;
   std::jthread second([&] {
@@ -448,6 +467,8 @@ CsvIndex index_csv(const std::filesystem::path& path, unsigned threads,
                                     : size;
     if (split < size) {
       index_halves(index, indexer, map, file, start, split, size);
+      // What the thread did allocate stays in its own malloc arena once freed: give it back.
+      (void)::malloc_trim(0);
     } else {
       (void)index_range(indexer, map, file, start, size);
     }
