@@ -387,7 +387,8 @@ std::uint64_t index_range(Indexer& indexer, detail::MappedFile& map,
 // The first line start after `from`, or `to` when there is none before it.
 std::uint64_t next_line_start(detail::MappedFile& map, const detail::FileHandle& file,
                               std::uint64_t from, std::uint64_t to) {
-  const std::uint64_t got = map.readable(file, from, std::min(from + detail::MappedFile::kWindow, to));
+  const std::uint64_t window = std::min(from + detail::MappedFile::kWindow, to);
+  const std::uint64_t got = map.readable(file, from, window);
   const auto* nl = static_cast<const char*>(
       std::memchr(map.data() + from, '\n', static_cast<std::size_t>(got - from)));
   return nl == nullptr ? to : static_cast<std::uint64_t>(nl - map.data()) + 1;
