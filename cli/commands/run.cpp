@@ -207,7 +207,8 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   }
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
   // no run folder behind, and neither does a checkpoint that does not fit.
-  const auto plan = roles::make_plan(config);
+  // Two threads for the CSV index: no worker has started yet, so the cores are free.
+  const auto plan = roles::make_plan(config, 2);
   std::optional<roles::InitialModel> init;
   if (!config.model.init.empty()) init = output::read_initial_model(config, plan.source);
   const auto keys = roles::run_keys(config);

@@ -17,12 +17,12 @@ std::uint64_t local_steps_per_epoch(const config::TrainingConfig& training, std:
   return std::max<std::uint64_t>(1, (rows + batch - 1) / batch);
 }
 
-Plan make_plan(const config::Config& config) {
+Plan make_plan(const config::Config& config, unsigned index_threads) {
   Plan plan;
   if (config.shards.strategy == config::ShardStrategy::kContiguous) {
-    plan_segments(config, plan);  // no list of every row: none of its shards can be empty
+    plan_segments(config, plan, index_threads);  // no list of every row: no shard can be empty
   } else {
-    const auto shards = plan_rows(config, plan);
+    const auto shards = plan_rows(config, plan, index_threads);
     for (std::size_t r = 0; r < shards.size(); ++r) {
       plan.segments.push_back(data::to_segments(shards[r], plan.source_of(r).csv));
       plan.shard_rows.push_back(shards[r].size());

@@ -34,7 +34,9 @@ struct Plan {
   int tensor = 1;
   std::vector<models::Range> columns;  // per rank: the feature columns it loads; empty: all
 };
-[[nodiscard]] Plan make_plan(const config::Config& config);
+// index_threads: how many threads the CSV index may use. `run` gives 2: nothing else runs before
+// the plan is made. `validate` keeps 1 (its bytes per second are read as one core's).
+[[nodiscard]] Plan make_plan(const config::Config& config, unsigned index_threads = 1);
 
 // Local steps per epoch of a worker with `rows` rows in the modes where training.batch_size is
 // per worker (parameters, async): ceil(rows / batch_size), at least 1; 1 with `full`.

@@ -44,16 +44,16 @@ std::vector<std::vector<std::uint64_t>> plan_files(const config::Config& config,
 }
 
 // The source and the held-out rows, for every strategy but files.
-void describe(const config::Config& config, Plan& plan) {
-  plan.source = data::describe_source(config);
+void describe(const config::Config& config, Plan& plan, unsigned index_threads) {
+  plan.source = data::describe_source(config, index_threads);
   plan.validation_rows =
       data::validation_rows(plan.source.rows, config.data.validation_fraction, config.seed);
 }
 
 }  // namespace
 
-void plan_segments(const config::Config& config, Plan& plan) {
-  describe(config, plan);
+void plan_segments(const config::Config& config, Plan& plan, unsigned index_threads) {
+  describe(config, plan, index_threads);
   plan.segments = data::contiguous_segments(plan.source.rows, plan.validation_rows,
                                             config.shards.count, plan.source.csv);
   for (const auto& segments : plan.segments) {
@@ -64,11 +64,12 @@ void plan_segments(const config::Config& config, Plan& plan) {
   }
 }
 
-std::vector<std::vector<std::uint64_t>> plan_rows(const config::Config& config, Plan& plan) {
+std::vector<std::vector<std::uint64_t>> plan_rows(const config::Config& config, Plan& plan,
+                                                  unsigned index_threads) {
   const auto& shards = config.shards;
   if (shards.strategy == config::ShardStrategy::kFiles) return plan_files(config, plan);
 
-  describe(config, plan);
+  describe(config, plan, index_threads);
   if (shards.strategy != config::ShardStrategy::kByLabel &&
       shards.strategy != config::ShardStrategy::kDirichlet) {
     return data::plan_shards(plan.source.rows, plan.validation_rows, shards.count,

@@ -25,8 +25,12 @@ struct CsvIndex {
 // Reads the whole file once: header, row boundaries, and the field count of every row. Throws
 // DataError for an empty file, a missing header, an unterminated quote, or a ragged row
 // ("data.csv:17:1: row has 4 fields, the header has 5"). Blank lines at the end are ignored;
-// a blank line in the middle is an error.
-[[nodiscard]] CsvIndex index_csv(const std::filesystem::path& path);
+// a blank line in the middle is an error. With threads > 1 a large file is indexed in two
+// halves at once (the second from the first line start past the middle), with the same result
+// and the same errors as one pass: a half that starts inside a quoted field, or that has an
+// error, is read again in order. Files under min_parallel_bytes are one pass (tests lower it).
+[[nodiscard]] CsvIndex index_csv(const std::filesystem::path& path, unsigned threads = 1,
+                                 std::uint64_t min_parallel_bytes = std::uint64_t{64} << 20);
 
 // One parsed record: its fields unquoted, with the line and column each field starts at.
 struct CsvField {

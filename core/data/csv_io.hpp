@@ -1,9 +1,10 @@
 #pragma once
-// Internal to core/data: the file handle and the record parser shared by index_csv, CsvReader and
-// load_shard. Not part of the module's interface (nothing outside core/data/ includes it).
+// Internal to core/data: the record parser shared by index_csv, CsvReader and load_shard (the
+// file itself is read through data_file.hpp). Not part of the module's interface (nothing
+// outside core/data/ includes it).
 
 #include "core/data/csv.hpp"
-#include "base/files.hpp"
+#include "core/data/data_file.hpp"
 
 #include <charconv>
 #include <cstddef>
@@ -23,26 +24,6 @@ namespace dt::data::detail {
 // 256 KiB: a block read with pread is still in the core's L2 cache when it is parsed (1 MiB
 // was slower by a few percent).
 inline constexpr std::size_t kBlockSize = std::size_t{1} << 18;
-
-// An open file read with pread: no shared file position, so a reader can jump anywhere.
-// DataError names the path and errno text when it cannot be opened or read.
-class FileHandle {
- public:
-  explicit FileHandle(const std::filesystem::path& path);
-  ~FileHandle();
-  FileHandle(const FileHandle&) = delete;
-  FileHandle& operator=(const FileHandle&) = delete;
-  // Reads up to n bytes at offset; fewer only at the end of the file.
-  [[nodiscard]] std::size_t read_at(std::uint64_t offset, char* out, std::size_t n) const;
-  [[nodiscard]] std::uint64_t size() const noexcept { return file_.size(); }
-
- private:
-  std::filesystem::path path_;
-  files::InputFile file_;  // a regular file only: a FIFO or /dev/zero is refused (DataError)
-};
-
-// Length of the UTF-8 byte order mark at the start of the file (0 or 3).
-[[nodiscard]] std::size_t bom_length(const FileHandle& file);
 
 // "'text'" for messages, shortened when a cell is long and with control bytes escaped.
 [[nodiscard]] std::string quote_for_message(std::string_view text);
@@ -107,9 +88,16 @@ class RecordReader {
   enum class Parse { kRecord, kBlank, kEnd, kNeedMore };
   [[nodiscard]] Parse parse(std::vector<FieldView>& fields);
   void refill();
+  void refill_mapped();
+  [[nodiscard]] const char* base() const noexcept { return map_.ok() ? map_.data() : buf_.get(); }
 
+  // Mapped (map_.ok()): the buffer is the file itself, buf_offset_ stays 0 and end_ is how far
+  // it has been populated; mapped_from_ is the first byte still mapped in. Else buf_ holds a
+  // window read with pread.
   std::filesystem::path path_;
   FileHandle file_;
+  MappedFile map_;
+  std::uint64_t mapped_from_ = 0;
   std::unique_ptr<char[]> buf_;
   std::size_t capacity_ = kBlockSize;
   std::uint64_t buf_offset_ = 0;  // file offset of buf_[0]

@@ -143,7 +143,8 @@ bool to_number(std::string_view trimmed, double& out) {
 
 RecordReader::RecordReader(const std::filesystem::path& path, std::uint64_t offset,
                            std::uint64_t line)
-    : path_(path), file_(path), buf_(std::make_unique_for_overwrite<char[]>(kBlockSize)) {
+    : path_(path), file_(path), map_(file_.fd(), file_.size()) {
+  if (!map_.ok()) buf_ = std::make_unique_for_overwrite<char[]>(kBlockSize);
   seek(offset, line);
 }
 
@@ -151,7 +152,14 @@ void RecordReader::seek(std::uint64_t offset, std::uint64_t line) {
   // A reader placed at the very start skips the byte order mark, so columns on line 1 count
   // from the first real character, as editors show them.
   if (offset == 0) offset = bom_length(file_);
-  if (offset >= buf_offset_ && offset <= buf_offset_ + end_) {
+  if (map_.ok()) {
+    if (offset < mapped_from_ || offset > end_) {  // elsewhere: start a new window there
+      map_.drop(mapped_from_, end_);
+      mapped_from_ = end_ = static_cast<std::size_t>(offset);
+      eof_ = offset >= file_.size();
+    }
+    pos_ = static_cast<std::size_t>(offset);
+  } else if (offset >= buf_offset_ && offset <= buf_offset_ + end_) {
     pos_ = static_cast<std::size_t>(offset - buf_offset_);
   } else {
     buf_offset_ = offset;
@@ -162,7 +170,25 @@ void RecordReader::seek(std::uint64_t offset, std::uint64_t line) {
   line_start_ = offset;
 }
 
+void RecordReader::refill_mapped() {
+  // Pages well behind the reader are released; the ones of the current record stay.
+  if (pos_ - mapped_from_ >= 4 * MappedFile::kWindow) {
+    const std::uint64_t keep = pos_ - MappedFile::kWindow;
+    map_.drop(mapped_from_, keep);
+    mapped_from_ = keep;
+  }
+  const std::uint64_t to = std::min(end_ + MappedFile::kWindow, file_.size());
+  const std::uint64_t got = map_.readable(file_, end_, to);
+  // Short only when the file has shrunk: it ends there, as with a short pread.
+  eof_ = got < to || to == file_.size();
+  end_ = static_cast<std::size_t>(got);
+}
+
 void RecordReader::refill() {
+  if (map_.ok()) {
+    refill_mapped();
+    return;
+  }
   if (pos_ > 0) {
     std::memmove(buf_.get(), buf_.get() + pos_, end_ - pos_);
     buf_offset_ += pos_;
@@ -184,8 +210,8 @@ void RecordReader::refill() {
 std::string_view RecordReader::peek(std::size_t want) {
   // Refill unless the buffer is full from its first byte (a row longer than the buffer, which
   // next_views grows it for).
-  if (end_ - pos_ < want && !eof_ && (pos_ > 0 || end_ < capacity_)) refill();
-  return {buf_.get() + pos_, end_ - pos_};
+  if (end_ - pos_ < want && !eof_ && (map_.ok() || pos_ > 0 || end_ < capacity_)) refill();
+  return {base() + pos_, end_ - pos_};
 }
 
 bool RecordReader::next_views(std::vector<FieldView>& fields) {
@@ -214,7 +240,7 @@ bool RecordReader::next(std::vector<CsvField>& fields) {
 // when the record is complete, so a kNeedMore can simply start over after a refill.
 RecordReader::Parse RecordReader::parse(std::vector<FieldView>& fields) {
   constexpr std::size_t kInBuffer = ~std::size_t{0};
-  const char* const buf = buf_.get();
+  const char* const buf = base();
   const char* const end = buf + end_;
   const char* p = buf + pos_;
   std::uint64_t line = line_;

@@ -233,7 +233,7 @@ void load_synthetic(const config::Config& config, const SourceInfo& source,
 
 }  // namespace
 
-SourceInfo describe_source(const config::Config& config) {
+SourceInfo describe_source(const config::Config& config, unsigned index_threads) {
   const config::DataConfig& data = config.data;
   SourceInfo info;
   std::string origin;
@@ -251,7 +251,7 @@ SourceInfo describe_source(const config::Config& config) {
     origin = "synthetic data";
   } else {
     if (data.path.empty()) fail<DataError>("data: no data source; set data.path or data.synthetic");
-    info.csv = index_csv(data.path);
+    info.csv = index_csv(data.path, index_threads);
     info.columns = info.csv->columns;
     for (const auto& column : info.columns) {
       if (!text::valid_utf8(column)) {

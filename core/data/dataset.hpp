@@ -54,8 +54,8 @@ void use_local_copy(const std::filesystem::path& file, SourceInfo& source,
 
 // Indexes the CSV (or describes the synthetic source) and resolves the label column.
 // DataError when the label column is missing: "data.csv: no column 'target'; columns are: a, b, y
-// (did you mean 'targets'?)".
-[[nodiscard]] SourceInfo describe_source(const config::Config& config);
+// (did you mean 'targets'?)". index_threads: how many threads index_csv may use.
+[[nodiscard]] SourceInfo describe_source(const config::Config& config, unsigned index_threads = 1);
 
 // Row indices (in source order, sorted) held out for validation: round(fraction * rows) rows
 // drawn without replacement from the seed. Every process computes the same set.

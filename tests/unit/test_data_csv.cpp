@@ -346,3 +346,90 @@ TEST_CASE("csv: the index and the reader agree on random input") {
   CHECK(accepted > 1000);
   CHECK(mismatches == 0);
 }
+
+TEST_CASE("csv: the index in two halves gives one pass's rows, lines and errors") {
+  // index_csv with 2 threads splits at the first line start past the middle; on random files
+  // (quoted fields with newlines, blank lines, CRLF, ragged rows, unterminated quotes) the split
+  // lands everywhere, inside quoted fields too. Every outcome must be one pass's.
+  const dt::files::TempDir dir("dt-test-csv");
+  const auto path = dir.path() / "halves.csv";
+  std::uint64_t state = 7;
+  const auto draw = [&](std::uint64_t bound) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>((state >> 33) % bound);
+  };
+  const auto outcome = [&](unsigned threads) {
+    try {
+      const auto index = index_csv(path, threads, 0);
+      std::string out = "rows";
+      for (std::uint64_t k = 0; k < index.rows(); ++k) {
+        out += fmt::format(" {}@{}", index.row_offset[k], index.row_line[k]);
+      }
+      return out;
+    } catch (const dt::DataError& e) {
+      return std::string(e.what());
+    }
+  };
+  const char* const tokens[] = {"1", "", "22", "\"a,b\"", "\"x\r\ny\"", "\"q\"\"\"", "\"a\n\n\"",
+                                "3.5", "\"\n\"", "x y"};
+  int rows_kept = 0;
+  int mismatches = 0;
+  for (int round = 0; round < 1500; ++round) {
+    std::string text = "h1,h2,h3\n";
+    const std::size_t rows = 2 + draw(14);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (int c = 0; c < 3; ++c) {
+        text += tokens[draw(std::size(tokens))];
+        text += c < 2 ? "," : (draw(3) == 0 ? "\r\n" : "\n");
+      }
+    }
+    // Sometimes broken: a ragged row, a blank line, a stray quote; or blank lines at the end.
+    const auto put = [&](std::size_t at, const char* what) {
+      text = text.substr(0, at) + what + text.substr(at);
+    };
+    switch (round % 5) {
+      case 1: put(text.rfind('\n', text.size() - 2) + 1, "1,2\n"); break;
+      case 2: put(text.find('\n', text.size() / 2) + 1, "\n"); break;
+      case 3: put(draw(text.size() - 9) + 9, "\""); break;
+      case 4: text += "\n\r\n"; break;
+      default: break;
+    }
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out << text;
+    }
+    const std::string one = outcome(1);
+    const std::string two = outcome(2);
+    rows_kept += one.rfind("rows", 0) == 0 ? 1 : 0;
+    if (one != two) {
+      ++mismatches;
+      MESSAGE(fmt::format("{:?}\none pass:   {}\ntwo halves: {}", text, one, two));
+    }
+  }
+  CHECK(rows_kept > 300);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("csv: the index counts the commas of long rows exactly") {
+  // Rows of "1,1,1,...": 6 KB each, commas in every other byte, so the index's per-byte comma
+  // counters of newline-free chunks must be drained before they overflow (every 63 chunks).
+  const int cols = 3000;
+  std::string header;
+  std::string row;
+  for (int c = 0; c < cols; ++c) {
+    header += fmt::format("c{}{}", c, c + 1 < cols ? "," : "\n");
+    row += c + 1 < cols ? "1," : "1\n";
+  }
+  const CsvFile good(header + row + row + row);
+  const auto index = index_csv(good.path);
+  CHECK(index.rows() == 3);
+  CHECK(index.row_offset[2] == header.size() + 2 * row.size());
+  std::string fewer = row;
+  fewer.erase(4000, 2);  // one cell less, in the middle of the row
+  const CsvFile short_row(header + row + fewer + row);
+  CHECK(data_error([&] { (void)index_csv(short_row.path); }) ==
+        short_row.at(fmt::format(":3:1: row has {} fields, the header has {}", cols - 1, cols)));
+  const CsvFile long_row(header + row + row + "1," + row);
+  CHECK(data_error([&] { (void)index_csv(long_row.path); }) ==
+        long_row.at(fmt::format(":4:1: row has {} fields, the header has {}", cols + 1, cols)));
+}

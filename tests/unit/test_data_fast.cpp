@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -224,4 +225,63 @@ TEST_CASE("csv index: the SSE2 and portable byte masks agree, and quotes mid-chu
   const CsvFile ragged("p,q\n1,2\n3,4,5\n");
   CHECK(data_error([&] { (void)dt::data::index_csv(ragged.path); }) ==
         ragged.at(":3:1: row has 3 fields, the header has 2"));
+}
+
+TEST_CASE("csv fast path: the 32-byte digit scan gives the general path's bits") {
+  // The scan reads up to 40 bytes from a cell, so every cell here is followed by a long row;
+  // the cells in the first test above are too near the end of their file to reach it.
+  std::vector<std::string> cells = {
+      "0", "-0", "-0.0", "1.", "-1.", "7", "12345678", "123456789", "12345678.5", "123456789.5",
+      "0.0000000000000000001", "00000000.00000000001", "1234567890123456789",
+      "9999999999999999999", "12345678901234567890", "1.234567890123456789",
+      "0.12345678901234567890", "9007199254740993", "9007199254740992.5", "0.30000000000000004",
+      "-0.7447578671036936", "0.048610413161816565", "-1.5913096293276847", "1e5", "1.5E-3",
+      "2.2250738585072011e-308", "4.9e-324", "1.0000000000000002", "0.9999999999999999",
+      "123.456", "1.", "3.14159265358979323846", "00000000000000000000000001"};
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 4000; ++i) {  // shortest round trips of doubles of every size and length
+    const double v = std::uniform_real_distribution<double>(-1.0, 1.0)(rng) *
+                     std::pow(10.0, static_cast<int>(rng() % 24) - 8);
+    cells.push_back(fmt::format("{}", v));
+    cells.push_back(fmt::format("{:.{}f}", v, static_cast<int>(rng() % 19)));
+  }
+  std::string text = "a,b,y\n";
+  std::vector<std::string> expected;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    text += fmt::format("{},1,{}\n", cells[i], i);
+    expected.push_back(reference(cells[i], "", 0, 0, "a"));
+  }
+  for (int i = 0; i < 8; ++i) text += "0.125,0.25,0.5\n";  // the last cells also have a reach
+  const CsvFile f(text);
+  const auto shard = load_all(f, LabelKind::kNumeric);
+  REQUIRE(static_cast<std::size_t>(shard.x.rows()) == cells.size() + 8);
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    CAPTURE(cells[i]);
+    CHECK(fmt::format("bits {:016x}", std::bit_cast<std::uint64_t>(shard.x(
+              static_cast<Eigen::Index>(i), 0))) == expected[i]);
+  }
+}
+
+TEST_CASE("csv reading: a file that shrinks while it is read ends there, without a crash") {
+  // The mapped reader populates each window before it reads it, so a file cut short under it
+  // ends the data, as a short pread would, instead of raising SIGBUS on the lost pages.
+  std::string text = "a,y\n";
+  for (int r = 0; r < 200000; ++r) text += fmt::format("{}.5,{}\n", r, r % 7);  // about 2 MB
+  const CsvFile f(text);
+  dt::data::detail::RecordReader reader(f.path, 0, 1);
+  std::vector<dt::data::detail::FieldView> fields;
+  REQUIRE(reader.next_views(fields));  // the header: the first 1 MiB window is in
+  // Cut after the row that ends first past 1.2 MB: inside the reader's second window.
+  const std::size_t cut = text.find('\n', 1200000) + 1;
+  std::filesystem::resize_file(f.path, cut);
+  std::uint64_t rows = 0;
+  std::string last;
+  while (reader.next_views(fields)) {
+    ++rows;
+    last = std::string(fields.front().text());
+  }
+  const auto kept = static_cast<std::uint64_t>(
+      std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(cut), '\n') - 1);
+  CHECK(rows == kept);
+  CHECK(last == fmt::format("{}.5", kept - 1));
 }
