@@ -374,7 +374,7 @@ TEST_CASE("csv: the index in two halves gives one pass's rows, lines and errors"
                                 "3.5", "\"\n\"", "x y"};
   int rows_kept = 0;
   int mismatches = 0;
-  for (int round = 0; round < 1500; ++round) {
+  for (int round = 0; round < 500; ++round) {
     std::string text = "h1,h2,h3\n";
     const std::size_t rows = 2 + draw(14);
     for (std::size_t r = 0; r < rows; ++r) {
@@ -406,7 +406,7 @@ TEST_CASE("csv: the index in two halves gives one pass's rows, lines and errors"
       MESSAGE(fmt::format("{:?}\none pass:   {}\ntwo halves: {}", text, one, two));
     }
   }
-  CHECK(rows_kept > 300);
+  CHECK(rows_kept > 100);
   CHECK(mismatches == 0);
 }
 
