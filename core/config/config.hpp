@@ -41,7 +41,13 @@ struct SyntheticConfig {
 struct DataConfig {
   std::filesystem::path path;            // resolved against the config file's folder; empty with synthetic
   std::optional<std::string> label;      // default: the last column
+  // data.features / data.exclude: column names or ranges "a:b" (see data::select_features);
+  // empty: every column but the label / none.
+  std::vector<std::string> features;
+  std::vector<std::string> exclude;
   Normalize normalize = Normalize::kStandard;
+  // data.delimiter: 0 detects it from the header (auto); else ',', '\t', ';' or '|'.
+  char delimiter = 0;
   // data.compression: auto (the file's name, .gz or .zst, checked against its first bytes).
   Compression compression = Compression::kAuto;
   double validation_fraction = 0.0;      // 0 = no validation split

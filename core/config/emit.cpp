@@ -37,6 +37,12 @@ class Writer {
     out_ << YAML::EndSeq;
   }
 
+  void put(const char* key, const std::vector<std::string>& values) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& v : values) out_ << v;
+    out_ << YAML::EndSeq;
+  }
+
   void put(const char* key, const std::vector<std::filesystem::path>& paths) {
     out_ << YAML::Key << key << YAML::Value << YAML::BeginSeq;
     for (const auto& p : paths) out_ << p.string();
@@ -98,6 +104,9 @@ void write_data(Writer& w, const DataConfig& d) {
   w.begin("data");
   if (!d.synthetic && !d.path.empty()) w.put("path", d.path.string());
   if (d.label) w.put("label", *d.label);
+  if (d.delimiter != 0) w.put("delimiter", delimiter_name(d.delimiter));
+  if (!d.features.empty()) w.put("features", d.features);
+  if (!d.exclude.empty()) w.put("exclude", d.exclude);
   w.put("normalize", name_of(d.normalize));
   if (!d.synthetic && !d.path.empty()) w.put("compression", name_of(d.compression));
   w.put("validation", d.validation_fraction);

@@ -242,4 +242,14 @@ Task task_of(const ModelConfig& model) {
   return model.task;
 }
 
+const char* delimiter_name(char delimiter) noexcept {
+  switch (delimiter) {
+    case ',': return "comma";
+    case '\t': return "tab";
+    case ';': return "semicolon";
+    case '|': return "pipe";
+    default: return "auto";
+  }
+}
+
 }  // namespace dt::config

@@ -28,6 +28,8 @@ enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
 [[nodiscard]] const char* name_of(Normalize v);
 [[nodiscard]] const char* name_of(Compression v);
 [[nodiscard]] const char* name_of(SyntheticKind v);
+// data.delimiter: "comma", "tab", "semicolon", "pipe" for ',', '\t', ';', '|'; "auto" for 0.
+[[nodiscard]] const char* delimiter_name(char delimiter) noexcept;
 [[nodiscard]] const char* name_of(ShardStrategy v);
 [[nodiscard]] const char* name_of(AggregationMode v);
 [[nodiscard]] const char* name_of(Topology v);

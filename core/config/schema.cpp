@@ -62,6 +62,20 @@ std::vector<Key> build_keys() {
        "`shards.strategy: files`)."},
       {"data.label", "string", "", "the last column",
        "Name of the label column (with `data.path` only)."},
+      {"data.delimiter", "`auto`, `comma`, `tab`, `semicolon` or `pipe`", "", "auto",
+       "The field separator of `data.path` (and `shards.files`): `auto` uses tab for a `.tsv` "
+       "file, else the one of comma, tab, semicolon and pipe that splits the header line into "
+       "the most fields (the first data line into as many), comma when none does. A forced "
+       "one that does not split the header, while another does, is refused naming that one. "
+       "Quoting works as for commas; `predict` and `eval` detect their file's separator."},
+      {"data.features", "list of strings", "", "every column but the label",
+       "The feature columns: column names, or ranges `first:last` of two names (`x0:x9`) or of "
+       "two 1-based column numbers (`2:11`), inclusive; a range may span the label, which is "
+       "skipped. The model's features are these columns in file order; `predict` and `eval` "
+       "find them by name in files that have more columns."},
+      {"data.exclude", "list of strings", "", "none",
+       "Columns to leave out (IDs, text), as names or ranges like `data.features`; applied "
+       "after it."},
       {"data.compression", one_of(kCompressions), "auto", "",
        "How `data.path` is compressed: `auto` tells gzip (`.gz`) and zstd (`.zst`) from the "
        "file's name and checks its first bytes (a name and content that disagree are refused); "

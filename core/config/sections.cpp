@@ -93,6 +93,22 @@ SyntheticConfig parse_synthetic(const Section& s) {
   return c;
 }
 
+// data.features / data.exclude: a list of column names or ranges (one string is a list of one).
+std::vector<std::string> column_entries(const Section& s, std::string_view key) {
+  std::vector<std::string> out;
+  if (!s.has(key)) return out;
+  const YAML::Node list = s.node(key);
+  if (list.IsScalar()) return {s.string(key, "")};
+  if (!list.IsSequence() || list.size() == 0) {
+    s.fail(key, fmt::format("expected a list of column names or ranges like [id, x0:x9], got {}",
+                            describe(list)));
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    out.push_back(s.reader().string(list[i], fmt::format("{}[{}]", s.path(key), i)));
+  }
+  return out;
+}
+
 DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_files) {
   DataConfig d;
   const bool from_file = s.has("path");
@@ -119,6 +135,20 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
       s.fail("label", "names a column of the data.path file; remove it with data.synthetic");
     d.label = s.string("label", "");
   }
+  if (s.has("delimiter")) {
+    if (generated) s.fail("delimiter", "applies to data.path only; remove it with data.synthetic");
+    const std::string name = s.string("delimiter", "auto");
+    const std::vector<std::string> names = {"auto", "comma", "tab", "semicolon", "pipe"};
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      s.fail("delimiter", fmt::format("expected auto, comma, tab, semicolon or pipe, got '{}'{}",
+                                      name, text::suggestion_suffix(name, names)));
+    }
+    static constexpr char kSeparators[] = {0, ',', '\t', ';', '|'};
+    d.delimiter = kSeparators[it - names.begin()];
+  }
+  d.features = column_entries(s, "features");
+  d.exclude = column_entries(s, "exclude");
   d.normalize = s.choice("normalize", d.normalize, kNormalizations);
   d.compression = s.choice("compression", d.compression, kCompressions);
   if (s.has("compression") && !from_file) {

@@ -16,6 +16,7 @@ namespace dt::data {
 struct CsvIndex {
   std::filesystem::path path;
   std::vector<std::string> columns;       // header names, BOM stripped, unquoted
+  char delimiter = ',';                   // the field separator: ',', '\t', ';' or '|'
   std::vector<std::uint64_t> row_offset;  // byte offset where data row i starts
   std::vector<std::uint64_t> row_line;    // 1-based line number where data row i starts
   std::uint64_t file_size = 0;
@@ -29,8 +30,17 @@ struct CsvIndex {
 // halves at once (the second from the first line start past the middle), with the same result
 // and the same errors as one pass: a half that starts inside a quoted field, or that has an
 // error, is read again in order. Files under min_parallel_bytes are one pass (tests lower it).
+//
+// `delimiter` 0 detects the separator (detect_delimiter); else it is used as given, and a header
+// it does not split while another does is refused with the one the header seems to use.
 [[nodiscard]] CsvIndex index_csv(const std::filesystem::path& path, unsigned threads = 1,
-                                 std::uint64_t min_parallel_bytes = std::uint64_t{64} << 20);
+                                 std::uint64_t min_parallel_bytes = std::uint64_t{64} << 20,
+                                 char delimiter = 0);
+
+// The separator of a file: tab for a name ending in .tsv; else the one of ',', '\t', ';', '|'
+// that splits the header line into the most fields (more than one), the first data line (if
+// any) into as many; ',' when none does.
+[[nodiscard]] char detect_delimiter(const std::filesystem::path& path);
 
 // One parsed record: its fields unquoted, with the line and column each field starts at.
 struct CsvField {
@@ -42,7 +52,8 @@ struct CsvField {
 // Sequential reader that starts at a byte offset (a row start from the index) and yields records.
 class CsvReader {
  public:
-  CsvReader(const std::filesystem::path& path, std::uint64_t byte_offset, std::uint64_t line);
+  CsvReader(const std::filesystem::path& path, std::uint64_t byte_offset, std::uint64_t line,
+            char delimiter = ',');
   ~CsvReader();  // defined where Impl is complete
   CsvReader(const CsvReader&) = delete;
   CsvReader& operator=(const CsvReader&) = delete;

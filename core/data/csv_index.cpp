@@ -31,23 +31,23 @@ enum class State : std::uint8_t {
   kAfterQuote,  // closed; only spaces or a CR may come before the separator
 };
 
-// Bytes that end an unquoted field; everything else is skipped in the tight inner loop.
-constexpr std::array<bool, 256> kUnquotedStop = [] {
+// Bytes that end an unquoted field (the separator and a newline); everything else is skipped in
+// the tight inner loop.
+std::array<bool, 256> unquoted_stops(char sep) {
   std::array<bool, 256> table{};
-  table[static_cast<unsigned char>(',')] = true;
+  table[static_cast<unsigned char>(sep)] = true;
   table[static_cast<unsigned char>('\n')] = true;
   return table;
-}();
+}
 
 #if defined(__SSE2__)
 // The common 64 bytes of a long row: no newline and no quote in them. Then only their commas
 // matter, and they are added to per-byte counters in `commas` (0 - 1 per comma, up to 4 per
 // byte lane per call) instead of being turned into masks and counted: about half the work of
 // byte_masks plus a bit count. False, with `commas` untouched, for any other chunk.
-inline bool quiet_chunk(const char* p, __m128i& commas) noexcept {
+inline bool quiet_chunk(const char* p, __m128i comma, __m128i& commas) noexcept {
   const __m128i newline = _mm_set1_epi8('\n');
   const __m128i quote = _mm_set1_epi8('"');
-  const __m128i comma = _mm_set1_epi8(',');
   __m128i v[4];
   __m128i special = _mm_setzero_si128();
   for (int k = 0; k < 4; ++k) {
@@ -83,7 +83,8 @@ class Indexer {
  public:
   Indexer(CsvIndex& index, std::uint64_t offset, std::uint64_t line)
       : index_(index), name_(index.path.string()), expected_(index.columns.size()),
-        line_(line), line_start_(offset) {}
+        sep_(index.delimiter), stops_(unquoted_stops(index.delimiter)), line_(line),
+        line_start_(offset) {}
 
   void feed(const char* buf, std::size_t n, std::uint64_t base) {
     std::size_t i = 0;
@@ -119,9 +120,9 @@ class Indexer {
           ++i;
           break;
         case State::kUnquoted: {
-          while (i < n && !kUnquotedStop[static_cast<unsigned char>(buf[i])]) ++i;
+          while (i < n && !stops_[static_cast<unsigned char>(buf[i])]) ++i;
           if (i == n) break;
-          if (buf[i] == ',') {
+          if (buf[i] == sep_) {
             ++fields_;
             state_ = State::kFieldStart;
           } else {
@@ -155,7 +156,7 @@ class Indexer {
           state_ = State::kAfterQuote;
           [[fallthrough]];
         case State::kAfterQuote:
-          if (c == ',') {
+          if (c == sep_) {
             ++fields_;
             state_ = State::kFieldStart;
           } else if (c == '\n') {
@@ -204,11 +205,12 @@ class Indexer {
     std::uint64_t commas = 0;  // in the current line, before the chunk being looked at
 #if defined(__SSE2__)
     __m128i quiet_commas = _mm_setzero_si128();
+    const __m128i sep = _mm_set1_epi8(sep_);
     int quiet = 0;  // chunks counted in quiet_commas: at most 63, so no byte lane overflows
 #endif
     for (std::size_t j = i; j + 64 <= n; j += 64) {
 #if defined(__SSE2__)
-      if (quiet_chunk(buf + j, quiet_commas)) {
+      if (quiet_chunk(buf + j, sep, quiet_commas)) {
         if (++quiet == 63) {
           commas += drain_commas(quiet_commas);
           quiet = 0;
@@ -220,7 +222,7 @@ class Indexer {
         quiet = 0;
       }
 #endif
-      const detail::ByteMasks m = detail::byte_masks(buf + j);
+      const detail::ByteMasks m = detail::byte_masks(buf + j, sep_);
       // Newlines after the first quote belong to the state machine.
       const std::uint64_t before_quote =
           m.quote == 0 ? ~std::uint64_t{0} : (m.quote & (0 - m.quote)) - 1;
@@ -246,7 +248,7 @@ class Indexer {
       const auto len = static_cast<std::size_t>(nl - p);
       if (std::memchr(p, '"', len) != nullptr) return i;
       std::uint64_t count = 0;
-      for (std::size_t k = 0; k < len; ++k) count += p[k] == ',' ? 1 : 0;
+      for (std::size_t k = 0; k < len; ++k) count += p[k] == sep_ ? 1 : 0;
       line(buf, i, i + len, count, base);
       i = static_cast<std::size_t>(nl + 1 - buf);
     }
@@ -273,7 +275,7 @@ class Indexer {
       quote_line_ = line_;
       quote_column_ = offset - line_start_ + 1;
       state_ = State::kQuoted;
-    } else if (c == ',') {
+    } else if (c == sep_) {
       ++fields_;
       state_ = State::kFieldStart;
     } else if (c == '\n') {
@@ -315,6 +317,8 @@ class Indexer {
   CsvIndex& index_;
   std::string name_;
   std::uint64_t expected_;
+  char sep_;
+  std::array<bool, 256> stops_;
   State state_ = State::kRowStart;
   std::uint64_t line_;
   std::uint64_t line_start_;
@@ -406,6 +410,7 @@ void index_halves(CsvIndex& index, Indexer& indexer, detail::MappedFile& map,
   CsvIndex tail;
   tail.path = index.path;
   tail.columns = index.columns;
+  tail.delimiter = index.delimiter;
   // Room for the second half's rows, reserved here rather than grown on the thread: memory a
   // thread allocates stays in its own malloc arena once freed, out of the main thread's reach
   // (the coordinator's peak RSS on the 2 GB file was 15 MiB higher). The rows are estimated
@@ -448,10 +453,11 @@ void index_halves(CsvIndex& index, Indexer& indexer, detail::MappedFile& map,
 }  // namespace
 
 CsvIndex index_csv(const std::filesystem::path& path, unsigned threads,
-                   std::uint64_t min_parallel_bytes) {
+                   std::uint64_t min_parallel_bytes, char delimiter) {
   CsvIndex index;
   index.path = path;
-  detail::RecordReader reader(path, 0, 1);
+  index.delimiter = detail::choose_delimiter(path, delimiter);
+  detail::RecordReader reader(path, 0, 1, index.delimiter);
   index.file_size = reader.file_size();
   read_header(index, reader);
 

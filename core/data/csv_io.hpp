@@ -25,6 +25,10 @@ namespace dt::data::detail {
 // was slower by a few percent).
 inline constexpr std::size_t kBlockSize = std::size_t{1} << 18;
 
+// The separator to read `path` with: `forced`, or detected when it is 0 (detect_delimiter).
+// DataError when a forced separator does not split the header and another one does, naming it.
+[[nodiscard]] char choose_delimiter(const std::filesystem::path& path, char forced);
+
 // "'text'" for messages, shortened when a cell is long and with control bytes escaped.
 [[nodiscard]] std::string quote_for_message(std::string_view text);
 
@@ -61,7 +65,8 @@ struct FieldView {
 // Blank lines are skipped here; deciding whether one is allowed is index_csv's job.
 class RecordReader {
  public:
-  RecordReader(const std::filesystem::path& path, std::uint64_t offset, std::uint64_t line);
+  RecordReader(const std::filesystem::path& path, std::uint64_t offset, std::uint64_t line,
+               char delimiter = ',');
   // Moves to a row start. Cheap when the offset is inside the current buffer, which is the
   // common case for the sorted, nearby segments of a shard plan.
   void seek(std::uint64_t offset, std::uint64_t line);
@@ -95,6 +100,7 @@ class RecordReader {
   // it has been populated; mapped_from_ is the first byte still mapped in. Else buf_ holds a
   // window read with pread.
   std::filesystem::path path_;
+  char sep_ = ',';  // the field separator
   FileHandle file_;
   MappedFile map_;
   std::uint64_t mapped_from_ = 0;
@@ -110,27 +116,28 @@ class RecordReader {
   std::vector<FieldView> views_;  // next()'s own views
 };
 
-// Bit i set where p[i] is a newline, a comma or a double quote, for 64 bytes (the index scan).
+// Bit i set where p[i] is a newline, the separator (`comma`: ',' or the file's delimiter) or a
+// double quote, for 64 bytes (the index scan).
 struct ByteMasks {
   std::uint64_t newline = 0, comma = 0, quote = 0;
 };
 // The portable form, which compilers vectorize (arm64); byte_masks uses SSE2 on x86-64, part of
 // its baseline, so no run-time dispatch is needed.
-[[nodiscard]] inline ByteMasks byte_masks_portable(const char* p) noexcept {
+[[nodiscard]] inline ByteMasks byte_masks_portable(const char* p, char sep = ',') noexcept {
   ByteMasks m;
   for (int i = 0; i < 64; ++i) {
     const std::uint64_t bit = std::uint64_t{1} << i;
     m.newline |= p[i] == '\n' ? bit : 0;
-    m.comma |= p[i] == ',' ? bit : 0;
+    m.comma |= p[i] == sep ? bit : 0;
     m.quote |= p[i] == '"' ? bit : 0;
   }
   return m;
 }
 
-[[nodiscard]] inline ByteMasks byte_masks(const char* p) noexcept {
+[[nodiscard]] inline ByteMasks byte_masks(const char* p, char sep = ',') noexcept {
 #if defined(__SSE2__)
   const __m128i newline = _mm_set1_epi8('\n');
-  const __m128i comma = _mm_set1_epi8(',');
+  const __m128i comma = _mm_set1_epi8(sep);
   const __m128i quote = _mm_set1_epi8('"');
   ByteMasks m;
   for (int k = 0; k < 4; ++k) {
@@ -145,7 +152,7 @@ struct ByteMasks {
   }
   return m;
 #else
-  return byte_masks_portable(p);
+  return byte_masks_portable(p, sep);
 #endif
 }
 
@@ -183,8 +190,8 @@ enum class CellUse : std::uint8_t {
 // accepts what the general one accepts, with the same values (both parsers are exact).
 class PlainRow {
  public:
-  explicit PlainRow(std::vector<CellUse> use, std::vector<std::uint32_t> target)
-      : use_(std::move(use)), target_(std::move(target)) {}
+  explicit PlainRow(std::vector<CellUse> use, std::vector<std::uint32_t> target, char sep = ',')
+      : use_(std::move(use)), target_(std::move(target)), sep_(sep) {}
   // Returns the byte after the row's '\n' (or nullptr, see above). Features go to
   // row[target], a numeric or binary label to `label`, a text label's bytes to `text`.
   [[nodiscard]] const char* parse(const char* p, const char* end, double* row, double& label,
@@ -193,6 +200,7 @@ class PlainRow {
  private:
   std::vector<CellUse> use_;
   std::vector<std::uint32_t> target_;  // feature index for kFeature cells
+  char sep_;                           // the field separator
 };
 
 }  // namespace dt::data::detail

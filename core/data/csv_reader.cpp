@@ -142,8 +142,8 @@ bool to_number(std::string_view trimmed, double& out) {
 }
 
 RecordReader::RecordReader(const std::filesystem::path& path, std::uint64_t offset,
-                           std::uint64_t line)
-    : path_(path), file_(path), map_(file_.fd(), file_.size()) {
+                           std::uint64_t line, char delimiter)
+    : path_(path), sep_(delimiter), file_(path), map_(file_.fd(), file_.size()) {
   if (!map_.ok()) buf_ = std::make_unique_for_overwrite<char[]>(kBlockSize);
   seek(offset, line);
 }
@@ -317,12 +317,12 @@ RecordReader::Parse RecordReader::parse(std::vector<FieldView>& fields) {
         break;
       }
       // Spaces (and a CR) between the closing quote and the separator are tolerated and dropped.
-      while (p < end && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
+      while (p < end && *p != sep_ && (*p == ' ' || *p == '\t' || *p == '\r')) ++p;
       if (p == end) {
         if (!eof_) return Parse::kNeedMore;
         break;
       }
-      if (*p == ',') {
+      if (*p == sep_) {
         ++p;
         continue;
       }
@@ -339,7 +339,7 @@ RecordReader::Parse RecordReader::parse(std::vector<FieldView>& fields) {
     }
 
     const char* q = p;
-    while (q < end && *q != ',' && *q != '\n') ++q;
+    while (q < end && *q != sep_ && *q != '\n') ++q;
     if (q == end && !eof_) return Parse::kNeedMore;
     const char* stop = q;
     if ((q == end || *q == '\n') && stop > p && stop[-1] == '\r') --stop;  // CRLF
@@ -369,14 +369,15 @@ RecordReader::Parse RecordReader::parse(std::vector<FieldView>& fields) {
 }  // namespace detail
 
 struct CsvReader::Impl {
-  Impl(const std::filesystem::path& path, std::uint64_t byte_offset, std::uint64_t line)
-      : reader(path, byte_offset, line) {}
+  Impl(const std::filesystem::path& path, std::uint64_t byte_offset, std::uint64_t line,
+       char delimiter)
+      : reader(path, byte_offset, line, delimiter) {}
   detail::RecordReader reader;  // neither copied nor moved: it owns the open file
 };
 
 CsvReader::CsvReader(const std::filesystem::path& path, std::uint64_t byte_offset,
-                     std::uint64_t line)
-    : path_(path), impl_(std::make_unique<Impl>(path, byte_offset, line)) {}
+                     std::uint64_t line, char delimiter)
+    : path_(path), impl_(std::make_unique<Impl>(path, byte_offset, line, delimiter)) {}
 
 CsvReader::~CsvReader() = default;
 

@@ -164,8 +164,8 @@ inline bool plain_number(const char*& p, const char* end, double& out) noexcept 
 
 // Bytes that end a cell the fast path does not convert (a skipped column or a text label).
 // Quotes and the spaces the general path trims send the row there instead.
-inline bool stops_text(char c) noexcept {
-  return c == ',' || c == '\n' || c == '\r' || c == '"' || c == ' ' || c == '\t';
+inline bool stops_text(char c, char sep) noexcept {
+  return c == sep || c == '\n' || c == '\r' || c == '"' || c == ' ' || c == '\t';
 }
 
 }  // namespace
@@ -189,19 +189,19 @@ const char* PlainRow::parse(const char* p, const char* end, double* row, double&
       }
       case CellUse::kTextLabel: {
         const char* start = p;
-        while (p < end && !stops_text(*p)) ++p;
+        while (p < end && !stops_text(*p, sep_)) ++p;
         text = std::string_view(start, static_cast<std::size_t>(p - start));
         if (text.empty() || !text::valid_utf8(text)) return nullptr;
         break;
       }
       case CellUse::kSkip:
         // Any text but a quote (which may hide a separator); spaces do not matter here.
-        while (p < end && *p != ',' && *p != '\n' && *p != '"') ++p;
+        while (p < end && *p != sep_ && *p != '\n' && *p != '"') ++p;
         if (p < end && *p == '"') return nullptr;
         break;
     }
     if (c + 1 < width) {
-      if (p == end || *p != ',') return nullptr;
+      if (p == end || *p != sep_) return nullptr;
       ++p;
     }
   }

@@ -17,18 +17,6 @@ namespace {
 constexpr const char* kBinaryHint =
     "logistic_regression and binary mlp need 0/1 labels (use softmax_regression for more classes)";
 
-// "a, b, c", shortened for files with hundreds of columns.
-std::string column_list(const std::vector<std::string>& columns) {
-  constexpr std::size_t kShown = 20;
-  std::string out;
-  for (std::size_t i = 0; i < columns.size() && i < kShown; ++i) {
-    if (i > 0) out += ", ";
-    out += columns[i];
-  }
-  if (columns.size() > kShown) out += fmt::format(", ... ({} columns)", columns.size());
-  return out;
-}
-
 // Stores one row's label as the task needs it (numeric labels are handled by the caller).
 // `where` names the cell in messages: "data.csv:8:4" or "synthetic data row 17".
 struct LabelSink {
@@ -119,7 +107,9 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
                               : kind == LabelKind::kBinary ? detail::CellUse::kBinaryLabel
                                                            : detail::CellUse::kTextLabel;
   }
-  const detail::PlainRow plain(std::move(use), std::move(slot));
+  // The index knows the separator where this process made it; a worker is told it.
+  const char sep = index != nullptr ? index->delimiter : source.delimiter;
+  const detail::PlainRow plain(std::move(use), std::move(slot), sep);
   // A row longer than this that straddles the end of the buffer goes the general way.
   constexpr std::size_t kLookahead = std::size_t{16} << 10;
 
@@ -140,7 +130,7 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
       line = index->row_line[seg.first_row];
     }
     if (!reader) {
-      reader.emplace(path, offset, line);
+      reader.emplace(path, offset, line, sep);
     } else {
       reader->seek(offset, line);
     }
@@ -251,7 +241,8 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
     origin = "synthetic data";
   } else {
     if (data.path.empty()) fail<DataError>("data: no data source; set data.path or data.synthetic");
-    info.csv = index_csv(data.path, index_threads);
+    info.csv = index_csv(data.path, index_threads, std::uint64_t{64} << 20, data.delimiter);
+    info.delimiter = info.csv->delimiter;
     info.columns = info.csv->columns;
     for (const auto& column : info.columns) {
       if (!text::valid_utf8(column)) {
@@ -274,9 +265,8 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
     fail<DataError>("{}: the only column is the label '{}'; there are no feature columns", origin,
                     info.label);
   }
-  for (std::size_t c = 0; c < info.columns.size(); ++c) {
-    if (c != info.label_index) info.features.push_back(info.columns[c]);
-  }
+  info.features =
+      select_features(info.columns, info.label_index, data.features, data.exclude, origin);
   return info;
 }
 

@@ -40,6 +40,7 @@ struct SourceInfo {
   std::string label;
   std::size_t label_index = 0;        // into `columns`
   std::uint64_t rows = 0;
+  char delimiter = ',';               // the CSV's field separator (workers read with it)
   std::optional<CsvIndex> csv;        // empty for synthetic data
   // Strategy files: this worker's own CSV (workers get no index, so load_shard needs the path).
   // Empty otherwise: the source is data.path or data.synthetic.
@@ -56,6 +57,20 @@ void use_local_copy(const std::filesystem::path& file, SourceInfo& source,
 // DataError when the label column is missing: "data.csv: no column 'target'; columns are: a, b, y
 // (did you mean 'targets'?)". index_threads: how many threads index_csv may use.
 [[nodiscard]] SourceInfo describe_source(const config::Config& config, unsigned index_threads = 1);
+
+// "a, b, c" for messages, shortened for files with hundreds of columns.
+[[nodiscard]] std::string column_list(const std::vector<std::string>& columns);
+
+// The feature columns, in file order: those data.features lists (all when empty), less those
+// data.exclude lists, never the label. An entry is a column name, or a range "first:last" of
+// two names or two 1-based column numbers (inclusive; a range may span the label, which is
+// skipped). DataError for an unknown name (with a suggestion), the label named alone, or no
+// features left; `origin` starts the message (the file's path).
+[[nodiscard]] std::vector<std::string> select_features(const std::vector<std::string>& columns,
+                                                       std::size_t label_index,
+                                                       const std::vector<std::string>& features,
+                                                       const std::vector<std::string>& exclude,
+                                                       const std::string& origin);
 
 // Row indices (in source order, sorted) held out for validation: round(fraction * rows) rows
 // drawn without replacement from the seed. Every process computes the same set.

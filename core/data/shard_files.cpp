@@ -77,7 +77,8 @@ std::vector<SourceInfo> describe_files(const config::Config& config) {
       out.push_back(describe_source(one));
     } else {
       SourceInfo info = out.front();
-      info.csv = index_csv(files[k]);
+      info.csv = index_csv(files[k], 1, std::uint64_t{64} << 20, config.data.delimiter);
+      info.delimiter = info.csv->delimiter;
       info.rows = info.csv->rows();
       if (info.csv->columns != out.front().columns) {
         fail<DataError>("{}:1: the header does not match {} (shards.files[0]): {}; every file of "

@@ -243,6 +243,7 @@ Envelope make_setup(const Setup& s) {
               {"label_index", s.source.label_index},
               {"rows", s.source.rows}};
   if (!s.source.file.empty()) e.fields["file"] = s.source.file.string();
+  if (s.source.delimiter != ',') e.fields["delimiter"] = std::string(1, s.source.delimiter);
   if (!s.peer_secret_key.empty()) e.fields["peer_key"] = s.peer_secret_key;
   std::vector<std::uint64_t> flat;
   flat.reserve(s.segments.size() * 4);
@@ -263,6 +264,13 @@ Setup read_setup(const Envelope& e) {
   s.source.label_index = get<std::size_t>(e, "label_index");
   s.source.rows = get<std::uint64_t>(e, "rows");
   if (e.fields.contains("file")) s.source.file = get<std::string>(e, "file");
+  if (e.fields.contains("delimiter")) {
+    const auto sep = get<std::string>(e, "delimiter");
+    if (sep != "\t" && sep != ";" && sep != "|") {
+      fail<ProtocolError>("setup message: delimiter must be a tab, ';' or '|'");
+    }
+    s.source.delimiter = sep.front();
+  }
   if (e.fields.contains("peer_key")) s.peer_secret_key = get<std::string>(e, "peer_key");
   const auto flat = u64s(e, 0);
   if (flat.size() % 4 != 0) fail<ProtocolError>("setup message: segment array is malformed");
