@@ -28,11 +28,13 @@ struct RingImage {
     auto image = std::make_unique<RingImage>();
     std::uint64_t positions[2] = {0, 0};
     const std::size_t head = std::min(input.size(), sizeof positions);
-    std::memcpy(positions, input.data(), head);
+    if (head > 0) std::memcpy(positions, input.data(), head);  // an empty input's data() may be null
     input.remove_prefix(head);
     image->control.write_pos.store(positions[0]);
     image->control.read_pos.store(positions[1]);
-    std::memcpy(image->data.data(), input.data(), std::min(input.size(), image->data.size()));
+    if (!input.empty()) {
+      std::memcpy(image->data.data(), input.data(), std::min(input.size(), image->data.size()));
+    }
     return image;
   }
 
