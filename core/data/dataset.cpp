@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string_view>
 #include <unordered_map>
 
@@ -211,6 +212,14 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
     fail<DataError>("{}: row {}, column {} ('{}'): {} is not a finite number; replace or drop "
                     "it (rows and columns count from 0, as in numpy)", file, row, col, column, v);
   };
+  // The common layouts: the features are the array's first p columns in order (the label, if
+  // any, after them). Their rows are copied whole (a float64 array of features alone is read
+  // straight into the shard), and checked finite a block at a time; other layouts, and a block
+  // with a NaN or infinity somewhere, go value by value (which names the bad one).
+  const auto p = static_cast<std::size_t>(shard.x.cols());
+  bool leading = x.cols == p || (x.cols == p + 1 && (!has_label || source.label_index == p));
+  for (std::size_t c = 0; leading && c < p; ++c) leading = target[c] == static_cast<std::ptrdiff_t>(c);
+  const bool direct = leading && x.cols == p && x.kind == 'f' && x.item == 8;
   const std::uint64_t block = std::max<std::uint64_t>(1, (std::uint64_t{1} << 17) / x.cols);
   std::vector<double> buf, labels;
   Eigen::Index r = 0;
@@ -218,16 +227,24 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
     for (std::uint64_t done = 0; done < seg.count; done += block) {
       const std::uint64_t n = std::min(block, seg.count - done);
       const std::uint64_t first = seg.first_row + done;
-      buf.resize(n * x.cols);
-      x_reader.read(first, n, buf.data());
+      double* values = shard.x.data() + r * shard.x.cols();
+      if (!direct) {
+        buf.resize(n * x.cols);
+        values = buf.data();
+      }
+      x_reader.read(first, n, values);
       if (y) {
         labels.resize(n);
         y->read(first, n, labels.data());
       }
+      double nonfinite = 0.0;  // x * 0 is NaN for a NaN or an infinity, 0 otherwise
+      for (std::uint64_t i = 0; i < n * x.cols; ++i) nonfinite += values[i] * 0.0;
+      const bool fast = leading && nonfinite == 0.0;
       for (std::uint64_t k = 0; k < n; ++k, ++r) {
-        const double* in = buf.data() + k * x.cols;
+        const double* in = values + k * x.cols;
         double* row = shard.x.data() + r * shard.x.cols();
-        for (std::size_t c = 0; c < x.cols; ++c) {
+        if (fast && !direct) std::memcpy(row, in, p * sizeof(double));
+        for (std::size_t c = 0; !fast && c < x.cols; ++c) {
           if (target[c] < 0 && (!has_label || c != source.label_index)) continue;
           if (!std::isfinite(in[c])) bad_value(name, first + k, c, source.columns[c], in[c]);
           if (target[c] >= 0) row[target[c]] = in[c];
