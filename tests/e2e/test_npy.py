@@ -1,10 +1,11 @@
 """NumPy data (data.format npy / npz): an .npy (float64 or float32, the label a column or a
 data.labels file) and an .npz (stored or compressed) train the same model.json bytes as a CSV of
 the same values with the columns the arrays get (x0..x{k-1}, the label y); predict and eval on
-them print what they print on the CSV; bad arrays get exit 2 naming the file and what to do.
+them print what they print on the CSV (a pipe and a gzip file of the .npy too); bad arrays get exit 2 naming the file and what to do.
 The files are written in the test with Debian's numpy."""
 
-import os
+import gzip
+import subprocess
 
 import numpy as np
 
@@ -61,6 +62,14 @@ def test_arrays_train_as_the_csv(tmp):
     for name, path, extra in runs:
         assert trained(tmp, name, path, extra) == expected, name
     assert "format: npz" in (tmp / "stored" / "config.resolved.yaml").read_text()
+    # A pipe (stdin's copy is told by its first bytes) and a gzip file of the .npy.
+    cfg = h.write_config(tmp, CONFIG.format(path='"-"', out=tmp / "pipe", extra=""), "pipe.yaml")
+    r = subprocess.run([h.binary(), "run", str(cfg), "-q"], input=(tmp / "d.npy").read_bytes(),
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (tmp / "pipe" / "model.json").read_bytes() == expected
+    (tmp / "d.npy.gz").write_bytes(gzip.compress((tmp / "d.npy").read_bytes()))
+    assert trained(tmp, "gz", tmp / "d.npy.gz") == expected
     # float32, the label the first column (data.label by index): the CSV of the same float32
     # values as doubles, its label first and named y.
     x32 = x.astype(np.float32)
