@@ -123,6 +123,12 @@ def test_bad_arrays(tmp):
         assert r.code == 2, (name, extra, r)
         assert says in r.stderr, (name, says, r.stderr)
         assert not (tmp / f"bad{i}" / "model.json").exists()
+    # strategy files reads CSV files only.
+    cfg = h.write_config(tmp, "version: 1\nmodel: {type: softmax_regression}\n"
+                         f"shards: {{strategy: files, files: [{tmp / 'good.npy'}, {tmp / 'nan.npy'}]}}\n"
+                         f"output: {{dir: {tmp / 'files'}}}\n", "files.yaml")
+    r = h.run("run", cfg, "-q")
+    assert r.code == 2 and "good.npy: strategy files reads CSV files only" in r.stderr, r
     # Forced: an .npy under another name trains when data.format says so.
     r = run(tmp, "forced", tmp / "hidden.csv", ", format: npy")
     assert r.code == 0, r
