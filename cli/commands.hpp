@@ -65,6 +65,14 @@ struct JoinOptions {
                                                   std::optional<files::TempDir>& spool,
                                                   const char* what);
 
+// After readable_data: data.format resolved (auto: the name checked against the first bytes,
+// DataError on a mismatch) to csv or npy; an .npz's arrays (data.arrays) unpacked into `spool`
+// as .npy files, which become data.path and data.labels; a spooled stdin holding an .npy renamed
+// stdin.npy. `from_stdin`: data.path is stdin's copy, whose name says nothing. Returns the
+// format found (npz for an archive, although data.format is npy after it).
+config::DataFormat resolve_format(config::DataConfig& data, bool from_stdin,
+                    std::optional<files::TempDir>& spool, const char* what);
+
 // Writes text to stdout in full (a closed pipe is not an error worth a stack of messages).
 void print(std::string_view text);
 

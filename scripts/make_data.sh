@@ -7,10 +7,18 @@ bin=${1:-build/release/disttrain}
 "$bin" gen linear   --rows 2000 --features 8 --noise 0.5 --seed 1 > data/linear.csv
 "$bin" gen logistic --rows 2000 --features 5 --noise 0   --seed 2 > data/logistic.csv
 "$bin" gen blobs    --rows 1500 --features 4 --classes 3 --noise 1.0 --seed 3 > data/blobs.csv
+# configs/numpy.yaml's arrays: blobs.csv's features (float64) and classes (int64) as .npy files
+# (numpy.save writes the same bytes on every machine). Debian's python3 has numpy.
+/usr/bin/python3 - <<'PY'
+import numpy as np
+table = np.loadtxt("data/blobs.csv", delimiter=",", skiprows=1)
+np.save("data/blobs_x.npy", np.ascontiguousarray(table[:, :-1]))
+np.save("data/blobs_y.npy", table[:, -1].astype("<i8"))
+PY
 # The pre-trained model of configs/fine_tune.yaml: 2 epochs of configs/softmax_regression.yaml
 # (which then misses that config's own accuracy gate: exit 1 is expected).
 run=$(mktemp -d)
 trap 'rm -rf "$run"' EXIT
 "$bin" run configs/softmax_regression.yaml -q --set training.epochs=2 --set "output.dir=$run" || [[ $? == 1 ]]
 cp "$run/model.json" data/models/blobs_softmax.json
-echo "wrote data/linear.csv data/logistic.csv data/blobs.csv data/models/blobs_softmax.json"
+echo "wrote data/linear.csv data/logistic.csv data/blobs.csv data/blobs_x.npy data/blobs_y.npy data/models/blobs_softmax.json"

@@ -20,16 +20,21 @@ struct InferenceArgs {
   bool json = false;
 };
 
-// The data file; '-' (stdin) spooled, a .gz or .zst file decompressed, into `spool`, a private
-// folder, first (read whole, as a file is; the folder goes with `spool`).
-std::filesystem::path data_file(const std::string& arg, std::optional<files::TempDir>& spool) {
-  return readable_data(arg, config::Compression::kAuto, spool, "data");
+// The data file; '-' (stdin) spooled, a .gz or .zst file decompressed, an .npz unpacked, into
+// `spool`, a private folder, first (read whole, as a file is; the folder goes with `spool`).
+// An .npz's labels array (arrays x and y, or X) becomes `data.labels`.
+config::DataConfig data_file(const std::string& arg, std::optional<files::TempDir>& spool) {
+  config::DataConfig data;
+  data.path = readable_data(arg, config::Compression::kAuto, spool, "data");
+  (void)resolve_format(data, arg == "-", spool, "data");
+  return data;
 }
 
 int predict(const InferenceArgs& args) {
   const auto saved = output::read_model(args.model);
   std::optional<files::TempDir> spool;
-  const auto shard = inference::load_for_model(saved, data_file(args.data, spool), /*with_labels=*/false);
+  const auto data = data_file(args.data, spool);
+  const auto shard = inference::load_for_model(saved, data.path, /*with_labels=*/false, data.labels);
   print(inference::predictions_csv(saved, shard));
   return 0;
 }
@@ -37,7 +42,8 @@ int predict(const InferenceArgs& args) {
 int eval(const InferenceArgs& args) {
   const auto saved = output::read_model(args.model);
   std::optional<files::TempDir> spool;
-  const auto shard = inference::load_for_model(saved, data_file(args.data, spool), /*with_labels=*/true);
+  const auto data = data_file(args.data, spool);
+  const auto shard = inference::load_for_model(saved, data.path, /*with_labels=*/true, data.labels);
   const auto m = inference::evaluate(saved, shard);
   nlohmann::ordered_json j;
   j["rows"] = m.rows;

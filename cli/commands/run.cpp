@@ -202,8 +202,10 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   // resolved config keeps the path as given.
   std::optional<files::TempDir> spool;
   const auto given_path = config.data.path;
+  auto shown_data = config.data;  // the resolved config shows the files as given
   if (!config.data.synthetic && !config.data.path.empty()) {
     config.data.path = readable_data(config.data.path, config.data.compression, spool, "data.path");
+    shown_data.format = resolve_format(config.data, given_path == "-", spool, "data.path");
   }
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
   // no run folder behind, and neither does a checkpoint that does not fit.
@@ -228,7 +230,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   const auto dir = output::prepare_run_dir(config, args.resume);
   if (spool) {
     auto shown = config;
-    shown.data.path = given_path;
+    shown.data = shown_data;
     output::write_resolved_config(dir, shown);
   } else {
     output::write_resolved_config(dir, config);

@@ -11,6 +11,7 @@
 #include "base/signals.hpp"
 #include "core/config/names.hpp"
 #include "core/data/compressed.hpp"
+#include "core/data/npy.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -67,16 +68,48 @@ std::filesystem::path spool_stdin(const std::filesystem::path& dir) {
   return path;
 }
 
+namespace {
+
+const std::filesystem::path& spool_folder(std::optional<files::TempDir>& spool) {
+  if (!spool) {
+    (void)files::sweep_orphans(files::temp_root(), "disttrain-data-");
+    spool.emplace("disttrain-data-");
+  }
+  return spool->path();
+}
+
+}  // namespace
+
+config::DataFormat resolve_format(config::DataConfig& data, bool from_stdin,
+                    std::optional<files::TempDir>& spool, const char* what) {
+  using config::DataFormat;
+  const auto found = data::format_of(data.path, data.format, what, !from_stdin);
+  data.format = found;
+  if (from_stdin && found == DataFormat::kNpy && data.path.extension() != ".npy") {
+    // stdin's copy (stdin.csv): the readers tell an .npy by its name from here on.
+    const auto renamed = spool_folder(spool) / "stdin.npy";
+    std::filesystem::rename(data.path, renamed);
+    data.path = renamed;
+  }
+  if (found != DataFormat::kNpz) return found;
+  if (!data.labels.empty()) {
+    fail<DataError>("{} {}: data.labels goes with an .npy; an .npz holds its labels as an "
+                    "array (data.arrays.y)", what, data.path.string());
+  }
+  const auto [x, y] = data::unpack_npz(data.path, data.array_x, data.array_y,
+                                       /*y_required=*/data.array_y != "y", spool_folder(spool));
+  log::info("unpacked {}: {}{}", data.path.string(), x.filename().string(),
+            y.empty() ? std::string() : ", " + y.filename().string());
+  data.path = x;
+  data.labels = y;
+  data.format = DataFormat::kNpy;
+  return found;
+}
+
 std::filesystem::path readable_data(const std::filesystem::path& path,
                                     config::Compression compression,
                                     std::optional<files::TempDir>& spool, const char* what) {
-  const auto folder = [&spool]() -> const std::filesystem::path& {
-    if (!spool) {
-      (void)files::sweep_orphans(files::temp_root(), "disttrain-data-");
-      spool.emplace("disttrain-data-");
-    }
-    return spool->path();
-  };
+  const auto folder = [&spool]() -> const std::filesystem::path& { return spool_folder(spool); };
   const bool from_stdin = path == "-";
   const auto plain = from_stdin ? spool_stdin(folder()) : path;
   const auto found = data::compression_of(plain, compression, what, !from_stdin);

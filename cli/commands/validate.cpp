@@ -108,6 +108,7 @@ int validate(const ValidateArgs& args) {
   const auto given_path = config.data.path;
   if (!config.data.synthetic && !config.data.path.empty()) {
     config.data.path = readable_data(config.data.path, config.data.compression, spool, "data.path");
+    (void)resolve_format(config.data, given_path == "-", spool, "data.path");
   }
   (void)roles::run_keys(config);  // key files readable, private, well-formed
   const auto plan = roles::make_plan(config);

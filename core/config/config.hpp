@@ -50,6 +50,12 @@ struct DataConfig {
   char delimiter = 0;
   // data.compression: auto (the file's name, .gz or .zst, checked against its first bytes).
   Compression compression = Compression::kAuto;
+  // data.format: auto (the name: .npy, .npz, else CSV; checked against the first bytes). The
+  // CLI resolves auto before a run starts; an .npz is unpacked into .npy files there.
+  DataFormat format = DataFormat::kAuto;
+  std::filesystem::path labels;          // data.labels: a 1-D .npy of labels; empty: a column
+  std::string array_x = "x";             // data.arrays.x: the features' array in an .npz
+  std::string array_y = "y";             // data.arrays.y: the labels' array in an .npz
   double validation_fraction = 0.0;      // 0 = no validation split
   std::optional<SyntheticConfig> synthetic;
 };

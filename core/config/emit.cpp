@@ -108,7 +108,17 @@ void write_data(Writer& w, const DataConfig& d) {
   if (!d.features.empty()) w.put("features", d.features);
   if (!d.exclude.empty()) w.put("exclude", d.exclude);
   w.put("normalize", name_of(d.normalize));
-  if (!d.synthetic && !d.path.empty()) w.put("compression", name_of(d.compression));
+  if (!d.synthetic && !d.path.empty()) {
+    w.put("compression", name_of(d.compression));
+    w.put("format", name_of(d.format));
+    if (!d.labels.empty()) w.put("labels", d.labels.string());
+    if (d.format == DataFormat::kNpz || d.array_x != "x" || d.array_y != "y") {
+      w.begin("arrays");
+      w.put("x", d.array_x);
+      w.put("y", d.array_y);
+      w.end();
+    }
+  }
   w.put("validation", d.validation_fraction);
   if (d.synthetic) {
     const SyntheticConfig& s = *d.synthetic;

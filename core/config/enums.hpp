@@ -21,6 +21,8 @@ inline constexpr std::array kNormalizations{Normalize::kNone, Normalize::kStanda
                                             Normalize::kMinmax};
 inline constexpr std::array kCompressions{Compression::kAuto, Compression::kNone,
                                           Compression::kGzip, Compression::kZstd};
+inline constexpr std::array kDataFormats{DataFormat::kAuto, DataFormat::kCsv, DataFormat::kNpy,
+                                         DataFormat::kNpz};
 inline constexpr std::array kSyntheticKinds{SyntheticKind::kLinear, SyntheticKind::kLogistic,
                                             SyntheticKind::kBlobs};
 inline constexpr std::array kShardStrategies{

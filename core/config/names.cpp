@@ -71,6 +71,20 @@ const char* name_of(Compression v) {
   return "?";
 }
 
+const char* name_of(DataFormat v) {
+  switch (v) {
+    case DataFormat::kAuto:
+      return "auto";
+    case DataFormat::kCsv:
+      return "csv";
+    case DataFormat::kNpy:
+      return "npy";
+    case DataFormat::kNpz:
+      return "npz";
+  }
+  return "?";
+}
+
 const char* name_of(SyntheticKind v) {
   switch (v) {
     case SyntheticKind::kLinear:

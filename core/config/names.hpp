@@ -9,6 +9,7 @@ enum class Activation { kRelu, kTanh, kSigmoid };
 enum class Task { kRegression, kBinary, kMulticlass };
 enum class Normalize { kNone, kStandard, kMinmax };
 enum class Compression { kAuto, kNone, kGzip, kZstd };
+enum class DataFormat { kAuto, kCsv, kNpy, kNpz };
 enum class SyntheticKind { kLinear, kLogistic, kBlobs };
 enum class ShardStrategy { kContiguous, kRoundRobin, kRandom, kByLabel, kDirichlet, kFiles };
 enum class AggregationMode { kGradients, kParameters, kAsync };
@@ -27,6 +28,7 @@ enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
 [[nodiscard]] const char* name_of(Task v);
 [[nodiscard]] const char* name_of(Normalize v);
 [[nodiscard]] const char* name_of(Compression v);
+[[nodiscard]] const char* name_of(DataFormat v);
 [[nodiscard]] const char* name_of(SyntheticKind v);
 // data.delimiter: "comma", "tab", "semicolon", "pipe" for ',', '\t', ';', '|'; "auto" for 0.
 [[nodiscard]] const char* delimiter_name(char delimiter) noexcept;

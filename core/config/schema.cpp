@@ -30,7 +30,7 @@ std::vector<Key> build_keys() {
       detail::kNormalizations, detail::kOptimizerTypes, detail::kShardStrategies,
       detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes,
       detail::kSecurityModes, detail::kMergeRules, detail::kOptimizerStates,
-      detail::kFailurePolicies, detail::kFaultActions, detail::kCompressions;
+      detail::kFailurePolicies, detail::kFaultActions, detail::kCompressions, detail::kDataFormats;
   return {
       // top level
       {"version", "integer", "", "required", "Schema version of this file; must be `1`."},
@@ -61,7 +61,8 @@ std::vector<Key> build_keys() {
        "and shards from there. Set this or `data.synthetic` (or neither with "
        "`shards.strategy: files`)."},
       {"data.label", "string", "", "the last column",
-       "Name of the label column (with `data.path` only)."},
+       "Name of the label column (with `data.path` only); for a NumPy array, `y`, `xJ` or the "
+       "column's index `J` (from 0)."},
       {"data.delimiter", "`auto`, `comma`, `tab`, `semicolon` or `pipe`", "", "auto",
        "The field separator of `data.path` (and `shards.files`): `auto` uses tab for a `.tsv` "
        "file, else the one of comma, tab, semicolon and pipe that splits the header line into "
@@ -81,6 +82,20 @@ std::vector<Key> build_keys() {
        "file's name and checks its first bytes (a name and content that disagree are refused); "
        "a compressed file is decompressed once to a private temporary folder and sharded from "
        "there (`data.path` only)."},
+      {"data.format", one_of(kDataFormats), "auto", "",
+       "The format of `data.path`: `auto` tells a NumPy `.npy` array and an `.npz` archive "
+       "from the file's name and checks its first bytes (a name and content that disagree are "
+       "refused); any other name is CSV. An array's columns are named `x0`, `x1`, ... by "
+       "position, and its label column (`data.label`, default the last) is named `y`. See "
+       "docs/configs.md, \"Data\"."},
+      {"data.labels", "path", "", "none",
+       "A 1-D `.npy` of labels, one per row of the `.npy` `data.path` (which then holds only "
+       "features), relative to the config file's folder."},
+      {"data.arrays.x", "string", "x", "",
+       "The features' array in an `.npz` `data.path` (`X` is taken when there is no `x`)."},
+      {"data.arrays.y", "string", "y", "",
+       "The labels' array in an `.npz` `data.path`; without it the label is a column of the "
+       "features' array."},
       {"data.normalize", one_of(kNormalizations), "standard", "",
        "Feature scaling; its statistics are computed over all shards and stored in the model."},
       {"data.validation", "number in [0, 1)", "0", "",

@@ -154,6 +154,18 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
   if (s.has("compression") && !from_file) {
     s.fail("compression", "applies to data.path only; remove it");
   }
+  d.format = s.choice("format", d.format, kDataFormats);
+  if (s.has("format") && !from_file) s.fail("format", "applies to data.path only; remove it");
+  if (s.has("labels")) {
+    if (!from_file) s.fail("labels", "applies to data.path only; remove it");
+    d.labels = resolve(base_dir, s.string("labels", ""));
+  }
+  if (s.has("arrays")) {
+    if (!from_file) s.fail("arrays", "applies to an .npz data.path only; remove it");
+    const Section a = s.section("arrays");
+    d.array_x = a.string("x", d.array_x);
+    d.array_y = a.string("y", d.array_y);
+  }
   d.validation_fraction = s.number("validation", d.validation_fraction, Range::kFraction);
   if (generated) d.synthetic = parse_synthetic(s.section("synthetic"));
   return d;

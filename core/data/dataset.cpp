@@ -2,12 +2,14 @@
 
 #include "core/data/dataset.hpp"
 #include "core/data/csv_io.hpp"
+#include "core/data/npy.hpp"
 #include "base/error.hpp"
 #include "base/memory.hpp"
 #include "base/text.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string_view>
 #include <unordered_map>
 
@@ -173,6 +175,86 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
   }
 }
 
+// An .npy data.path (npy.hpp): each segment's rows read at their byte offset, a block at a time,
+// every value checked finite; labels from the label column or the data.labels file, turned into
+// text for classes as a CSV's would be (1.0 is class "1").
+void load_npy(const config::DataConfig& data, const SourceInfo& source,
+              const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
+  NpyReader x_reader(read_npy_header(data.path));
+  const NpyArray& x = x_reader.array();
+  const std::string name = data.path.string();
+  const auto target = feature_targets(source, name);
+  const bool has_label = source.label_index != kNoLabel;
+  const bool label_file = has_label && source.label_index >= x.cols;
+  if (source.columns.size() != x.cols &&
+      (source.columns.size() != x.cols + 1 || data.labels.empty())) {
+    fail<DataError>("{}: {} columns described, the array has {}; did it change?", name,
+                    source.columns.size(), x.cols);
+  }
+  std::optional<NpyReader> y;
+  if (label_file) {
+    if (data.labels.empty()) fail<DataError>("{}: no data.labels file for the label 'y'", name);
+    y.emplace(read_npy_header(data.labels));
+  }
+  LabelSink sink{shard, kind, source.label};
+  const auto bad_value = [](const std::string& file, std::uint64_t row, std::size_t col,
+                            const std::string& column, double v) {
+    fail<DataError>("{}: row {}, column {} ('{}'): {} is not a finite number; replace or drop "
+                    "it (rows and columns count from 0, as in numpy)", file, row, col, column, v);
+  };
+  // The common layouts: the features are the array's first p columns in order (the label, if
+  // any, after them). Their rows are copied whole (a float64 array of features alone is read
+  // straight into the shard), and checked finite a block at a time; other layouts, and a block
+  // with a NaN or infinity somewhere, go value by value (which names the bad one).
+  const auto p = static_cast<std::size_t>(shard.x.cols());
+  bool leading = x.cols == p || (x.cols == p + 1 && (!has_label || source.label_index == p));
+  for (std::size_t c = 0; leading && c < p; ++c) leading = target[c] == static_cast<std::ptrdiff_t>(c);
+  const bool direct = leading && x.cols == p && x.kind == 'f' && x.item == 8;
+  const std::uint64_t block = std::max<std::uint64_t>(1, (std::uint64_t{1} << 17) / x.cols);
+  std::vector<double> buf, labels;
+  Eigen::Index r = 0;
+  for (const Segment& seg : segments) {
+    for (std::uint64_t done = 0; done < seg.count; done += block) {
+      const std::uint64_t n = std::min(block, seg.count - done);
+      const std::uint64_t first = seg.first_row + done;
+      double* values = shard.x.data() + r * shard.x.cols();
+      if (!direct) {
+        buf.resize(n * x.cols);
+        values = buf.data();
+      }
+      x_reader.read(first, n, values);
+      if (y) {
+        labels.resize(n);
+        y->read(first, n, labels.data());
+      }
+      double nonfinite = 0.0;  // x * 0 is NaN for a NaN or an infinity, 0 otherwise
+      for (std::uint64_t i = 0; i < n * x.cols; ++i) nonfinite += values[i] * 0.0;
+      const bool fast = leading && nonfinite == 0.0;
+      for (std::uint64_t k = 0; k < n; ++k, ++r) {
+        const double* in = values + k * x.cols;
+        double* row = shard.x.data() + r * shard.x.cols();
+        if (fast && !direct) std::memcpy(row, in, p * sizeof(double));
+        for (std::size_t c = 0; !fast && c < x.cols; ++c) {
+          if (target[c] < 0 && (!has_label || c != source.label_index)) continue;
+          if (!std::isfinite(in[c])) bad_value(name, first + k, c, source.columns[c], in[c]);
+          if (target[c] >= 0) row[target[c]] = in[c];
+        }
+        if (!has_label) continue;
+        const double v = y ? labels[k] : in[source.label_index];
+        if (y && !std::isfinite(v)) bad_value(data.labels.string(), first + k, 0, "y", v);
+        if (kind == LabelKind::kNumeric) {
+          shard.y(r) = v;
+          continue;
+        }
+        const std::string text = fmt::format("{}", v);
+        sink.put(r, text, [&] {
+          return fmt::format("{}: row {}", y ? data.labels.string() : name, first + k);
+        });
+      }
+    }
+  }
+}
+
 void load_synthetic(const config::Config& config, const SourceInfo& source,
                     const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
   const config::SyntheticConfig& spec = *config.data.synthetic;
@@ -241,6 +323,19 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
     origin = "synthetic data";
   } else {
     if (data.path.empty()) fail<DataError>("data: no data source; set data.path or data.synthetic");
+    const auto format = data.format == config::DataFormat::kAuto
+                            ? format_of(data.path, data.format, "data.path")
+                            : data.format;
+    if (format == config::DataFormat::kNpy) return describe_npy(data);
+    if (format == config::DataFormat::kNpz) {
+      fail<DataError>("data.path {}: an .npz archive is unpacked by the command before the run "
+                      "(disttrain run / validate); this reader takes its .npy arrays",
+                      data.path.string());
+    }
+    if (!data.labels.empty()) {
+      fail<DataError>("data.labels {}: a labels file goes with a NumPy .npy data.path; for a "
+                      "CSV, name the label column with data.label", data.labels.string());
+    }
     info.csv = index_csv(data.path, index_threads, std::uint64_t{64} << 20, data.delimiter);
     info.delimiter = info.csv->delimiter;
     info.columns = info.csv->columns;
@@ -296,7 +391,9 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
   shard.y = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(total));
   if (kind == LabelKind::kCategorical && source.label_index != kNoLabel) shard.raw_labels.reserve(total);
 
-  if (source.csv) {
+  if (!config.data.path.empty() && source.file.empty() && reads_npy(config.data)) {
+    load_npy(config.data, source, segments, shard, kind);
+  } else if (source.csv) {
     load_csv(source.csv->path, &*source.csv, source, segments, shard, kind);
   } else if (!source.file.empty()) {
     load_csv(source.file, nullptr, source, segments, shard, kind);

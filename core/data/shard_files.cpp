@@ -4,6 +4,7 @@
 
 #include "core/data/csv.hpp"
 #include "core/data/non_iid.hpp"
+#include "core/data/npy.hpp"
 #include "base/error.hpp"
 
 #include <fmt/format.h>
@@ -70,6 +71,12 @@ std::vector<SourceInfo> describe_files(const config::Config& config) {
   for (std::size_t k = 0; k < files.size(); ++k) {
     // The first file is described like data.path (label lookup, UTF-8 names); the others must
     // have exactly its header.
+    if (format_of(files[k], config::DataFormat::kAuto, "shards.files") != config::DataFormat::kCsv) {
+      fail<DataError>("shards.files {}: strategy files reads CSV files only; write each "
+                      "worker's rows as CSV (numpy.savetxt(path, a, delimiter=',', header=..., "
+                      "comments='')), or give one array as data.path",
+                      files[k].string());
+    }
     config::Config one = config;
     one.data.path = files[k];
     one.data.synthetic.reset();

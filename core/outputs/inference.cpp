@@ -2,6 +2,7 @@
 
 #include "base/error.hpp"
 #include "base/text.hpp"
+#include "core/data/npy.hpp"
 
 #include <fmt/format.h>
 
@@ -10,15 +11,46 @@
 
 namespace dt::inference {
 
+namespace {
+
+// The columns of an .npy as predict and eval name them (inference.hpp).
+void describe_array(const output::SavedModel& model, const std::filesystem::path& labels,
+                    const data::NpyArray& x, data::SourceInfo& source) {
+  source.rows = x.rows;
+  if (labels.empty() && x.cols == model.features.size()) {
+    source.columns = model.features;
+    return;
+  }
+  for (std::uint64_t c = 0; c < x.cols; ++c) source.columns.push_back(fmt::format("x{}", c));
+  if (labels.empty()) {
+    source.columns.back() = model.label;
+    return;
+  }
+  const auto y = data::read_npy_header(labels);
+  if (y.rows != x.rows) {
+    fail<DataError>("{}: {} labels, but {} has {} rows", labels.string(), y.rows,
+                    x.path.string(), x.rows);
+  }
+  source.columns.push_back(model.label);
+}
+
+}  // namespace
+
 data::Shard load_for_model(const output::SavedModel& model, const std::filesystem::path& csv,
-                           bool with_labels) {
+                           bool with_labels, const std::filesystem::path& labels) {
   config::Config config;
   config.data.path = csv;
+  config.data.labels = labels;
   config.model = model.spec.config;
   data::SourceInfo source;
-  source.csv = data::index_csv(csv);
-  source.columns = source.csv->columns;
-  source.rows = source.csv->rows();
+  if (csv.extension() == ".npy") {
+    config.data.format = config::DataFormat::kNpy;
+    describe_array(model, labels, data::read_npy_header(csv), source);
+  } else {
+    source.csv = data::index_csv(csv);
+    source.columns = source.csv->columns;
+    source.rows = source.csv->rows();
+  }
   for (const auto& feature : model.features) {
     if (std::find(source.columns.begin(), source.columns.end(), feature) == source.columns.end()) {
       fail<DataError>("{}: no column '{}', which the model was trained on{} (the model needs: {})",

@@ -5,6 +5,7 @@
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/keys.hpp"
 #include "core/worker/peers.hpp"
+#include "core/data/npy.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -201,6 +202,12 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
         fail<ConfigError>("--data {}: this run's data is synthetic (every worker generates its "
                           "rows from the seed); drop --data",
                           options.data.string());
+      }
+      if (data::reads_npy(config.data)) {
+        fail<ConfigError>("--data {}: this run's data is a NumPy array, which a worker's own "
+                          "copy cannot stand for yet; put the array at the coordinator's path "
+                          "({}) on this host and drop --data",
+                          options.data.string(), config.data.path.string());
       }
       data::use_local_copy(options.data, setup.source, setup.segments);
     }

@@ -296,6 +296,7 @@ data:
   path: /tmp/d.csv
   normalize: standard
   compression: auto
+  format: auto
   validation: 0
 shards:
   count: 2

@@ -35,7 +35,7 @@ void collect(const YAML::Node& map, const std::string& prefix,
 }
 
 // to_yaml of configs that between them use every key: defaults, mlp + adam + blobs, and the
-// keys of each shard strategy and aggregation mode.
+// keys of each shard strategy and aggregation mode, and the NumPy keys.
 std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
   std::vector<std::pair<std::string, YAML::Node>> out;
   for (const char* text :
@@ -51,6 +51,7 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
         "merge: trimmed_mean}}\n",
         "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
         "shards: {strategy: dirichlet}\naggregation: {mode: parameters}\n",
+        "version: 1\ndata: {path: a.npz, format: npz, labels: y.npy}\n",
         "version: 1\ndata: {path: a.csv}\nfaults: [{rank: 0, at_step: 3, action: kill}, {rank: 0, probability: 0.5, "
         "action: drop}]\n",
         "version: 1\ndata: {path: a.csv}\ntransport: {type: tcp, advertise: node7, security: curve, keys: {secret: a.key, "
