@@ -111,9 +111,11 @@ std::uint64_t gunzip(int in_fd, const fs::path& from, Output& out) {
         }
         z.next_out = buf.data();
         z.avail_out = static_cast<uInt>(buf.size());
+        const uInt before = z.avail_in;
         const int rc = inflate(&z, Z_NO_FLUSH);
         const std::uint64_t at = consumed + (n - z.avail_in);
-        if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+        const bool stuck = rc == Z_BUF_ERROR && z.avail_in == before && z.avail_out == buf.size();
+        if ((rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) || stuck) {
           fail<DataError>("{}: corrupt gzip data near byte {}: {}", from.string(), at,
                           z.msg != nullptr ? z.msg : "inflate failed");
         }
