@@ -43,19 +43,10 @@ class Sgd final : public Optimizer {
     if (momentum_ > 0.0) state_.slots.assign(1, std::vector<double>(size_, 0.0));
   }
 
-  void step(std::span<double> params, std::span<const double> grad) override {
-    step(params, grad, params);
-  }
-  void step(std::span<const double> from, std::span<const double> grad,
-            std::span<double> to) override {
-    check_step(size_, from, grad, to);
-    run(from.data(), to.data(), [g = grad.data()](std::size_t i) { return g[i]; });
-  }
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
                    std::span<double> to) override {
     check_step(size_, from, grad_sum, to);
-    run(from.data(), to.data(),
-        [g = grad_sum.data(), scale](std::size_t i) { return g[i] * scale; });
+    run(from.data(), grad_sum.data(), scale, to.data());
   }
 
   [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
@@ -65,22 +56,21 @@ class Sgd final : public Optimizer {
   }
 
  private:
-  // `gradient(i)` gives the gradient's value i. `to` is `from` or does not overlap it, so
-  // reading from[i] before writing to[i] is all the in-place step needs.
-  // The members are read into locals first: a store through `to` could alias them as far as
-  // the compiler knows, which would reload them every iteration and keep the loop scalar.
-  template <typename Gradient>
-  void run(const double* from, double* to, Gradient gradient) {
+  // The gradient is g[i] * scale. `to` is `from` or does not overlap it, so reading from[i]
+  // before writing to[i] is all the in-place step needs. The members are read into locals
+  // first: a store through `to` could alias them as far as the compiler knows, which would
+  // reload them every iteration and keep the loop scalar.
+  void run(const double* from, const double* g, double scale, double* to) {
     const double lr = lr_, momentum = momentum_;
     const std::size_t n = size_;
     if (momentum > 0.0) {
       double* v = state_.slots[0].data();
       for (std::size_t i = 0; i < n; ++i) {
-        v[i] = momentum * v[i] + gradient(i);
+        v[i] = momentum * v[i] + g[i] * scale;
         to[i] = from[i] - lr * v[i];
       }
     } else {
-      for (std::size_t i = 0; i < n; ++i) to[i] = from[i] - lr * gradient(i);
+      for (std::size_t i = 0; i < n; ++i) to[i] = from[i] - lr * (g[i] * scale);
     }
     ++state_.steps;
   }
@@ -99,19 +89,10 @@ class Adam final : public Optimizer {
     state_.slots.assign(2, std::vector<double>(size_, 0.0));
   }
 
-  void step(std::span<double> params, std::span<const double> grad) override {
-    step(params, grad, params);
-  }
-  void step(std::span<const double> from, std::span<const double> grad,
-            std::span<double> to) override {
-    check_step(size_, from, grad, to);
-    run(from.data(), to.data(), [g = grad.data()](std::size_t i) { return g[i]; });
-  }
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
                    std::span<double> to) override {
     check_step(size_, from, grad_sum, to);
-    run(from.data(), to.data(),
-        [g = grad_sum.data(), scale](std::size_t i) { return g[i] * scale; });
+    run(from.data(), grad_sum.data(), scale, to.data());
   }
 
   [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
@@ -120,9 +101,9 @@ class Adam final : public Optimizer {
   }
 
  private:
-  // As Sgd::run: members into locals, so that stores through `to` do not reload them.
-  template <typename Gradient>
-  void run(const double* from, double* to, Gradient gradient) {
+  // As Sgd::run: the gradient is g[i] * scale; members into locals, so that stores through
+  // `to` do not reload them.
+  void run(const double* from, const double* grad, double scale, double* to) {
     ++state_.steps;
     const auto t = static_cast<double>(state_.steps);
     const double correction1 = 1.0 - std::pow(beta1_, t);
@@ -132,7 +113,7 @@ class Adam final : public Optimizer {
     double* m = state_.slots[0].data();
     double* v = state_.slots[1].data();
     for (std::size_t i = 0; i < n; ++i) {
-      const double g = gradient(i);
+      const double g = grad[i] * scale;
       m[i] = beta1 * m[i] + (1.0 - beta1) * g;
       v[i] = beta2 * v[i] + (1.0 - beta2) * g * g;
       const double m_hat = m[i] / correction1;

@@ -4,7 +4,6 @@ disagree, a truncated or corrupt file and a forced compression that does not mat
 naming the file and what to do; nothing is left in TMPDIR."""
 
 import gzip
-import os
 import shutil
 import subprocess
 
@@ -22,13 +21,6 @@ output: {{dir: {out}}}
 """
 
 
-def env_for(tmp):
-    env = dict(os.environ)
-    env["TMPDIR"] = str(tmp / "tmpdir")
-    (tmp / "tmpdir").mkdir(exist_ok=True)
-    return env
-
-
 def run(tmp, name, path, env, extra="", stdin=None):
     cfg = h.write_config(tmp, CONFIG.format(path=path, out=tmp / name, extra=extra), f"{name}.yaml")
     return subprocess.run([h.binary(), "run", str(cfg), "-q"], input=stdin, capture_output=True,
@@ -42,7 +34,7 @@ def zstd_of(data):
 
 
 def test_compressed_files_train_as_the_plain_file(tmp):
-    env = env_for(tmp)
+    _, env = h.private_tmpdir(tmp)
     plain = h.source("data", "logistic.csv")
     raw = plain.read_bytes()
     r = run(tmp, "plain", plain, env)
@@ -75,7 +67,7 @@ def test_compressed_files_train_as_the_plain_file(tmp):
 
 
 def test_bad_compressed_data(tmp):
-    env = env_for(tmp)
+    _, env = h.private_tmpdir(tmp)
     raw = h.source("data", "logistic.csv").read_bytes()
     packed = gzip.compress(raw)
     (tmp / "hidden.csv").write_bytes(packed)             # gzip under a plain name

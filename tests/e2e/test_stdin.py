@@ -23,14 +23,6 @@ output: {{dir: {out}}}
 """
 
 
-def env_for(tmp):
-    """A TMPDIR of the test's own, so that what is left behind (or not) can be seen."""
-    env = dict(os.environ)
-    env["TMPDIR"] = str(tmp / "tmpdir")
-    (tmp / "tmpdir").mkdir(exist_ok=True)
-    return env
-
-
 def spools(tmp):
     return sorted(p.name for p in (tmp / "tmpdir").glob("disttrain-data-*"))
 
@@ -42,7 +34,7 @@ def piped(args, data, env, timeout=60):
 
 def test_run_from_a_pipe_is_the_run_from_the_file(tmp):
     data = h.source("data", "blobs.csv")
-    env = env_for(tmp)
+    _, env = h.private_tmpdir(tmp)
     from_file = h.write_config(tmp, CONFIG.format(path=data, out=tmp / "file"), "file.yaml")
     r = h.run("run", from_file, "-q")
     assert r.code == 0, r
@@ -66,7 +58,7 @@ def test_run_from_a_pipe_is_the_run_from_the_file(tmp):
 
 def test_predict_and_eval_from_a_pipe(tmp):
     data = h.source("data", "blobs.csv")
-    env = env_for(tmp)
+    _, env = h.private_tmpdir(tmp)
     cfg = h.write_config(tmp, CONFIG.format(path=data, out=tmp / "run"))
     assert h.run("run", cfg, "-q").code == 0
     model = tmp / "run" / "model.json"
@@ -80,7 +72,7 @@ def test_predict_and_eval_from_a_pipe(tmp):
 
 
 def test_bad_pipes(tmp):
-    env = env_for(tmp)
+    _, env = h.private_tmpdir(tmp)
     cfg = h.write_config(tmp, CONFIG.format(path='"-"', out=tmp / "run"))
     r = piped(["run", cfg], b"", env)
     assert r.returncode == 2 and b"stdin was empty" in r.stderr, r
@@ -102,7 +94,7 @@ def test_bad_pipes(tmp):
 
 
 def test_a_killed_spool_is_swept_and_ctrl_c_exits_130(tmp):
-    env = env_for(tmp)
+    _, env = h.private_tmpdir(tmp)
     cfg = h.write_config(tmp, CONFIG.format(path='"-"', out=tmp / "run"))
     rows = h.source("data", "blobs.csv").read_bytes()
     for sig, code in ((signal.SIGKILL, -signal.SIGKILL), (signal.SIGINT, 130)):
