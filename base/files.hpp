@@ -85,7 +85,8 @@ void write_owner_file(const std::filesystem::path& dir) noexcept;
 // Removes the directories <base>/<prefix>XXXXXX that a TempDir of a process now gone left behind
 // (killed with SIGKILL, it could not remove its own): those of this user whose `.owner` names a
 // pid that no longer runs, or runs another program since (its start time differs). A directory
-// without an owner file (made by an older build, or being made right now) is left alone.
+// without an owner file (being made right now, or its maker was killed before it wrote one) is
+// left alone for an hour after its last change, then removed too.
 // Returns the directories removed; never fails.
 std::size_t sweep_orphans(const std::filesystem::path& base, std::string_view prefix) noexcept;
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +14,8 @@ namespace dt::files {
 namespace {
 
 constexpr const char* kOwnerFile = ".owner";
+// A folder with no owner file this many seconds after its last change is an orphan.
+constexpr long kOwnerlessAge = 3600;
 
 // Field 22 of /proc/<pid>/stat: the process's start time in clock ticks since boot, which tells
 // a pid reused by another process from the one that wrote the owner file. Empty when the process
@@ -56,8 +59,13 @@ std::size_t sweep_orphans(const std::filesystem::path& base, std::string_view pr
     std::ifstream in(dir / kOwnerFile);
     long pid = 0;
     std::string started;
-    if (!(in >> pid >> started) || pid <= 0) continue;
-    if (start_time_of(pid) == started) continue;  // still running
+    if (!(in >> pid >> started) || pid <= 0) {
+      // No owner yet: a process starting now, or one killed between mkdtemp and writing the
+      // owner file. Only an old folder is the second.
+      if (::time(nullptr) - st.st_mtime < kOwnerlessAge) continue;
+    } else if (start_time_of(pid) == started) {
+      continue;  // still running
+    }
     std::error_code remove_error;
     if (std::filesystem::remove_all(dir, remove_error) > 0 && !remove_error) ++removed;
   }

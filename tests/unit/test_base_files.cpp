@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -56,14 +57,19 @@ TEST_CASE("files: sweep_orphans removes the directories of processes that are go
   write_owner(dead, std::to_string(dead_pid()) + " 12345");
   const fs::path reused = make("disttrain-reuse1");  // my pid, another start time
   write_owner(reused, std::to_string(::getpid()) + " 1");
-  const fs::path unowned = make("disttrain-noown1");  // an older build's: left alone
+  const fs::path unowned = make("disttrain-noown1");  // being made now: left alone
+  // Its maker killed before it wrote the owner file, two hours ago: removed.
+  const fs::path stale = make("disttrain-noown2");
+  const auto two_hours_ago = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(stale, two_hours_ago);
   const fs::path other = make("someone-else1");
   write_owner(other, std::to_string(dead_pid()) + " 1");
   const fs::path longer = make("disttrain-toolong1");
   write_owner(longer, std::to_string(dead_pid()) + " 1");
 
-  CHECK(dt::files::sweep_orphans(base.path(), "disttrain-") == 2);
+  CHECK(dt::files::sweep_orphans(base.path(), "disttrain-") == 3);
   CHECK_FALSE(fs::exists(dead));
+  CHECK_FALSE(fs::exists(stale));
   CHECK_FALSE(fs::exists(reused));
   CHECK(fs::exists(mine.path() / ".owner"));
   CHECK(fs::exists(unowned / "coord.sock"));
