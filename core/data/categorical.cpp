@@ -61,15 +61,17 @@ void find_categories(const SourceInfo& info, std::vector<Encoding>& encodings) {
   if (wanted.empty() || !info.csv || info.csv->rows() == 0) return;
   const CsvIndex& index = *info.csv;
   const std::string name = index.path.string();
-  std::vector<std::set<std::string>> seen(wanted.size());
-  CsvReader reader(index.path, index.row_offset.front(), index.row_line.front(), index.delimiter);
-  std::vector<CsvField> fields;
-  while (reader.next(fields)) {
+  std::vector<std::set<std::string, std::less<>>> seen(wanted.size());
+  // Views into the reader's buffer: a value is copied only the first time it is seen.
+  detail::RecordReader reader(index.path, index.row_offset.front(), index.row_line.front(),
+                              index.delimiter);
+  std::vector<detail::FieldView> fields;
+  while (reader.next_views(fields)) {
     for (std::size_t k = 0; k < wanted.size(); ++k) {
       const auto& [c, encoding] = wanted[k];
       if (c >= fields.size()) continue;  // the index already refused ragged rows
-      const CsvField& cell = fields[c];
-      const std::string_view value = detail::trim_spaces(cell.text);
+      const detail::FieldView& cell = fields[c];
+      const std::string_view value = detail::trim_spaces(cell.text());
       if (value.empty()) {
         fail<DataError>("{}:{}:{}: column '{}': empty cell; a data.categorical column needs a "
                         "value in every row",
@@ -80,7 +82,9 @@ void find_categories(const SourceInfo& info, std::vector<Encoding>& encodings) {
                         "UTF-8",
                         name, cell.line, cell.column, encoding->column);
       }
-      if (seen[k].emplace(value).second && seen[k].size() > kMaxCategories) {
+      if (seen[k].find(value) != seen[k].end()) continue;
+      seen[k].emplace(value);
+      if (seen[k].size() > kMaxCategories) {
         fail<DataError>("{}:{}:{}: column '{}' has more than {} distinct values, too many for "
                         "one_hot (one feature each); hash them into buckets instead: "
                         "data.categorical: {{{}: {{hash: 256}}}}",
