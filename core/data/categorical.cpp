@@ -218,32 +218,64 @@ CategoricalCells::CategoricalCells(const SourceInfo& source, bool empty_is_zero)
     for (std::size_t i = 0; i < e.categories.size(); ++i) col.lookup.emplace(e.categories[i], i);
     columns_.push_back(std::move(col));
   }
+  std::sort(columns_.begin(), columns_.end(), [](const Column& a, const Column& b) {
+    return a.source_index < b.source_index;
+  });
+}
+
+void CategoricalCells::encode(const Column& col, std::string_view value, double* row) const {
+  for (const auto s : col.slot) {
+    if (s >= 0) row[s] = 0.0;
+  }
+  if (value.empty()) return;  // data.missing other than error: all zeros
+  std::size_t i = 0;
+  if (col.encoding->hashed()) {
+    i = static_cast<std::size_t>(hash::bucket_of(value, col.encoding->buckets));
+  } else if (const auto it = col.lookup.find(value); it != col.lookup.end()) {
+    i = it->second;
+  } else {
+    return;  // unseen in training: all zeros
+  }
+  if (col.slot[i] >= 0) row[col.slot[i]] = 1.0;
 }
 
 void CategoricalCells::put(const std::vector<FieldView>& fields, double* row,
                            const std::filesystem::path& path) const {
   for (const Column& col : columns_) {
-    for (const auto s : col.slot) {
-      if (s >= 0) row[s] = 0.0;
-    }
     const FieldView& cell = fields[col.source_index];
     const std::string_view value = trim_spaces(cell.text());
-    if (value.empty()) {
-      if (empty_is_zero_) continue;
+    if (value.empty() && !empty_is_zero_) {
       fail<DataError>("{}:{}:{}: column '{}': empty cell; a data.categorical column needs a "
                       "value in every row",
                       path.string(), cell.line, cell.column, col.encoding->column);
     }
-    std::size_t i = 0;
-    if (col.encoding->hashed()) {
-      i = static_cast<std::size_t>(hash::bucket_of(value, col.encoding->buckets));
-    } else if (const auto it = col.lookup.find(std::string(value)); it != col.lookup.end()) {
-      i = it->second;
-    } else {
-      continue;  // unseen in training: all zeros
-    }
-    if (col.slot[i] >= 0) row[col.slot[i]] = 1.0;
+    encode(col, value, row);
   }
+}
+
+bool CategoricalCells::put_plain(std::string_view line, char sep, double* row) const {
+  // The cells of the row, cut at each separator (a plain row has no quotes); only as far as
+  // the last categorical column.
+  std::size_t start = 0;
+  std::size_t field = 0;
+  for (const Column& col : columns_) {  // in source column order
+    while (field < col.source_index) {
+      const auto next = line.find(sep, start);
+      if (next == std::string_view::npos) return false;
+      start = next + 1;
+      ++field;
+    }
+    auto end = line.find(sep, start);
+    if (end == std::string_view::npos) {  // the last field: without the line end, as PlainRow
+      end = line.size();
+      if (end > start && line[end - 1] == '\n') --end;
+      if (end > start && line[end - 1] == '\r') --end;
+    }
+    const std::string_view value = trim_spaces(line.substr(start, end - start));
+    if (value.empty() && !empty_is_zero_) return false;  // the general path names the cell
+    encode(col, value, row);
+  }
+  return true;
 }
 
 }  // namespace detail

@@ -116,7 +116,7 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
   // The index knows the separator where this process made it; a worker is told it.
   const char sep = index != nullptr ? index->delimiter : source.delimiter;
   const detail::PlainRow plain(std::move(use), std::move(slot), sep);
-  // data.categorical's cells are encoded on the general path only (the fast one reads numbers).
+  // data.categorical's cells: skipped by the fast path, encoded by CategoricalCells.
   const detail::CategoricalCells categorical(source);
   // A row longer than this that straddles the end of the buffer goes the general way.
   constexpr std::size_t kLookahead = std::size_t{16} << 10;
@@ -145,14 +145,17 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
     for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
       double* row = shard.x.data() + r * p;
       double& label = has_label && kind != LabelKind::kCategorical ? shard.y(r) : unused_label;
-      // Rows with categorical cells skip the fast path: an empty window makes it decline.
-      const std::string_view window =
-          categorical.empty() ? reader->peek(kLookahead) : std::string_view();
+      const std::string_view window = reader->peek(kLookahead);
       std::string_view text;
-      if (const char* after = window.empty() ? nullptr
-                                             : plain.parse(window.data(),
-                                                           window.data() + window.size(), row,
-                                                           label, text)) {
+      const char* after =
+          plain.parse(window.data(), window.data() + window.size(), row, label, text);
+      // The fast path skips categorical cells (as text); they are encoded from the row's bytes.
+      if (after != nullptr && !categorical.empty() &&
+          !categorical.put_plain(
+              window.substr(0, static_cast<std::size_t>(after - window.data())), sep, row)) {
+        after = nullptr;
+      }
+      if (after != nullptr) {
         reader->consume_line(static_cast<std::size_t>(after - window.data()));
         if (!text.empty()) shard.raw_labels.emplace_back(text);
         continue;

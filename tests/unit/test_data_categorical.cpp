@@ -197,3 +197,18 @@ TEST_CASE("categorical config: one_hot, hash (64 buckets) and {hash: N}; errors 
   CHECK(error("{path: a.npy, format: npy, categorical: {c: hash}}")
             .find("a NumPy array holds only numbers") != std::string::npos);
 }
+
+TEST_CASE("categorical: fast and general paths encode alike (last column, CRLF, spaces, quotes)") {
+  // Label first, the categorical column last; plain rows take the fast path, the quoted one
+  // and the one with a tab the general path.
+  Categorical c("y,x,color\r\n1,1,red\r\n2,2,blue\r\n3,3,\"red\"\r\n4,4, blue\t\r\n5,5,red\r\n",
+                {{"color", 0}});
+  c.config.data.label = "y";
+  const auto source = dt::data::describe_source(c.config);
+  CHECK(source.features == Names{"x", "color=blue", "color=red"});
+  const auto shard = c.load_all(source);
+  const double expected[5][3] = {{1, 0, 1}, {2, 1, 0}, {3, 0, 1}, {4, 1, 0}, {5, 0, 1}};
+  for (int r = 0; r < 5; ++r) {
+    for (int f = 0; f < 3; ++f) CHECK(shard.x(r, f) == expected[r][f]);
+  }
+}
