@@ -110,6 +110,13 @@ def test_encoded_columns_train_the_precomputed_model(tmp):
 
 def test_normalization_leaves_encoded_features_alone(tmp):
     write_text(tmp / "text.csv")
+    cfg = h.write_config(tmp, CONFIG.format(path=tmp / "text.csv", out=tmp / "v", extra=CATEGORICAL,
+                                            normalize="standard"), "v.yaml")
+    r = h.run("validate", cfg)
+    assert r.code == 0 and "encoded:    color one_hot (4 values), city hash (8 buckets)\n" in r.stdout, r
+    r = h.run("validate", cfg, "--json")
+    assert r.code == 0 and json.loads(r.stdout)["categorical"][1] == \
+        {"column": "city", "encoding": "hash", "buckets": 8}, r
     r = train(tmp, "std", tmp / "text.csv", CATEGORICAL, "standard")
     assert r.code == 0, r
     model = model_of(tmp, "std")
