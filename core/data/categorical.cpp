@@ -20,6 +20,14 @@ std::size_t position_of(const std::vector<std::string>& names, std::string_view 
   return static_cast<std::size_t>(std::find(names.begin(), names.end(), name) - names.begin());
 }
 
+// The coordinator's scan and the workers' rows report an empty categorical cell alike.
+[[noreturn]] void empty_cell(const std::string& path, std::uint64_t line, std::uint64_t column,
+                             const std::string& name) {
+  fail<DataError>("{}:{}:{}: column '{}': empty cell; a data.categorical column needs a value "
+                  "in every row",
+                  path, line, column, name);
+}
+
 // The config's columns, checked, as encodings without categories, in file order.
 std::vector<Encoding> configured(const config::DataConfig& data, const SourceInfo& info,
                                  const std::string& origin) {
@@ -72,11 +80,7 @@ void find_categories(const SourceInfo& info, std::vector<Encoding>& encodings) {
       if (c >= fields.size()) continue;  // the index already refused ragged rows
       const detail::FieldView& cell = fields[c];
       const std::string_view value = detail::trim_spaces(cell.text());
-      if (value.empty()) {
-        fail<DataError>("{}:{}:{}: column '{}': empty cell; a data.categorical column needs a "
-                        "value in every row",
-                        name, cell.line, cell.column, encoding->column);
-      }
+      if (value.empty()) empty_cell(name, cell.line, cell.column, encoding->column);
       if (!text::valid_utf8(value)) {
         fail<DataError>("{}:{}:{}: column '{}': the value is not valid UTF-8; save the file as "
                         "UTF-8",
@@ -245,9 +249,7 @@ void CategoricalCells::put(const std::vector<FieldView>& fields, double* row,
     const FieldView& cell = fields[col.source_index];
     const std::string_view value = trim_spaces(cell.text());
     if (value.empty() && !empty_is_zero_) {
-      fail<DataError>("{}:{}:{}: column '{}': empty cell; a data.categorical column needs a "
-                      "value in every row",
-                      path.string(), cell.line, cell.column, col.encoding->column);
+      empty_cell(path.string(), cell.line, cell.column, col.encoding->column);
     }
     encode(col, value, row);
   }
