@@ -15,10 +15,32 @@ table = np.loadtxt("data/blobs.csv", delimiter=",", skiprows=1)
 np.save("data/blobs_x.npy", np.ascontiguousarray(table[:, :-1]))
 np.save("data/blobs_y.npy", table[:, -1].astype("<i8"))
 PY
+/usr/bin/python3 - <<'PY'
+# data/shop.csv (configs/categorical.yaml): a text ID, two categorical columns (color: 4 values,
+# one-hot; city: 40 values, hashed), two numbers, and a 0/1 label that depends on all of them.
+# A fixed linear congruential generator, so the bytes are the same on every machine.
+state = 12345
+def uniform():
+    global state
+    state = (state * 6364136223846793005 + 1442695040888963407) % 2**64
+    return (state >> 11) / 2**53
+colors = {"red": 1.5, "green": -1.0, "blue": 0.5, "black": -2.0}
+cities = ["city%02d" % i for i in range(40)]
+with open("data/shop.csv", "w") as out:
+    out.write("id,color,price,city,age,bought\n")
+    for i in range(1200):
+        color = list(colors)[int(uniform() * 4)]
+        city = cities[int(uniform() * 40)]
+        price = round(uniform() * 100, 2)
+        age = int(18 + uniform() * 60)
+        score = colors[color] - 0.03 * (price - 50) + (0.8 if int(city[4:]) % 3 == 0 else -0.4) \
+            + 0.02 * (age - 45) + (uniform() - 0.5) * 1.5
+        out.write("u%05d,%s,%.2f,%s,%d,%d\n" % (i, color, price, city, age, 1 if score > 0 else 0))
+PY
 # The pre-trained model of configs/fine_tune.yaml: 2 epochs of configs/softmax_regression.yaml
 # (which then misses that config's own accuracy gate: exit 1 is expected).
 run=$(mktemp -d)
 trap 'rm -rf "$run"' EXIT
 "$bin" run configs/softmax_regression.yaml -q --set training.epochs=2 --set "output.dir=$run" || [[ $? == 1 ]]
 cp "$run/model.json" data/models/blobs_softmax.json
-echo "wrote data/linear.csv data/logistic.csv data/blobs.csv data/blobs_x.npy data/blobs_y.npy data/models/blobs_softmax.json"
+echo "wrote data/shop.csv data/linear.csv data/logistic.csv data/blobs.csv data/blobs_x.npy data/blobs_y.npy data/models/blobs_softmax.json"

@@ -68,6 +68,19 @@ struct LabelTally {
 //   labels:     rows per class
 //     rank          0      1      2
 //     0           375      0      0
+// "encoded:    color one_hot (4 values), city hash (16 buckets)\n", or "" without
+// data.categorical.
+std::string describe_categorical(const std::vector<data::Encoding>& encodings) {
+  if (encodings.empty()) return "";
+  std::vector<std::string> parts;
+  for (const auto& e : encodings) {
+    parts.push_back(e.hashed() ? fmt::format("{} hash ({} buckets)", e.column, e.buckets)
+                               : fmt::format("{} one_hot ({} values)", e.column,
+                                             e.categories.size()));
+  }
+  return fmt::format("encoded:    {}\n", fmt::join(parts, ", "));
+}
+
 std::string label_table(const std::vector<std::string>& classes,
                         const nlohmann::ordered_json& shards,
                         const nlohmann::ordered_json& validation) {
@@ -192,6 +205,9 @@ int validate(const ValidateArgs& args) {
   j["train_rows"] = plan.train_rows;
   j["validation_rows"] = plan.validation_rows.size();
   j["model"] = config::name_of(config.model.type);
+  if (!plan.source.categorical.empty()) {
+    j["categorical"] = output::categorical_json(plan.source.categorical);
+  }
   j["parameters"] = model->parameter_count();
   if (init) j["init"] = init->path.string();
   j["mode"] = config::name_of(config.aggregation.mode);
@@ -217,13 +233,15 @@ int validate(const ValidateArgs& args) {
   std::string out = fmt::format(
       "{}: valid\n"
       "data:       {} ({} rows, {} features, label '{}'{})\n"
+      "{}"
       "split:      {} training rows, {} validation rows\n"
       "model:      {}, {} parameters{}\n"
       "training:   {}; {} workers over {}, {} steps per epoch x {} epochs = {} steps{}\n"
       "shards:     {}\n",
       args.config_path, j["data"].get<std::string>(), plan.source.rows,
       plan.source.features.size(), plan.source.label,
-      classes.empty() ? "" : fmt::format(", {} classes", classes.size()), plan.train_rows,
+      classes.empty() ? "" : fmt::format(", {} classes", classes.size()),
+      describe_categorical(plan.source.categorical), plan.train_rows,
       plan.validation_rows.size(), config::name_of(config.model.type), model->parameter_count(),
       init ? fmt::format(", starting from {}", init->path.string()) : std::string(),
       config::describe_aggregation(config), config::worker_count(config),

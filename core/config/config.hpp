@@ -38,6 +38,12 @@ struct SyntheticConfig {
   double noise = 0.1;
 };
 
+// data.categorical: a text column encoded as numbers (core/data/categorical.hpp).
+struct CategoricalColumn {
+  std::string column;
+  std::uint64_t buckets = 0;  // 0: one_hot; else hash into this many buckets
+};
+
 struct DataConfig {
   std::filesystem::path path;            // resolved against the config file's folder; empty with synthetic
   std::optional<std::string> label;      // default: the last column
@@ -45,6 +51,7 @@ struct DataConfig {
   // empty: every column but the label / none.
   std::vector<std::string> features;
   std::vector<std::string> exclude;
+  std::vector<CategoricalColumn> categorical;  // in the order the config lists them
   Normalize normalize = Normalize::kStandard;
   // data.delimiter: 0 detects it from the header (auto); else ',', '\t', ';' or '|'.
   char delimiter = 0;

@@ -49,6 +49,21 @@ class Writer {
     out_ << YAML::EndSeq;
   }
 
+  // data.categorical: {color: one_hot, city: {hash: 64}}
+  void put(const char* key, const std::vector<CategoricalColumn>& columns) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& c : columns) {
+      out_ << YAML::Key << c.column << YAML::Value;
+      if (c.buckets == 0) {
+        out_ << "one_hot";
+      } else {
+        out_ << YAML::Flow << YAML::BeginMap << YAML::Key << "hash" << YAML::Value
+             << std::to_string(c.buckets) << YAML::EndMap;
+      }
+    }
+    out_ << YAML::EndMap;
+  }
+
   void put(const std::string& metric, const Bound& bound) {
     out_ << YAML::Key << metric << YAML::Value << YAML::Flow << YAML::BeginMap;
     if (bound.min) out_ << YAML::Key << "min" << YAML::Value << text::format_double(*bound.min);
@@ -107,6 +122,7 @@ void write_data(Writer& w, const DataConfig& d) {
   if (d.delimiter != 0) w.put("delimiter", delimiter_name(d.delimiter));
   if (!d.features.empty()) w.put("features", d.features);
   if (!d.exclude.empty()) w.put("exclude", d.exclude);
+  if (!d.categorical.empty()) w.put("categorical", d.categorical);
   w.put("normalize", name_of(d.normalize));
   if (!d.synthetic && !d.path.empty()) {
     w.put("compression", name_of(d.compression));

@@ -30,6 +30,9 @@ void check_fault_tolerance(const Section& root, const Config& c);
 [[nodiscard]] TransportConfig parse_transport(const Section& s, const std::filesystem::path& base_dir);
 void check_transport(const Section& root, const Config& c);
 
+// data.categorical (sections_categorical.cpp): {column: one_hot | hash | {hash: N}}.
+[[nodiscard]] std::vector<CategoricalColumn> categorical_entries(const Section& s);
+
 // `path` against `base_dir`, absolute and normal.
 [[nodiscard]] std::filesystem::path resolve(const std::filesystem::path& base_dir,
                                             const std::string& path);

@@ -77,6 +77,15 @@ std::vector<Key> build_keys() {
       {"data.exclude", "list of strings", "", "none",
        "Columns to leave out (IDs, text), as names or ranges like `data.features`; applied "
        "after it."},
+      {"data.categorical", "map of column: `one_hot`, `hash` or `{hash: N}`", "", "none",
+       "Text columns (or numbers read as text) encoded as numeric features, CSV only. "
+       "`one_hot`: one 0/1 feature per distinct value over all rows, named `column=value` and "
+       "sorted bytewise (at most 1000 values; more exits 2 suggesting `hash`). `hash` (64 "
+       "buckets) or `{hash: N}`: one feature per bucket, named `column#B`, B = FNV-1a 64 of "
+       "the value's UTF-8 bytes mod N (docs/categorical.md). Encoded features replace their "
+       "column in file order and are never normalized; an empty cell is an error. Stored in "
+       "model.json and applied by `predict` and `eval` (a value unseen in training: all "
+       "zeros)."},
       {"data.compression", one_of(kCompressions), "auto", "",
        "How `data.path` is compressed: `auto` tells gzip (`.gz`) and zstd (`.zst`) from the "
        "file's name and checks its first bytes (a name and content that disagree are refused); "

@@ -149,6 +149,12 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
   }
   d.features = column_entries(s, "features");
   d.exclude = column_entries(s, "exclude");
+  d.categorical = categorical_entries(s);
+  if (!d.categorical.empty() && (generated || from_files)) {
+    s.fail("categorical", generated ? "applies to data.path only; remove it with data.synthetic"
+                                    : "is not supported with shards.strategy files yet (the "
+                                      "categories would differ per file); remove it");
+  }
   d.normalize = s.choice("normalize", d.normalize, kNormalizations);
   d.compression = s.choice("compression", d.compression, kCompressions);
   if (s.has("compression") && !from_file) {
@@ -156,6 +162,10 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
   }
   d.format = s.choice("format", d.format, kDataFormats);
   if (s.has("format") && !from_file) s.fail("format", "applies to data.path only; remove it");
+  if (!d.categorical.empty() &&
+      (d.format == DataFormat::kNpy || d.format == DataFormat::kNpz)) {
+    s.fail("categorical", "applies to CSV data; a NumPy array holds only numbers");
+  }
   if (s.has("labels")) {
     if (!from_file) s.fail("labels", "applies to data.path only; remove it");
     d.labels = resolve(base_dir, s.string("labels", ""));

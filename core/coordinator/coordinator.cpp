@@ -255,6 +255,7 @@ protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
   if (plan.tensor > 1) stats = merge_tensor_stats(plan, tensor_stats);
   protocol::Finalize f;
   f.normalization = data::make_normalization(config.data.normalize, stats, plan.source.features);
+  data::leave_encoded_unscaled(f.normalization, plan.source.features, plan.source.categorical);
   const auto task = config::task_of(config.model);
   if (data::label_kind(task) == data::LabelKind::kCategorical) {
     f.classes = data::resolve_classes(labels);

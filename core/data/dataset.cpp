@@ -1,6 +1,7 @@
 // The data source (CSV or synthetic), the label column, and loading one shard into memory.
 
 #include "core/data/dataset.hpp"
+#include "core/data/categorical_cells.hpp"
 #include "core/data/csv_io.hpp"
 #include "core/data/npy.hpp"
 #include "base/error.hpp"
@@ -70,7 +71,10 @@ std::vector<std::ptrdiff_t> feature_targets(const SourceInfo& source, const std:
   std::unordered_map<std::string_view, std::size_t> column_of;
   for (std::size_t c = 0; c < source.columns.size(); ++c) column_of.emplace(source.columns[c], c);
   std::vector<std::ptrdiff_t> target(source.columns.size(), -1);
+  // Encoded features have no column of their own: CategoricalCells fills them.
+  const auto encoded = encoded_features(source.categorical);
   for (std::size_t f = 0; f < source.features.size(); ++f) {
+    if (encoded.contains(source.features[f])) continue;
     const auto it = column_of.find(source.features[f]);
     if (it == column_of.end()) {
       fail<DataError>("{}: no column '{}'{}; columns are: {}", origin, source.features[f],
@@ -112,6 +116,8 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
   // The index knows the separator where this process made it; a worker is told it.
   const char sep = index != nullptr ? index->delimiter : source.delimiter;
   const detail::PlainRow plain(std::move(use), std::move(slot), sep);
+  // data.categorical's cells: skipped by the fast path, encoded by CategoricalCells.
+  const detail::CategoricalCells categorical(source);
   // A row longer than this that straddles the end of the buffer goes the general way.
   constexpr std::size_t kLookahead = std::size_t{16} << 10;
 
@@ -141,8 +147,15 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
       double& label = has_label && kind != LabelKind::kCategorical ? shard.y(r) : unused_label;
       const std::string_view window = reader->peek(kLookahead);
       std::string_view text;
-      if (const char* after = plain.parse(window.data(), window.data() + window.size(), row,
-                                          label, text)) {
+      const char* after =
+          plain.parse(window.data(), window.data() + window.size(), row, label, text);
+      // The fast path skips categorical cells (as text); they are encoded from the row's bytes.
+      if (after != nullptr && !categorical.empty() &&
+          !categorical.put_plain(
+              window.substr(0, static_cast<std::size_t>(after - window.data())), sep, row)) {
+        after = nullptr;
+      }
+      if (after != nullptr) {
         reader->consume_line(static_cast<std::size_t>(after - window.data()));
         if (!text.empty()) shard.raw_labels.emplace_back(text);
         continue;
@@ -162,6 +175,7 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
         row[target[c]] =
             detail::parse_cell(cell.text(), cell.line, cell.column, path, source.columns[c]);
       }
+      if (!categorical.empty()) categorical.put(fields, row, path);
       if (has_label) {
         const auto& cell = fields[source.label_index];
         if (kind == LabelKind::kNumeric) {
@@ -326,7 +340,13 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
     const auto format = data.format == config::DataFormat::kAuto
                             ? format_of(data.path, data.format, "data.path")
                             : data.format;
-    if (format == config::DataFormat::kNpy) return describe_npy(data);
+    if (format == config::DataFormat::kNpy) {
+      if (!data.categorical.empty()) {
+        fail<DataError>("{}: data.categorical applies to CSV data; a NumPy array holds only "
+                        "numbers", data.path.string());
+      }
+      return describe_npy(data);
+    }
     if (format == config::DataFormat::kNpz) {
       fail<DataError>("data.path {}: an .npz archive is unpacked by the command before the run "
                       "(disttrain run / validate); this reader takes its .npy arrays",
@@ -362,6 +382,7 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
   }
   info.features =
       select_features(info.columns, info.label_index, data.features, data.exclude, origin);
+  resolve_categorical(data, info, origin);
   return info;
 }
 

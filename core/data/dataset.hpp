@@ -7,6 +7,7 @@
 // May use: base/, core/config/.
 
 #include "core/config/config.hpp"
+#include "core/data/categorical.hpp"
 #include "core/data/csv.hpp"
 
 #include <Eigen/Dense>
@@ -45,6 +46,9 @@ struct SourceInfo {
   // Strategy files: this worker's own CSV (workers get no index, so load_shard needs the path).
   // Empty otherwise: the source is data.path or data.synthetic.
   std::filesystem::path file;
+  // data.categorical: how each categorical column becomes features (their names are in
+  // `features`, in place of the column's); empty without it.
+  std::vector<Encoding> categorical;
 };
 
 // A worker's own copy of the data (`disttrain worker --data FILE`) instead of the path the

@@ -23,6 +23,9 @@ enum class Precision { kFloat32, kFloat64 };
 //          multiclass: "label" [N] (the most probable class; the first on a tie) and
 //                      "probabilities" [N, classes]
 // Metadata (metadata_props): "features" and "classes" (JSON lists), "label", "task".
+// A model with data.categorical columns takes its encoded features as inputs ("color=red" is 1
+// or 0, "city#17" the hash bucket's indicator): the encoding is not in the graph; metadata
+// "categorical" holds model.json's encodings (JSON) so the caller can encode the same way.
 // Float32 (the default of serving stacks) rounds the parameters once; float64 keeps model.json's
 // bits. DataError when the model cannot be expressed (no such case today: named if one comes).
 [[nodiscard]] std::string to_onnx(const output::SavedModel& model, Precision precision);
@@ -31,7 +34,8 @@ enum class Precision { kFloat32, kFloat64 };
 // every parameter block under its model.json name with its shape (float64), and
 // "normalization.shift" / "normalization.scale" (float64, absent without normalization),
 // "features", "classes" (unicode), "model.type", "model.task", "model.activation" (0-d unicode),
-// "model.hidden" (int64). DataError when an array passes the 4 GiB a zip without ZIP64 holds.
+// "model.hidden" (int64), and "categorical" (0-d unicode, model.json's encodings as JSON) for a
+// model with data.categorical columns, whose inputs are the encoded features. DataError when an array passes the 4 GiB a zip without ZIP64 holds.
 [[nodiscard]] std::string to_npz(const output::SavedModel& model);
 
 }  // namespace dt::exporting

@@ -194,6 +194,9 @@ std::string to_npz(const output::SavedModel& saved) {
   zip.add("features", unicode(saved.features, false));
   if (model->task() != config::Task::kRegression) zip.add("classes", unicode(saved.classes, false));
   zip.add("label", unicode({saved.label}, true));
+  if (!saved.categorical.empty()) {
+    zip.add("categorical", unicode({output::categorical_json(saved.categorical).dump()}, true));
+  }
   zip.add("model.type", unicode({config::name_of(saved.spec.config.type)}, true));
   zip.add("model.task", unicode({config::name_of(model->task())}, true));
   zip.add("normalization.kind", unicode({config::name_of(n.kind)}, true));

@@ -142,6 +142,9 @@ std::string to_onnx(const output::SavedModel& saved, Precision precision) {
   meta("label", saved.label);
   meta("task", config::name_of(task));
   if (task != config::Task::kRegression) meta("classes", nlohmann::json(saved.classes).dump());
+  if (!saved.categorical.empty()) {  // the graph takes the encoded features (export.hpp)
+    meta("categorical", output::categorical_json(saved.categorical).dump());
+  }
 
   auto& g = *proto.mutable_graph();
   g.set_name("disttrain");

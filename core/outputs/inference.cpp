@@ -43,6 +43,11 @@ data::Shard load_for_model(const output::SavedModel& model, const std::filesyste
   config.data.labels = labels;
   config.model = model.spec.config;
   data::SourceInfo source;
+  if (csv.extension() == ".npy" && !model.categorical.empty()) {
+    fail<DataError>("{}: this model encodes categorical columns ({}), which a NumPy array cannot "
+                    "hold; give the data as a CSV",
+                    csv.string(), model.categorical.front().column);
+  }
   if (csv.extension() == ".npy") {
     config.data.format = config::DataFormat::kNpy;
     describe_array(model, labels, data::read_npy_header(csv), source);
@@ -51,14 +56,22 @@ data::Shard load_for_model(const output::SavedModel& model, const std::filesyste
     source.columns = source.csv->columns;
     source.rows = source.csv->rows();
   }
-  for (const auto& feature : model.features) {
+  // The columns it reads: each feature's, but a categorical column's for its encoded features.
+  const auto encoded = data::encoded_features(model.categorical);
+  std::vector<std::string> needed;
+  for (const auto& c : model.categorical) needed.push_back(c.column);
+  for (const auto& f : model.features) {
+    if (!encoded.contains(f)) needed.push_back(f);
+  }
+  for (const auto& feature : needed) {
     if (std::find(source.columns.begin(), source.columns.end(), feature) == source.columns.end()) {
       fail<DataError>("{}: no column '{}', which the model was trained on{} (the model needs: {})",
                       csv.string(), feature, text::suggestion_suffix(feature, source.columns),
-                      fmt::join(model.features, ", "));
+                      fmt::join(needed, ", "));
     }
   }
   source.features = model.features;
+  source.categorical = model.categorical;
   source.label = model.label;
   source.label_index = data::kNoLabel;
   const auto label_it = std::find(source.columns.begin(), source.columns.end(), model.label);

@@ -77,6 +77,30 @@ std::optional<std::string> first_repeat(const std::vector<std::string>& names) {
   return std::nullopt;
 }
 
+// data.categorical's encodings (run_output.cpp writes them; model.md documents them).
+std::vector<data::Encoding> read_categorical(const Reader& r, const json& list,
+                                             const std::vector<std::string>& features) {
+  if (!list.is_array()) r.bad("field 'categorical' has the wrong type");
+  std::vector<data::Encoding> out;
+  for (const json& c : list) {
+    data::Encoding e{r.get<std::string>(c, "column"), {}, 0};
+    const auto encoding = r.get<std::string>(c, "encoding");
+    if (encoding == "one_hot") {
+      e.categories = r.get<std::vector<std::string>>(c, "categories");
+    } else if (encoding == "hash") {
+      const json& buckets = r.at(c, "buckets");
+      if (!buckets.is_number_unsigned()) r.bad("field 'buckets' is not a whole number");
+      e.buckets = buckets.get<std::uint64_t>();
+      if (e.buckets == 0) r.bad("field 'buckets' is 0");
+    } else {
+      r.bad(fmt::format("unknown categorical encoding '{}' (one_hot or hash)", encoding));
+    }
+    out.push_back(std::move(e));
+  }
+  if (const auto problem = data::encoding_problem(out, features)) r.bad(*problem);
+  return out;
+}
+
 }  // namespace
 
 SavedModel read_model(const std::filesystem::path& path) {
@@ -150,6 +174,7 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
   }
 
   if (m.features.empty()) r.bad("'features' is empty");
+  if (j.contains("categorical")) m.categorical = read_categorical(r, r.at(j, "categorical"), m.features);
   const auto task = config::task_of(m.spec.config);
   if (task == Task::kBinary && m.classes.size() != 2) r.bad("a binary model needs 2 classes");
   if (task == Task::kMulticlass && m.classes.size() < 2) {

@@ -57,6 +57,20 @@ std::filesystem::path prepare_run_dir(const config::Config& config, bool resume)
   return dir;
 }
 
+ordered_json categorical_json(const std::vector<data::Encoding>& encodings) {
+  ordered_json out = ordered_json::array();
+  for (const auto& c : encodings) {
+    ordered_json e = {{"column", c.column}, {"encoding", c.hashed() ? "hash" : "one_hot"}};
+    if (c.hashed()) {
+      e["buckets"] = c.buckets;
+    } else {
+      e["categories"] = c.categories;
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
 ordered_json model_json(const config::Config& config, const roles::RunResult& result,
                         const models::Model& model) {
   ordered_json j;
@@ -75,6 +89,7 @@ ordered_json model_json(const config::Config& config, const roles::RunResult& re
   m["outputs"] = model.outputs();
   j["model"] = m;
   j["features"] = result.source.features;
+  if (!result.source.categorical.empty()) j["categorical"] = categorical_json(result.source.categorical);
   j["label"] = result.source.label;
   if (config::task_of(mc) != config::Task::kRegression) j["classes"] = result.classes;
   j["normalization"] = {{"kind", config::name_of(result.normalization.kind)},

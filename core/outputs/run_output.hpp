@@ -33,6 +33,9 @@ namespace dt::output {
 [[nodiscard]] nlohmann::ordered_json model_json(const config::Config& config,
                                                 const roles::RunResult& result,
                                                 const models::Model& model);
+// model.json's "categorical": [{"column", "encoding": "one_hot", "categories"} or {"column",
+// "encoding": "hash", "buckets"}] (also the export formats' "categorical" metadata).
+[[nodiscard]] nlohmann::ordered_json categorical_json(const std::vector<data::Encoding>& encodings);
 [[nodiscard]] nlohmann::ordered_json summary_json(const config::Config& config,
                                                   const roles::RunResult& result,
                                                   const std::vector<std::string>& expect_failures);
@@ -55,6 +58,7 @@ struct SavedModel {
   models::ModelSpec spec;
   std::vector<double> params;
   std::vector<std::string> features;
+  std::vector<data::Encoding> categorical;  // data.categorical; empty without it
   std::string label;
   std::vector<std::string> classes;
   data::Normalization normalization;

@@ -245,6 +245,10 @@ Envelope make_setup(const Setup& s) {
   if (!s.source.file.empty()) e.fields["file"] = s.source.file.string();
   if (s.source.delimiter != ',') e.fields["delimiter"] = std::string(1, s.source.delimiter);
   if (!s.peer_secret_key.empty()) e.fields["peer_key"] = s.peer_secret_key;
+  for (const auto& c : s.source.categorical) {  // data.categorical: sent only when set
+    e.fields["categorical"].push_back(
+        {{"column", c.column}, {"buckets", c.buckets}, {"categories", c.categories}});
+  }
   std::vector<std::uint64_t> flat;
   flat.reserve(s.segments.size() * 4);
   for (const auto& seg : s.segments) {
@@ -253,6 +257,27 @@ Envelope make_setup(const Setup& s) {
   e.arrays.push_back(u64_bytes(flat));
   return e;
 }
+
+namespace {
+
+// The setup message's data.categorical encodings (a tensor rank's features are a share of them).
+void read_setup_categorical(const Envelope& e, data::SourceInfo& source) {
+  const auto& list = e.fields.at("categorical");
+  try {
+    for (const auto& c : list) {
+      source.categorical.push_back({c.at("column").get<std::string>(),
+                                    c.at("categories").get<std::vector<std::string>>(),
+                                    c.at("buckets").get<std::uint64_t>()});
+    }
+  } catch (const nlohmann::json::exception&) {
+    fail<ProtocolError>("setup message: field 'categorical' is malformed");
+  }
+  if (const auto problem = data::encoding_problem(source.categorical, {})) {
+    fail<ProtocolError>("setup message: {}", *problem);
+  }
+}
+
+}  // namespace
 
 Setup read_setup(const Envelope& e) {
   Setup s;
@@ -272,6 +297,7 @@ Setup read_setup(const Envelope& e) {
     s.source.delimiter = sep.front();
   }
   if (e.fields.contains("peer_key")) s.peer_secret_key = get<std::string>(e, "peer_key");
+  if (e.fields.contains("categorical")) read_setup_categorical(e, s.source);
   const auto flat = u64s(e, 0);
   if (flat.size() % 4 != 0) fail<ProtocolError>("setup message: segment array is malformed");
   for (std::size_t i = 0; i < flat.size(); i += 4) {

@@ -24,6 +24,8 @@ void collect(const YAML::Node& map, const std::string& prefix,
         prefix.empty() ? entry.first.Scalar() : prefix + "." + entry.first.Scalar();
     if (entry.second.IsSequence() && entry.second.size() > 0 && entry.second[0].IsMap()) {
       for (const auto& item : entry.second) collect(item, path, out);  // faults: [{...}]
+    } else if (path == "data.categorical") {
+      out.emplace_back(path, entry.second);  // a map of column names, one key
     } else if (entry.second.IsMap() && !prefix.starts_with("expect")) {
       collect(entry.second, path, out);
     } else if (entry.second.IsMap()) {
@@ -40,7 +42,8 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
   std::vector<std::pair<std::string, YAML::Node>> out;
   for (const char* text :
        {"version: 1\ndata: {path: a.csv, label: y}\nexpect: {mse: {min: 0, max: 1}}\n",
-        "version: 1\ndata: {path: a.csv, delimiter: tab, features: [a, 'b:c'], exclude: [d]}\n",
+        "version: 1\ndata: {path: a.csv, delimiter: tab, features: [a, 'b:c'], exclude: [d], "
+        "categorical: {e: one_hot, f: {hash: 8}}}\n",
         "version: 1\nmodel: {type: mlp, init: m.json}\ndata: {synthetic: {kind: blobs}}\n"
         "training: {optimizer: {type: adam}}\n",
         "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
