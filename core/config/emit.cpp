@@ -108,6 +108,7 @@ void write_data(Writer& w, const DataConfig& d) {
   if (!d.features.empty()) w.put("features", d.features);
   if (!d.exclude.empty()) w.put("exclude", d.exclude);
   w.put("normalize", name_of(d.normalize));
+  w.put("missing", name_of(d.missing));
   if (!d.synthetic && !d.path.empty()) {
     w.put("compression", name_of(d.compression));
     w.put("format", name_of(d.format));

@@ -150,6 +150,7 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
   d.features = column_entries(s, "features");
   d.exclude = column_entries(s, "exclude");
   d.normalize = s.choice("normalize", d.normalize, kNormalizations);
+  d.missing = s.choice("missing", d.missing, kMissings);
   d.compression = s.choice("compression", d.compression, kCompressions);
   if (s.has("compression") && !from_file) {
     s.fail("compression", "applies to data.path only; remove it");

@@ -40,7 +40,8 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
   std::vector<std::pair<std::string, YAML::Node>> out;
   for (const char* text :
        {"version: 1\ndata: {path: a.csv, label: y}\nexpect: {mse: {min: 0, max: 1}}\n",
-        "version: 1\ndata: {path: a.csv, delimiter: tab, features: [a, 'b:c'], exclude: [d]}\n",
+        "version: 1\ndata: {path: a.csv, delimiter: tab, features: [a, 'b:c'], exclude: [d], "
+        "missing: mean}\n",
         "version: 1\nmodel: {type: mlp, init: m.json}\ndata: {synthetic: {kind: blobs}}\n"
         "training: {optimizer: {type: adam}}\n",
         "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
