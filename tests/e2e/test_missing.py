@@ -156,8 +156,9 @@ def test_bad_input_exits_2_with_where_and_what_to_do(tmp):
     col = next(j for j, v in enumerate(rows[first][0]) if v is None)
     line = first + 2
     column = len(",".join(repr(v) if v is not None else "NA" for v in rows[first][0][:col])) + (2 if col else 1)
-    # The default (error): the first hole, by file:line:column, and the way out.
-    r, model = train(tmp, "default", tmp / "holes.csv")
+    # The default (error): the first hole, by file:line:column, and the way out (one worker:
+    # with more, whichever reaches a hole first reports it).
+    r, model = train(tmp, "default", tmp / "holes.csv", workers=1)
     assert r.code == 2 and not model.exists(), r
     assert (f"holes.csv:{line}:{column}: column '{'abcd'[col]}': missing value ('NA'); fill it in "
             "the file, or set data.missing: mean or zero to fill missing values") in r.stderr, r
