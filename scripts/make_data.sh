@@ -37,10 +37,24 @@ with open("data/shop.csv", "w") as out:
             + 0.02 * (age - 45) + (uniform() - 0.5) * 1.5
         out.write("u%05d,%s,%.2f,%s,%d,%d\n" % (i, color, price, city, age, 1 if score > 0 else 0))
 PY
+# configs/missing.yaml's data: data/linear.csv with holes, about one feature cell in ten missing
+# (empty, NA or ?, by a fixed pattern of row and column; the labels are all there).
+/usr/bin/python3 - <<'PY'
+lines = open("data/linear.csv").read().splitlines()
+out = [lines[0]]
+for r, line in enumerate(lines[1:]):
+    cells = line.split(",")
+    for c in range(len(cells) - 1):
+        k = (r * 7 + c * 13) % 29
+        if k < 3:
+            cells[c] = ("", "NA", "?")[k]
+    out.append(",".join(cells))
+open("data/linear_missing.csv", "w").write("\n".join(out) + "\n")
+PY
 # The pre-trained model of configs/fine_tune.yaml: 2 epochs of configs/softmax_regression.yaml
 # (which then misses that config's own accuracy gate: exit 1 is expected).
 run=$(mktemp -d)
 trap 'rm -rf "$run"' EXIT
 "$bin" run configs/softmax_regression.yaml -q --set training.epochs=2 --set "output.dir=$run" || [[ $? == 1 ]]
 cp "$run/model.json" data/models/blobs_softmax.json
-echo "wrote data/shop.csv data/linear.csv data/logistic.csv data/blobs.csv data/blobs_x.npy data/blobs_y.npy data/models/blobs_softmax.json"
+echo "wrote data/shop.csv data/linear.csv data/logistic.csv data/blobs.csv data/blobs_x.npy data/blobs_y.npy data/linear_missing.csv data/models/blobs_softmax.json"

@@ -7,6 +7,7 @@
 #include "core/models/model.hpp"
 #include "core/modes/mode.hpp"
 #include "core/coordinator/plan.hpp"
+#include "core/data/missing.hpp"
 #include "core/protocol/keys.hpp"
 #include "core/outputs/initial_model.hpp"
 #include "core/outputs/run_output.hpp"
@@ -136,13 +137,19 @@ int validate(const ValidateArgs& args) {
   const std::size_t ranks = plan.segments.size();
   std::vector<LabelTally> tallies(ranks + 1);  // the ranks, then the validation rows
   const std::uint64_t piece_rows = (16ULL << 20) / (8 * (plan.source.columns.size() + 1));
+  // data.missing: mean needs a present value in every column, over all training rows.
+  const bool mean_fill = config.data.missing == config::Missing::kMean && plan.columns.empty();
+  data::ColumnStats present;
   for (std::size_t r = 0; r < ranks; ++r) {
     const auto& source = plan.source_of(r);
     for (const auto& piece : data::chunk_segments(plan.segments[r], piece_rows, source.csv,
                                                   config.data.synthetic.has_value())) {
-      tallies[r].add(data::load_shard(config, source, piece, kind), kind);
+      const auto shard = data::load_shard(config, source, piece, kind);
+      if (mean_fill) data::merge_into(present, data::column_stats(shard.x));
+      tallies[r].add(shard, kind);
     }
   }
+  if (mean_fill) (void)data::missing_fill(config.data.missing, present, plan.source.features);
   tallies[ranks].add(roles::load_validation(config, plan, kind), kind);
   std::vector<std::string> classes;
   if (kind == data::LabelKind::kCategorical) {

@@ -53,6 +53,9 @@ struct DataConfig {
   std::vector<std::string> exclude;
   std::vector<CategoricalColumn> categorical;  // in the order the config lists them
   Normalize normalize = Normalize::kStandard;
+  // data.missing: what an empty cell or a missing marker (NA, NaN, ...; data::is_missing_marker)
+  // becomes: an error, the column's mean over all training shards, or 0.
+  Missing missing = Missing::kError;
   // data.delimiter: 0 detects it from the header (auto); else ',', '\t', ';' or '|'.
   char delimiter = 0;
   // data.compression: auto (the file's name, .gz or .zst, checked against its first bytes).

@@ -124,6 +124,7 @@ void write_data(Writer& w, const DataConfig& d) {
   if (!d.exclude.empty()) w.put("exclude", d.exclude);
   if (!d.categorical.empty()) w.put("categorical", d.categorical);
   w.put("normalize", name_of(d.normalize));
+  w.put("missing", name_of(d.missing));
   if (!d.synthetic && !d.path.empty()) {
     w.put("compression", name_of(d.compression));
     w.put("format", name_of(d.format));

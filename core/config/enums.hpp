@@ -19,6 +19,7 @@ inline constexpr std::array kActivations{Activation::kRelu, Activation::kTanh,
 inline constexpr std::array kTasks{Task::kRegression, Task::kBinary, Task::kMulticlass};
 inline constexpr std::array kNormalizations{Normalize::kNone, Normalize::kStandard,
                                             Normalize::kMinmax};
+inline constexpr std::array kMissings{Missing::kError, Missing::kMean, Missing::kZero};
 inline constexpr std::array kCompressions{Compression::kAuto, Compression::kNone,
                                           Compression::kGzip, Compression::kZstd};
 inline constexpr std::array kDataFormats{DataFormat::kAuto, DataFormat::kCsv, DataFormat::kNpy,

@@ -57,6 +57,18 @@ const char* name_of(Normalize v) {
   return "?";
 }
 
+const char* name_of(Missing v) {
+  switch (v) {
+    case Missing::kError:
+      return "error";
+    case Missing::kMean:
+      return "mean";
+    case Missing::kZero:
+      return "zero";
+  }
+  return "?";
+}
+
 const char* name_of(Compression v) {
   switch (v) {
     case Compression::kAuto:

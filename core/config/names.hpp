@@ -8,6 +8,7 @@ enum class ModelType { kLinearRegression, kLogisticRegression, kSoftmaxRegressio
 enum class Activation { kRelu, kTanh, kSigmoid };
 enum class Task { kRegression, kBinary, kMulticlass };
 enum class Normalize { kNone, kStandard, kMinmax };
+enum class Missing { kError, kMean, kZero };
 enum class Compression { kAuto, kNone, kGzip, kZstd };
 enum class DataFormat { kAuto, kCsv, kNpy, kNpz };
 enum class SyntheticKind { kLinear, kLogistic, kBlobs };
@@ -27,6 +28,7 @@ enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
 [[nodiscard]] const char* name_of(Activation v);
 [[nodiscard]] const char* name_of(Task v);
 [[nodiscard]] const char* name_of(Normalize v);
+[[nodiscard]] const char* name_of(Missing v);
 [[nodiscard]] const char* name_of(Compression v);
 [[nodiscard]] const char* name_of(DataFormat v);
 [[nodiscard]] const char* name_of(SyntheticKind v);

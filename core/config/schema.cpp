@@ -30,7 +30,8 @@ std::vector<Key> build_keys() {
       detail::kNormalizations, detail::kOptimizerTypes, detail::kShardStrategies,
       detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes,
       detail::kSecurityModes, detail::kMergeRules, detail::kOptimizerStates,
-      detail::kFailurePolicies, detail::kFaultActions, detail::kCompressions, detail::kDataFormats;
+      detail::kFailurePolicies, detail::kFaultActions, detail::kCompressions, detail::kDataFormats,
+      detail::kMissings;
   return {
       // top level
       {"version", "integer", "", "required", "Schema version of this file; must be `1`."},
@@ -107,6 +108,16 @@ std::vector<Key> build_keys() {
        "features' array."},
       {"data.normalize", one_of(kNormalizations), "standard", "",
        "Feature scaling; its statistics are computed over all shards and stored in the model."},
+      {"data.missing", one_of(kMissings), "error", "",
+       "What a missing feature value becomes: an empty cell, or one of `NA`, `N/A`, `n/a`, "
+       "`NaN`, `nan`, `-NaN`, `-nan`, `NULL`, `null`, `None`, `<NA>`, `#N/A`, `#N/A N/A`, "
+       "`#NA`, `-1.#IND`, `-1.#QNAN`, `1.#IND`, `1.#QNAN` (pandas' defaults) and `?` in a "
+       "CSV, NaN in a NumPy array. `error` refuses it (naming the cell); `zero` reads it as 0; "
+       "`mean` fills it with the column's mean over the present values of all training shards "
+       "(the normalization statistics are over present values too, so a filled cell "
+       "normalizes to 0). The fill values are stored in the model and applied by `predict`, "
+       "`eval` and `export`. A missing label, and an infinity, are always errors. See "
+       "docs/configs.md, \"Missing values\"."},
       {"data.validation", "number in [0, 1)", "0", "",
        "Fraction of the rows held out and evaluated every log step; `0` holds out none."},
       {"data.synthetic.kind", one_of(kSyntheticKinds), "", "required with `data.synthetic`",

@@ -156,6 +156,7 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
                                       "categories would differ per file); remove it");
   }
   d.normalize = s.choice("normalize", d.normalize, kNormalizations);
+  d.missing = s.choice("missing", d.missing, kMissings);
   d.compression = s.choice("compression", d.compression, kCompressions);
   if (s.has("compression") && !from_file) {
     s.fail("compression", "applies to data.path only; remove it");

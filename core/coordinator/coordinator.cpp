@@ -11,6 +11,7 @@
 #include "core/coordinator/resume.hpp"
 #include "core/coordinator/tensor_plan.hpp"
 #include "core/coordinator/warm_start.hpp"
+#include "core/data/missing.hpp"
 #include "core/coordinator/worker_pool.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
@@ -254,7 +255,10 @@ protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
   }
   if (plan.tensor > 1) stats = merge_tensor_stats(plan, tensor_stats);
   protocol::Finalize f;
+  const auto fill = data::missing_fill(config.data.missing, stats, plan.source.features);
   f.normalization = data::make_normalization(config.data.normalize, stats, plan.source.features);
+  f.normalization.missing = config.data.missing;
+  f.normalization.fill = fill;
   data::leave_encoded_unscaled(f.normalization, plan.source.features, plan.source.categorical);
   const auto task = config::task_of(config.model);
   if (data::label_kind(task) == data::LabelKind::kCategorical) {

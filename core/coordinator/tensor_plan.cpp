@@ -54,6 +54,8 @@ data::Normalization normalization_for(const Plan& plan, std::size_t rank,
   n.kind = full.kind;
   n.shift.assign(full.shift.begin() + c.begin, full.shift.begin() + c.end);
   n.scale.assign(full.scale.begin() + c.begin, full.scale.begin() + c.end);
+  n.missing = full.missing;
+  if (!full.fill.empty()) n.fill.assign(full.fill.begin() + c.begin, full.fill.begin() + c.end);
   const auto first = plan.source.features.begin() + c.begin;
   const auto last = plan.source.features.begin() + c.end;
   for (const auto& name : full.constant_columns) {
@@ -67,6 +69,8 @@ data::ColumnStats merge_tensor_stats(const Plan& plan,
   const auto tensor = static_cast<std::size_t>(plan.tensor);
   const std::size_t slices = plan.columns.empty() ? 1 : tensor;
   data::ColumnStats full;
+  std::vector<std::uint64_t> present;  // per column, when some slice has missing values
+  bool short_columns = false;
   for (std::size_t t = 0; t < slices; ++t) {
     data::ColumnStats slice;
     for (std::size_t r = t; r < per_rank.size(); r += tensor) data::merge_into(slice, per_rank[r]);
@@ -86,7 +90,11 @@ data::ColumnStats merge_tensor_stats(const Plan& plan,
     full.m2.insert(full.m2.end(), slice.m2.begin(), slice.m2.end());
     full.min.insert(full.min.end(), slice.min.begin(), slice.min.end());
     full.max.insert(full.max.end(), slice.max.begin(), slice.max.end());
+    short_columns = short_columns || !slice.present.empty();
+    if (slice.present.empty()) slice.present.assign(width, slice.count);
+    present.insert(present.end(), slice.present.begin(), slice.present.end());
   }
+  if (short_columns) full.present = std::move(present);
   return full;
 }
 

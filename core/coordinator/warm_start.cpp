@@ -15,7 +15,15 @@ void adopt_initial(const InitialModel& init, protocol::Finalize& finalize) {
                     init.path.string(), fmt::join(init.classes, ", "),
                     fmt::join(finalize.classes, ", "));
   }
+  // data.missing: the model's own fill values when it has them (it was trained with them),
+  // else this run's (from its data), so a missing cell is never left NaN.
+  auto fill = std::move(finalize.normalization.fill);
+  const auto missing = finalize.normalization.missing;
   finalize.normalization = init.normalization;
+  if (finalize.normalization.fill.empty() && missing != config::Missing::kError) {
+    finalize.normalization.missing = missing;
+    finalize.normalization.fill = std::move(fill);
+  }
 }
 
 void initial_parameters(const InitialModel& init, std::vector<double>& params) {

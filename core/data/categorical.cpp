@@ -24,7 +24,8 @@ std::size_t position_of(const std::vector<std::string>& names, std::string_view 
 [[noreturn]] void empty_cell(const std::string& path, std::uint64_t line, std::uint64_t column,
                              const std::string& name) {
   fail<DataError>("{}:{}:{}: column '{}': empty cell; a data.categorical column needs a value "
-                  "in every row",
+                  "in every row, or data.missing: zero (or mean) to encode an empty one as all "
+                  "zeros",
                   path, line, column, name);
 }
 
@@ -60,8 +61,10 @@ std::vector<Encoding> configured(const config::DataConfig& data, const SourceInf
   return out;
 }
 
-// Every one_hot column's distinct values over the data rows of the indexed CSV.
-void find_categories(const SourceInfo& info, std::vector<Encoding>& encodings) {
+// Every one_hot column's distinct values over the data rows of the indexed CSV. An empty cell
+// is refused unless `empty_allowed` (data.missing is not error: it encodes as all zeros).
+void find_categories(const SourceInfo& info, std::vector<Encoding>& encodings,
+                     bool empty_allowed) {
   std::vector<std::pair<std::size_t, Encoding*>> wanted;  // source column, encoding
   for (auto& e : encodings) {
     if (!e.hashed()) wanted.emplace_back(position_of(info.columns, e.column), &e);
@@ -80,7 +83,10 @@ void find_categories(const SourceInfo& info, std::vector<Encoding>& encodings) {
       if (c >= fields.size()) continue;  // the index already refused ragged rows
       const detail::FieldView& cell = fields[c];
       const std::string_view value = detail::trim_spaces(cell.text());
-      if (value.empty()) empty_cell(name, cell.line, cell.column, encoding->column);
+      if (value.empty()) {
+        if (empty_allowed) continue;
+        empty_cell(name, cell.line, cell.column, encoding->column);
+      }
       if (!text::valid_utf8(value)) {
         fail<DataError>("{}:{}:{}: column '{}': the value is not valid UTF-8; save the file as "
                         "UTF-8",
@@ -117,7 +123,7 @@ void resolve_categorical(const config::DataConfig& data, SourceInfo& info,
                     origin);
   }
   auto encodings = configured(data, info, origin);
-  find_categories(info, encodings);
+  find_categories(info, encodings, data.missing != config::Missing::kError);
   std::vector<std::string> features;
   for (const auto& f : info.features) {
     const auto it = std::find_if(encodings.begin(), encodings.end(),

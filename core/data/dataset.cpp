@@ -3,6 +3,7 @@
 #include "core/data/dataset.hpp"
 #include "core/data/categorical_cells.hpp"
 #include "core/data/csv_io.hpp"
+#include "core/data/missing.hpp"
 #include "core/data/npy.hpp"
 #include "base/error.hpp"
 #include "base/memory.hpp"
@@ -91,8 +92,10 @@ std::vector<std::ptrdiff_t> feature_targets(const SourceInfo& source, const std:
 }
 
 // `index` is null in a worker, which gets the byte offsets through its segments instead.
+// `missing`: data.missing, what a missing feature cell becomes (missing.hpp).
 void load_csv(const std::filesystem::path& path, const CsvIndex* index, const SourceInfo& source,
-              const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
+              const std::vector<Segment>& segments, Shard& shard, LabelKind kind,
+              config::Missing missing) {
   const std::string name = path.string();
   const std::size_t width = source.columns.size();
   const auto target = feature_targets(source, name);
@@ -117,7 +120,8 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
   const char sep = index != nullptr ? index->delimiter : source.delimiter;
   const detail::PlainRow plain(std::move(use), std::move(slot), sep);
   // data.categorical's cells: skipped by the fast path, encoded by CategoricalCells.
-  const detail::CategoricalCells categorical(source);
+  // An empty one is all zeros unless data.missing is error.
+  const detail::CategoricalCells categorical(source, missing != config::Missing::kError);
   // A row longer than this that straddles the end of the buffer goes the general way.
   constexpr std::size_t kLookahead = std::size_t{16} << 10;
 
@@ -172,14 +176,14 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
       for (std::size_t c = 0; c < width; ++c) {
         if (target[c] < 0) continue;
         const auto& cell = fields[c];
-        row[target[c]] =
-            detail::parse_cell(cell.text(), cell.line, cell.column, path, source.columns[c]);
+        row[target[c]] = detail::parse_feature(cell.text(), cell.line, cell.column, path,
+                                               source.columns[c], missing);
       }
       if (!categorical.empty()) categorical.put(fields, row, path);
       if (has_label) {
         const auto& cell = fields[source.label_index];
         if (kind == LabelKind::kNumeric) {
-          shard.y(r) = detail::parse_cell(cell.text(), cell.line, cell.column, path, source.label);
+          shard.y(r) = detail::parse_label(cell.text(), cell.line, cell.column, path, source.label);
         } else {
           sink.put(r, detail::trim_spaces(cell.text()),
                    [&] { return fmt::format("{}:{}:{}", name, cell.line, cell.column); });
@@ -250,6 +254,14 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
         if (fast && !direct) std::memcpy(row, in, p * sizeof(double));
         for (std::size_t c = 0; !fast && c < x.cols; ++c) {
           if (target[c] < 0 && (!has_label || c != source.label_index)) continue;
+          if (std::isnan(in[c]) && target[c] >= 0) {  // a missing feature value
+            if (data.missing == config::Missing::kError) {
+              refuse_missing(fmt::format("{}: row {}, column {} ('{}')", name, first + k, c,
+                                         source.columns[c]), "NaN");
+            }
+            row[target[c]] = missing_value(data.missing);
+            continue;
+          }
           if (!std::isfinite(in[c])) bad_value(name, first + k, c, source.columns[c], in[c]);
           if (target[c] >= 0) row[target[c]] = in[c];
         }
@@ -415,13 +427,13 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
   if (!config.data.path.empty() && source.file.empty() && reads_npy(config.data)) {
     load_npy(config.data, source, segments, shard, kind);
   } else if (source.csv) {
-    load_csv(source.csv->path, &*source.csv, source, segments, shard, kind);
+    load_csv(source.csv->path, &*source.csv, source, segments, shard, kind, config.data.missing);
   } else if (!source.file.empty()) {
-    load_csv(source.file, nullptr, source, segments, shard, kind);
+    load_csv(source.file, nullptr, source, segments, shard, kind, config.data.missing);
   } else if (config.data.synthetic) {
     load_synthetic(config, source, segments, shard, kind);
   } else if (!config.data.path.empty()) {
-    load_csv(config.data.path, nullptr, source, segments, shard, kind);
+    load_csv(config.data.path, nullptr, source, segments, shard, kind, config.data.missing);
   } else {
     fail<DataError>("data: no data source; set data.path or data.synthetic");
   }

@@ -126,20 +126,27 @@ struct Shard {
                                const std::vector<Segment>& segments, LabelKind kind);
 
 // Per-column statistics that merge exactly across shards (Chan et al.'s parallel variance).
+// A NaN cell (a missing value under data.missing: mean) is left out of its column's statistics:
+// `present` then counts each column's values; empty means every column has `count`.
 struct ColumnStats {
   std::uint64_t count = 0;
   std::vector<double> mean, m2, min, max;
+  std::vector<std::uint64_t> present;
 };
 [[nodiscard]] ColumnStats column_stats(const RowMatrix& x);
 // Merging in a fixed order (rank 0, 1, ...) gives the same bits on every run.
 void merge_into(ColumnStats& into, const ColumnStats& other);
 
 // x' = (x - shift) / scale per feature. Zero-variance (or zero-range) columns keep shift 0 and
-// scale 1 and are listed in `constant_columns` so the caller can warn.
+// scale 1 and are listed in `constant_columns` so the caller can warn. Before that, a NaN cell
+// (a missing value) becomes fill[j] (data.missing: mean or zero; missing.hpp); `fill` is empty
+// under data.missing: error, where no NaN is ever loaded.
 struct Normalization {
   config::Normalize kind = config::Normalize::kNone;
   std::vector<double> shift, scale;
   std::vector<std::string> constant_columns;
+  config::Missing missing = config::Missing::kError;
+  std::vector<double> fill;
 };
 [[nodiscard]] Normalization make_normalization(config::Normalize kind, const ColumnStats& stats,
                                                const std::vector<std::string>& features);

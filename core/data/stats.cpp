@@ -1,12 +1,48 @@
 // Column statistics that merge across shards, and the normalization built from them.
 
 #include "core/data/dataset.hpp"
+#include "core/data/missing.hpp"
 #include "base/error.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 namespace dt::data {
+namespace {
+
+// Values of column j that are in the statistics (missing ones are not).
+std::uint64_t present_in(const ColumnStats& s, std::size_t j) {
+  return s.present.empty() ? s.count : s.present[j];
+}
+
+// Column j of x again, over its present (non-NaN) values only: a column with a missing value
+// under data.missing: mean (NaN until the fill is known) came out NaN in the fast passes.
+void present_column_stats(const RowMatrix& x, std::size_t j, ColumnStats& s) {
+  const auto c = static_cast<Eigen::Index>(j);
+  std::uint64_t n = 0;
+  double sum = 0.0, lo = 0.0, hi = 0.0;
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    const double v = x(r, c);
+    if (std::isnan(v)) continue;
+    lo = n == 0 ? v : std::min(lo, v);
+    hi = n == 0 ? v : std::max(hi, v);
+    sum += v;
+    ++n;
+  }
+  const double mean = n == 0 ? 0.0 : sum / static_cast<double>(n);
+  double m2 = 0.0;
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    const double v = x(r, c);
+    if (!std::isnan(v)) m2 += (v - mean) * (v - mean);
+  }
+  s.present[j] = n;
+  s.mean[j] = mean;
+  s.m2[j] = m2;
+  s.min[j] = lo;
+  s.max[j] = hi;
+}
+
+}  // namespace
 
 ColumnStats column_stats(const RowMatrix& x) {
   const auto cols = static_cast<std::size_t>(x.cols());
@@ -40,6 +76,12 @@ ColumnStats column_stats(const RowMatrix& x) {
       s.m2[j] += d * d;
     }
   }
+  // A NaN makes its column's mean NaN: only such columns are read again (none in clean data).
+  for (std::size_t j = 0; j < cols; ++j) {
+    if (!std::isnan(s.mean[j])) continue;
+    if (s.present.empty()) s.present.assign(cols, s.count);
+    present_column_stats(x, j, s);
+  }
   return s;
 }
 
@@ -53,10 +95,23 @@ void merge_into(ColumnStats& into, const ColumnStats& other) {
     fail<DataError>("cannot merge column statistics of {} and {} columns", into.mean.size(),
                     other.mean.size());
   }
-  const auto na = static_cast<double>(into.count);
-  const auto nb = static_cast<double>(other.count);
-  const double n = na + nb;
+  const bool per_column = !into.present.empty() || !other.present.empty();
+  std::vector<std::uint64_t> present(per_column ? into.mean.size() : 0);
   for (std::size_t j = 0; j < into.mean.size(); ++j) {
+    const std::uint64_t ca = present_in(into, j);
+    const std::uint64_t cb = present_in(other, j);
+    if (per_column) present[j] = ca + cb;
+    if (cb == 0) continue;
+    if (ca == 0) {
+      into.mean[j] = other.mean[j];
+      into.m2[j] = other.m2[j];
+      into.min[j] = other.min[j];
+      into.max[j] = other.max[j];
+      continue;
+    }
+    const auto na = static_cast<double>(ca);
+    const auto nb = static_cast<double>(cb);
+    const double n = na + nb;
     // Chan, Golub & LeVeque: exact for the pooled mean and sum of squared deviations.
     const double delta = other.mean[j] - into.mean[j];
     into.mean[j] += delta * (nb / n);
@@ -65,6 +120,7 @@ void merge_into(ColumnStats& into, const ColumnStats& other) {
     into.max[j] = std::max(into.max[j], other.max[j]);
   }
   into.count += other.count;
+  if (per_column) into.present = std::move(present);
 }
 
 Normalization make_normalization(config::Normalize kind, const ColumnStats& stats,
@@ -82,8 +138,8 @@ Normalization make_normalization(config::Normalize kind, const ColumnStats& stat
     fail<DataError>("normalization statistics have {} columns but there are {} features",
                     stats.mean.size(), p);
   }
-  const auto n = static_cast<double>(stats.count);
   for (std::size_t j = 0; j < p; ++j) {
+    const auto n = static_cast<double>(present_in(stats, j));
     const bool standard = kind == config::Normalize::kStandard;
     const double shift = standard ? stats.mean[j] : stats.min[j];
     const double scale = standard ? std::sqrt(stats.m2[j] / n) : stats.max[j] - stats.min[j];
@@ -100,6 +156,7 @@ Normalization make_normalization(config::Normalize kind, const ColumnStats& stat
 }
 
 void apply(const Normalization& norm, RowMatrix& x) {
+  if (!norm.fill.empty()) fill_missing(norm.fill, x);
   if (norm.kind == config::Normalize::kNone) return;
   if (norm.shift.size() != static_cast<std::size_t>(x.cols()) ||
       norm.scale.size() != static_cast<std::size_t>(x.cols())) {

@@ -16,13 +16,16 @@ enum class Precision { kFloat32, kFloat64 };
 
 // The ONNX model (opset 13) as bytes, checked by ONNX's own checker before it is returned.
 //   input  "input": [N, features] in model.json's feature order (the raw values: the
-//          normalization is the graph's first nodes)
+//          normalization is the graph's first nodes; with data.missing mean or zero, a NaN
+//          input is a missing value, given the model's fill value by an IsNaN and a Where node
+//          first)
 //   output regression: "prediction" [N, 1]
 //          binary:     "label" [N] (the class name, as predict prints it: classes[1] when
 //                      the probability is >= 0.5) and "probability" [N, 1] (of classes[1])
 //          multiclass: "label" [N] (the most probable class; the first on a tie) and
 //                      "probabilities" [N, classes]
-// Metadata (metadata_props): "features" and "classes" (JSON lists), "label", "task".
+// Metadata (metadata_props): "features" and "classes" (JSON lists), "label", "task", "missing"
+// (data.missing: error, mean or zero).
 // A model with data.categorical columns takes its encoded features as inputs ("color=red" is 1
 // or 0, "city#17" the hash bucket's indicator): the encoding is not in the graph; metadata
 // "categorical" holds model.json's encodings (JSON) so the caller can encode the same way.
@@ -33,6 +36,8 @@ enum class Precision { kFloat32, kFloat64 };
 // The model as a NumPy .npz (a zip of .npy arrays, stored uncompressed as numpy.savez does):
 // every parameter block under its model.json name with its shape (float64), and
 // "normalization.shift" / "normalization.scale" (float64, absent without normalization),
+// "missing.fill" (float64, each feature's value for a missing cell; absent under data.missing:
+// error),
 // "features", "classes" (unicode), "model.type", "model.task", "model.activation" (0-d unicode),
 // "model.hidden" (int64), and "categorical" (0-d unicode, model.json's encodings as JSON) for a
 // model with data.categorical columns, whose inputs are the encoded features. DataError when an array passes the 4 GiB a zip without ZIP64 holds.

@@ -191,6 +191,9 @@ std::string to_npz(const output::SavedModel& saved) {
     zip.add("normalization.shift", doubles(n.shift, shape));
     zip.add("normalization.scale", doubles(n.scale, shape));
   }
+  if (!n.fill.empty()) {  // data.missing: NaN cells get these before the normalization
+    zip.add("missing.fill", doubles(n.fill, {static_cast<std::int64_t>(n.fill.size())}));
+  }
   zip.add("features", unicode(saved.features, false));
   if (model->task() != config::Task::kRegression) zip.add("classes", unicode(saved.classes, false));
   zip.add("label", unicode({saved.label}, true));

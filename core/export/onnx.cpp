@@ -142,6 +142,7 @@ std::string to_onnx(const output::SavedModel& saved, Precision precision) {
   meta("label", saved.label);
   meta("task", config::name_of(task));
   if (task != config::Task::kRegression) meta("classes", nlohmann::json(saved.classes).dump());
+  meta("missing", config::name_of(saved.normalization.missing));
   if (!saved.categorical.empty()) {  // the graph takes the encoded features (export.hpp)
     meta("categorical", output::categorical_json(saved.categorical).dump());
   }
@@ -152,6 +153,12 @@ std::string to_onnx(const output::SavedModel& saved, Precision precision) {
   graph.tensor(g.mutable_input(), "input", graph.element_type(), {-1, inputs});
 
   std::string x = "input";
+  if (!saved.normalization.fill.empty()) {  // data.missing: a NaN input gets the model's fill
+    const auto fill = graph.constant("missing.fill", saved.normalization.fill, {inputs});
+    graph.node("IsNaN", {x}, "is_missing");
+    graph.node("Where", {"is_missing", fill, x}, "filled");
+    x = "filled";
+  }
   if (saved.normalization.kind != config::Normalize::kNone) {
     const auto& n = saved.normalization;
     const auto shift = graph.constant("normalization.shift", n.shift, {inputs});

@@ -2,6 +2,7 @@
 
 #include "base/error.hpp"
 #include "base/text.hpp"
+#include "core/data/missing.hpp"
 #include "core/data/npy.hpp"
 
 #include <fmt/format.h>
@@ -42,6 +43,8 @@ data::Shard load_for_model(const output::SavedModel& model, const std::filesyste
   config.data.path = csv;
   config.data.labels = labels;
   config.model = model.spec.config;
+  // Missing cells as in training: NaN (or 0) filled by apply() with the model's fill values.
+  config.data.missing = model.normalization.missing;
   data::SourceInfo source;
   if (csv.extension() == ".npy" && !model.categorical.empty()) {
     fail<DataError>("{}: this model encodes categorical columns ({}), which a NumPy array cannot "
@@ -85,7 +88,16 @@ data::Shard load_for_model(const output::SavedModel& model, const std::filesyste
   std::vector<std::uint64_t> rows(source.rows);
   std::iota(rows.begin(), rows.end(), std::uint64_t{0});
   const auto kind = data::label_kind(config::task_of(model.spec.config));
-  auto shard = data::load_shard(config, source, data::to_segments(rows, source.csv), kind);
+  auto shard = [&] {
+    try {
+      return data::load_shard(config, source, data::to_segments(rows, source.csv), kind);
+    } catch (data::MissingValueError& e) {  // only a model without fill values refuses one
+      e.add_context("the model was trained with data.missing: error, so it has no values to "
+                    "fill missing cells with (fill them, or train with data.missing: mean or "
+                    "zero)");
+      throw;
+    }
+  }();
   data::apply(model.normalization, shard.x);
   if (with_labels && kind == data::LabelKind::kCategorical) data::assign_classes(shard, model.classes);
   return shard;

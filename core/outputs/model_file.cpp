@@ -166,6 +166,22 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
                         m.features[i], m.normalization.shift[i], m.normalization.scale[i]));
     }
   }
+  if (j.contains("missing")) {
+    const json& missing = r.at(j, "missing");
+    using config::Missing;
+    m.normalization.missing = enum_from(r, r.get<std::string>(missing, "policy"),
+                                        {Missing::kMean, Missing::kZero}, "missing policy");
+    m.normalization.fill = r.get<std::vector<double>>(missing, "fill");
+    if (m.normalization.fill.size() != m.features.size()) {
+      r.bad("missing.fill has a different length than features");
+    }
+    for (std::size_t i = 0; i < m.features.size(); ++i) {
+      if (!std::isfinite(m.normalization.fill[i])) {
+        r.bad(fmt::format("missing.fill of feature '{}' is {}; it must be a finite number",
+                          m.features[i], m.normalization.fill[i]));
+      }
+    }
+  }
   if (const auto twice = first_repeat(m.features)) {
     r.bad(fmt::format("feature '{}' is listed twice", *twice));
   }

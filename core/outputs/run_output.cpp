@@ -95,6 +95,12 @@ ordered_json model_json(const config::Config& config, const roles::RunResult& re
   j["normalization"] = {{"kind", config::name_of(result.normalization.kind)},
                         {"shift", result.normalization.shift},
                         {"scale", result.normalization.scale}};
+  // data.missing's fill values, applied before the normalization (absent under error: a model
+  // without them refuses missing cells).
+  if (result.normalization.missing != config::Missing::kError) {
+    j["missing"] = {{"policy", config::name_of(result.normalization.missing)},
+                    {"fill", result.normalization.fill}};
+  }
   ordered_json params = ordered_json::array();
   for (const auto& block : model.layout()) {
     const auto first = result.params.begin() + static_cast<std::ptrdiff_t>(block.offset);

@@ -312,6 +312,8 @@ Envelope make_loaded(const Loaded& l) {
   for (const auto* v : {&l.stats.mean, &l.stats.m2, &l.stats.min, &l.stats.max}) {
     e.arrays.push_back(doubles_bytes(*v));
   }
+  // Per-column counts only when a missing value left a column short (data.missing: mean).
+  if (!l.stats.present.empty()) e.arrays.push_back(u64_bytes(l.stats.present));
   return e;
 }
 
@@ -324,6 +326,13 @@ Loaded read_loaded(const Envelope& e, std::size_t features) {
   l.stats.m2 = to_vector(doubles(e, 1, features));
   l.stats.min = to_vector(doubles(e, 2, features));
   l.stats.max = to_vector(doubles(e, 3, features));
+  if (e.arrays.size() > 4) {
+    l.stats.present = u64s(e, 4);
+    if (l.stats.present.size() != features) {
+      fail<ProtocolError>("loaded message: {} present counts for {} features",
+                          l.stats.present.size(), features);
+    }
+  }
   return l;
 }
 
@@ -336,6 +345,10 @@ Envelope make_finalize(const Finalize& f) {
               {"steps_per_epoch", f.steps_per_epoch}};
   e.arrays.push_back(doubles_bytes(f.normalization.shift));
   e.arrays.push_back(doubles_bytes(f.normalization.scale));
+  if (f.normalization.missing != config::Missing::kError) {  // data.missing's fill values
+    e.fields["missing"] = config::name_of(f.normalization.missing);
+    e.arrays.push_back(doubles_bytes(f.normalization.fill));
+  }
   return e;
 }
 
@@ -352,6 +365,13 @@ Finalize read_finalize(const Envelope& e, std::size_t features) {
   f.steps_per_epoch = get<std::uint64_t>(e, "steps_per_epoch");
   f.normalization.shift = to_vector(doubles(e, 0, features));
   f.normalization.scale = to_vector(doubles(e, 1, features));
+  if (e.fields.contains("missing")) {
+    const auto missing = get<std::string>(e, "missing");
+    if (missing == "mean") f.normalization.missing = config::Missing::kMean;
+    else if (missing == "zero") f.normalization.missing = config::Missing::kZero;
+    else fail<ProtocolError>("finalize message: unknown data.missing '{}'", missing);
+    f.normalization.fill = to_vector(doubles(e, 2, features));
+  }
   return f;
 }
 

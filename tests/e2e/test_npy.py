@@ -113,7 +113,7 @@ def test_bad_arrays(tmp):
         ("fortran.npy", "", "Fortran (column-major) order; save it in C order"),
         ("big.npy", "", "big-endian"),
         ("feat.npy", f", labels: {tmp / 'short.npy'}", f"{rows - 1} labels, but data.path"),
-        ("nan.npy", "", "nan.npy: row 17, column 2 ('x2'): nan is not a finite number"),
+        ("nan.npy", "", "nan.npy: row 17, column 2 ('x2'): missing value (NaN); fill it in the file, or set data.missing: mean or zero"),
         ("arch.npz", "", "arch.npz: no array 'x'; the arrays are: a, b (set data.arrays.x"),
         ("good.npy", ", format: csv", "data.format is csv, but the file looks like a NumPy .npy file"),
         ("good.npy", ", label: x9", "data.label 'x9' is not a column of the array"),

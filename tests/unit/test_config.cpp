@@ -29,6 +29,7 @@ void check_equal(const Config& a, const Config& b) {
   CHECK(a.data.path == b.data.path);
   CHECK(a.data.label == b.data.label);
   CHECK(a.data.normalize == b.data.normalize);
+  CHECK(a.data.missing == b.data.missing);
   CHECK(a.data.validation_fraction == b.data.validation_fraction);
   REQUIRE(a.data.synthetic.has_value() == b.data.synthetic.has_value());
   if (a.data.synthetic) {
@@ -295,6 +296,7 @@ model:
 data:
   path: /tmp/d.csv
   normalize: standard
+  missing: error
   compression: auto
   format: auto
   validation: 0

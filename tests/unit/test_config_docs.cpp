@@ -43,7 +43,7 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
   for (const char* text :
        {"version: 1\ndata: {path: a.csv, label: y}\nexpect: {mse: {min: 0, max: 1}}\n",
         "version: 1\ndata: {path: a.csv, delimiter: tab, features: [a, 'b:c'], exclude: [d], "
-        "categorical: {e: one_hot, f: {hash: 8}}}\n",
+        "categorical: {e: one_hot, f: {hash: 8}}, missing: mean}\n",
         "version: 1\nmodel: {type: mlp, init: m.json}\ndata: {synthetic: {kind: blobs}}\n"
         "training: {optimizer: {type: adam}}\n",
         "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"

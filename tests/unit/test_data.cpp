@@ -144,13 +144,17 @@ TEST_CASE("load_shard: bad cells name file:line:column and the column") {
         text.at(":4:3: column 'b': 'abc' is not a number"));
   const CsvConfig nan("a,b,y\n1,2,3\n4,NaN,6\n");
   CHECK(data_error([&] { (void)nan.load_all(LabelKind::kNumeric); }) ==
-        nan.at(":3:3: column 'b': 'NaN' is not a finite number"));
+        nan.at(":3:3: column 'b': missing value ('NaN'); fill it in the file, or set "
+               "data.missing: mean or zero to fill missing values (docs/configs.md, \"Missing "
+               "values\")"));
   const CsvConfig inf("a,b,y\n1,2,3\n4,5,-inf\n");
   CHECK(data_error([&] { (void)inf.load_all(LabelKind::kNumeric); }) ==
         inf.at(":3:5: column 'y': '-inf' is not a finite number"));
   const CsvConfig empty("age,b,y\n1,2,3\n4,5,6\n7,8,9\n\"\",1,2\n");
   CHECK(data_error([&] { (void)empty.load_all(LabelKind::kNumeric); }) ==
-        empty.at(":5:1: column 'age': empty cell; expected a number"));
+        empty.at(":5:1: column 'age': missing value (an empty cell); fill it in the file, or set "
+                 "data.missing: mean or zero to fill missing values (docs/configs.md, \"Missing "
+                 "values\")"));
 }
 
 TEST_CASE("load_shard: binary labels are 0 or 1") {

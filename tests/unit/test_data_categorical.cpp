@@ -91,6 +91,24 @@ TEST_CASE("categorical: an unseen category encodes as all zeros (predict)") {
   CHECK(shard.x(0, 1) == 1.0);
 }
 
+TEST_CASE("categorical: with data.missing zero or mean an empty cell encodes as all zeros") {
+  for (const std::uint64_t buckets : {std::uint64_t{0}, std::uint64_t{8}}) {
+    Categorical c("id,color,x,y\na,red,1,5\nb,,2,6\nc, ,3,7\n", {{"color", buckets}});
+    c.config.data.exclude = {"id"};
+    c.config.data.missing = dt::config::Missing::kZero;
+    const auto source = dt::data::describe_source(c.config);
+    const auto width = static_cast<Eigen::Index>(buckets == 0 ? 1 : buckets);
+    CHECK(source.features.size() == static_cast<std::size_t>(width) + 1);  // + x
+    const auto shard = c.load_all(source);
+    REQUIRE(shard.x.rows() == 3);
+    CHECK(shard.x.row(0).head(width).sum() == 1.0);  // red
+    for (int r = 1; r < 3; ++r) {
+      CHECK(shard.x.row(r).head(width).isZero());  // empty, and spaces only
+      CHECK(shard.x(r, width) == r + 1);
+    }
+  }
+}
+
 TEST_CASE("categorical: bad columns and cells are refused with where and what to do") {
   const std::string text = "id,color,x,y\na,red,1,5\nb,,2,6\n";
   {
@@ -114,7 +132,8 @@ TEST_CASE("categorical: bad columns and cells are refused with where and what to
     const Categorical c(text, {{"color", 0}});
     CHECK(data_error([&] { (void)dt::data::describe_source(c.config); }) ==
           c.file.path.string() + ":3:3: column 'color': empty cell; a data.categorical column "
-                                 "needs a value in every row");
+                                 "needs a value in every row, or data.missing: zero (or mean) to encode "
+                                 "an empty one as all zeros");
   }
   {  // hash finds no categories first: the empty cell is found while loading
     Categorical c(text, {{"color", 8}});
@@ -122,7 +141,8 @@ TEST_CASE("categorical: bad columns and cells are refused with where and what to
     const auto source = dt::data::describe_source(c.config);
     CHECK(data_error([&] { (void)c.load_all(source); }) ==
           c.file.path.string() + ":3:3: column 'color': empty cell; a data.categorical column "
-                                 "needs a value in every row");
+                                 "needs a value in every row, or data.missing: zero (or mean) to encode "
+                                 "an empty one as all zeros");
   }
   {  // an encoded name that another column already has
     const Categorical c("color=red,color,y\n1,red,0\n", {{"color", 0}});

@@ -9,7 +9,8 @@ async function main() {
   const rows = JSON.parse(fs.readFileSync(rowsFile, 'utf8'));
   const width = rows.length ? rows[0].length : 0;
   const flat = dtype === 'float64' ? new Float64Array(rows.length * width) : new Float32Array(rows.length * width);
-  rows.forEach((r, i) => r.forEach((v, j) => { flat[i * width + j] = v; }));
+  // null: a missing value (JSON has no NaN), given to the model as NaN.
+  rows.forEach((r, i) => r.forEach((v, j) => { flat[i * width + j] = v === null ? NaN : v; }));
   const session = await ort.InferenceSession.create(model);
   const input = new ort.Tensor(dtype, flat, [rows.length, width]);
   const out = await session.run({ [session.inputNames[0]]: input });
