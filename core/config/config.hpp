@@ -56,6 +56,11 @@ struct DataConfig {
   std::filesystem::path labels;          // data.labels: a 1-D .npy of labels; empty: a column
   std::string array_x = "x";             // data.arrays.x: the features' array in an .npz
   std::string array_y = "y";             // data.arrays.y: the labels' array in an .npz
+  // LIBSVM data.path (core/data/libsvm.hpp): data.index_base (-1 auto, 0 or 1), data.feature_count
+  // (0: the largest index in the file) and data.max_dense_gib (the dense matrix's size limit).
+  int index_base = -1;
+  std::int64_t feature_count = 0;
+  double max_dense_gib = 8.0;
   double validation_fraction = 0.0;      // 0 = no validation split
   std::optional<SyntheticConfig> synthetic;
 };

@@ -30,6 +30,10 @@ void check_fault_tolerance(const Section& root, const Config& c);
 [[nodiscard]] TransportConfig parse_transport(const Section& s, const std::filesystem::path& base_dir);
 void check_transport(const Section& root, const Config& c);
 
+// data.index_base, data.feature_count, data.max_dense_gib (sections_libsvm.cpp); `from_file`:
+// data.path is set (the keys apply to nothing else).
+void parse_libsvm_keys(const Section& s, DataConfig& d, bool from_file);
+
 // `path` against `base_dir`, absolute and normal.
 [[nodiscard]] std::filesystem::path resolve(const std::filesystem::path& base_dir,
                                             const std::string& path);

@@ -3,6 +3,7 @@
 #include "core/data/dataset.hpp"
 #include "core/data/csv_io.hpp"
 #include "core/data/npy.hpp"
+#include "core/data/libsvm.hpp"
 #include "base/error.hpp"
 #include "base/memory.hpp"
 #include "base/text.hpp"
@@ -327,6 +328,7 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
                             ? format_of(data.path, data.format, "data.path")
                             : data.format;
     if (format == config::DataFormat::kNpy) return describe_npy(data);
+    if (format == config::DataFormat::kLibsvm) return describe_libsvm(data);
     if (format == config::DataFormat::kNpz) {
       fail<DataError>("data.path {}: an .npz archive is unpacked by the command before the run "
                       "(disttrain run / validate); this reader takes its .npy arrays",
@@ -393,6 +395,8 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
 
   if (!config.data.path.empty() && source.file.empty() && reads_npy(config.data)) {
     load_npy(config.data, source, segments, shard, kind);
+  } else if (!config.data.path.empty() && source.file.empty() && reads_libsvm(config.data)) {
+    load_libsvm(config.data.path, source, segments, shard, kind);
   } else if (source.csv) {
     load_csv(source.csv->path, &*source.csv, source, segments, shard, kind);
   } else if (!source.file.empty()) {
