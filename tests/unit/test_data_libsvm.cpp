@@ -250,3 +250,14 @@ TEST_CASE("libsvm: the config keys, their round trip and their refusals") {
   CHECK(refused("version: 1\ndata: {synthetic: {kind: linear}, index_base: 1}\n")
             .find("applies to a LIBSVM data.path only") != std::string::npos);
 }
+
+TEST_CASE("libsvm: a worker's own copy (--data) of a LIBSVM file is refused with what to do") {
+  const dt::files::TempDir dir("dt-test-libsvm");
+  const auto path = write_text(dir.path() / "copy.txt", "1 1:1\n0 2:1\n");
+  auto config = libsvm_config(path);
+  auto source = dt::data::describe_source(config);
+  auto segments = dt::data::to_segments({0, 1}, source.csv);
+  CHECK(error_of([&] { dt::data::use_local_copy(path, source, segments); })
+            .find("copy.txt: a LIBSVM file, which a worker's own copy cannot stand for yet") !=
+        std::string::npos);
+}
