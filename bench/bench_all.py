@@ -656,6 +656,7 @@ def row_libsvm(b):
         failure_note("disttrain", rans))
     if b.delete_csv:
         path.unlink()
+        (b.cache / "linear_1M_100.csv").unlink(missing_ok=True)  # made again when the .svm was
 
 
 # ---------------------------------------------------------------------------------------------
