@@ -51,10 +51,21 @@ for r, line in enumerate(lines[1:]):
     out.append(",".join(cells))
 open("data/linear_missing.csv", "w").write("\n".join(out) + "\n")
 PY
+# configs/libsvm.yaml's LIBSVM file: data/logistic.csv's rows as svmlight writes them (labels
+# -1/+1, 1-based indices), the cells with |value| < 0.3 left out as zeros, so rows are sparse.
+/usr/bin/python3 - <<'PY'
+import csv
+with open("data/logistic.csv") as f, open("data/logistic.svm", "w") as out:
+    out.write("# data/logistic.csv as LIBSVM (scripts/make_data.sh)\n")
+    for row in list(csv.reader(f))[1:]:
+        *x, y = row
+        pairs = " ".join(f"{i + 1}:{v}" for i, v in enumerate(x) if abs(float(v)) >= 0.3)
+        out.write(f"{'+1' if y == '1' else '-1'} {pairs}\n")
+PY
 # The pre-trained model of configs/fine_tune.yaml: 2 epochs of configs/softmax_regression.yaml
 # (which then misses that config's own accuracy gate: exit 1 is expected).
 run=$(mktemp -d)
 trap 'rm -rf "$run"' EXIT
 "$bin" run configs/softmax_regression.yaml -q --set training.epochs=2 --set "output.dir=$run" || [[ $? == 1 ]]
 cp "$run/model.json" data/models/blobs_softmax.json
-echo "wrote data/shop.csv data/linear.csv data/logistic.csv data/blobs.csv data/blobs_x.npy data/blobs_y.npy data/linear_missing.csv data/models/blobs_softmax.json"
+echo "wrote data/shop.csv data/linear.csv data/logistic.csv data/blobs.csv data/blobs_x.npy data/blobs_y.npy data/linear_missing.csv data/logistic.svm data/models/blobs_softmax.json"

@@ -85,9 +85,12 @@ config::DataFormat resolve_format(config::DataConfig& data, bool from_stdin,
   using config::DataFormat;
   const auto found = data::format_of(data.path, data.format, what, !from_stdin);
   data.format = found;
-  if (from_stdin && found == DataFormat::kNpy && data.path.extension() != ".npy") {
-    // stdin's copy (stdin.csv): the readers tell an .npy by its name from here on.
-    const auto renamed = spool_folder(spool) / "stdin.npy";
+  if (from_stdin && (found == DataFormat::kNpy || found == DataFormat::kLibsvm) &&
+      data.path.extension() != ".npy") {
+    // stdin's copy (stdin.csv): the readers tell an .npy (and predict a LIBSVM file) by its
+    // name from here on.
+    const auto renamed =
+        spool_folder(spool) / (found == DataFormat::kNpy ? "stdin.npy" : "stdin.libsvm");
     std::filesystem::rename(data.path, renamed);
     data.path = renamed;
   }

@@ -8,6 +8,7 @@
 // reference of docs/config.md.
 // May use: base/.
 
+#include "core/config/data_config.hpp"
 #include "core/config/names.hpp"
 
 #include <cstdint>
@@ -28,46 +29,6 @@ struct ModelConfig {
   // model.init: a model.json to start from (resolved against the config file's folder); empty:
   // start from the seed's initial weights.
   std::filesystem::path init;
-};
-
-struct SyntheticConfig {
-  SyntheticKind kind = SyntheticKind::kLinear;
-  std::int64_t rows = 10000;
-  int features = 10;
-  int classes = 3;  // blobs only
-  double noise = 0.1;
-};
-
-// data.categorical: a text column encoded as numbers (core/data/categorical.hpp).
-struct CategoricalColumn {
-  std::string column;
-  std::uint64_t buckets = 0;  // 0: one_hot; else hash into this many buckets
-};
-
-struct DataConfig {
-  std::filesystem::path path;            // resolved against the config file's folder; empty with synthetic
-  std::optional<std::string> label;      // default: the last column
-  // data.features / data.exclude: column names or ranges "a:b" (see data::select_features);
-  // empty: every column but the label / none.
-  std::vector<std::string> features;
-  std::vector<std::string> exclude;
-  std::vector<CategoricalColumn> categorical;  // in the order the config lists them
-  Normalize normalize = Normalize::kStandard;
-  // data.missing: what an empty cell or a missing marker (NA, NaN, ...; data::is_missing_marker)
-  // becomes: an error, the column's mean over all training shards, or 0.
-  Missing missing = Missing::kError;
-  // data.delimiter: 0 detects it from the header (auto); else ',', '\t', ';' or '|'.
-  char delimiter = 0;
-  // data.compression: auto (the file's name, .gz or .zst, checked against its first bytes).
-  Compression compression = Compression::kAuto;
-  // data.format: auto (the name: .npy, .npz, else CSV; checked against the first bytes). The
-  // CLI resolves auto before a run starts; an .npz is unpacked into .npy files there.
-  DataFormat format = DataFormat::kAuto;
-  std::filesystem::path labels;          // data.labels: a 1-D .npy of labels; empty: a column
-  std::string array_x = "x";             // data.arrays.x: the features' array in an .npz
-  std::string array_y = "y";             // data.arrays.y: the labels' array in an .npz
-  double validation_fraction = 0.0;      // 0 = no validation split
-  std::optional<SyntheticConfig> synthetic;
 };
 
 struct ShardsConfig {

@@ -136,6 +136,12 @@ void write_data(Writer& w, const DataConfig& d) {
       w.end();
     }
   }
+  if (d.format == DataFormat::kLibsvm || d.index_base >= 0 || d.feature_count > 0 ||
+      d.max_dense_gib != 8.0) {
+    w.put("index_base", d.index_base < 0 ? std::string("auto") : std::to_string(d.index_base));
+    if (d.feature_count > 0) w.put("feature_count", d.feature_count);
+    w.put("max_dense_gib", d.max_dense_gib);
+  }
   w.put("validation", d.validation_fraction);
   if (d.synthetic) {
     const SyntheticConfig& s = *d.synthetic;

@@ -23,7 +23,7 @@ inline constexpr std::array kMissings{Missing::kError, Missing::kMean, Missing::
 inline constexpr std::array kCompressions{Compression::kAuto, Compression::kNone,
                                           Compression::kGzip, Compression::kZstd};
 inline constexpr std::array kDataFormats{DataFormat::kAuto, DataFormat::kCsv, DataFormat::kNpy,
-                                         DataFormat::kNpz};
+                                         DataFormat::kNpz, DataFormat::kLibsvm};
 inline constexpr std::array kSyntheticKinds{SyntheticKind::kLinear, SyntheticKind::kLogistic,
                                             SyntheticKind::kBlobs};
 inline constexpr std::array kShardStrategies{

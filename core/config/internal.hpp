@@ -32,6 +32,9 @@ void check_transport(const Section& root, const Config& c);
 
 // data.categorical (sections_categorical.cpp): {column: one_hot | hash | {hash: N}}.
 [[nodiscard]] std::vector<CategoricalColumn> categorical_entries(const Section& s);
+// data.index_base, data.feature_count, data.max_dense_gib (sections_libsvm.cpp); `from_file`:
+// data.path is set (the keys apply to nothing else).
+void parse_libsvm_keys(const Section& s, DataConfig& d, bool from_file);
 
 // `path` against `base_dir`, absolute and normal.
 [[nodiscard]] std::filesystem::path resolve(const std::filesystem::path& base_dir,

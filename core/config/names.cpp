@@ -93,6 +93,8 @@ const char* name_of(DataFormat v) {
       return "npy";
     case DataFormat::kNpz:
       return "npz";
+    case DataFormat::kLibsvm:
+      return "libsvm";
   }
   return "?";
 }

@@ -10,7 +10,7 @@ enum class Task { kRegression, kBinary, kMulticlass };
 enum class Normalize { kNone, kStandard, kMinmax };
 enum class Missing { kError, kMean, kZero };
 enum class Compression { kAuto, kNone, kGzip, kZstd };
-enum class DataFormat { kAuto, kCsv, kNpy, kNpz };
+enum class DataFormat { kAuto, kCsv, kNpy, kNpz, kLibsvm };
 enum class SyntheticKind { kLinear, kLogistic, kBlobs };
 enum class ShardStrategy { kContiguous, kRoundRobin, kRandom, kByLabel, kDirichlet, kFiles };
 enum class AggregationMode { kGradients, kParameters, kAsync };

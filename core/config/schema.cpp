@@ -95,9 +95,10 @@ std::vector<Key> build_keys() {
       {"data.format", one_of(kDataFormats), "auto", "",
        "The format of `data.path`: `auto` tells a NumPy `.npy` array and an `.npz` archive "
        "from the file's name and checks its first bytes (a name and content that disagree are "
-       "refused); any other name is CSV. An array's columns are named `x0`, `x1`, ... by "
-       "position, and its label column (`data.label`, default the last) is named `y`. See "
-       "docs/configs.md, \"Data\"."},
+       "refused); a LIBSVM file (`libsvm`: `label idx:val ...` lines) from its name (`.svm`, "
+       "`.libsvm`, `.svmlight`) or its first line; any other name is CSV. An array's columns "
+       "are named `x0`, `x1`, ... by position, and its label column (`data.label`, default "
+       "the last) is named `y`. See docs/configs.md, \"Data\"."},
       {"data.labels", "path", "", "none",
        "A 1-D `.npy` of labels, one per row of the `.npy` `data.path` (which then holds only "
        "features), relative to the config file's folder."},
@@ -106,6 +107,20 @@ std::vector<Key> build_keys() {
       {"data.arrays.y", "string", "y", "",
        "The labels' array in an `.npz` `data.path`; without it the label is a column of the "
        "features' array."},
+      {"data.index_base", "`auto`, `0` or `1`", "auto", "",
+       "How a LIBSVM `data.path` numbers its features: `1` (LIBSVM's and svmlight's own "
+       "convention), `0`, or `auto`: 0-based when index 0 appears anywhere in the file, else "
+       "1-based. Features are named by the file's indices, `f1`, `f2`, ... (or `f0`, `f1`, "
+       "... when 0-based), so `predict` and `eval` match them by name. See docs/configs.md, "
+       "\"Data\"."},
+      {"data.feature_count", "integer >= 1", "", "the largest index in the file",
+       "How many features a LIBSVM `data.path` has (`f1`..`fN`, or `f0`..`f{N-1}` when "
+       "0-based): the model's width, when the training file does not use the last ones. An "
+       "index past it is refused."},
+      {"data.max_dense_gib", "number > 0", "8", "",
+       "A LIBSVM file is loaded densely (rows x features x 8 bytes, over all workers): a run "
+       "whose dense size would pass this many GiB is refused before loading; raise it when "
+       "the memory is there, or select fewer features with `data.features`."},
       {"data.normalize", one_of(kNormalizations), "standard", "",
        "Feature scaling; its statistics are computed over all shards and stored in the model."},
       {"data.missing", one_of(kMissings), "error", "",

@@ -177,6 +177,7 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
     d.array_x = a.string("x", d.array_x);
     d.array_y = a.string("y", d.array_y);
   }
+  parse_libsvm_keys(s, d, from_file);
   d.validation_fraction = s.number("validation", d.validation_fraction, Range::kFraction);
   if (generated) d.synthetic = parse_synthetic(s.section("synthetic"));
   return d;

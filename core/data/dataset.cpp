@@ -5,6 +5,7 @@
 #include "core/data/csv_io.hpp"
 #include "core/data/missing.hpp"
 #include "core/data/npy.hpp"
+#include "core/data/libsvm.hpp"
 #include "base/error.hpp"
 #include "base/memory.hpp"
 #include "base/text.hpp"
@@ -352,12 +353,19 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
     const auto format = data.format == config::DataFormat::kAuto
                             ? format_of(data.path, data.format, "data.path")
                             : data.format;
-    if (format == config::DataFormat::kNpy) {
-      if (!data.categorical.empty()) {
-        fail<DataError>("{}: data.categorical applies to CSV data; a NumPy array holds only "
-                        "numbers", data.path.string());
+    if (format != config::DataFormat::kCsv && !data.categorical.empty()) {
+      fail<DataError>("{}: data.categorical applies to CSV data; {} holds only numbers",
+                      data.path.string(),
+                      format == config::DataFormat::kLibsvm ? "a LIBSVM file" : "a NumPy array");
+    }
+    if (format == config::DataFormat::kNpy) return describe_npy(data);
+    if (format == config::DataFormat::kLibsvm) {
+      if (data.missing != config::Missing::kError) {
+        fail<DataError>("{}: data.missing applies to CSV and NumPy data; in a LIBSVM file an "
+                        "index left out is a zero, and every value given must be a number: "
+                        "remove data.missing", data.path.string());
       }
-      return describe_npy(data);
+      return describe_libsvm(data);
     }
     if (format == config::DataFormat::kNpz) {
       fail<DataError>("data.path {}: an .npz archive is unpacked by the command before the run "
@@ -426,6 +434,8 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
 
   if (!config.data.path.empty() && source.file.empty() && reads_npy(config.data)) {
     load_npy(config.data, source, segments, shard, kind);
+  } else if (!config.data.path.empty() && source.file.empty() && reads_libsvm(config.data)) {
+    load_libsvm(config.data.path, source, segments, shard, kind);
   } else if (source.csv) {
     load_csv(source.csv->path, &*source.csv, source, segments, shard, kind, config.data.missing);
   } else if (!source.file.empty()) {

@@ -2,6 +2,7 @@
 
 #include "core/data/csv.hpp"
 #include "core/data/dataset.hpp"
+#include "core/data/libsvm.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"
 
@@ -11,6 +12,11 @@ namespace dt::data {
 
 void use_local_copy(const std::filesystem::path& file, SourceInfo& source,
                     std::vector<Segment>& segments) {
+  if (libsvm_content(file, libsvm_extension(file))) {
+    fail<DataError>("--data {}: a LIBSVM file, which a worker's own copy cannot stand for yet; "
+                    "put it at the coordinator's path on this host and drop --data",
+                    file.string());
+  }
   CsvIndex index = index_csv(file);
   if (index.columns != source.columns) {
     std::string where;

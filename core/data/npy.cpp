@@ -1,6 +1,7 @@
 // NumPy .npy headers and rows, and telling .npy, .npz and CSV apart (npy.hpp).
 
 #include "core/data/npy.hpp"
+#include "core/data/libsvm.hpp"
 #include "core/data/dataset.hpp"
 #include "core/data/data_file.hpp"
 #include "base/error.hpp"
@@ -80,6 +81,7 @@ const char* format_words(config::DataFormat f) {
   switch (f) {
     case config::DataFormat::kNpy: return "a NumPy .npy file";
     case config::DataFormat::kNpz: return "a zip (.npz) archive";
+    case config::DataFormat::kLibsvm: return "LIBSVM sparse text (label index:value ...)";
     default: return "text (CSV)";
   }
 }
@@ -216,7 +218,12 @@ config::DataFormat format_of(const std::filesystem::path& path, config::DataForm
                              const char* what, bool named) {
   using config::DataFormat;
   std::array<char, 8> buf{};
-  const auto found = content_format(first_bytes(path, buf));
+  auto found = content_format(first_bytes(path, buf));
+  const bool libsvm_name = named && libsvm_extension(path);
+  if (found == DataFormat::kCsv &&
+      libsvm_content(path, wanted == DataFormat::kLibsvm || (wanted == DataFormat::kAuto && libsvm_name))) {
+    found = DataFormat::kLibsvm;
+  }
   const std::string name = path.string();
   if (wanted != DataFormat::kAuto) {
     if (found != wanted) {
@@ -230,8 +237,11 @@ config::DataFormat format_of(const std::filesystem::path& path, config::DataForm
   const auto ext = path.extension().string();
   const DataFormat by_name = ext == ".npy"   ? DataFormat::kNpy
                              : ext == ".npz" ? DataFormat::kNpz
+                             : libsvm_name   ? DataFormat::kLibsvm
                                              : DataFormat::kCsv;
   if (by_name == found) return found;
+  // LIBSVM files are often named .txt, .t or nothing at all: their content decides.
+  if (found == DataFormat::kLibsvm && ext != ".csv" && ext != ".tsv") return found;
   const auto stem = path.parent_path() / path.stem();
   const auto proper = found == DataFormat::kCsv ? stem.string() + ".csv"
                                                 : fmt::format("{}.{}", stem.string(),
@@ -252,7 +262,7 @@ SourceInfo describe_npy(const config::DataConfig& data) {
   SourceInfo info;
   info.rows = x.rows;
   for (std::uint64_t c = 0; c < x.cols; ++c) info.columns.push_back(fmt::format("x{}", c));
-  info.label = "y";
+  info.label = std::string{"y"};  // not = "y": GCC 12 -Wrestrict false positive (PR105329)
   if (!data.labels.empty()) {
     if (x.one_d) {
       fail<DataError>("{}: the features array is 1-D; save it as (rows, columns): "
@@ -294,7 +304,7 @@ SourceInfo describe_npy(const config::DataConfig& data) {
     fail<DataError>("{}: the array has one column, the label; add feature columns, or give the "
                     "labels as data.labels: y.npy", name);
   }
-  info.columns[label] = "y";
+  info.columns[label] = std::string{"y"};
   info.label_index = label;
   for (std::size_t c = 0; c < info.columns.size(); ++c) {
     if (c != label) info.features.push_back(info.columns[c]);

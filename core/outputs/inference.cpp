@@ -4,6 +4,7 @@
 #include "base/text.hpp"
 #include "core/data/missing.hpp"
 #include "core/data/npy.hpp"
+#include "core/data/libsvm.hpp"
 
 #include <fmt/format.h>
 
@@ -54,6 +55,13 @@ data::Shard load_for_model(const output::SavedModel& model, const std::filesyste
   if (csv.extension() == ".npy") {
     config.data.format = config::DataFormat::kNpy;
     describe_array(model, labels, data::read_npy_header(csv), source);
+  } else if (data::format_of(csv, config::DataFormat::kAuto, "data") == config::DataFormat::kLibsvm) {
+    // Features by name (f<index>): indices the model was not trained on are skipped.
+    config.data.format = config::DataFormat::kLibsvm;
+    source.csv = std::move(data::index_libsvm(csv).rows);
+    source.columns = model.features;
+    source.columns.push_back(model.label);
+    source.rows = source.csv->rows();
   } else {
     source.csv = data::index_csv(csv);
     source.columns = source.csv->columns;
