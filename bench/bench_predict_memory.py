@@ -3,7 +3,7 @@
 independent of the input size"). Not a timed test: the figures go to bench/README.md.
 
     /usr/bin/python3 bench/bench_predict_memory.py [--binary build/release/disttrain]
-                                                   [--sizes 100,1000] [--cache-dir DIR]
+                                                   [--sizes 100,300,1000,2000] [--cache-dir DIR]
 
 Trains a small linear model (20 features) on generated data, writes a CSV of each size in MB
 (one generated block of rows repeated, under one header: made in seconds), and runs predict on
@@ -119,7 +119,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--binary", default=str(ROOT / "build/release/disttrain"))
-    p.add_argument("--sizes", default="100,1000", help="CSV sizes in MB (default 100,1000)")
+    p.add_argument("--sizes", default="100,300,1000,2000",
+                   help="CSV sizes in MB (default 100,300,1000,2000)")
     p.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
                                                        "disttrain-bench-cache"))
     p.add_argument("--readme", default=str(ROOT / "bench/README.md"))
