@@ -659,6 +659,28 @@ def row_libsvm(b):
         (b.cache / "linear_1M_100.csv").unlink(missing_ok=True)  # made again when the .svm was
 
 
+def row_predict(b):
+    """Peak RSS of predict on a 300 MB and a 1 GB CSV (bench_predict_memory.py): the same. (At
+    100 MB a pass may measure less: the allocator's reuse of the chunks' buffers; bench/README.md
+    has the figures.)"""
+    print("predict memory, 300 MB and 1 GB CSV", flush=True)
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_predict_memory as pm
+    try:
+        results = pm.run_all(b.binary, [300, 1000], b.cache)
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        add("predict", "peak RSS, 1 GB CSV vs 100 MB", "n/a", "", "", "", None, str(e))
+        return
+    b.raw["predict_memory"] = results
+    for source in ("file", "pipe"):
+        small, large = [r for r in results if r["source"] == source]
+        growth = large["rss_mib"] / small["rss_mib"]
+        add("predict", f"peak RSS from a {source}, {large['bytes'] / 1e9:.1f} GB CSV",
+            fmt(large["rss_mib"], "MiB"), f"{fmt(small['rss_mib'], 'MiB')} at "
+            f"{small['bytes'] / 1e6:.0f} MB", fmt(growth, "×"), "≤ 1.1× (constant)",
+            check(growth, "<=", 1.1))
+
+
 # ---------------------------------------------------------------------------------------------
 # Output: the one place the table is written.
 
@@ -682,6 +704,17 @@ def markdown(meta):
     return "\n".join(lines) + "\n"
 
 
+def put_between_markers(readme, begin, end, body):
+    """Replaces what is between the two marker lines of readme with body (appends both if absent)."""
+    text = readme.read_text() if readme.exists() else ""
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + begin + "\n" + body + end + rest.split(end, 1)[1]
+    else:
+        text += f"\n{begin}\n{body}{end}\n"
+    readme.write_text(text)
+
+
 def write_outputs(meta, out_dir, readme):
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "all.json").write_text(json.dumps(
@@ -689,18 +722,12 @@ def write_outputs(meta, out_dir, readme):
         ensure_ascii=False) + "\n")
     table = markdown(meta)
     (out_dir / "all.md").write_text("# bench_all\n\n" + table)
-    text = readme.read_text() if readme.exists() else ""
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + BEGIN + "\n" + table + END + rest.split(END, 1)[1]
-    else:
-        text += f"\n{BEGIN}\n{table}{END}\n"
-    readme.write_text(text)
+    put_between_markers(readme, BEGIN, END, table)
     print(f"wrote {out_dir / 'all.json'}, {out_dir / 'all.md'} and the table in {readme}")
 
 
 SECTIONS = {"linreg": row_linreg, "small": row_small_steps, "mlp": row_mlp, "wide": row_wide,
-            "tiny": row_tiny, "csv": row_csv, "libsvm": row_libsvm}
+            "tiny": row_tiny, "csv": row_csv, "libsvm": row_libsvm, "predict": row_predict}
 
 
 def parse_args():

@@ -18,6 +18,10 @@
 #include <optional>
 #include <string>
 
+namespace dt::data {
+class ByteSource;
+}  // namespace dt::data
+
 namespace dt::cli {
 
 using Action = std::function<int()>;
@@ -72,6 +76,10 @@ struct JoinOptions {
 // format found (npz for an archive, although data.format is npy after it).
 config::DataFormat resolve_format(config::DataConfig& data, bool from_stdin,
                     std::optional<files::TempDir>& spool, const char* what);
+// Bytes that must be a file after all (predict's .npy or .npz through a pipe or a decompressor)
+// written into `spool` as `name`; IoError for a full disk. Returns the file's path.
+[[nodiscard]] std::filesystem::path spool_bytes(data::ByteSource& in, const std::filesystem::path& name,
+                                                std::optional<files::TempDir>& spool);
 
 // Writes text to stdout in full (a closed pipe is not an error worth a stack of messages).
 void print(std::string_view text);

@@ -10,6 +10,7 @@
 #include "base/log.hpp"
 #include "base/signals.hpp"
 #include "core/config/names.hpp"
+#include "core/data/byte_stream.hpp"
 #include "core/data/compressed.hpp"
 #include "core/data/npy.hpp"
 
@@ -128,6 +129,27 @@ std::filesystem::path readable_data(const std::filesystem::path& path,
             config::name_of(found), bytes);
   if (from_stdin) std::filesystem::remove(source);  // the compressed copy is not needed again
   return target;
+}
+
+std::filesystem::path spool_bytes(data::ByteSource& in, const std::filesystem::path& name,
+                                  std::optional<files::TempDir>& spool) {
+  const auto path = spool_folder(spool) / name;
+  const int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0) fail<IoError>("cannot create {}: {}", path.string(), std::strerror(errno));
+  std::vector<char> buffer(std::size_t{1} << 20);
+  try {
+    for (std::size_t n; (n = in.read(buffer.data(), buffer.size())) > 0;) {
+      if (!files::write_fd(out, std::string_view(buffer.data(), n))) {
+        fail<IoError>("cannot write {}: {} (set TMPDIR to a folder with room)", path.string(),
+                      std::strerror(errno));
+      }
+    }
+  } catch (...) {
+    ::close(out);
+    throw;
+  }
+  ::close(out);
+  return path;
 }
 
 }  // namespace dt::cli

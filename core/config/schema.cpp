@@ -158,8 +158,8 @@ std::vector<Key> build_keys() {
        "Concentration of the Dirichlet class proportions (`dirichlet` only): small values give "
        "each worker few classes, large values near-uniform shards."},
       {"shards.files", "list of paths", "", "required with `strategy: files`",
-       "One CSV file per worker, relative to the config file's folder; all must have the same "
-       "columns (`files` only)."},
+       "One CSV file (or .npy array, its labels a column) per worker, relative to the config "
+       "file's folder; all of one kind, with the same columns (`files` only)."},
       // aggregation
       {"aggregation.mode", one_of(kAggregationModes), "gradients", "",
        "`gradients`: the workers' gradients are averaged every step (synchronous SGD); "

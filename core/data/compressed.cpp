@@ -1,4 +1,5 @@
 #include "core/data/compressed.hpp"
+#include "core/data/byte_stream.hpp"
 
 #include "base/error.hpp"
 #include "base/files.hpp"
@@ -7,8 +8,6 @@
 
 #include <fcntl.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <fmt/format.h>
 
@@ -30,14 +29,6 @@ Compression by_name(const fs::path& path) {
   const auto ext = path.extension().string();
   if (ext == ".gz") return Compression::kGzip;
   if (ext == ".zst" || ext == ".zstd") return Compression::kZstd;
-  return Compression::kNone;
-}
-
-Compression by_content(const unsigned char* b, std::size_t n) {
-  if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return Compression::kGzip;
-  if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) {
-    return Compression::kZstd;
-  }
   return Compression::kNone;
 }
 
@@ -91,88 +82,6 @@ class Output {
   std::uint64_t total_ = 0;
 };
 
-std::uint64_t gunzip(int in_fd, const fs::path& from, Output& out) {
-  z_stream z{};
-  // 15 + 32: a gzip or zlib header, told apart by inflate itself.
-  if (inflateInit2(&z, 15 + 32) != Z_OK) fail<IoError>("zlib: cannot start a decompression");
-  std::vector<unsigned char> in(kChunk), buf(kChunk);
-  std::uint64_t consumed = 0;
-  bool ended = true;  // at a member boundary: an empty file, or after Z_STREAM_END
-  try {
-    for (;;) {
-      const std::size_t n = read_some(in_fd, in.data(), in.size(), from);
-      if (n == 0) break;
-      z.next_in = in.data();
-      z.avail_in = static_cast<uInt>(n);
-      while (z.avail_in > 0) {
-        if (ended) {
-          ended = false;
-          if (inflateReset(&z) != Z_OK) fail<IoError>("zlib: cannot reset");
-        }
-        z.next_out = buf.data();
-        z.avail_out = static_cast<uInt>(buf.size());
-        const uInt before = z.avail_in;
-        const int rc = inflate(&z, Z_NO_FLUSH);
-        const std::uint64_t at = consumed + (n - z.avail_in);
-        const bool stuck = rc == Z_BUF_ERROR && z.avail_in == before && z.avail_out == buf.size();
-        if ((rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) || stuck) {
-          fail<DataError>("{}: corrupt gzip data near byte {}: {}", from.string(), at,
-                          z.msg != nullptr ? z.msg : "inflate failed");
-        }
-        out.write(buf.data(), buf.size() - z.avail_out);
-        if (rc == Z_STREAM_END) ended = true;  // another member may follow (as zcat reads)
-      }
-      consumed += n;
-    }
-    if (!ended) {
-      fail<DataError>("{}: the gzip data ends early (after {} bytes): the file is truncated",
-                      from.string(), consumed);
-    }
-  } catch (...) {
-    inflateEnd(&z);
-    throw;
-  }
-  inflateEnd(&z);
-  return out.total();
-}
-
-std::uint64_t unzstd(int in_fd, const fs::path& from, Output& out) {
-  ZSTD_DCtx* ctx = ZSTD_createDCtx();
-  if (ctx == nullptr) fail<IoError>("zstd: cannot start a decompression");
-  std::vector<unsigned char> in(ZSTD_DStreamInSize() > kChunk ? ZSTD_DStreamInSize() : kChunk);
-  std::vector<unsigned char> buf(ZSTD_DStreamOutSize() > kChunk ? ZSTD_DStreamOutSize() : kChunk);
-  std::uint64_t consumed = 0;
-  std::size_t last = 0;  // 0 after a complete frame
-  try {
-    for (;;) {
-      const std::size_t n = read_some(in_fd, in.data(), in.size(), from);
-      if (n == 0) break;
-      ZSTD_inBuffer input{in.data(), n, 0};
-      // Until the input is taken; an output buffer of at least ZSTD_DStreamOutSize() lets
-      // every call flush a whole block, so nothing is held back at the end (zstd's manual).
-      while (input.pos < input.size) {
-        ZSTD_outBuffer output{buf.data(), buf.size(), 0};
-        last = ZSTD_decompressStream(ctx, &output, &input);
-        if (ZSTD_isError(last)) {
-          fail<DataError>("{}: corrupt zstd data near byte {}: {}", from.string(),
-                          consumed + input.pos, ZSTD_getErrorName(last));
-        }
-        out.write(buf.data(), output.pos);
-      }
-      consumed += n;
-    }
-    if (last != 0) {
-      fail<DataError>("{}: the zstd data ends early (after {} bytes): the file is truncated",
-                      from.string(), consumed);
-    }
-  } catch (...) {
-    ZSTD_freeDCtx(ctx);
-    throw;
-  }
-  ZSTD_freeDCtx(ctx);
-  return out.total();
-}
-
 }  // namespace
 
 config::Compression compression_of(const fs::path& path, Compression wanted, const char* what,
@@ -181,7 +90,8 @@ config::Compression compression_of(const fs::path& path, Compression wanted, con
   const auto file = open_input(path);
   std::array<unsigned char, 4> head{};
   const std::size_t n = read_some(file.fd(), head.data(), head.size(), path);
-  const Compression content = by_content(head.data(), n);
+  const Compression content =
+      compression_by_content(std::string_view(reinterpret_cast<const char*>(head.data()), n));
   if (wanted != Compression::kAuto) {
     if (content != wanted) {
       fail<DataError>("{} {}: data.compression is {}, but the file does not start like {} "
@@ -211,11 +121,14 @@ config::Compression compression_of(const fs::path& path, Compression wanted, con
 }
 
 std::uint64_t decompress(const fs::path& from, Compression compression, const fs::path& to) {
-  const auto file = open_input(from);
+  if (compression != Compression::kGzip && compression != Compression::kZstd) {
+    fail<DataError>("{}: not compressed", from.string());
+  }
+  const auto in = decompressing(open_bytes(from), compression, from);
   Output out(to);
-  if (compression == Compression::kGzip) return gunzip(file.fd(), from, out);
-  if (compression == Compression::kZstd) return unzstd(file.fd(), from, out);
-  fail<DataError>("{}: not compressed", from.string());
+  std::vector<char> buf(kChunk);
+  for (std::size_t n; (n = in->read(buf.data(), buf.size())) > 0;) out.write(buf.data(), n);
+  return out.total();
 }
 
 }  // namespace dt::data

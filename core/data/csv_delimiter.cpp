@@ -25,12 +25,7 @@ struct Head {
   std::string first;
 };
 
-Head read_head(const std::filesystem::path& path) {
-  const detail::FileHandle file(path);
-  std::string bytes(std::size_t{64} << 10, '\0');
-  bytes.resize(file.read_at(0, bytes.data(), bytes.size()));
-  std::string_view rest(bytes);
-  rest.remove_prefix(std::min(rest.size(), detail::bom_length(file)));
+Head head_of(std::string_view rest) {
   Head head;
   std::string* out = &head.header;
   bool quoted = false;
@@ -44,6 +39,15 @@ Head read_head(const std::filesystem::path& path) {
     out->push_back(c);
   }
   return head;
+}
+
+Head read_head(const std::filesystem::path& path) {
+  const detail::FileHandle file(path);
+  std::string bytes(detail::kDelimiterHead, '\0');
+  bytes.resize(file.read_at(0, bytes.data(), bytes.size()));
+  std::string_view rest(bytes);
+  rest.remove_prefix(std::min(rest.size(), detail::bom_length(file)));
+  return head_of(rest);
 }
 
 // Fields of one line split at `sep` outside double quotes.
@@ -84,6 +88,13 @@ bool is_tsv_name(const std::filesystem::path& path) {
 char detect_delimiter(const std::filesystem::path& path) {
   if (is_tsv_name(path)) return '\t';
   const char best = best_delimiter(read_head(path));
+  return best == 0 ? ',' : best;
+}
+
+char detail::detect_delimiter_in(std::string_view head, const std::filesystem::path& name) {
+  if (is_tsv_name(name)) return '\t';
+  if (head.starts_with("\xEF\xBB\xBF")) head.remove_prefix(3);
+  const char best = best_delimiter(head_of(head));
   return best == 0 ? ',' : best;
 }
 

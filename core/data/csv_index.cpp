@@ -330,7 +330,8 @@ class Indexer {
   std::uint64_t quote_column_ = 0;
 };
 
-void read_header(CsvIndex& index, detail::RecordReader& reader) {
+}  // namespace
+void detail::read_header(CsvIndex& index, RecordReader& reader) {
   const std::string name = index.path.string();
   std::vector<CsvField> header;
   if (!reader.next(header)) {
@@ -368,8 +369,6 @@ void read_header(CsvIndex& index, detail::RecordReader& reader) {
     }
   }
 }
-
-}  // namespace
 
 namespace {
 
@@ -459,7 +458,7 @@ CsvIndex index_csv(const std::filesystem::path& path, unsigned threads,
   index.delimiter = detail::choose_delimiter(path, delimiter);
   detail::RecordReader reader(path, 0, 1, index.delimiter);
   index.file_size = reader.file_size();
-  read_header(index, reader);
+  detail::read_header(index, reader);
 
   const detail::FileHandle file(path);
   const std::uint64_t start = reader.offset();

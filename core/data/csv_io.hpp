@@ -3,6 +3,7 @@
 // file itself is read through data_file.hpp). Not part of the module's interface (nothing
 // outside core/data/ includes it).
 
+#include "core/config/names.hpp"
 #include "core/data/csv.hpp"
 #include "core/data/data_file.hpp"
 
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,13 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+
+namespace dt::data {
+class ByteSource;
+struct SourceInfo;
+struct Shard;
+enum class LabelKind;
+}  // namespace dt::data
 
 namespace dt::data::detail {
 
@@ -28,6 +37,16 @@ inline constexpr std::size_t kBlockSize = std::size_t{1} << 18;
 // The separator to read `path` with: `forced`, or detected when it is 0 (detect_delimiter).
 // DataError when a forced separator does not split the header and another one does, naming it.
 [[nodiscard]] char choose_delimiter(const std::filesystem::path& path, char forced);
+
+// The longest record a stream reader takes (a file's is bounded by the file).
+inline constexpr std::size_t kMaxStreamRecord = std::size_t{64} << 20;
+
+// How much of a file the separator is detected from (its header and first data line in it).
+inline constexpr std::size_t kDelimiterHead = std::size_t{64} << 10;
+
+// detect_delimiter for the first bytes of a stream (at most kDelimiterHead of them), `name`
+// telling a .tsv.
+[[nodiscard]] char detect_delimiter_in(std::string_view head, const std::filesystem::path& name);
 
 // "'text'" for messages, shortened when a cell is long and with control bytes escaped.
 [[nodiscard]] std::string quote_for_message(std::string_view text);
@@ -67,6 +86,11 @@ class RecordReader {
  public:
   RecordReader(const std::filesystem::path& path, std::uint64_t offset, std::uint64_t line,
                char delimiter = ',');
+  // Reads `source` front to back (a pipe, a decompressor: csv_stream.hpp), from its first byte
+  // (a byte order mark skipped); `name` names it in messages. seek() is not for this form. A
+  // blank line followed by a record is an error here (index_csv's rule, which such a reader
+  // cannot rely on).
+  RecordReader(const std::filesystem::path& name, ByteSource& source, char delimiter);
   // Moves to a row start. Cheap when the offset is inside the current buffer, which is the
   // common case for the sorted, nearby segments of a shard plan.
   void seek(std::uint64_t offset, std::uint64_t line);
@@ -87,7 +111,7 @@ class RecordReader {
   [[nodiscard]] std::uint64_t offset() const noexcept { return buf_offset_ + pos_; }
   [[nodiscard]] std::uint64_t line() const noexcept { return line_; }
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
-  [[nodiscard]] std::uint64_t file_size() const noexcept { return file_.size(); }
+  [[nodiscard]] std::uint64_t file_size() const noexcept { return file_ ? file_->size() : 0; }
 
  private:
   enum class Parse { kRecord, kBlank, kEnd, kNeedMore };
@@ -101,8 +125,10 @@ class RecordReader {
   // window read with pread.
   std::filesystem::path path_;
   char sep_ = ',';  // the field separator
-  FileHandle file_;
+  std::optional<FileHandle> file_;  // empty when reading a stream
   MappedFile map_;
+  ByteSource* stream_ = nullptr;
+  std::uint64_t blank_line_ = 0;  // a stream's first blank line after the header
   std::uint64_t mapped_from_ = 0;
   std::unique_ptr<char[]> buf_;
   std::size_t capacity_ = kBlockSize;
@@ -202,5 +228,16 @@ class PlainRow {
   std::vector<std::uint32_t> target_;  // feature index for kFeature cells
   char sep_;                           // the field separator
 };
+
+// index_csv's header: index.columns from the first record, checked (a blank line before it, a
+// CR-only line end, an empty or duplicate name); DataError naming index.path otherwise.
+void read_header(CsvIndex& index, RecordReader& reader);
+
+// Loads up to shard.x.rows() rows from a stream reader placed after the header, as load_shard
+// reads a CSV (the same fast path, values and messages); `source` describes the columns. Returns
+// the rows read: fewer only at the end of the data (dataset.cpp).
+[[nodiscard]] std::uint64_t load_stream_rows(RecordReader& reader, const SourceInfo& source,
+                                             Shard& shard, LabelKind kind,
+                                             config::Missing missing);
 
 }  // namespace dt::data::detail

@@ -3,6 +3,7 @@
 #include "core/data/csv.hpp"
 #include "core/data/csv_io.hpp"
 #include "base/error.hpp"
+#include "core/data/byte_stream.hpp"
 
 #include <unistd.h>
 
@@ -143,20 +144,27 @@ bool to_number(std::string_view trimmed, double& out) {
 
 RecordReader::RecordReader(const std::filesystem::path& path, std::uint64_t offset,
                            std::uint64_t line, char delimiter)
-    : path_(path), sep_(delimiter), file_(path), map_(file_.fd(), file_.size()) {
+    : path_(path), sep_(delimiter), file_(std::in_place, path), map_(file_->fd(), file_->size()) {
   if (!map_.ok()) buf_ = std::make_unique_for_overwrite<char[]>(kBlockSize);
   seek(offset, line);
+}
+
+RecordReader::RecordReader(const std::filesystem::path& name, ByteSource& source, char delimiter)
+    : path_(name), sep_(delimiter), map_(-1, 0), stream_(&source),
+      buf_(std::make_unique_for_overwrite<char[]>(kBlockSize)) {
+  while (end_ < 3 && !eof_) refill();
+  if (end_ >= 3 && std::memcmp(buf_.get(), "\xEF\xBB\xBF", 3) == 0) pos_ = line_start_ = 3;
 }
 
 void RecordReader::seek(std::uint64_t offset, std::uint64_t line) {
   // A reader placed at the very start skips the byte order mark, so columns on line 1 count
   // from the first real character, as editors show them.
-  if (offset == 0) offset = bom_length(file_);
+  if (offset == 0) offset = bom_length(*file_);
   if (map_.ok()) {
     if (offset < mapped_from_ || offset > end_) {  // elsewhere: start a new window there
       map_.drop(mapped_from_, end_);
       mapped_from_ = end_ = static_cast<std::size_t>(offset);
-      eof_ = offset >= file_.size();
+      eof_ = offset >= file_->size();
     }
     pos_ = static_cast<std::size_t>(offset);
   } else if (offset >= buf_offset_ && offset <= buf_offset_ + end_) {
@@ -177,10 +185,10 @@ void RecordReader::refill_mapped() {
     map_.drop(mapped_from_, keep);
     mapped_from_ = keep;
   }
-  const std::uint64_t to = std::min(end_ + MappedFile::kWindow, file_.size());
-  const std::uint64_t got = map_.readable(file_, end_, to);
+  const std::uint64_t to = std::min(end_ + MappedFile::kWindow, file_->size());
+  const std::uint64_t got = map_.readable(*file_, end_, to);
   // Short only when the file has shrunk: it ends there, as with a short pread.
-  eof_ = got < to || to == file_.size();
+  eof_ = got < to || to == file_->size();
   end_ = static_cast<std::size_t>(got);
 }
 
@@ -196,13 +204,28 @@ void RecordReader::refill() {
     pos_ = 0;
   }
   if (end_ == capacity_) {
-    // One record larger than the buffer: grow rather than fail.
+    // One record larger than the buffer: grow rather than fail (a stream up to a bound: it may
+    // have no end, as /dev/zero through a pipe).
+    if (stream_ != nullptr && capacity_ >= kMaxStreamRecord) {
+      fail<DataError>("{}:{}: a row longer than {} MiB (no line end in it): not a CSV, or not "
+                      "its line ends", path_.string(), line_, kMaxStreamRecord >> 20);
+    }
     auto bigger = std::make_unique_for_overwrite<char[]>(capacity_ * 2);
     std::memcpy(bigger.get(), buf_.get(), end_);
     buf_ = std::move(bigger);
     capacity_ *= 2;
   }
-  const std::size_t got = file_.read_at(buf_offset_ + end_, buf_.get() + end_, capacity_ - end_);
+  if (stream_ != nullptr) {
+    // Filled up (a pipe gives 64 KiB a read): a record longer than a read is parsed again
+    // once per doubling of the buffer, not once per read.
+    while (end_ < capacity_ && !eof_) {
+      const std::size_t got = stream_->read(buf_.get() + end_, capacity_ - end_);
+      end_ += got;
+      eof_ = got == 0;
+    }
+    return;
+  }
+  const std::size_t got = file_->read_at(buf_offset_ + end_, buf_.get() + end_, capacity_ - end_);
   end_ += got;
   if (got == 0) eof_ = true;
 }
@@ -217,8 +240,16 @@ std::string_view RecordReader::peek(std::size_t want) {
 bool RecordReader::next_views(std::vector<FieldView>& fields) {
   for (;;) {
     switch (parse(fields)) {
-      case Parse::kRecord: return true;
-      case Parse::kBlank: break;
+      case Parse::kRecord:
+        if (blank_line_ != 0) {
+          fail<DataError>("{}:{}:1: blank line in the middle of the data; only blank lines at "
+                          "the end of the file are ignored", path_.string(), blank_line_);
+        }
+        return true;
+      case Parse::kBlank:
+        // A stream has no index to have checked this (line 1 is left to the header's check).
+        if (stream_ != nullptr && blank_line_ == 0 && line_ > 2) blank_line_ = line_ - 1;
+        break;
       case Parse::kEnd: return false;
       case Parse::kNeedMore: refill(); break;
     }

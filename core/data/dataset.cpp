@@ -94,9 +94,12 @@ std::vector<std::ptrdiff_t> feature_targets(const SourceInfo& source, const std:
 
 // `index` is null in a worker, which gets the byte offsets through its segments instead.
 // `missing`: data.missing, what a missing feature cell becomes (missing.hpp).
-void load_csv(const std::filesystem::path& path, const CsvIndex* index, const SourceInfo& source,
-              const std::vector<Segment>& segments, Shard& shard, LabelKind kind,
-              config::Missing missing) {
+// `stream`: a reader of the whole file front to back (load_stream_rows), which `segments` (one,
+// of the rows wanted) does not seek; its end ends the load. Returns the rows read.
+Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
+                      const SourceInfo& source, const std::vector<Segment>& segments, Shard& shard,
+                      LabelKind kind, config::Missing missing,
+                      detail::RecordReader* stream = nullptr) {
   const std::string name = path.string();
   const std::size_t width = source.columns.size();
   const auto target = feature_targets(source, name);
@@ -126,7 +129,8 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
   // A row longer than this that straddles the end of the buffer goes the general way.
   constexpr std::size_t kLookahead = std::size_t{16} << 10;
 
-  std::optional<detail::RecordReader> reader;
+  std::optional<detail::RecordReader> own;
+  detail::RecordReader* reader = stream;
   std::vector<detail::FieldView> fields;
   fields.reserve(width);
   Eigen::Index r = 0;
@@ -134,7 +138,9 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
   for (const Segment& seg : segments) {
     std::uint64_t offset = seg.byte_offset;
     std::uint64_t line = seg.line;
-    if (line == 0) {  // segments made without the index: look the row up if this process has it
+    if (stream != nullptr) {
+      // read on from where the stream is
+    } else if (line == 0) {  // segments made without the index: look the row up if this process has it
       if (index == nullptr || seg.first_row >= index->rows()) {
         fail<DataError>("{}: no byte offset for data row {}; segments for a CSV need the index",
                         name, seg.first_row + 1);
@@ -142,10 +148,13 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
       offset = index->row_offset[seg.first_row];
       line = index->row_line[seg.first_row];
     }
-    if (!reader) {
-      reader.emplace(path, offset, line, sep);
-    } else {
-      reader->seek(offset, line);
+    if (stream == nullptr) {
+      if (!own) {
+        own.emplace(path, offset, line, sep);
+      } else {
+        own->seek(offset, line);
+      }
+      reader = &*own;
     }
     for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
       double* row = shard.x.data() + r * p;
@@ -167,6 +176,7 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
       }
       // The general path: quoted cells, spaces, and every error message.
       if (!reader->next_views(fields)) {
+        if (stream != nullptr) return r;
         fail<DataError>("{}: the file ends before data row {}; did it change after it was indexed?",
                         name, seg.first_row + k + 1);
       }
@@ -192,6 +202,7 @@ void load_csv(const std::filesystem::path& path, const CsvIndex* index, const So
       }
     }
   }
+  return r;
 }
 
 // An .npy data.path (npy.hpp): each segment's rows read at their byte offset, a block at a time,
@@ -438,6 +449,11 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
     load_libsvm(config.data.path, source, segments, shard, kind);
   } else if (source.csv) {
     load_csv(source.csv->path, &*source.csv, source, segments, shard, kind, config.data.missing);
+  } else if (!source.file.empty() && source.file.extension() == ".npy") {
+    config::DataConfig own = config.data;  // a worker's own array: shards.files, --data FILE
+    own.path = source.file;
+    own.labels.clear();  // its labels are a column (describe_files and use_local_copy check)
+    load_npy(own, source, segments, shard, kind);
   } else if (!source.file.empty()) {
     load_csv(source.file, nullptr, source, segments, shard, kind, config.data.missing);
   } else if (config.data.synthetic) {
@@ -448,6 +464,13 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
     fail<DataError>("data: no data source; set data.path or data.synthetic");
   }
   return shard;
+}
+
+std::uint64_t detail::load_stream_rows(RecordReader& reader, const SourceInfo& source,
+                                       Shard& shard, LabelKind kind, config::Missing missing) {
+  const std::vector<Segment> rows{{0, static_cast<std::uint64_t>(shard.x.rows()), 0, 1}};
+  return static_cast<std::uint64_t>(
+      load_csv(reader.path(), nullptr, source, rows, shard, kind, missing, &reader));
 }
 
 }  // namespace dt::data

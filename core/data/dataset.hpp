@@ -53,9 +53,11 @@ struct SourceInfo {
 
 // A worker's own copy of the data (`disttrain worker --data FILE`) instead of the path the
 // coordinator sent: DataError unless FILE has the same columns and data row count; then
-// `source` and `segments` read FILE, its rows found by number in FILE's own index.
-void use_local_copy(const std::filesystem::path& file, SourceInfo& source,
-                    std::vector<Segment>& segments);
+// `source` and `segments` read FILE, its rows found by number in FILE's own index. An .npy FILE
+// (told by name and content) stands for the coordinator's array: the same shape, its labels a
+// column (DataError with data.labels, a file the copy does not bring).
+void use_local_copy(const std::filesystem::path& file, const config::DataConfig& data,
+                    SourceInfo& source, std::vector<Segment>& segments);
 
 // Indexes the CSV (or describes the synthetic source) and resolves the label column.
 // DataError when the label column is missing: "data.csv: no column 'target'; columns are: a, b, y

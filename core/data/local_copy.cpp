@@ -3,6 +3,7 @@
 #include "core/data/csv.hpp"
 #include "core/data/dataset.hpp"
 #include "core/data/libsvm.hpp"
+#include "core/data/npy.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"
 
@@ -10,8 +11,40 @@
 
 namespace dt::data {
 
-void use_local_copy(const std::filesystem::path& file, SourceInfo& source,
-                    std::vector<Segment>& segments) {
+namespace {
+
+// An .npy copy: as many columns (the label among them) and rows as the coordinator's array.
+void use_local_array(const std::filesystem::path& file, const config::DataConfig& data,
+                     SourceInfo& source, std::vector<Segment>& segments) {
+  if (!data.labels.empty()) {
+    fail<DataError>("--data {}: this run's labels are a separate file (data.labels {}), which a "
+                    "worker's own copy cannot bring; put both arrays at the coordinator's paths "
+                    "on this host and drop --data, or save the labels as the array's last column",
+                    file.string(), data.labels.string());
+  }
+  const NpyArray array = read_npy_header(file);
+  if (array.cols != source.columns.size() || array.rows != source.rows) {
+    fail<DataError>("--data {}: it holds {} rows of {} columns, the coordinator's data {} rows "
+                    "of {}; give this worker a copy of the same array",
+                    file.string(), array.rows, array.cols, source.rows, source.columns.size());
+  }
+  // Rows are found by number (the array's columns by position, as the coordinator's are).
+  for (auto& seg : segments) {
+    seg.byte_offset = 0;
+    seg.line = 0;
+  }
+  source.csv.reset();
+  source.file = file;
+}
+
+}  // namespace
+
+void use_local_copy(const std::filesystem::path& file, const config::DataConfig& data,
+                    SourceInfo& source, std::vector<Segment>& segments) {
+  if (format_of(file, config::DataFormat::kAuto, "--data") == config::DataFormat::kNpy) {
+    use_local_array(file, data, source, segments);
+    return;
+  }
   if (libsvm_content(file, libsvm_extension(file))) {
     fail<DataError>("--data {}: a LIBSVM file, which a worker's own copy cannot stand for yet; "
                     "put it at the coordinator's path on this host and drop --data",

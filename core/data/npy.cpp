@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <string_view>
@@ -20,6 +21,7 @@ namespace {
 
 constexpr std::string_view kNpyMagic{"\x93NUMPY", 6};
 constexpr std::string_view kZipMagic{"PK\x03\x04", 4};
+constexpr std::uint64_t kMaxColumns = std::uint64_t{1} << 22;
 
 // The value of `key` in the header's dict literal, up to the next ',' or '}' (a tuple for
 // 'shape' up to its ')'); empty when the key is absent.
@@ -31,6 +33,7 @@ std::string_view dict_value(std::string_view header, std::string_view key) {
   if (colon == std::string_view::npos) return {};
   rest = rest.substr(colon + 1);
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  if (rest.empty()) return {};
   const auto end = rest.front() == '(' ? rest.find(')') + 1 : rest.find_first_of(",}");
   return rest.substr(0, std::min(end, rest.size()));
 }
@@ -48,7 +51,7 @@ bool parse_shape(std::string_view text, std::vector<std::uint64_t>& dims) {
       v = v * 10 + static_cast<std::uint64_t>(text[n] - '0');
       ++n;
     }
-    if (n == 0) return false;
+    if (n == 0 || n > 15) return false;  // no file holds 10^15 rows: a larger number would wrap
     if (n < text.size() && text[n] == 'L') ++n;  // Python 2's long
     dims.push_back(v);
     text.remove_prefix(n);
@@ -136,7 +139,10 @@ NpyArray read_npy_header(const std::filesystem::path& path) {
                     "numpy.save(path, a.astype('<{}'))", name, code, code.substr(1));
   }
   a.kind = code[1];
-  a.item = static_cast<unsigned>(std::atoi(std::string(code.substr(2)).c_str()));
+  const auto size_text = code.substr(2);  // "8" of "<f8"; anything else is not a known size
+  const auto [stop, ec] =
+      std::from_chars(size_text.data(), size_text.data() + size_text.size(), a.item);
+  if (ec != std::errc{} || stop != size_text.data() + size_text.size()) a.item = 0;
   const bool known = (code[0] == '<' || code[0] == '|' || code[0] == '=') &&
                      ((a.kind == 'f' && (a.item == 4 || a.item == 8)) ||
                       ((a.kind == 'i' || a.kind == 'u') &&
@@ -159,6 +165,10 @@ NpyArray read_npy_header(const std::filesystem::path& path) {
   a.one_d = dims.size() == 1;
   a.cols = a.one_d ? 1 : dims[1];
   if (a.cols == 0) fail<DataError>("{}: the array has no columns (shape {})", name, dict_value(header, "shape"));
+  if (a.cols > kMaxColumns) {  // each is named (x0, x1, ...): a corrupt header would fill memory
+    fail<DataError>("{}: the array's shape {} has more than {} columns; if the header is not "
+                    "corrupt, save fewer columns", name, dict_value(header, "shape"), kMaxColumns);
+  }
   const std::uint64_t held = (file.size() - a.data_offset) / a.row_bytes();
   if (held < a.rows) {
     fail<DataError>("{}: the header says {} rows of {} {}, the file holds {} rows; the file is "

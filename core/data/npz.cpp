@@ -65,7 +65,7 @@ std::vector<Member> read_directory(const detail::FileHandle& file, const std::st
       dir_offset = le(z + 48, 8);
     }
   }
-  if (dir_offset + dir_size > size || dir_size > (std::uint64_t{64} << 20)) {
+  if (dir_offset > size || dir_size > size - dir_offset || dir_size > (std::uint64_t{64} << 20)) {
     corrupt(name, "the central directory is outside the file");
   }
   std::vector<char> dir(dir_size);
@@ -86,11 +86,19 @@ std::vector<Member> read_directory(const detail::FileHandle& file, const std::st
     for (std::uint64_t x = 0; x + 4 <= extra_len;) {  // zip64: the fields that overflowed
       const char* f = c + 46 + name_len + x;
       const auto id = le(f, 2), len = le(f + 2, 2);
+      if (x + 4 + len > extra_len) corrupt(name, "bad directory entry (an extra field overruns it)");
       if (id == 0x0001) {
         const char* v = f + 4;
-        if (m.size == 0xFFFFFFFF) m.size = le(v, 8), v += 8;
-        if (m.packed == 0xFFFFFFFF) m.packed = le(v, 8), v += 8;
-        if (m.local_offset == 0xFFFFFFFF) m.local_offset = le(v, 8);
+        const char* const end = v + len;
+        const auto take = [&](std::uint64_t& field) {
+          if (field != 0xFFFFFFFF) return;
+          if (end - v < 8) corrupt(name, "bad zip64 field");
+          field = le(v, 8);
+          v += 8;
+        };
+        take(m.size);
+        take(m.packed);
+        take(m.local_offset);
       }
       x += 4 + len;
     }
@@ -114,8 +122,9 @@ void extract(const detail::FileHandle& file, const std::string& name, const Memb
   if (file.read_at(m.local_offset, local, 30) != 30 || le(local, 4) != 0x04034b50) {
     corrupt(name, fmt::format("array '{}': bad local header", m.name));
   }
-  std::uint64_t at = m.local_offset + 30 + le(local + 26, 2) + le(local + 28, 2);
-  if (at + m.packed > file.size()) {
+  const std::uint64_t at_data = m.local_offset + 30 + le(local + 26, 2) + le(local + 28, 2);
+  std::uint64_t at = at_data;
+  if (at_data > file.size() || m.packed > file.size() - at_data) {
     fail<DataError>("{}: array '{}' is cut off (the archive is truncated); write it again", name,
                     m.name);
   }
@@ -155,8 +164,9 @@ void extract(const detail::FileHandle& file, const std::string& name, const Memb
                         z.msg != nullptr ? z.msg : "bad data");
       }
       const auto got = out.size() - z.avail_out;
-      write_all(fd, out.data(), got, to);
       written += got;
+      if (written > m.size) break;  // more than the archive says: refused below, not written on
+      write_all(fd, out.data(), got, to);
     }
   }
   if (m.method == 8) inflateEnd(&z);

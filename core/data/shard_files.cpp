@@ -1,4 +1,4 @@
-// Strategy files: one CSV per worker (federated clients). The files are indexed and checked to
+// Strategy files: one CSV (or .npy array) per worker (federated clients). The files are indexed and checked to
 // agree before any worker starts, so that a client with a different schema fails the run with
 // exit 2 instead of a worker failing mid-setup.
 
@@ -50,13 +50,44 @@ std::string header_difference(const std::vector<std::string>& want,
   return "the headers differ";
 }
 
+// Each file CSV, or each an .npy (with its labels as a column), as the first one is.
+void check_format(const std::vector<std::filesystem::path>& files, std::size_t k,
+                  config::DataFormat format) {
+  using config::DataFormat;
+  if (format != DataFormat::kCsv && format != DataFormat::kNpy) {
+    fail<DataError>("shards.files {}: strategy files reads CSV or .npy files, not {}; save each "
+                    "worker's rows as one array (numpy.save) or CSV",
+                    files[k].string(),
+                    format == DataFormat::kLibsvm ? "LIBSVM files (not yet)" : "an .npz");
+  }
+  // data.labels is refused with strategy files by the config itself: each array's labels are a
+  // column (data.label names it; default the last).
+  if (k > 0 && format != format_of(files[0], DataFormat::kAuto, "shards.files")) {
+    fail<DataError>("shards.files {}: the first file, {}, is {}; give every worker the same kind "
+                    "of file", files[k].string(), files[0].string(),
+                    format == DataFormat::kNpy ? "CSV" : "an .npy array");
+  }
+}
+
+// The rows of the .npy `file`, which must have the first file's columns (`columns` of them).
+std::uint64_t same_array_width(const std::filesystem::path& file, const std::filesystem::path& first,
+                               std::size_t columns) {
+  const NpyArray array = read_npy_header(file);
+  if (array.cols != columns || array.one_d) {
+    fail<DataError>("{}: {} columns, where {} (shards.files[0]) has {}; every array of "
+                    "shards.files needs the same columns in the same order",
+                    file.string(), array.cols, first.string(), columns);
+  }
+  return array.rows;
+}
+
 }  // namespace
 
 std::vector<SourceInfo> describe_files(const config::Config& config) {
   const auto& files = config.shards.files;
   if (files.empty()) {
-    fail<DataError>("shards.strategy files needs shards.files: a list of CSV files, one per "
-                    "worker");
+    fail<DataError>("shards.strategy files needs shards.files: a list of CSV (or .npy) files, "
+                    "one per worker");
   }
   if (config.data.synthetic) {
     fail<DataError>("shards.strategy files reads shards.files; remove data.synthetic");
@@ -71,12 +102,8 @@ std::vector<SourceInfo> describe_files(const config::Config& config) {
   for (std::size_t k = 0; k < files.size(); ++k) {
     // The first file is described like data.path (label lookup, UTF-8 names); the others must
     // have exactly its header.
-    if (format_of(files[k], config::DataFormat::kAuto, "shards.files") != config::DataFormat::kCsv) {
-      fail<DataError>("shards.files {}: strategy files reads CSV files only; write each "
-                      "worker's rows as CSV (numpy.savetxt(path, a, delimiter=',', header=..., "
-                      "comments='')), or give one array as data.path",
-                      files[k].string());
-    }
+    const auto format = format_of(files[k], config::DataFormat::kAuto, "shards.files");
+    check_format(files, k, format);
     config::Config one = config;
     one.data.path = files[k];
     one.data.synthetic.reset();
@@ -84,6 +111,12 @@ std::vector<SourceInfo> describe_files(const config::Config& config) {
       out.push_back(describe_source(one));
     } else {
       SourceInfo info = out.front();
+      if (format == config::DataFormat::kNpy) {
+        info.rows = same_array_width(files[k], files[0], info.columns.size());
+        out.push_back(std::move(info));
+        out.back().file = files[k];
+        continue;
+      }
       info.csv = index_csv(files[k], 1, std::uint64_t{64} << 20, config.data.delimiter);
       info.delimiter = info.csv->delimiter;
       info.rows = info.csv->rows();

@@ -2,14 +2,14 @@
 
 #include "base/error.hpp"
 #include "base/text.hpp"
+#include "core/data/categorical.hpp"
+#include "core/data/libsvm.hpp"
 #include "core/data/missing.hpp"
 #include "core/data/npy.hpp"
-#include "core/data/libsvm.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 namespace dt::inference {
 
@@ -36,38 +36,10 @@ void describe_array(const output::SavedModel& model, const std::filesystem::path
   source.columns.push_back(model.label);
 }
 
-}  // namespace
-
-data::Shard load_for_model(const output::SavedModel& model, const std::filesystem::path& csv,
-                           bool with_labels, const std::filesystem::path& labels) {
-  config::Config config;
-  config.data.path = csv;
-  config.data.labels = labels;
-  config.model = model.spec.config;
-  // Missing cells as in training: NaN (or 0) filled by apply() with the model's fill values.
-  config.data.missing = model.normalization.missing;
-  data::SourceInfo source;
-  if (csv.extension() == ".npy" && !model.categorical.empty()) {
-    fail<DataError>("{}: this model encodes categorical columns ({}), which a NumPy array cannot "
-                    "hold; give the data as a CSV",
-                    csv.string(), model.categorical.front().column);
-  }
-  if (csv.extension() == ".npy") {
-    config.data.format = config::DataFormat::kNpy;
-    describe_array(model, labels, data::read_npy_header(csv), source);
-  } else if (data::format_of(csv, config::DataFormat::kAuto, "data") == config::DataFormat::kLibsvm) {
-    // Features by name (f<index>): indices the model was not trained on are skipped.
-    config.data.format = config::DataFormat::kLibsvm;
-    source.csv = std::move(data::index_libsvm(csv).rows);
-    source.columns = model.features;
-    source.columns.push_back(model.label);
-    source.rows = source.csv->rows();
-  } else {
-    source.csv = data::index_csv(csv);
-    source.columns = source.csv->columns;
-    source.rows = source.csv->rows();
-  }
-  // The columns it reads: each feature's, but a categorical column's for its encoded features.
+// The model's features and (with labels) its label found among source.columns: a categorical
+// column's own column for its encoded features (data.categorical), the others by name.
+void find_columns(const output::SavedModel& model, const std::string& name, bool with_labels,
+                  data::SourceInfo& source) {
   const auto encoded = data::encoded_features(model.categorical);
   std::vector<std::string> needed;
   for (const auto& c : model.categorical) needed.push_back(c.column);
@@ -77,7 +49,7 @@ data::Shard load_for_model(const output::SavedModel& model, const std::filesyste
   for (const auto& feature : needed) {
     if (std::find(source.columns.begin(), source.columns.end(), feature) == source.columns.end()) {
       fail<DataError>("{}: no column '{}', which the model was trained on{} (the model needs: {})",
-                      csv.string(), feature, text::suggestion_suffix(feature, source.columns),
+                      name, feature, text::suggestion_suffix(feature, source.columns),
                       fmt::join(needed, ", "));
     }
   }
@@ -88,71 +60,147 @@ data::Shard load_for_model(const output::SavedModel& model, const std::filesyste
   const auto label_it = std::find(source.columns.begin(), source.columns.end(), model.label);
   if (with_labels) {
     if (label_it == source.columns.end()) {
-      fail<DataError>("{}: no label column '{}' to evaluate against{}", csv.string(), model.label,
+      fail<DataError>("{}: no label column '{}' to evaluate against{}", name, model.label,
                       text::suggestion_suffix(model.label, source.columns));
     }
     source.label_index = static_cast<std::size_t>(label_it - source.columns.begin());
   }
-  std::vector<std::uint64_t> rows(source.rows);
-  std::iota(rows.begin(), rows.end(), std::uint64_t{0});
-  const auto kind = data::label_kind(config::task_of(model.spec.config));
-  auto shard = [&] {
-    try {
-      return data::load_shard(config, source, data::to_segments(rows, source.csv), kind);
-    } catch (data::MissingValueError& e) {  // only a model without fill values refuses one
-      e.add_context("the model was trained with data.missing: error, so it has no values to "
-                    "fill missing cells with (fill them, or train with data.missing: mean or "
-                    "zero)");
-      throw;
-    }
-  }();
-  data::apply(model.normalization, shard.x);
-  if (with_labels && kind == data::LabelKind::kCategorical) data::assign_classes(shard, model.classes);
-  return shard;
 }
 
-std::string predictions_csv(const output::SavedModel& saved, const data::Shard& shard) {
-  auto model = models::make_model(saved.spec);
-  const auto task = model->task();
-  std::string out;
-  if (task == config::Task::kRegression) {
-    out = "prediction\n";
-  } else if (task == config::Task::kBinary) {
-    out = "prediction,probability\n";
+// Reads a chunk; a missing cell, which only a model without fill values refuses, says so.
+template <typename Read>
+data::Shard reading(Read&& read) {
+  try {
+    return read();
+  } catch (data::MissingValueError& e) {
+    e.add_context("the model was trained with data.missing: error, so it has no values to "
+                  "fill missing cells with (fill them, or train with data.missing: mean or "
+                  "zero)");
+    throw;
+  }
+}
+
+}  // namespace
+
+Rows::Rows(const output::SavedModel& model, std::unique_ptr<data::CsvStream> csv,
+           bool with_labels)
+    : model_(model),
+      with_labels_(with_labels),
+      kind_(data::label_kind(config::task_of(model.spec.config))),
+      csv_(std::move(csv)) {
+  source_.columns = csv_->columns();
+  source_.delimiter = csv_->delimiter();
+  find_columns(model, csv_->name().string(), with_labels, source_);
+}
+
+Rows::Rows(const output::SavedModel& model, const std::filesystem::path& file,
+           const std::filesystem::path& labels, bool with_labels)
+    : model_(model), with_labels_(with_labels),
+      kind_(data::label_kind(config::task_of(model.spec.config))) {
+  config_.data.path = file;
+  config_.data.labels = labels;
+  config_.data.missing = model.normalization.missing;
+  config_.model = model.spec.config;
+  if (data::format_of(file, config::DataFormat::kAuto, "data") == config::DataFormat::kLibsvm) {
+    // Features by name (f<index>): indices the model was not trained on are skipped. The
+    // index (a row's offset and line) is the one part that grows with the file: 16 bytes a row.
+    config_.data.format = config::DataFormat::kLibsvm;
+    source_.csv = std::move(data::index_libsvm(file).rows);
+    source_.columns = model.features;
+    source_.columns.push_back(model.label);
+    source_.rows = source_.csv->rows();
   } else {
-    out = "prediction";
-    for (const auto& c : saved.classes) out += ",p_" + c;
-    out += '\n';
-  }
-  constexpr std::int64_t kChunk = 8192;
-  models::RowMatrix pred;
-  const auto rows = static_cast<std::int64_t>(shard.x.rows());
-  for (std::int64_t begin = 0; begin < rows; begin += kChunk) {
-    const auto n = std::min(kChunk, rows - begin);
-    model->predict(saved.params, shard.x.middleRows(begin, n), pred);
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (task == config::Task::kRegression) {
-        fmt::format_to(std::back_inserter(out), "{}\n", pred(i, 0));
-      } else if (task == config::Task::kBinary) {
-        fmt::format_to(std::back_inserter(out), "{},{}\n", saved.classes.at(pred(i, 0) >= 0.5 ? 1 : 0),
-                       pred(i, 0));
-      } else {
-        Eigen::Index best = 0;
-        pred.row(i).maxCoeff(&best);
-        out += saved.classes.at(static_cast<std::size_t>(best));
-        for (Eigen::Index k = 0; k < pred.cols(); ++k) fmt::format_to(std::back_inserter(out), ",{}", pred(i, k));
-        out += '\n';
-      }
+    if (!model.categorical.empty()) {
+      fail<DataError>("{}: this model encodes categorical columns ({}), which a NumPy array "
+                      "cannot hold; give the data as a CSV",
+                      file.string(), model.categorical.front().column);
     }
+    config_.data.format = config::DataFormat::kNpy;
+    describe_array(model, labels, data::read_npy_header(file), source_);
   }
-  return out;
+  find_columns(model, file.string(), with_labels, source_);
 }
 
-roles::Metrics evaluate(const output::SavedModel& saved, const data::Shard& shard) {
-  auto model = models::make_model(saved.spec);
-  const auto total = roles::evaluate_rows(*model, saved.params, shard);
-  return roles::to_metrics(model->task(), total.loss_sum, total.correct, total.squared_error_sum,
-                           static_cast<std::uint64_t>(shard.y.size()));
+Rows::~Rows() = default;
+
+bool Rows::next(data::Shard& chunk) {
+  if (csv_) {
+    chunk = reading([&] {
+      return csv_->next(source_, kChunkRows, kind_, model_.normalization.missing);
+    });
+    if (chunk.x.rows() == 0 && done_ == 0) {
+      fail<DataError>("{}: no data rows after the header", csv_->name().string());
+    }
+  } else {
+    const std::uint64_t n = std::min(kChunkRows, source_.rows - done_);
+    if (n == 0) return false;
+    data::Segment rows{done_, n, 0, 0};
+    if (source_.csv) {  // a LIBSVM file: its rows by offset
+      rows.byte_offset = source_.csv->row_offset[done_];
+      rows.line = source_.csv->row_line[done_];
+    }
+    chunk = reading([&] { return data::load_shard(config_, source_, {rows}, kind_); });
+  }
+  if (chunk.x.rows() == 0) return false;
+  done_ += static_cast<std::uint64_t>(chunk.x.rows());
+  prepare(model_, chunk, with_labels_);
+  return true;
+}
+
+void prepare(const output::SavedModel& model, data::Shard& chunk, bool with_labels) {
+  data::apply(model.normalization, chunk.x);
+  if (with_labels && data::label_kind(config::task_of(model.spec.config)) ==
+                         data::LabelKind::kCategorical) {
+    data::assign_classes(chunk, model.classes);
+  }
+}
+
+std::string predictions_header(const output::SavedModel& saved) {
+  const auto task = config::task_of(saved.spec.config);
+  if (task == config::Task::kRegression) return "prediction\n";
+  if (task == config::Task::kBinary) return "prediction,probability\n";
+  std::string out = "prediction";
+  for (const auto& c : saved.classes) out += ",p_" + c;
+  return out + '\n';
+}
+
+void append_predictions(const output::SavedModel& saved, models::Model& model,
+                        const data::Shard& chunk, std::string& out) {
+  const auto task = model.task();
+  models::RowMatrix pred;
+  model.predict(saved.params, chunk.x, pred);
+  for (Eigen::Index i = 0; i < chunk.x.rows(); ++i) {
+    if (task == config::Task::kRegression) {
+      fmt::format_to(std::back_inserter(out), "{}\n", pred(i, 0));
+    } else if (task == config::Task::kBinary) {
+      fmt::format_to(std::back_inserter(out), "{},{}\n", saved.classes.at(pred(i, 0) >= 0.5 ? 1 : 0),
+                     pred(i, 0));
+    } else {
+      Eigen::Index best = 0;
+      pred.row(i).maxCoeff(&best);
+      out += saved.classes.at(static_cast<std::size_t>(best));
+      for (Eigen::Index k = 0; k < pred.cols(); ++k) fmt::format_to(std::back_inserter(out), ",{}", pred(i, k));
+      out += '\n';
+    }
+  }
+}
+
+Evaluation::Evaluation(const output::SavedModel& saved)
+    : saved_(saved), model_(models::make_model(saved.spec)) {}
+
+void Evaluation::add(const data::Shard& chunk) {
+  // One chunk of at most kChunkRows rows: evaluate_rows' own sum is that chunk's, added here
+  // in the order it added its chunks.
+  const auto r = roles::evaluate_rows(*model_, saved_.params, chunk);
+  total_.loss_sum += r.loss_sum;
+  total_.correct += r.correct;
+  total_.squared_error_sum += r.squared_error_sum;
+  rows_ += static_cast<std::uint64_t>(chunk.y.size());
+}
+
+roles::Metrics Evaluation::metrics() const {
+  return roles::to_metrics(model_->task(), total_.loss_sum, total_.correct,
+                           total_.squared_error_sum, rows_);
 }
 
 }  // namespace dt::inference

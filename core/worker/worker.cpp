@@ -203,13 +203,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
                           "rows from the seed); drop --data",
                           options.data.string());
       }
-      if (data::reads_npy(config.data)) {
-        fail<ConfigError>("--data {}: this run's data is a NumPy array, which a worker's own "
-                          "copy cannot stand for yet; put the array at the coordinator's path "
-                          "({}) on this host and drop --data",
-                          options.data.string(), config.data.path.string());
-      }
-      data::use_local_copy(options.data, setup.source, setup.segments);
+      data::use_local_copy(options.data, config.data, setup.source, setup.segments);
     }
     auto shard = [&] {
       try {
@@ -265,7 +259,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     session.set_share_taker([&](const protocol::Envelope& message, std::uint64_t from_epoch) {
       auto lost = protocol::read_setup(message);
       if (!options.data.empty() && lost.source.file.empty()) {  // the same data.path file
-        data::use_local_copy(options.data, lost.source, lost.segments);
+        data::use_local_copy(options.data, config.data, lost.source, lost.segments);
       }
       const auto share = protocol::count(message, "share");
       const auto shares = protocol::count(message, "shares");

@@ -123,12 +123,12 @@ def test_bad_arrays(tmp):
         assert r.code == 2, (name, extra, r)
         assert says in r.stderr, (name, says, r.stderr)
         assert not (tmp / f"bad{i}" / "model.json").exists()
-    # strategy files reads CSV files only.
+    # strategy files reads CSV or .npy files, not an .npz (test_npy_files.py has the .npy ones).
     cfg = h.write_config(tmp, "version: 1\nmodel: {type: softmax_regression}\n"
-                         f"shards: {{strategy: files, files: [{tmp / 'good.npy'}, {tmp / 'nan.npy'}]}}\n"
+                         f"shards: {{count: 2, strategy: files, files: [{tmp / 'good.npy'}, {tmp / 'arch.npz'}]}}\n"
                          f"output: {{dir: {tmp / 'files'}}}\n", "files.yaml")
     r = h.run("run", cfg, "-q")
-    assert r.code == 2 and "good.npy: strategy files reads CSV files only" in r.stderr, r
+    assert r.code == 2 and "arch.npz: strategy files reads CSV or .npy files" in r.stderr, r
     # Forced: an .npy under another name trains when data.format says so.
     r = run(tmp, "forced", tmp / "hidden.csv", ", format: npy")
     assert r.code == 0, r

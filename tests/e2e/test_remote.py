@@ -173,6 +173,16 @@ output: {{dir: {out}}}
 """
 
 
+def own_copy_run(cfg, copy):
+    """A coordinator of cfg and worker 2 joined with `--data copy`: (coordinator's exit status,
+    its stderr, the worker's, its stderr)."""
+    proc, endpoint = coordinator(cfg, "--expect-workers", "1")
+    w = worker(endpoint, 2, "--data", str(copy))
+    _, err = h.finish(proc, 60)
+    _, werr = h.finish(w, 20, "the worker")
+    return proc.returncode, err, w.returncode, werr
+
+
 def test_worker_reads_its_own_copy_of_the_data(tmp):
     r = h.run("gen", "logistic", "--rows", "900", "--features", "5", "--seed", "5")
     assert r.code == 0, r
@@ -185,22 +195,15 @@ def test_worker_reads_its_own_copy_of_the_data(tmp):
     local = h.write_config(tmp, CSV_CONFIG.format(path=tmp / "data.csv", out=tmp / "local"), "l.yaml")
     assert h.run("run", local).code == 0
     cfg = h.write_config(tmp, CSV_CONFIG.format(path=tmp / "data.csv", out=tmp / "own"))
-    proc, endpoint = coordinator(cfg, "--expect-workers", "1")
-    w = worker(endpoint, 2, "--data", str(tmp / "copy.csv"))
-    out, err = h.finish(proc, 60)
-    assert proc.returncode == 0, err
-    h.finish(w, 20, "the worker")
-    assert w.returncode == 0
+    code, err, wcode, _ = own_copy_run(cfg, tmp / "copy.csv")
+    assert code == 0 and wcode == 0, err
     assert (tmp / "own" / "model.json").read_bytes() == (tmp / "local" / "model.json").read_bytes()
 
     for bad, words in (("renamed.csv", "column 3 is 'z2' here and 'x2'"),
                        ("short.csv", "it has 895 data rows, the coordinator's data has 900")):
-        proc, endpoint = coordinator(cfg, "--expect-workers", "1")
-        w = worker(endpoint, 2, "--data", str(tmp / bad))
-        out, err = h.finish(proc, 60)
-        _, werr = h.finish(w, 20, "the worker")
-        assert proc.returncode == 2 and words in err and "worker 2" in err, err
-        assert w.returncode == 2 and words in werr, werr
+        code, err, wcode, werr = own_copy_run(cfg, tmp / bad)
+        assert code == 2 and words in err and "worker 2" in err, err
+        assert wcode == 2 and words in werr, werr
 
 
 LONG = """

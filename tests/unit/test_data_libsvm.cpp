@@ -257,7 +257,7 @@ TEST_CASE("libsvm: a worker's own copy (--data) of a LIBSVM file is refused with
   auto config = libsvm_config(path);
   auto source = dt::data::describe_source(config);
   auto segments = dt::data::to_segments({0, 1}, source.csv);
-  CHECK(error_of([&] { dt::data::use_local_copy(path, source, segments); })
+  CHECK(error_of([&] { dt::data::use_local_copy(path, config.data, source, segments); })
             .find("copy.txt: a LIBSVM file, which a worker's own copy cannot stand for yet") !=
         std::string::npos);
 }

@@ -1,0 +1,33 @@
+// CsvStream (csv_stream.hpp): the header through index_csv's checks, the rows through
+// load_shard's CSV loader.
+
+#include "core/data/csv_stream.hpp"
+#include "core/data/csv_io.hpp"
+
+namespace dt::data {
+
+CsvStream::CsvStream(std::unique_ptr<PeekedSource> source, const std::filesystem::path& name)
+    : source_(std::move(source)) {
+  header_.path = name;
+  header_.delimiter = detail::detect_delimiter_in(source_->head(detail::kDelimiterHead), name);
+  reader_ = std::make_unique<detail::RecordReader>(name, *source_, header_.delimiter);
+  detail::read_header(header_, *reader_);
+}
+
+CsvStream::~CsvStream() = default;
+
+Shard CsvStream::next(const SourceInfo& source, std::uint64_t max_rows, LabelKind kind,
+                      config::Missing missing) {
+  Shard shard;
+  const auto rows = static_cast<Eigen::Index>(max_rows);
+  shard.x.resize(rows, static_cast<Eigen::Index>(source.features.size()));
+  shard.y = Eigen::VectorXd::Zero(rows);
+  const auto got = static_cast<Eigen::Index>(detail::load_stream_rows(*reader_, source, shard, kind, missing));
+  if (got < rows) {
+    shard.x.conservativeResize(got, Eigen::NoChange);
+    shard.y.conservativeResize(got);
+  }
+  return shard;
+}
+
+}  // namespace dt::data

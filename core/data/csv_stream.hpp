@@ -1,0 +1,48 @@
+#pragma once
+// A CSV or TSV read once, front to back, from a byte stream (a file, stdin, a decompressor):
+// predict and eval read their data this way, a chunk of rows at a time, so their memory does
+// not grow with the data. The rows are parsed as a run's shards are (load_shard: the same fast
+// path, values and messages), without an index: the checks index_csv makes on the whole file
+// first (a ragged row, a blank line in the middle, an unterminated quote) are made as the rows
+// come, so an error can follow the rows before it.
+
+#include "core/data/byte_stream.hpp"
+#include "core/data/dataset.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt::data {
+
+namespace detail {
+class RecordReader;
+}
+
+class CsvStream {
+ public:
+  // Reads the header now, with index_csv's checks and messages; the separator is detected from
+  // the first lines as index_csv does (a .tsv `name` is tab-separated). `name` names the data in
+  // messages ("stdin:7:3: ...").
+  CsvStream(std::unique_ptr<PeekedSource> source, const std::filesystem::path& name);
+  ~CsvStream();
+  CsvStream(const CsvStream&) = delete;
+  CsvStream& operator=(const CsvStream&) = delete;
+  [[nodiscard]] const std::vector<std::string>& columns() const noexcept { return header_.columns; }
+  [[nodiscard]] char delimiter() const noexcept { return header_.delimiter; }
+  [[nodiscard]] const std::filesystem::path& name() const noexcept { return header_.path; }
+  // The next rows (at most max_rows; fewer only at the end, none after it) of the columns
+  // `source` describes (its columns must be columns()); `missing`: what a missing cell becomes
+  // (the model's data.missing).
+  [[nodiscard]] Shard next(const SourceInfo& source, std::uint64_t max_rows, LabelKind kind,
+                           config::Missing missing = config::Missing::kError);
+
+ private:
+  std::unique_ptr<PeekedSource> source_;
+  CsvIndex header_;  // columns, delimiter and name only: there is no index
+  std::unique_ptr<detail::RecordReader> reader_;
+};
+
+}  // namespace dt::data

@@ -1,0 +1,116 @@
+// CsvStream (core/data/csv_stream.hpp): a CSV read front to back from a byte source gives the
+// rows, values and messages a run's load_shard gives for the same file, whatever sizes the
+// source hands its bytes out in (one byte at a time here: every record straddles a refill).
+
+#include "core/data/csv_stream.hpp"
+#include "base/error.hpp"
+#include "base/files.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <string>
+
+namespace {
+
+// Bytes of a string, at most `step` per read.
+class Trickle final : public dt::data::ByteSource {
+ public:
+  Trickle(std::string bytes, std::size_t step) : bytes_(std::move(bytes)), step_(step) {}
+  std::size_t read(char* out, std::size_t n) override {
+    const std::size_t k = std::min({n, step_, bytes_.size() - at_});
+    std::memcpy(out, bytes_.data() + at_, k);
+    at_ += k;
+    return k;
+  }
+
+ private:
+  std::string bytes_;
+  std::size_t step_;
+  std::size_t at_ = 0;
+};
+
+std::unique_ptr<dt::data::CsvStream> stream_of(const std::string& text, std::size_t step) {
+  return std::make_unique<dt::data::CsvStream>(
+      std::make_unique<dt::data::PeekedSource>(std::make_unique<Trickle>(text, step)), "mem.csv");
+}
+
+dt::data::SourceInfo columns_for(const dt::data::CsvStream& s, std::vector<std::string> features,
+                                 const std::string& label) {
+  dt::data::SourceInfo info;
+  info.columns = s.columns();
+  info.delimiter = s.delimiter();
+  info.features = std::move(features);
+  info.label = label;
+  info.label_index = static_cast<std::size_t>(
+      std::find(info.columns.begin(), info.columns.end(), label) - info.columns.begin());
+  return info;
+}
+
+doctest::String stream_refusal(const std::string& text) {
+  try {
+    auto s = stream_of(text, 5);
+    const auto info = columns_for(*s, {"a"}, "y");
+    while (s->next(info, 2, dt::data::LabelKind::kNumeric).x.rows() > 0) {
+    }
+  } catch (const dt::DataError& e) {
+    return doctest::String(e.what());
+  }
+  return doctest::String("(no error)");
+}
+
+}  // namespace
+
+TEST_CASE("csv stream: the rows and values of load_shard, in chunks, from any read size") {
+  const std::string text =
+      "\xEF\xBB\xBFid;a;\"b\";y\r\n"
+      "r1;1.5;-2;cat\r\n"
+      "\"r;2\";\"3.25\";4e2;dog\r\n"
+      "r3; 7 ;8;\"c\"\"at\"\r\n"
+      "r4;0.1;0.2;dog\r\n"
+      "r5;1e-3;5;cat\r\n";
+  const dt::files::TempDir dir("dt-test-stream");
+  const auto path = dir.path() / "d.csv";
+  std::ofstream(path, std::ios::binary) << text;
+  dt::config::Config config;
+  config.data.path = path;
+  config.data.label = "y";
+  config.data.features = {"b", "a"};
+  const auto source = dt::data::describe_source(config);
+  std::vector<std::uint64_t> rows(source.rows);
+  std::iota(rows.begin(), rows.end(), std::uint64_t{0});
+  const auto whole = dt::data::load_shard(config, source, dt::data::to_segments(rows, source.csv),
+                                          dt::data::LabelKind::kCategorical);
+  for (const std::size_t step : {std::size_t{1}, std::size_t{3}, std::size_t{1} << 20}) {
+    auto s = stream_of(text, step);
+    CHECK(s->delimiter() == ';');
+    CHECK(s->columns() == source.columns);
+    const auto info = columns_for(*s, source.features, "y");
+    dt::data::RowMatrix x(0, 2);
+    std::vector<std::string> labels;
+    for (;;) {
+      const auto chunk = s->next(info, 2, dt::data::LabelKind::kCategorical);
+      if (chunk.x.rows() == 0) break;
+      CHECK(chunk.x.rows() <= 2);
+      x.conservativeResize(x.rows() + chunk.x.rows(), 2);
+      x.bottomRows(chunk.x.rows()) = chunk.x;
+      labels.insert(labels.end(), chunk.raw_labels.begin(), chunk.raw_labels.end());
+    }
+    CHECK(x == whole.x);
+    CHECK(labels == whole.raw_labels);
+    CHECK(labels[2] == "c\"at");
+  }
+}
+
+TEST_CASE("csv stream: bad rows are refused with their line, as index_csv refuses them") {
+  CHECK(stream_refusal("a,y\n1,2\n3\n") == doctest::Contains("mem.csv:3:1: row has 1 field, the header has 2"));
+  CHECK(stream_refusal("a,y\n1,2\n\n3,4\n") == doctest::Contains("mem.csv:3:1: blank line in the middle"));
+  CHECK(stream_refusal("a,y\n1,2\n3,4\n\n\n") == "(no error)");
+  CHECK(stream_refusal("a,y\n1,2\n\"3,4\n") == doctest::Contains("mem.csv:3:1: unterminated quoted field"));
+  CHECK(stream_refusal("a,y\n1,x\n") == doctest::Contains("mem.csv:2:3: column 'y': 'x' is not a number"));
+  CHECK(stream_refusal("") == doctest::Contains("mem.csv: the file is empty"));
+  CHECK(stream_refusal("a,a\n1,2\n") == doctest::Contains("duplicate column name 'a'"));
+}
