@@ -21,9 +21,16 @@ void one(std::string_view input) {
   }
   dt::data::apply(model.normalization, shard.x);
   shard.y = Eigen::VectorXd::Zero(kRows);
-  const std::string csv = dt::inference::predictions_csv(model, shard);
+  // As predict and eval do it, a chunk at a time (this one chunk).
+  std::string csv = dt::inference::predictions_header(model);
   dt::fuzz::expect(!csv.empty(), "predictions have a header");
-  (void)dt::inference::evaluate(model, shard);
+  const auto header = csv.size();
+  const auto predictor = dt::models::make_model(model.spec);
+  dt::inference::append_predictions(model, *predictor, shard, csv);
+  dt::fuzz::expect(csv.size() > header, "a line of predictions for the rows");
+  dt::inference::Evaluation evaluation(model);
+  evaluation.add(shard);
+  (void)evaluation.metrics();
 }
 
 }  // namespace
