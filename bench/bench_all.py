@@ -640,7 +640,7 @@ def row_libsvm(b):
         add("LIBSVM load", "1M×100 LIBSVM", "n/a", "", "", "", None, "making the file failed")
         return
     size = path.stat().st_size
-    run(["cat", str(path)])  # into the page cache
+    run(["sh", "-c", f"cat '{path}' > /dev/null"])  # into the page cache
     cat, validate, rans = [], [], []
     for _ in range(b.reps):
         cat.append(size / run(["sh", "-c", f"cat '{path}' > /dev/null"]).seconds / 1e6)
@@ -657,6 +657,157 @@ def row_libsvm(b):
     if b.delete_csv:
         path.unlink()
         (b.cache / "linear_1M_100.csv").unlink(missing_ok=True)  # made again when the .svm was
+
+
+OPTIONS_RUN = """
+seed: 1
+model: {{type: linear_regression}}
+data:
+  path: {path}
+  delimiter: comma
+  exclude: [id]
+  categorical: {{shop: one_hot}}
+  missing: mean
+shards: {{count: 1}}
+training: {{epochs: 1, batch_size: 2000, optimizer: {{type: sgd, lr: 0.05}}}}
+transport: {{type: ipc}}
+"""
+
+
+def derived_file(b, name, shell):
+    """A file made once from the cached 1M x 100 CSV by a shell command reading it as $CSV."""
+    csv = csv_file(b)
+    if csv is None:
+        return None
+    return cached_file(b, name, ["sh", "-c", shell.replace("$CSV", f"'{csv}'")])
+
+
+def row_formats(b):
+    """The CSV's other shapes, `disttrain validate` on each (bytes of the file ÷ wall, one
+    core): TSV; the CSV with every column option on (an ID column excluded, a text column
+    one-hot encoded, data.missing: mean, the separator forced); and gzip / zstd, beside zcat /
+    zstdcat of the same file (a compressed file is decompressed to the run's private folder,
+    then read as a CSV)."""
+    print("CSV shapes: TSV, every option, gz, zst", flush=True)
+    files = {
+        "tsv": derived_file(b, "linear_1M_100.tsv", "tr , '\\t' < $CSV"),
+        "options": derived_file(b, "linear_1M_100_options.csv",
+                                "awk 'NR == 1 { print \"id,shop,\" $0; next } "
+                                "{ print NR \",s\" (NR % 16) \",\" $0 }' $CSV"),
+        "gz": derived_file(b, "linear_1M_100.csv.gz", "gzip -1 -c $CSV"),
+        "zst": derived_file(b, "linear_1M_100.csv.zst", "zstd -q -3 -c $CSV"),
+    }
+    tools = {"gz": "zcat", "zst": "zstdcat"}
+    raw = {}
+    for kind, path in files.items():
+        if path is None:
+            add("CSV shapes", kind, "n/a", "", "", "", None, "making the file failed")
+            continue
+        size = path.stat().st_size
+        plain = csv_file(b).stat().st_size  # the CSV's bytes: what the parser reads
+        run(["sh", "-c", f"cat '{path}' > /dev/null"])  # into the page cache
+        ours, peer, rans = [], [], []
+        for _ in range(b.reps):
+            if kind in tools:
+                ran = run(["sh", "-c", f"{tools[kind]} '{path}' > /dev/null"])
+                peer.append(plain / ran.seconds / 1e6)
+            else:  # the plain CSV in the same pass: the fast path these shapes must keep
+                _, ran = b.disttrain("csv", CSV_RUN.format(path=csv_file(b), workers=1),
+                                     "validate")
+                if ran.code == 0:
+                    peer.append(plain / ran.seconds / 1e6)
+            body = (OPTIONS_RUN if kind == "options" else CSV_RUN).format(path=path, workers=1)
+            _, ran = b.disttrain(kind, body, "validate")
+            rans.append(ran)
+            if ran.code == 0:
+                ours.append((plain if kind in tools else size) / ran.seconds / 1e6)
+        raw[kind] = {"bytes": size, "validate_MBps": ours, "peer_MBps": peer}
+        rate, note = median(ours), failure_note("disttrain", rans)
+        if kind in tools:
+            tool = median(peer)
+            add("CSV shapes", f"{kind}: `disttrain validate` ({size / 1e9:.2f} GB, "
+                f"{plain / 1e9:.2f} GB of CSV), CSV bytes ÷ wall", fmt(rate, "MB/s"),
+                f"{tools[kind]} {fmt(tool, 'MB/s')}", fmt(ratio_of(rate, tool), f"× {tools[kind]}"),
+                f"≈ {tools[kind]}", None, note)
+        else:
+            what = ("TSV" if kind == "tsv" else "CSV with exclude, one_hot, missing: mean, "
+                    "delimiter")
+            csv_rate = median(peer)
+            add("CSV shapes", f"{what}: `disttrain validate` ({size / 1e9:.2f} GB), one core",
+                fmt(rate, "MB/s"), f"the plain CSV {fmt(csv_rate, 'MB/s')}",
+                fmt(ratio_of(rate, csv_rate), "× CSV"), "≥ 500 MB/s", check(rate, ">=", 500),
+                note)
+    b.raw["csv_shapes"] = raw
+
+
+NPY_MAKE = """
+import sys, numpy as np
+x = np.random.default_rng(1).standard_normal((int(sys.argv[2]), 101))
+x[:, 100] = x[:, :100] @ np.linspace(-1, 1, 100) + 0.1 * x[:, 100]
+np.save(sys.argv[1], x)
+"""
+
+NPY_PEERS = """
+import sys, time, numpy as np
+t = time.perf_counter(); a = np.empty(int(sys.argv[2]) // 8); a.fill(1.0)
+fresh = time.perf_counter() - t
+t = time.perf_counter(); x = np.load(sys.argv[1]); load = time.perf_counter() - t
+print(fresh, load)
+"""
+
+
+def npy_file(b, rows):
+    """A (rows, 101) float64 .npy (100 features, the label last), made once with numpy."""
+    path = b.cache / f"linear_{rows}_101.npy"
+    if not path.exists():
+        b.cache.mkdir(parents=True, exist_ok=True)
+        print(f"  generating {path} (once)", flush=True)
+        part = b.cache / f"part{os.getpid()}.npy"
+        if run([PY, "-c", NPY_MAKE, str(part), str(rows)], timeout=1800).code != 0:
+            part.unlink(missing_ok=True)
+            return None
+        part.rename(path)
+    return path
+
+
+def row_npy(b):
+    """Load time of a 1M x 100 float64 .npy (plus its label column, 808 MB): `disttrain
+    validate` less the same on a 10-row array (start-up, config), beside `cat` of the file
+    (reading its bytes), numpy's own np.load, and touching as much fresh memory (np.empty +
+    fill: the kernel zeroes every new page, a floor for any loader that makes its own copy)."""
+    print("NPY load, 1M x 100 float64", flush=True)
+    path, tiny = npy_file(b, 1000000), npy_file(b, 10)
+    if path is None or tiny is None:
+        add("NPY load", "1M×100 .npy", "n/a", "", "", "", None, "making the file failed")
+        return
+    size = path.stat().st_size
+    run(["sh", "-c", f"cat '{path}' > /dev/null"])  # into the page cache
+    cat, load, numpy, fresh, rans = [], [], [], [], []
+    for _ in range(b.reps):
+        cat.append(run(["sh", "-c", f"cat '{path}' > /dev/null"]).seconds)
+        _, small = b.disttrain("npy", CSV_RUN.format(path=tiny, workers=1), "validate")
+        _, ran = b.disttrain("npy", CSV_RUN.format(path=path, workers=1), "validate")
+        rans += [small, ran]
+        if ran.code == 0 and small.code == 0:
+            load.append(max(ran.seconds - small.seconds, 1e-6))
+        peers = run([PY, "-c", NPY_PEERS, str(path), str(size)], env=blas_env())
+        if peers.code == 0:
+            f, n = map(float, peers.stdout.split())
+            fresh.append(f)
+            numpy.append(n)
+    b.raw["npy"] = {"bytes": size, "cat_s": cat, "load_s": load, "np_load_s": numpy,
+                    "fresh_memory_s": fresh}
+    ours, cat_s = median(load), median(cat)
+    ratio = ratio_of(ours, cat_s)
+    add("NPY load", f"`disttrain validate` less its start-up ({size / 1e6:.0f} MB, one core)",
+        fmt(ours, "s"), f"cat {fmt(cat_s, 's')}", fmt(ratio, "× cat"), "< 2× cat",
+        check(ratio, "<", 2), failure_note("disttrain", rans))
+    add("NPY load", "the same, beside numpy's np.load of the file", fmt(ours, "s"),
+        f"np.load {fmt(median(numpy), 's')}", fmt(ratio_of(ours, median(numpy)), "× np.load"),
+        "", None, "")
+    add("NPY load", "touching as much fresh memory (np.empty + fill), beside cat", fmt(median(fresh), "s"),
+        f"cat {fmt(cat_s, 's')}", fmt(ratio_of(median(fresh), cat_s), "× cat"), "", None,
+        "the floor of a load into new memory: the kernel zeroes each new page")
 
 
 def row_predict(b):
@@ -727,7 +878,9 @@ def write_outputs(meta, out_dir, readme):
 
 
 SECTIONS = {"linreg": row_linreg, "small": row_small_steps, "mlp": row_mlp, "wide": row_wide,
-            "tiny": row_tiny, "csv": row_csv, "libsvm": row_libsvm, "predict": row_predict}
+            "tiny": row_tiny, "csv": row_csv, "libsvm": row_libsvm, "npy": row_npy,
+            "formats": row_formats,
+            "predict": row_predict}
 
 
 def parse_args():

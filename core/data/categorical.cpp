@@ -73,34 +73,67 @@ void find_categories(const SourceInfo& info, std::vector<Encoding>& encodings,
   const CsvIndex& index = *info.csv;
   const std::string name = index.path.string();
   std::vector<std::set<std::string, std::less<>>> seen(wanted.size());
-  // Views into the reader's buffer: a value is copied only the first time it is seen.
+  const auto note = [&](std::size_t k, std::string_view value, std::uint64_t line,
+                        std::uint64_t column) {
+    const Encoding& encoding = *wanted[k].second;
+    if (value.empty()) {
+      if (empty_allowed) return;
+      empty_cell(name, line, column, encoding.column);
+    }
+    if (seen[k].find(value) != seen[k].end()) return;
+    if (!text::valid_utf8(value)) {
+      fail<DataError>("{}:{}:{}: column '{}': the value is not valid UTF-8; save the file as "
+                      "UTF-8",
+                      name, line, column, encoding.column);
+    }
+    seen[k].emplace(value);
+    if (seen[k].size() > kMaxCategories) {
+      fail<DataError>("{}:{}:{}: column '{}' has more than {} distinct values, too many for "
+                      "one_hot (one feature each); hash them into buckets instead: "
+                      "data.categorical: {{{}: {{hash: 256}}}}",
+                      name, line, column, encoding.column, kMaxCategories, encoding.column);
+    }
+  };
+  std::size_t last = 0;  // the rightmost wanted column: a line is split up to it, no further
+  for (const auto& w : wanted) last = std::max(last, w.first);
+  // Views into the reader's buffer: a value is copied only the first time it is seen. A line
+  // without quotes is split at its separators up to the last wanted cell (the usual line: the
+  // scan costs a memchr per cell, not a parse of the record); any other goes to the record
+  // parser.
+  constexpr std::size_t kLookahead = std::size_t{16} << 10;
   detail::RecordReader reader(index.path, index.row_offset.front(), index.row_line.front(),
                               index.delimiter);
   std::vector<detail::FieldView> fields;
-  while (reader.next_views(fields)) {
+  std::vector<std::string_view> cells(last + 1);
+  for (std::uint64_t row = 0; row < index.rows(); ++row) {
+    const std::string_view window = reader.peek(kLookahead);
+    const std::size_t eol = window.find('\n');
+    std::string_view rest = window.substr(0, eol);
+    bool plain = eol != std::string_view::npos && !rest.empty() &&
+                 rest.find('"') == std::string_view::npos;
+    if (plain && rest.back() == '\r') rest.remove_suffix(1);
+    const char* const line_start = rest.data();
+    for (std::size_t c = 0; plain && c <= last; ++c) {
+      const std::size_t cut = rest.find(index.delimiter);
+      if (cut == std::string_view::npos && c < last) plain = false;
+      cells[c] = rest.substr(0, cut);
+      if (cut != std::string_view::npos) rest.remove_prefix(cut + 1);
+    }
+    if (plain) {
+      for (std::size_t k = 0; k < wanted.size(); ++k) {
+        const std::string_view cell = cells[wanted[k].first];
+        note(k, detail::trim_spaces(cell), reader.line(),
+             static_cast<std::uint64_t>(cell.data() - line_start) + 1);
+      }
+      reader.consume_line(eol + 1);
+      continue;
+    }
+    if (!reader.next_views(fields)) break;
     for (std::size_t k = 0; k < wanted.size(); ++k) {
-      const auto& [c, encoding] = wanted[k];
+      const std::size_t c = wanted[k].first;
       if (c >= fields.size()) continue;  // the index already refused ragged rows
       const detail::FieldView& cell = fields[c];
-      const std::string_view value = detail::trim_spaces(cell.text());
-      if (value.empty()) {
-        if (empty_allowed) continue;
-        empty_cell(name, cell.line, cell.column, encoding->column);
-      }
-      if (!text::valid_utf8(value)) {
-        fail<DataError>("{}:{}:{}: column '{}': the value is not valid UTF-8; save the file as "
-                        "UTF-8",
-                        name, cell.line, cell.column, encoding->column);
-      }
-      if (seen[k].find(value) != seen[k].end()) continue;
-      seen[k].emplace(value);
-      if (seen[k].size() > kMaxCategories) {
-        fail<DataError>("{}:{}:{}: column '{}' has more than {} distinct values, too many for "
-                        "one_hot (one feature each); hash them into buckets instead: "
-                        "data.categorical: {{{}: {{hash: 256}}}}",
-                        name, cell.line, cell.column, encoding->column, kMaxCategories,
-                        encoding->column);
-      }
+      note(k, detail::trim_spaces(cell.text()), cell.line, cell.column);
     }
   }
   for (std::size_t k = 0; k < wanted.size(); ++k) {

@@ -232,3 +232,13 @@ TEST_CASE("categorical: fast and general paths encode alike (last column, CRLF, 
     for (int f = 0; f < 3; ++f) CHECK(shard.x(r, f) == expected[r][f]);
   }
 }
+
+TEST_CASE("categorical: the category scan splits a line at separators only outside quotes") {
+  // A quoted cell with the separator and a newline before the categorical column: read as the
+  // record parser reads it, not split at the comma or the line break inside the quotes.
+  Categorical c("name,color,y\n\"a,b\",red,1\n\"c\nd\",green,2\ne,blue,3\n", {{"color", 0}});
+  c.config.data.exclude = {"name"};
+  const auto source = dt::data::describe_source(c.config);
+  REQUIRE(source.categorical.size() == 1);
+  CHECK(source.categorical[0].categories == Names{"blue", "green", "red"});
+}
