@@ -38,7 +38,9 @@ struct InferenceArgs {
   bool json = false;
 };
 
-// How much of piped data is looked at to tell LIBSVM text from a CSV.
+// The most of piped data looked at to tell LIBSVM text from a CSV: its first line that is not
+// blank decides, and it is read only that far (a pipe sending a line at a time is answered at
+// once).
 constexpr std::size_t kLibsvmHead = std::size_t{64} << 10;
 
 // Whether the first bytes are those of an .npy or a zip (.npz); such data is read from a file.
@@ -74,7 +76,7 @@ std::unique_ptr<inference::Rows> open_rows(const output::SavedModel& saved, cons
   }
   const auto ext = name.extension();
   if (looks_like_array(bytes->head(8)) || ext == ".npy" || ext == ".npz" ||
-      data::libsvm_extension(name) || data::looks_like_libsvm(bytes->head(kLibsvmHead), false)) {
+      data::libsvm_extension(name) || data::looks_like_libsvm(bytes->first_line(kLibsvmHead), false)) {
     // An array or a LIBSVM file through a pipe or a decompressor: written out, then checked and
     // read as a file (a LIBSVM file is indexed first).
     data.path = spool_bytes(*bytes, from_stdin ? fs::path("stdin.csv") : name.filename(), spool);

@@ -204,6 +204,23 @@ std::string_view PeekedSource::head(std::size_t want) {
   return std::string_view(head_).substr(0, std::min(want, head_.size()));
 }
 
+std::string_view PeekedSource::first_line(std::size_t max) {
+  const auto ends_a_line = [](std::string_view text) {
+    for (std::size_t nl; (nl = text.find('\n')) != std::string_view::npos; text.remove_prefix(nl + 1)) {
+      if (text.substr(0, nl).find_first_not_of(" \t\r") != std::string_view::npos) return true;
+    }
+    return false;
+  };
+  while (head_.size() < max && !ends_a_line(head_)) {
+    const std::size_t had = head_.size();
+    head_.resize(std::min(max, had + (std::size_t{4} << 10)));
+    const std::size_t got = in_->read(head_.data() + had, head_.size() - had);
+    head_.resize(had + got);
+    if (got == 0) break;
+  }
+  return std::string_view(head_).substr(0, std::min(max, head_.size()));
+}
+
 std::size_t PeekedSource::read(char* out, std::size_t n) {
   if (served_ < head_.size()) {
     const std::size_t k = std::min(n, head_.size() - served_);

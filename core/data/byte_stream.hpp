@@ -45,6 +45,10 @@ class PeekedSource final : public ByteSource {
   explicit PeekedSource(std::unique_ptr<ByteSource> in) : in_(std::move(in)) {}
   // The first bytes: fewer than `want` only when the source is shorter.
   [[nodiscard]] std::string_view head(std::size_t want);
+  // The first bytes up to the end of the first line that is not blank (its '\n' included), or
+  // `max` of them, or all of a shorter source: reads only as far as it must, so a pipe that
+  // sends a line at a time is not waited on for more.
+  [[nodiscard]] std::string_view first_line(std::size_t max);
   [[nodiscard]] std::size_t read(char* out, std::size_t n) override;
 
  private:

@@ -114,3 +114,23 @@ TEST_CASE("csv stream: bad rows are refused with their line, as index_csv refuse
   CHECK(stream_refusal("") == doctest::Contains("mem.csv: the file is empty"));
   CHECK(stream_refusal("a,a\n1,2\n") == doctest::Contains("duplicate column name 'a'"));
 }
+
+TEST_CASE("PeekedSource::first_line reads up to the first line that is not blank, no further") {
+  // 5 bytes a read, as a pipe may hand them out: the look stops at the read that ends the line.
+  const std::string text = "\n  \r\n1 3:0.5 7:1\n0 2:1\n" + std::string(100000, 'x');
+  dt::data::PeekedSource bytes(std::make_unique<Trickle>(text, 5));
+  const std::string_view head = bytes.first_line(1 << 16);
+  CHECK(head.substr(0, 17) == "\n  \r\n1 3:0.5 7:1\n");
+  CHECK(head.size() <= 20);  // the read that brought the '\n', not 64 KiB
+  // What was looked at is read again first, then the rest.
+  std::string all(text.size(), '\0');
+  std::size_t got = 0;
+  while (const std::size_t n = bytes.read(all.data() + got, all.size() - got)) got += n;
+  CHECK(got == text.size());
+  CHECK(all == text);
+  // A source without a line break: `max` bytes, or all of a shorter one.
+  dt::data::PeekedSource bare(std::make_unique<Trickle>(std::string(300, 'y'), 7));
+  CHECK(bare.first_line(100).size() == 100);
+  dt::data::PeekedSource shorter(std::make_unique<Trickle>("1 2:3", 2));
+  CHECK(shorter.first_line(100) == "1 2:3");
+}
