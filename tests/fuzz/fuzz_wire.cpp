@@ -4,12 +4,14 @@
 // (check_payload), then protocol::decode and the typed reader of the shared exchanges
 // (read_hello, read_setup and the config it carries, read_loaded, ...). The messages of the step
 // path (gradients, ring, parameter servers) are read inside the modes, which the fuzz build
-// leaves out: for them only the shared accessors (count, number, doubles) are reached.
+// leaves out: for them only the shared accessors (count, number, doubles) and the sparse key
+// frames' decoder (decode_keys) are reached.
 //
 // Input: the frames of one multipart message, each a 4-byte little-endian length then its bytes
 // (a length past the end takes what is left). Frame 0 is the 40-byte header.
 // tests/fuzz/corpus/fuzz_wire/ holds real messages written by make_wire_seeds.cpp's encoders.
 
+#include "core/protocol/key_frames.hpp"
 #include "core/protocol/protocol.hpp"
 #include "tests/fuzz/harness.hpp"
 #include "tests/fuzz/wire_frames.hpp"
@@ -38,6 +40,11 @@ void read_typed(const protocol::Envelope& e) {
       (void)protocol::count(e, "rows");
       (void)protocol::number(e, "loss_sum");
       for (std::size_t i = 0; i < e.arrays.size(); ++i) (void)protocol::doubles(e, i);
+      // A sparse exchange's key frame (key_frames.hpp), as a push or a pull carries it.
+      if (!e.arrays.empty()) {
+        std::vector<std::uint32_t> keys;
+        protocol::decode_keys(e.arrays[0], std::uint64_t{1} << 24, "keys", keys);
+      }
       break;
   }
 }
