@@ -446,7 +446,10 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
   if (!config.data.path.empty() && source.file.empty() && reads_npy(config.data)) {
     load_npy(config.data, source, segments, shard, kind);
   } else if (!config.data.path.empty() && source.file.empty() && reads_libsvm(config.data)) {
-    load_libsvm(config.data.path, source, segments, shard, kind);
+    // The index's file: data.path, or a worker's own copy of it (use_local_copy).
+    load_libsvm(source.csv ? source.csv->path : config.data.path, source, segments, shard, kind);
+  } else if (!source.file.empty() && libsvm_content(source.file, libsvm_extension(source.file))) {
+    load_libsvm(source.file, source, segments, shard, kind);  // a worker's own LIBSVM file
   } else if (source.csv) {
     load_csv(source.csv->path, &*source.csv, source, segments, shard, kind, config.data.missing);
   } else if (!source.file.empty() && source.file.extension() == ".npy") {

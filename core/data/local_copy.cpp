@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dt::data {
 
 namespace {
@@ -37,6 +39,38 @@ void use_local_array(const std::filesystem::path& file, const config::DataConfig
   source.file = file;
 }
 
+// A LIBSVM copy: the coordinator's data is LIBSVM too, with as many rows, and no index past
+// its features (the copy's rows are found by number in its own index).
+void use_local_libsvm(const std::filesystem::path& file, const config::DataConfig& data,
+                      SourceInfo& source, std::vector<Segment>& segments) {
+  // A LIBSVM source's features are f<index>, its label y (describe_libsvm); the coordinator's
+  // file itself may not be on this host, which is why a copy is given.
+  const bool numbered = std::all_of(source.features.begin(), source.features.end(), [](const auto& f) {
+    return f.size() > 1 && f[0] == 'f' && f.find_first_not_of("0123456789", 1) == std::string::npos;
+  });
+  if (!reads_libsvm(data) && !(numbered && source.label == "y" && !source.features.empty())) {
+    fail<DataError>("--data {}: a LIBSVM file, but the coordinator's data {} is not; give this "
+                    "worker a copy of the same file", file.string(), data.path.string());
+  }
+  LibsvmIndex index = index_libsvm(file);
+  if (index.rows.rows() != source.rows) {
+    fail<DataError>("--data {}: it has {} rows, the coordinator's data has {}; give this worker "
+                    "a copy of the same file", file.string(), index.rows.rows(), source.rows);
+  }
+  const std::string& last = source.features.back();  // f<index>: the widest index there is
+  if (index.max_index_line != 0 && index.max_index > std::stoull(last.substr(1))) {
+    fail<DataError>("--data {}:{}: index {} is past the coordinator's last feature, {}; give "
+                    "this worker a copy of the same file", file.string(), index.max_index_line,
+                    index.max_index, last);
+  }
+  for (auto& seg : segments) {
+    seg.byte_offset = 0;
+    seg.line = 0;
+  }
+  source.file.clear();
+  source.csv = std::move(index.rows);
+}
+
 }  // namespace
 
 void use_local_copy(const std::filesystem::path& file, const config::DataConfig& data,
@@ -46,9 +80,8 @@ void use_local_copy(const std::filesystem::path& file, const config::DataConfig&
     return;
   }
   if (libsvm_content(file, libsvm_extension(file))) {
-    fail<DataError>("--data {}: a LIBSVM file, which a worker's own copy cannot stand for yet; "
-                    "put it at the coordinator's path on this host and drop --data",
-                    file.string());
+    use_local_libsvm(file, data, source, segments);
+    return;
   }
   CsvIndex index = index_csv(file);
   if (index.columns != source.columns) {

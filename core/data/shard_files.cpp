@@ -1,8 +1,9 @@
-// Strategy files: one CSV (or .npy array) per worker (federated clients). The files are indexed and checked to
+// Strategy files: one CSV (or .npy array, or LIBSVM file) per worker (federated clients). The files are indexed and checked to
 // agree before any worker starts, so that a client with a different schema fails the run with
 // exit 2 instead of a worker failing mid-setup.
 
 #include "core/data/csv.hpp"
+#include "core/data/dataset.hpp"
 #include "core/data/non_iid.hpp"
 #include "core/data/npy.hpp"
 #include "base/error.hpp"
@@ -54,18 +55,19 @@ std::string header_difference(const std::vector<std::string>& want,
 void check_format(const std::vector<std::filesystem::path>& files, std::size_t k,
                   config::DataFormat format) {
   using config::DataFormat;
-  if (format != DataFormat::kCsv && format != DataFormat::kNpy) {
-    fail<DataError>("shards.files {}: strategy files reads CSV or .npy files, not {}; save each "
-                    "worker's rows as one array (numpy.save) or CSV",
-                    files[k].string(),
-                    format == DataFormat::kLibsvm ? "LIBSVM files (not yet)" : "an .npz");
+  if (format == DataFormat::kNpz) {
+    fail<DataError>("shards.files {}: strategy files reads CSV, .npy or LIBSVM files, not an "
+                    ".npz; save each worker's rows as one array (numpy.save) or CSV",
+                    files[k].string());
   }
   // data.labels is refused with strategy files by the config itself: each array's labels are a
   // column (data.label names it; default the last).
   if (k > 0 && format != format_of(files[0], DataFormat::kAuto, "shards.files")) {
+    const auto first = format_of(files[0], DataFormat::kAuto, "shards.files");
     fail<DataError>("shards.files {}: the first file, {}, is {}; give every worker the same kind "
                     "of file", files[k].string(), files[0].string(),
-                    format == DataFormat::kNpy ? "CSV" : "an .npy array");
+                    first == DataFormat::kNpy ? "an .npy array"
+                    : first == DataFormat::kLibsvm ? "LIBSVM text" : "CSV");
   }
 }
 
@@ -79,6 +81,26 @@ std::uint64_t same_array_width(const std::filesystem::path& file, const std::fil
                     file.string(), array.cols, first.string(), columns);
   }
   return array.rows;
+}
+
+// LIBSVM files: each was described alone (its own index base and largest index); every
+// worker must see the same features, so all take the lowest base and the highest index of any
+// (a client whose rows never use the last features still has them, as zeros).
+void common_libsvm_width(std::vector<SourceInfo>& parts) {
+  const auto number = [](const std::string& name) -> std::uint64_t { return std::stoull(name.substr(1)); };
+  std::uint64_t base = UINT64_MAX, last = 0;
+  for (const auto& p : parts) {
+    base = std::min(base, number(p.features.front()));
+    last = std::max(last, number(p.features.back()));
+  }
+  std::vector<std::string> features;
+  for (std::uint64_t i = base; i <= last; ++i) features.push_back(fmt::format("f{}", i));
+  for (auto& p : parts) {
+    p.features = features;
+    p.columns = features;
+    p.columns.push_back(p.label);
+    p.label_index = features.size();
+  }
 }
 
 }  // namespace
@@ -107,6 +129,12 @@ std::vector<SourceInfo> describe_files(const config::Config& config) {
     config::Config one = config;
     one.data.path = files[k];
     one.data.synthetic.reset();
+    if (format == config::DataFormat::kLibsvm) {  // each indexed; the widths made one below
+      one.data.format = format;
+      out.push_back(describe_source(one));
+      out.back().file = files[k];
+      continue;
+    }
     if (k == 0) {
       out.push_back(describe_source(one));
     } else {
@@ -129,6 +157,9 @@ std::vector<SourceInfo> describe_files(const config::Config& config) {
       out.push_back(std::move(info));
     }
     out.back().file = files[k];
+  }
+  if (format_of(files[0], config::DataFormat::kAuto, "shards.files") == config::DataFormat::kLibsvm) {
+    common_libsvm_width(out);
   }
   return out;
 }

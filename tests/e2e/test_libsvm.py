@@ -166,12 +166,6 @@ def test_bad_libsvm(tmp):
         assert r.code == 2, (name, extra, r)
         assert says in r.stderr, (name, says, r.stderr)
         assert not (tmp / f"bad{i}" / "model.json").exists()
-    # strategy files reads CSV and .npy files only.
-    cfg = h.write_config(tmp, "version: 1\nmodel: {type: logistic_regression}\n"
-                         f"shards: {{strategy: files, files: [{tmp / 'good.svm'}, {tmp / 'zero.svm'}]}}\n"
-                         f"output: {{dir: {tmp / 'files'}}}\n", "files.yaml")
-    r = h.run("run", cfg, "-q")
-    assert r.code == 2 and "good.svm: strategy files reads CSV or .npy files, not LIBSVM files" in r.stderr, r
     # Forced: a LIBSVM file under a CSV name trains when data.format says so.
     assert run(tmp, "forced", tmp / "hidden.csv", ", format: libsvm").code == 0
 

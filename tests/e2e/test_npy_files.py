@@ -51,7 +51,7 @@ def test_arrays_per_worker_train_as_the_csv_files(tmp):
         ([arrays[0], sites[1], arrays[2]], "", "the first file, ", "is an .npy array"),
         ([sites[0], arrays[1]], "", "site_b.npy: the first file", "is CSV"),
         ([arrays[0], tmp / "wide.npy"], "", "wide.npy: 6 columns, where", "has 5"),
-        ([arrays[0], tmp / "z.npz"], "", "z.npz: strategy files reads CSV or .npy files", ""),
+        ([arrays[0], tmp / "z.npz"], "", "z.npz: strategy files reads CSV, .npy or LIBSVM files, not an .npz", ""),
         (arrays, f", labels: {tmp / 'labels.npy'}", "data.labels: applies to data.path only", ""),
     ]
     for i, (files, labels, says, also) in enumerate(cases):
