@@ -108,7 +108,8 @@ void compact(const CsrView& rows, std::span<const std::uint64_t> pick, SparseBat
   out.values.clear();
   out.row_start.assign(1, 0);
   KeyIndex& index = out.index;
-  index.reserve(rows.width);
+  // Keys are 32-bit: a wider view needs no more index than 2^32 keys.
+  index.reserve(std::min<std::uint64_t>(rows.width, std::uint64_t{1} << 32));
   // First pass: the rows' nonzeros copied in batch order (local holds the global keys until
   // the third pass), every key checked. Nothing is in the index yet, so a failed check leaves
   // it clear for the next batch.

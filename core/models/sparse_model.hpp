@@ -78,7 +78,6 @@ class SparseModel {
   std::uint64_t width_;
   std::size_t outputs_;
   RowMatrix scratch_;          // one chunk's outputs, then their gradients
-  Eigen::VectorXd labels_;     // one chunk's labels
   std::vector<double> quad_;   // single_backward: 4 slots a key, zero between groups
 };
 
