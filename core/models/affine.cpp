@@ -13,8 +13,9 @@ namespace {
 // into the gradient while they are still in the cache: each row is read from memory once.
 // Single-output models (linear, logistic) take few rows at a time, so the backward pass finds
 // them in L1 (64 rows of 100 features do not fit it), and four rows per pass over the gradient.
-constexpr Eigen::Index kChunk = 64;
-constexpr Eigen::Index kSingleChunk = 8;
+// (The sizes live in affine.hpp: the sparse models sum in the same order.)
+constexpr Eigen::Index kChunk = kAffineChunk;
+constexpr Eigen::Index kSingleChunk = kAffineSingleChunk;
 static_assert(kSingleChunk % 4 == 0 && kSingleChunk <= kChunk);
 // How many rows ahead of the one being computed a shuffled batch's rows are fetched, into L2
 // (locality hint 1): fetched into L1 they hold its few miss buffers, and fewer rows are on the

@@ -11,6 +11,13 @@
 
 namespace dt::models::detail {
 
+// Rows a chunk of the forward/head/backward pass: multi-output models, and single-output ones
+// (whose backward pass adds rows to the gradient four at a time: rows 4j..4j+3 of the batch
+// as ((r0 + r1) + (r2 + r3)), the rows after the last multiple of 4 one at a time). The sparse
+// models (sparse_model.cpp) sum in the same order, so they give the same bits.
+inline constexpr Eigen::Index kAffineChunk = 64;
+inline constexpr Eigen::Index kAffineSingleChunk = 8;
+
 // Threading: one object per thread (the scratch buffer is mutable state). The layout must be
 // [weights (inputs x outputs), bias (outputs)] in that order.
 class AffineModel final : public Model {

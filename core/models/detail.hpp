@@ -56,6 +56,9 @@ void check_batch(const Model& model, std::span<const double> params, const Batch
                  const std::span<double>* grad);
 void check_params(const Model& model, std::size_t size, const char* what);
 
+// TrainingError unless the spec is one make_model accepts (inputs, classes, l2, hidden units).
+void validate_spec(const ModelSpec& spec);
+
 // One per model file; make_model validates the spec first.
 [[nodiscard]] std::unique_ptr<Model> make_linear_regression(const ModelSpec& spec);
 [[nodiscard]] std::unique_ptr<Model> make_logistic_regression(const ModelSpec& spec);

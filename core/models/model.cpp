@@ -148,6 +148,8 @@ void validate(const ModelSpec& spec) {
 
 }  // namespace
 
+void detail::validate_spec(const ModelSpec& spec) { validate(spec); }
+
 std::unique_ptr<Model> make_model(const ModelSpec& spec) {
   validate(spec);
   switch (spec.config.type) {

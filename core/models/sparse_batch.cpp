@@ -1,0 +1,236 @@
+#include "core/models/sparse_batch.hpp"
+
+#include "base/error.hpp"
+
+#include <algorithm>
+
+namespace dt::models {
+
+namespace {
+
+constexpr std::uint64_t words_for(std::uint64_t bits) noexcept { return (bits + 63) / 64; }
+
+// The width of a full vector of `size` values for `outputs` outputs, or a TrainingError.
+std::uint64_t full_width(std::size_t size, std::size_t outputs, const char* what) {
+  if (outputs == 0 || size < outputs || size % outputs != 0) {
+    fail<TrainingError>(
+        "{} has {} values, which is not (width + 1) x {} outputs (weights then biases)", what,
+        size, outputs);
+  }
+  return size / outputs - 1;
+}
+
+void check_keys_fit(const SparseBatch& batch, std::uint64_t width, const char* what) {
+  // Keys are sorted: the last is the largest.
+  if (!batch.keys.empty() && batch.keys.back() >= width) {
+    fail<TrainingError>("the batch has feature key {} but {} is for a width of {}",
+                        batch.keys.back(), what, width);
+  }
+}
+
+void check_local(std::size_t size, const SparseBatch& batch, std::size_t outputs,
+                 const char* what) {
+  const std::size_t want = (batch.keys.size() + 1) * outputs;
+  if (size != want) {
+    fail<TrainingError>("{} has {} values but the batch's {} keys x {} outputs + biases need {}",
+                        what, size, batch.keys.size(), outputs, want);
+  }
+}
+
+// Picked rows lie anywhere in the shard, beyond the hardware prefetcher's sight (a miss a cache
+// line otherwise: most of a shuffled batch's compaction). Two stages: the row's bounds
+// kRowsAhead * 2 rows ahead, its nonzeros kRowsAhead rows ahead, into L2 (hint 1, as affine.cpp).
+constexpr std::size_t kRowsAhead = 8;
+// Keys ahead that gather_params and add_gradient fetch the full vector's values of.
+constexpr std::size_t kKeysAhead = 16;
+
+void prefetch_ahead(const CsrView& rows, std::span<const std::uint64_t> pick, std::size_t i) {
+  const std::size_t row_count = rows.rows();
+  if (i + 2 * kRowsAhead < pick.size() && pick[i + 2 * kRowsAhead] < row_count) {
+    __builtin_prefetch(rows.row_start.data() + pick[i + 2 * kRowsAhead], 0, 1);
+  }
+  if (i + kRowsAhead >= pick.size() || pick[i + kRowsAhead] >= row_count) return;
+  const std::uint64_t r = pick[i + kRowsAhead];
+  const std::uint64_t begin = std::min<std::uint64_t>(rows.row_start[r], rows.keys.size());
+  const std::uint64_t end = std::min<std::uint64_t>(rows.row_start[r + 1], rows.keys.size());
+  const auto* keys = reinterpret_cast<const char*>(rows.keys.data() + begin);
+  const auto* values = reinterpret_cast<const char*>(rows.values.data() + begin);
+  for (std::uint64_t b = 0; begin + b / sizeof(std::uint32_t) < end; b += 64) __builtin_prefetch(keys + b, 0, 1);
+  for (std::uint64_t b = 0; begin + b / sizeof(double) < end; b += 64) __builtin_prefetch(values + b, 0, 1);
+}
+
+}  // namespace
+
+void KeyIndex::reserve(std::uint64_t width) {
+  if (width == width_ && !words_.empty()) return;
+  width_ = width;
+  const std::uint64_t bottom = std::max<std::uint64_t>(words_for(width), 1);
+  words_.assign(bottom, Word{});
+  mid_.assign(words_for(bottom), 0);
+  top_.assign(words_for(mid_.size()), 0);
+}
+
+void KeyIndex::list(std::vector<std::uint32_t>& out) {
+  for (std::size_t t = 0; t < top_.size(); ++t) {
+    std::uint64_t top = top_[t];
+    top_[t] = 0;
+    while (top != 0) {
+      const std::uint64_t m = t * 64 + static_cast<std::uint64_t>(__builtin_ctzll(top));
+      top &= top - 1;
+      std::uint64_t mid = mid_[m];
+      mid_[m] = 0;
+      while (mid != 0) {
+        const std::uint64_t w = m * 64 + static_cast<std::uint64_t>(__builtin_ctzll(mid));
+        mid &= mid - 1;
+        Word& word = words_[w];
+        word.below = out.size();
+        for (std::uint64_t bits = word.bits; bits != 0; bits &= bits - 1) {
+          out.push_back(static_cast<std::uint32_t>(w * 64 + static_cast<std::uint64_t>(__builtin_ctzll(bits))));
+        }
+      }
+    }
+  }
+}
+
+void KeyIndex::clear(std::span<const std::uint32_t> listed) noexcept {
+  for (const std::uint32_t key : listed) words_[key >> 6].bits = 0;
+}
+
+void compact(const CsrView& rows, std::span<const std::uint64_t> pick, SparseBatch& out) {
+  const std::size_t row_count = rows.rows();
+  if (rows.keys.size() != rows.values.size()) {
+    fail<TrainingError>("sparse rows: {} keys but {} values", rows.keys.size(),
+                        rows.values.size());
+  }
+  const std::size_t n = pick.empty() ? row_count : pick.size();
+  out.keys.clear();
+  out.local.clear();
+  out.values.clear();
+  out.row_start.assign(1, 0);
+  KeyIndex& index = out.index;
+  // Keys are 32-bit: a wider view needs no more index than 2^32 keys.
+  index.reserve(std::min<std::uint64_t>(rows.width, std::uint64_t{1} << 32));
+  // First pass: the rows' nonzeros copied in batch order (local holds the global keys until
+  // the third pass), every key checked. Nothing is in the index yet, so a failed check leaves
+  // it clear for the next batch.
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t r = pick.empty() ? i : pick[i];
+    if (!pick.empty()) prefetch_ahead(rows, pick, i);
+    if (r >= row_count) {
+      fail<TrainingError>("sparse rows: the batch picks row {} of {} rows", r, row_count);
+    }
+    const std::uint64_t begin = rows.row_start[r];
+    const std::uint64_t end = rows.row_start[r + 1];
+    if (end < begin || end > rows.keys.size()) {
+      fail<TrainingError>("sparse rows: row {} spans nonzeros {} to {} of {}", r, begin, end,
+                          rows.keys.size());
+    }
+    std::uint32_t largest = 0;
+    for (std::uint64_t j = begin; j < end; ++j) largest = std::max(largest, rows.keys[j]);
+    if (end > begin && largest >= rows.width) {
+      fail<TrainingError>("sparse rows: row {} has feature key {}, beyond the width {}", r,
+                          largest, rows.width);
+    }
+    out.local.insert(out.local.end(), rows.keys.begin() + static_cast<std::ptrdiff_t>(begin),
+                     rows.keys.begin() + static_cast<std::ptrdiff_t>(end));
+    out.values.insert(out.values.end(), rows.values.begin() + static_cast<std::ptrdiff_t>(begin),
+                      rows.values.begin() + static_cast<std::ptrdiff_t>(end));
+    out.row_start.push_back(out.local.size());
+  }
+  // Second pass: every key into the index; third: the sorted union, then each nonzero's key
+  // replaced by its position in it. The index's words for keys a few ahead are fetched early:
+  // in a wide model (4 MB of index at 2^24) each is a cache miss otherwise.
+  const std::size_t count = out.local.size();
+  std::uint32_t* keys = out.local.data();
+  for (std::size_t j = 0; j < count; ++j) {
+    if (j + kKeysAhead < count) index.prefetch(keys[j + kKeysAhead]);
+    index.set(keys[j]);
+  }
+  index.list(out.keys);
+  for (std::size_t j = 0; j < count; ++j) {
+    if (j + kKeysAhead < count) index.prefetch(keys[j + kKeysAhead]);
+    keys[j] = index.rank(keys[j]);
+  }
+  index.clear(out.keys);
+}
+
+void gather_params(std::span<const double> full, const SparseBatch& batch, std::size_t outputs,
+                   std::vector<double>& local) {
+  const std::uint64_t width = full_width(full.size(), outputs, "the parameter vector");
+  check_keys_fit(batch, width, "the parameter vector");
+  local.resize((batch.keys.size() + 1) * outputs);
+  double* to = local.data();
+  const std::size_t count = batch.keys.size();
+  if (outputs == 1) {
+    // Keys ascend but lie far apart in a wide model: fetched ahead, each a miss otherwise.
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i + kKeysAhead < count) __builtin_prefetch(full.data() + batch.keys[i + kKeysAhead], 0, 1);
+      *to++ = full[batch.keys[i]];
+    }
+  } else {
+    for (const std::uint32_t key : batch.keys) {
+      to = std::copy_n(full.data() + std::size_t{key} * outputs, outputs, to);
+    }
+  }
+  std::copy_n(full.data() + width * outputs, outputs, to);
+}
+
+void add_gradient(std::span<const double> local_grad, const SparseBatch& batch,
+                  std::size_t outputs, std::span<double> full) {
+  const std::uint64_t width = full_width(full.size(), outputs, "the gradient");
+  check_keys_fit(batch, width, "the gradient");
+  check_local(local_grad.size(), batch, outputs, "the local gradient");
+  const double* from = local_grad.data();
+  const std::size_t count = batch.keys.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i + kKeysAhead < count) {
+      __builtin_prefetch(full.data() + std::size_t{batch.keys[i + kKeysAhead]} * outputs, 1, 1);
+    }
+    double* to = full.data() + std::size_t{batch.keys[i]} * outputs;
+    for (std::size_t c = 0; c < outputs; ++c) to[c] += *from++;
+  }
+  double* bias = full.data() + width * outputs;
+  for (std::size_t c = 0; c < outputs; ++c) bias[c] += *from++;
+}
+
+void add_gradient(std::span<const double> local_grad, const SparseBatch& batch,
+                  std::size_t outputs, KeyedVector& into) {
+  check_local(local_grad.size(), batch, outputs, "the local gradient");
+  if (into.values.empty()) {
+    into.keys.assign(batch.keys.begin(), batch.keys.end());
+    into.values.assign(local_grad.begin(), local_grad.end());
+    return;
+  }
+  if (into.values.size() != (into.keys.size() + 1) * outputs) {
+    fail<TrainingError>("the keyed gradient has {} values for {} keys x {} outputs + biases",
+                        into.values.size(), into.keys.size(), outputs);
+  }
+  // A sorted merge into the scratch buffers, swapped in at the end.
+  auto& keys = into.scratch_keys;
+  auto& values = into.scratch_values;
+  keys.clear();
+  values.clear();
+  const auto& a = into.keys;
+  const auto& b = batch.keys;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < a.size() || j < b.size()) {
+    const bool take_a = j == b.size() || (i < a.size() && a[i] <= b[j]);
+    const bool take_b = i == a.size() || (j < b.size() && b[j] <= a[i]);
+    const double* va = into.values.data() + i * outputs;
+    const double* vb = local_grad.data() + j * outputs;
+    keys.push_back(take_a ? a[i] : b[j]);
+    for (std::size_t c = 0; c < outputs; ++c) {
+      values.push_back(take_a && take_b ? va[c] + vb[c] : (take_a ? va[c] : vb[c]));
+    }
+    i += take_a ? 1 : 0;
+    j += take_b ? 1 : 0;
+  }
+  const double* ba = into.values.data() + a.size() * outputs;
+  const double* bb = local_grad.data() + b.size() * outputs;
+  for (std::size_t c = 0; c < outputs; ++c) values.push_back(ba[c] + bb[c]);
+  std::swap(into.keys, keys);
+  std::swap(into.values, values);
+}
+
+}  // namespace dt::models

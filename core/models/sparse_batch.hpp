@@ -1,0 +1,125 @@
+#pragma once
+// Sparse rows for the sparse models (sparse_model.hpp): a CSR view of rows that core/data owns,
+// one batch of them in COMPACT form (its own sorted key list, each nonzero as a position in it),
+// and the moves between a model's full parameter vector and a batch's LOCAL vector. A step on a
+// compact batch costs the keys it touches, not the model's width.
+//
+// Layouts (the dense models' own, so a sparse model of width W and the dense model with W inputs
+// have the same parameters):
+//   full vector   [W x outputs] weights, row-major (key k's outputs at k*outputs ..), then
+//                 [outputs] biases; outputs = 1 (linear, logistic) or K (softmax).
+//   local vector  [keys.size() x outputs] weights in the batch's key order, then [outputs] biases.
+//   KeyedVector   a local vector with its own key list: the sparse form of a full-size gradient.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dt::models {
+
+// CSR rows as spans (core/data builds the storage; models only see views). Row r's nonzeros are
+// keys/values[row_start[r] .. row_start[r + 1]); row_start has rows + 1 entries (or none: no
+// rows). Keys are 0-based global feature indices below width; a row's keys should be ascending
+// (see SparseModel for what that buys) and may repeat (hashing collisions): repeats add up.
+struct CsrView {
+  std::uint64_t width = 0;
+  std::span<const std::uint64_t> row_start;
+  std::span<const std::uint32_t> keys;
+  std::span<const double> values;
+  [[nodiscard]] std::size_t rows() const noexcept {
+    return row_start.empty() ? 0 : row_start.size() - 1;
+  }
+};
+
+// The scratch of compact(): a three-level bitmap over the width (one bit a key; a bit a 64-bit
+// word above it; a bit a word of those above that) and, beside each bottom word, the number of
+// batch keys below it. Setting a key is O(1) and branch-free (no load waits on another, so a
+// batch's misses overlap); listing the set keys in order visits only the touched words plus
+// the top level (width / 2^18 words: 64 at 2^24, 16,384 at 2^32); a key's position in the sorted
+// list is its word's count plus a popcount, one cache line. Memory: width/4 (+ width/512)
+// bytes, made once per width: 4 MB at 2^24, 1 GB at 2^32 (beside the 32 GB model of that width).
+// Every bit is clear again when compact returns.
+class KeyIndex {
+ public:
+  // Sized for `width` keys (no-op when already so); all clear.
+  void reserve(std::uint64_t width);
+  [[nodiscard]] std::uint64_t width() const noexcept { return width_; }
+  void set(std::uint32_t key) noexcept {
+    const std::uint64_t w = key >> 6;
+    words_[w].bits |= std::uint64_t{1} << (key & 63);
+    mid_[w >> 6] |= std::uint64_t{1} << (w & 63);
+    top_[w >> 12] |= std::uint64_t{1} << ((w >> 6) & 63);
+  }
+  // Asks for the cache line of a key's word, ahead of set() or rank().
+  void prefetch(std::uint32_t key) const noexcept { __builtin_prefetch(&words_[key >> 6]); }
+  // Appends the set keys to `out` in ascending order and makes rank() valid for them; clears
+  // the upper levels (the bottom level stays until clear()).
+  void list(std::vector<std::uint32_t>& out);
+  // The position in list()'s output of a set key.
+  [[nodiscard]] std::uint32_t rank(std::uint32_t key) const noexcept {
+    const Word& word = words_[key >> 6];
+    const std::uint64_t below = word.bits & ((std::uint64_t{1} << (key & 63)) - 1);
+    return static_cast<std::uint32_t>(word.below) +
+           static_cast<std::uint32_t>(__builtin_popcountll(below));
+  }
+  // Clears the bottom level of the listed keys.
+  void clear(std::span<const std::uint32_t> listed) noexcept;
+
+ private:
+  struct Word {
+    std::uint64_t bits = 0;   // the keys set among the word's 64
+    std::uint64_t below = 0;  // listed keys below the word (valid after list())
+  };
+  std::uint64_t width_ = 0;
+  std::vector<Word> words_;          // width / 64
+  std::vector<std::uint64_t> mid_;   // words_.size() / 64
+  std::vector<std::uint64_t> top_;   // mid_.size() / 64
+};
+
+// One batch in compact form: `keys` = the sorted union of the batch's feature keys (global
+// indices, no repeats), each nonzero as its position in `keys` (`local`), the rows in batch
+// order (row_start as in CsrView). `index` is compact()'s scratch, kept here so that a batch
+// object reused step after step allocates nothing once warm.
+struct SparseBatch {
+  std::vector<std::uint32_t> keys;
+  std::vector<std::uint64_t> row_start;
+  std::vector<std::uint32_t> local;
+  std::vector<double> values;
+  KeyIndex index;
+  [[nodiscard]] std::size_t rows() const noexcept {
+    return row_start.empty() ? 0 : row_start.size() - 1;
+  }
+};
+
+// Compacts rows pick[0], pick[1], ... of `rows` (every row in order when pick is empty) into
+// `out`, reusing its buffers. Cost O(nonzeros + touched words + width / 2^18) with KeyIndex,
+// no sort and no map. TrainingError (nothing half-done is used) on a malformed view: row_start
+// not ascending or past the nonzeros, a pick past the rows, a key >= width.
+void compact(const CsrView& rows, std::span<const std::uint64_t> pick, SparseBatch& out);
+
+// Sorted distinct keys and their values, laid out as a local vector of those keys: the sparse
+// form of a full-size vector (what a worker pushes, what a server sums). A batch's local
+// gradient with the batch's keys is one. Values of keys not listed are zero.
+struct KeyedVector {
+  std::vector<std::uint32_t> keys;
+  std::vector<double> values;  // keys.size() * outputs weights, then outputs biases
+  std::vector<std::uint32_t> scratch_keys;  // add_gradient's merge buffers
+  std::vector<double> scratch_values;
+};
+
+// local = the batch keys' rows of `full` (width*outputs + outputs values) then its biases;
+// resized to batch.keys.size() * outputs + outputs. TrainingError when full's size is not a
+// full vector for `outputs` or a key lies beyond its width.
+void gather_params(std::span<const double> full, const SparseBatch& batch, std::size_t outputs,
+                   std::vector<double>& local);
+// full += the local gradient scattered to its keys (the same checks).
+void add_gradient(std::span<const double> local_grad, const SparseBatch& batch,
+                  std::size_t outputs, std::span<double> full);
+// into += the local gradient: keys merged in order, values of shared keys added (into's value
+// first, so adding batches in a fixed order gives the same bits every run). An empty `into`
+// (no values) takes the batch's keys.
+void add_gradient(std::span<const double> local_grad, const SparseBatch& batch,
+                  std::size_t outputs, KeyedVector& into);
+
+}  // namespace dt::models

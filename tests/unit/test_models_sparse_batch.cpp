@@ -1,0 +1,186 @@
+// Compact sparse batches (core/models/sparse_batch.hpp): the sorted key union and each nonzero's
+// position in it, picks, empty rows and batches, reuse, malformed views; gathering a batch's
+// parameters and adding its gradient back into a full or keyed vector.
+
+#include "core/models/sparse_batch.hpp"
+#include "base/error.hpp"
+#include "tests/unit/harness.hpp"
+#include "tests/unit/sparse_rows.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace {
+
+using dt::models::compact;
+using dt::models::CsrView;
+using dt::models::KeyedVector;
+using dt::models::SparseBatch;
+using dt::test::random_sparse;
+using dt::test::SparseRows;
+
+// Every property compact promises, checked against the rows it was given.
+void check_compacted(const SparseRows& s, const std::vector<std::uint64_t>& pick,
+                     const SparseBatch& b) {
+  const std::size_t n = pick.empty() ? s.row_start.size() - 1 : pick.size();
+  REQUIRE(b.rows() == n);
+  CHECK(std::is_sorted(b.keys.begin(), b.keys.end()));
+  CHECK(std::adjacent_find(b.keys.begin(), b.keys.end()) == b.keys.end());
+  std::set<std::uint32_t> want;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t r = pick.empty() ? i : pick[i];
+    const std::uint64_t begin = s.row_start[r];
+    const std::uint64_t count = s.row_start[r + 1] - begin;
+    REQUIRE(b.row_start[i + 1] - b.row_start[i] == count);
+    for (std::uint64_t j = 0; j < count; ++j) {
+      const std::uint32_t at = b.local[b.row_start[i] + j];
+      REQUIRE(at < b.keys.size());
+      CHECK(b.keys[at] == s.keys[begin + j]);
+      CHECK(b.values[b.row_start[i] + j] == s.values[begin + j]);
+      want.insert(s.keys[begin + j]);
+    }
+  }
+  CHECK(std::vector<std::uint32_t>(want.begin(), want.end()) == b.keys);
+}
+
+}  // namespace
+
+TEST_CASE("sparse batch: compact lists the sorted union of the keys and each nonzero's place") {
+  const auto s = random_sparse(40, 50, 5, dt::config::Task::kRegression, 0, 11);
+  SparseBatch b;
+  compact(s.view(), {}, b);
+  check_compacted(s, {}, b);
+  CHECK(b.keys.size() > 5);  // rows share some keys, not all
+
+  SUBCASE("picked rows, in the pick's order, a row twice, empty rows among them") {
+    const std::vector<std::uint64_t> pick{9, 3, 0, 39, 3, 17, 10};  // row 3 and 10 are empty
+    compact(s.view(), pick, b);
+    check_compacted(s, pick, b);
+    CHECK(b.row_start[2] == b.row_start[1]);  // row 3 has no nonzeros
+  }
+  SUBCASE("a wide, sparse width: keys far apart, in words of every level") {
+    const std::uint64_t width = std::uint64_t{1} << 25;  // 2 top words (2^32 would take 768 MB)
+    const std::vector<std::uint64_t> starts{0, 3, 3, 6};
+    const std::vector<std::uint32_t> keys{33554431u, 7, 262144, 63, 64, 33554431u};
+    const std::vector<double> values{1, 2, 3, 4, 5, 6};
+    const CsrView view{width, starts, keys, values};
+    compact(view, {}, b);
+    CHECK(b.keys == std::vector<std::uint32_t>{7, 63, 64, 262144, 33554431u});
+    CHECK(b.local == std::vector<std::uint32_t>{4, 0, 3, 1, 2, 4});
+    CHECK(b.row_start == std::vector<std::uint64_t>{0, 3, 3, 6});
+  }
+  SUBCASE("a repeated key in a row stays two nonzeros, at one place") {
+    const std::vector<std::uint64_t> starts{0, 3};
+    const std::vector<std::uint32_t> keys{5, 2, 5};
+    const std::vector<double> values{1, 2, 3};
+    compact(CsrView{10, starts, keys, values}, {}, b);
+    CHECK(b.keys == std::vector<std::uint32_t>{2, 5});
+    CHECK(b.local == std::vector<std::uint32_t>{1, 0, 1});
+  }
+}
+
+TEST_CASE("sparse batch: empty batches, and the buffers reused batch after batch") {
+  const auto s = random_sparse(30, 50, 5, dt::config::Task::kRegression, 0, 12);
+  SparseBatch b;
+  SUBCASE("no rows at all") {
+    const std::vector<std::uint64_t> none{0};
+    compact(CsrView{50, none, {}, {}}, {}, b);
+    CHECK(b.rows() == 0);
+    CHECK(b.keys.empty());
+    CHECK(b.row_start == std::vector<std::uint64_t>{0});
+  }
+  SUBCASE("only empty rows") {
+    compact(s.view(), std::vector<std::uint64_t>{3, 10, 17}, b);
+    CHECK(b.rows() == 3);
+    CHECK(b.keys.empty());
+    CHECK(b.local.empty());
+  }
+  SUBCASE("a batch after a batch: nothing of the first is left") {
+    compact(s.view(), std::vector<std::uint64_t>{0, 1, 2, 4}, b);
+    const auto keys_before = b.keys.capacity();
+    const std::vector<std::uint64_t> pick{5, 6};
+    compact(s.view(), pick, b);
+    check_compacted(s, pick, b);
+    CHECK(b.keys.capacity() == keys_before);  // reused, not reallocated
+  }
+}
+
+TEST_CASE("sparse batch: a malformed view is refused and leaves the index clear") {
+  const auto s = random_sparse(10, 50, 5, dt::config::Task::kRegression, 0, 13);
+  SparseBatch b;
+  CHECK(dt::test::message_of<dt::TrainingError>([&] {
+          compact(s.view(), std::vector<std::uint64_t>{0, 10}, b);
+        }) == "sparse rows: the batch picks row 10 of 10 rows");
+  auto narrow = s.view();
+  narrow.width = 20;
+  const auto message = dt::test::message_of<dt::TrainingError>([&] { compact(narrow, {}, b); });
+  CHECK(message.find("beyond the width 20") != std::string::npos);
+  const std::vector<std::uint64_t> backwards{0, 2, 1};
+  const std::vector<std::uint32_t> keys{1, 2};
+  const std::vector<double> values{1, 1};
+  CHECK(dt::test::message_of<dt::TrainingError>([&] {
+          compact(CsrView{50, backwards, keys, values}, {}, b);
+        }) == "sparse rows: row 1 spans nonzeros 2 to 1 of 2");
+  // The failed batches' keys are gone: the next batch lists only its own.
+  const std::vector<std::uint64_t> pick{4};
+  compact(s.view(), pick, b);
+  check_compacted(s, pick, b);
+}
+
+TEST_CASE("sparse batch: gather, scatter into a full vector and merge into a keyed one") {
+  const std::size_t k = 3;
+  const auto s = random_sparse(20, 50, 5, dt::config::Task::kRegression, 0, 14);
+  const auto full = dt::test::random_params((50 + 1) * k, 15, 1.0);
+  SparseBatch a;
+  compact(s.view(), std::vector<std::uint64_t>{0, 1, 2, 4}, a);
+  std::vector<double> local;
+  dt::models::gather_params(full, a, k, local);
+  REQUIRE(local.size() == (a.keys.size() + 1) * k);
+  for (std::size_t i = 0; i < a.keys.size(); ++i) {
+    for (std::size_t c = 0; c < k; ++c) CHECK(local[i * k + c] == full[a.keys[i] * k + c]);
+  }
+  for (std::size_t c = 0; c < k; ++c) CHECK(local[a.keys.size() * k + c] == full[50 * k + c]);
+
+  // Two batches' gradients (here: their gathered parameters) added into a full vector and into
+  // a keyed one give the same sums.
+  SparseBatch b;
+  compact(s.view(), std::vector<std::uint64_t>{5, 6, 8}, b);
+  std::vector<double> local_b;
+  dt::models::gather_params(full, b, k, local_b);
+  std::vector<double> sum(full.size(), 0.0);
+  dt::models::add_gradient(local, a, k, sum);
+  dt::models::add_gradient(local_b, b, k, sum);
+  KeyedVector keyed;
+  dt::models::add_gradient(local, a, k, keyed);
+  dt::models::add_gradient(local_b, b, k, keyed);
+  CHECK(std::is_sorted(keyed.keys.begin(), keyed.keys.end()));
+  CHECK(std::adjacent_find(keyed.keys.begin(), keyed.keys.end()) == keyed.keys.end());
+  REQUIRE(keyed.values.size() == (keyed.keys.size() + 1) * k);
+  std::vector<double> scattered(full.size(), 0.0);
+  for (std::size_t i = 0; i < keyed.keys.size(); ++i) {
+    for (std::size_t c = 0; c < k; ++c) scattered[keyed.keys[i] * k + c] = keyed.values[i * k + c];
+  }
+  for (std::size_t c = 0; c < k; ++c) scattered[50 * k + c] = keyed.values[keyed.keys.size() * k + c];
+  CHECK(scattered == sum);
+  // Untouched keys stay zero; shared keys got both parts.
+  std::size_t touched = 0;
+  for (std::size_t key = 0; key < 50; ++key) touched += sum[key * k] != 0.0 ? 1 : 0;
+  CHECK(touched == keyed.keys.size());
+
+  SUBCASE("sizes that do not fit are refused") {
+    CHECK(dt::test::message_of<dt::TrainingError>([&] {
+            dt::models::gather_params(std::vector<double>(10, 0.0), a, k, local);
+          }) == "the parameter vector has 10 values, which is not (width + 1) x 3 outputs "
+                "(weights then biases)");
+    std::vector<double> narrow((5 + 1) * k, 0.0);
+    CHECK(dt::test::message_of<dt::TrainingError>([&] {
+            dt::models::add_gradient(local, a, k, narrow);
+          }).find("but the gradient is for a width of 5") != std::string::npos);
+    CHECK(dt::test::message_of<dt::TrainingError>([&] {
+            dt::models::add_gradient(local_b, a, k, sum);
+          }).find("the local gradient has") == 0);
+  }
+}
