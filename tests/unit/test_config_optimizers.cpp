@@ -132,9 +132,9 @@ TEST_CASE("config optimizers: each error names the key, the rule and what to wri
        "the weight's next update; remove it and bound staleness with "
        "aggregation.async.max_staleness"},
   };
-  for (const auto& [yaml, expected] : cases) {
-    CAPTURE(yaml);
-    CHECK(optimizer_error(yaml) == expected);
+  for (const auto& c : cases) {
+    CAPTURE(c.first);
+    CHECK(optimizer_error(c.first) == c.second);
   }
   // ftrl with a reset state (the default) in parameters mode is fine.
   CHECK(dt::test::parse_text(optimizer_yaml("    type: ftrl\naggregation: {mode: parameters}\n"))

@@ -143,7 +143,9 @@ TEST_CASE("optim: ftrl from a nonzero weight continues from it (z set at the fir
 }
 
 TEST_CASE("optim: the lazy step of sgd, adagrad and ftrl is the dense step on zeros, bit for bit") {
-  for (const auto& [name, config] : every_optimizer()) {
+  for (const auto& entry : every_optimizer()) {
+    const std::string& name = entry.first;
+    const OptimizerConfig& config = entry.second;
     if (name == "sgd momentum" || name == "adam") continue;  // lazy forms differ: tests below
     CAPTURE(name);
     auto dense = dt::models::make_optimizer(config, 8);
@@ -171,7 +173,9 @@ TEST_CASE("optim: the lazy step of sgd, adagrad and ftrl is the dense step on ze
 }
 
 TEST_CASE("optim: the lazy step over every key is the dense step, bit for bit, for all five") {
-  for (const auto& [name, config] : every_optimizer()) {
+  for (const auto& entry : every_optimizer()) {
+    const std::string& name = entry.first;
+    const OptimizerConfig& config = entry.second;
     CAPTURE(name);
     auto dense = dt::models::make_optimizer(config, 8);
     auto lazy = dt::models::make_optimizer(config, 8);
@@ -237,7 +241,9 @@ TEST_CASE("optim: lazy adam: untouched moments stay, bias correction counts ever
 }
 
 TEST_CASE("optim: adagrad and ftrl state round trips continue with the same bits") {
-  for (const auto& [name, config] : every_optimizer()) {
+  for (const auto& entry : every_optimizer()) {
+    const std::string& name = entry.first;
+    const OptimizerConfig& config = entry.second;
     if (name != "adagrad" && name != "ftrl") continue;
     CAPTURE(name);
     auto straight = dt::models::make_optimizer(config, 8);
@@ -265,7 +271,9 @@ TEST_CASE("optim: adagrad and ftrl state round trips continue with the same bits
 }
 
 TEST_CASE("optim: step_indices refuses unsorted, repeated, out-of-range and mismatched keys") {
-  for (const auto& [name, config] : every_optimizer()) {
+  for (const auto& entry : every_optimizer()) {
+    const std::string& name = entry.first;
+    const OptimizerConfig& config = entry.second;
     CAPTURE(name);
     auto opt = dt::models::make_optimizer(config, 4);
     std::vector<double> p(4, 1.0);
