@@ -71,12 +71,18 @@ struct ParallelismConfig {
 
 struct OptimizerConfig {
   OptimizerType type = OptimizerType::kSgd;
-  double lr = 0.05;
+  double lr = 0.05;       // ftrl: alpha (the file may name it either way)
   double momentum = 0.0;  // sgd only
   double beta1 = 0.9;     // adam only
   double beta2 = 0.999;   // adam only
-  double epsilon = 1e-8;  // adam only
+  double epsilon = 1e-8;  // adam; adagrad (whose default, when the file has none, is 1e-10)
+  double initial_accumulator_value = 0.0;  // adagrad only
+  double beta = 1.0;                       // ftrl only: the paper's beta
+  double l1 = 0.0;                         // ftrl only: the paper's lambda_1
+  double l2 = 0.0;                         // ftrl only: the paper's lambda_2
 };
+// Adagrad's epsilon when the file gives none (PyTorch's default).
+inline constexpr double kAdagradEpsilon = 1e-10;
 
 struct TrainingConfig {
   int epochs = 20;

@@ -207,13 +207,28 @@ void write_training(Writer& w, const TrainingConfig& t) {
   const OptimizerConfig& o = t.optimizer;
   w.begin("optimizer");
   w.put("type", name_of(o.type));
-  w.put("lr", o.lr);
-  if (o.type == OptimizerType::kSgd) {
-    w.put("momentum", o.momentum);
-  } else {
-    w.put("beta1", o.beta1);
-    w.put("beta2", o.beta2);
-    w.put("epsilon", o.epsilon);
+  switch (o.type) {
+    case OptimizerType::kSgd:
+      w.put("lr", o.lr);
+      w.put("momentum", o.momentum);
+      break;
+    case OptimizerType::kAdam:
+      w.put("lr", o.lr);
+      w.put("beta1", o.beta1);
+      w.put("beta2", o.beta2);
+      w.put("epsilon", o.epsilon);
+      break;
+    case OptimizerType::kAdagrad:
+      w.put("lr", o.lr);
+      w.put("epsilon", o.epsilon);
+      w.put("initial_accumulator_value", o.initial_accumulator_value);
+      break;
+    case OptimizerType::kFtrl:
+      w.put("alpha", o.lr);
+      w.put("beta", o.beta);
+      w.put("l1", o.l1);
+      w.put("l2", o.l2);
+      break;
   }
   w.end();
   w.put("shuffle", t.shuffle);

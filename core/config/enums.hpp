@@ -36,7 +36,8 @@ inline constexpr std::array kMergeRules{MergeRule::kWeightedAverage, MergeRule::
                                         MergeRule::kMedian,          MergeRule::kTrimmedMean,
                                         MergeRule::kBest,            MergeRule::kValidationWeighted};
 inline constexpr std::array kOptimizerStates{OptimizerState::kReset, OptimizerState::kKeep};
-inline constexpr std::array kOptimizerTypes{OptimizerType::kSgd, OptimizerType::kAdam};
+inline constexpr std::array kOptimizerTypes{OptimizerType::kSgd, OptimizerType::kAdam,
+                                             OptimizerType::kAdagrad, OptimizerType::kFtrl};
 inline constexpr std::array kTransportTypes{TransportType::kInproc, TransportType::kIpc,
                                             TransportType::kTcp};
 inline constexpr std::array kSecurityModes{SecurityMode::kNone, SecurityMode::kCurve};

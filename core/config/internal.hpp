@@ -36,6 +36,12 @@ void check_transport(const Section& root, const Config& c);
 // data.path is set (the keys apply to nothing else).
 void parse_libsvm_keys(const Section& s, DataConfig& d, bool from_file);
 
+// training.optimizer (sections_optimizer.cpp): the type and the keys that type takes.
+[[nodiscard]] OptimizerConfig parse_optimizer(const Section& s);
+// Optimizer settings that do not fit the rest of the config (ftrl with a kept state in
+// parameters mode, or with async's staleness_lr).
+void check_optimizer(const Section& root, const Config& c);
+
 // `path` against `base_dir`, absolute and normal.
 [[nodiscard]] std::filesystem::path resolve(const std::filesystem::path& base_dir,
                                             const std::string& path);

@@ -185,6 +185,10 @@ const char* name_of(OptimizerType v) {
       return "sgd";
     case OptimizerType::kAdam:
       return "adam";
+    case OptimizerType::kAdagrad:
+      return "adagrad";
+    case OptimizerType::kFtrl:
+      return "ftrl";
   }
   return "?";
 }

@@ -17,7 +17,7 @@ enum class AggregationMode { kGradients, kParameters, kAsync };
 enum class Topology { kStar, kRing };
 enum class MergeRule { kWeightedAverage, kAverage, kMedian, kTrimmedMean, kBest, kValidationWeighted };
 enum class OptimizerState { kReset, kKeep };
-enum class OptimizerType { kSgd, kAdam };
+enum class OptimizerType { kSgd, kAdam, kAdagrad, kFtrl };
 enum class TransportType { kInproc, kIpc, kTcp };
 enum class SecurityMode { kNone, kCurve };
 enum class FailurePolicy { kAbort, kContinue, kRestart };

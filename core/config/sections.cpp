@@ -320,26 +320,6 @@ ParallelismConfig parse_parallelism(const Section& s) {
   return c;
 }
 
-OptimizerConfig parse_optimizer(const Section& s) {
-  OptimizerConfig c;
-  c.type = s.choice("type", c.type, kOptimizerTypes);
-  c.lr = s.number("lr", c.lr, Range::kPositive);
-  const char* type = name_of(c.type);
-  if (c.type == OptimizerType::kSgd) {
-    for (const char* key : {"beta1", "beta2", "epsilon"}) {
-      if (s.has(key)) s.fail_not_applicable(key, "adam", "training.optimizer.type", type);
-    }
-    c.momentum = s.number("momentum", c.momentum, Range::kFraction);
-  } else {
-    if (s.has("momentum"))
-      s.fail_not_applicable("momentum", "sgd", "training.optimizer.type", type);
-    c.beta1 = s.number("beta1", c.beta1, Range::kFraction);
-    c.beta2 = s.number("beta2", c.beta2, Range::kFraction);
-    c.epsilon = s.number("epsilon", c.epsilon, Range::kPositive);
-  }
-  return c;
-}
-
 TrainingConfig parse_training(const Section& s) {
   TrainingConfig c;
   c.epochs = to_int(s.integer("epochs", c.epochs, 1));
@@ -400,6 +380,7 @@ std::map<std::string, Bound> parse_expect(const Section& s) {
 void check_combinations(const Section& root, const Config& c) {
   check_fault_tolerance(root, c);
   check_transport(root, c);
+  check_optimizer(root, c);
   const Section shards = root.section("shards");
   const Section aggregation = root.section("aggregation");
   const Section parallelism = root.section("parallelism");

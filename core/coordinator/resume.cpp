@@ -16,7 +16,7 @@ namespace {
 
 
 std::string optimizer_kind(const config::OptimizerConfig& o) {
-  if (o.type == config::OptimizerType::kAdam) return "adam";
+  if (o.type != config::OptimizerType::kSgd) return config::name_of(o.type);
   return o.momentum > 0.0 ? "sgd with momentum" : "sgd";
 }
 
@@ -62,6 +62,16 @@ nlohmann::json soft_keys(const config::Config& c) {
   j["training.optimizer.beta1"] = num(o.beta1);
   j["training.optimizer.beta2"] = num(o.beta2);
   j["training.optimizer.epsilon"] = num(o.epsilon);
+  // Only with these optimizers, so that a checkpoint of an older build, which lacks the keys,
+  // resumes without a warning.
+  if (o.type == config::OptimizerType::kAdagrad) {
+    j["training.optimizer.initial_accumulator_value"] = num(o.initial_accumulator_value);
+  }
+  if (o.type == config::OptimizerType::kFtrl) {
+    j["training.optimizer.beta"] = num(o.beta);
+    j["training.optimizer.l1"] = num(o.l1);
+    j["training.optimizer.l2"] = num(o.l2);
+  }
   j["model.l2"] = num(c.model.l2);
   j["data.normalize"] = config::name_of(c.data.normalize);
   j["data.validation"] = num(c.data.validation_fraction);

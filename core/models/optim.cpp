@@ -1,4 +1,5 @@
 #include "core/models/optim.hpp"
+#include "core/models/optim_detail.hpp"
 
 #include "base/error.hpp"
 
@@ -7,19 +8,35 @@
 
 namespace dt::models {
 
-namespace {
+namespace detail {
 
-void check_step(std::size_t expected, std::span<const double> params,
-                std::span<const double> grad, std::span<const double> to) {
-  if (params.size() != expected || grad.size() != expected || to.size() != expected) {
+void check_step(std::size_t expected, std::span<const double> from, std::span<const double> grad,
+                std::span<const double> to) {
+  if (from.size() != expected || grad.size() != expected || to.size() != expected) {
     fail<TrainingError>(
         "optimizer step: the optimizer was built for {} parameters but got {} parameters and a "
         "gradient of {}",
-        expected, params.size(), grad.size());
+        expected, from.size(), grad.size());
   }
 }
 
-// Replaces `current` with `state` after checking that it fits: `slots` vectors of `size` values.
+void check_indices(std::size_t expected, std::span<const std::uint64_t> indices,
+                   std::span<const double> grad, std::span<const double> params) {
+  if (params.size() != expected || grad.size() != indices.size()) {
+    fail<TrainingError>(
+        "optimizer lazy step: the optimizer was built for {} parameters but got {} parameters, "
+        "{} keys and {} gradient values",
+        expected, params.size(), indices.size(), grad.size());
+  }
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] >= expected || (i > 0 && indices[i] <= indices[i - 1])) {
+      fail<TrainingError>(
+          "optimizer lazy step: keys must be increasing and below {}, but key {} is {} after {}",
+          expected, i, indices[i], i > 0 ? indices[i - 1] : 0);
+    }
+  }
+}
+
 void restore(OptimizerState& current, OptimizerState state, std::size_t slots, std::size_t size,
              const char* name) {
   if (state.slots.size() != slots) {
@@ -35,6 +52,14 @@ void restore(OptimizerState& current, OptimizerState state, std::size_t slots, s
   current = std::move(state);
 }
 
+}  // namespace detail
+
+namespace {
+
+using detail::check_indices;
+using detail::check_step;
+using detail::restore;
+
 // Plain SGD, or SGD with momentum in PyTorch's form (v = m v + g; p -= lr v): the velocity
 // does not absorb lr, so a checkpointed velocity stays valid when lr changes on resume.
 class Sgd final : public Optimizer {
@@ -47,6 +72,29 @@ class Sgd final : public Optimizer {
                    std::span<double> to) override {
     check_step(size_, from, grad_sum, to);
     run(from.data(), grad_sum.data(), scale, to.data());
+  }
+
+  // The lazy step: the dense formulas at `indices` only; an untouched key's velocity is not
+  // decayed (with momentum this differs from the dense step on zeros, which decays it).
+  void step_indices(std::span<const std::uint64_t> indices, std::span<const double> grad_sum,
+                    double scale, std::span<double> params) override {
+    check_indices(size_, indices, grad_sum, params);
+    const double lr = lr_, momentum = momentum_;
+    double* p = params.data();
+    if (momentum > 0.0) {
+      double* v = state_.slots[0].data();
+      for (std::size_t i = 0; i < indices.size(); ++i) {
+        const std::uint64_t k = indices[i];
+        v[k] = momentum * v[k] + grad_sum[i] * scale;
+        p[k] = p[k] - lr * v[k];
+      }
+    } else {
+      for (std::size_t i = 0; i < indices.size(); ++i) {
+        const std::uint64_t k = indices[i];
+        p[k] = p[k] - lr * (grad_sum[i] * scale);
+      }
+    }
+    ++state_.steps;
   }
 
   [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
@@ -95,31 +143,57 @@ class Adam final : public Optimizer {
     run(from.data(), grad_sum.data(), scale, to.data());
   }
 
+  // Lazy Adam (TensorFlow's LazyAdam, PyTorch's SparseAdam): the moments of `indices` only;
+  // an untouched key's moments are not decayed and it does not move. The bias correction uses
+  // the global step count (this call is step t for every key), as both of those do.
+  void step_indices(std::span<const std::uint64_t> indices, std::span<const double> grad_sum,
+                    double scale, std::span<double> params) override {
+    check_indices(size_, indices, grad_sum, params);
+    ++state_.steps;
+    const Corrections c = corrections();
+    double* m = state_.slots[0].data();
+    double* v = state_.slots[1].data();
+    double* p = params.data();
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      const std::uint64_t k = indices[i];
+      p[k] = update(p[k], grad_sum[i] * scale, m[k], v[k], c);
+    }
+  }
+
   [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
   void set_state(OptimizerState state) override {
     restore(state_, std::move(state), 2, size_, "adam");
   }
 
  private:
-  // As Sgd::run: the gradient is g[i] * scale; members into locals, so that stores through
-  // `to` do not reload them.
+  struct Corrections {
+    double lr, beta1, beta2, epsilon, correction1, correction2;
+  };
+
+  // The constants of step state_.steps, in locals so that stores through `to` do not reload
+  // them (as in Sgd::run).
+  [[nodiscard]] Corrections corrections() const {
+    const auto t = static_cast<double>(state_.steps);
+    return {lr_, beta1_, beta2_, epsilon_, 1.0 - std::pow(beta1_, t), 1.0 - std::pow(beta2_, t)};
+  }
+
+  // One coordinate: moments m and v updated in place with gradient g; returns the new weight.
+  static double update(double from, double g, double& m, double& v, const Corrections& c) {
+    m = c.beta1 * m + (1.0 - c.beta1) * g;
+    v = c.beta2 * v + (1.0 - c.beta2) * g * g;
+    const double m_hat = m / c.correction1;
+    const double v_hat = v / c.correction2;
+    return from - c.lr * m_hat / (std::sqrt(v_hat) + c.epsilon);
+  }
+
+  // The gradient is grad[i] * scale.
   void run(const double* from, const double* grad, double scale, double* to) {
     ++state_.steps;
-    const auto t = static_cast<double>(state_.steps);
-    const double correction1 = 1.0 - std::pow(beta1_, t);
-    const double correction2 = 1.0 - std::pow(beta2_, t);
-    const double lr = lr_, beta1 = beta1_, beta2 = beta2_, epsilon = epsilon_;
+    const Corrections c = corrections();
     const std::size_t n = size_;
     double* m = state_.slots[0].data();
     double* v = state_.slots[1].data();
-    for (std::size_t i = 0; i < n; ++i) {
-      const double g = grad[i] * scale;
-      m[i] = beta1 * m[i] + (1.0 - beta1) * g;
-      v[i] = beta2 * v[i] + (1.0 - beta2) * g * g;
-      const double m_hat = m[i] / correction1;
-      const double v_hat = v[i] / correction2;
-      to[i] = from[i] - lr * m_hat / (std::sqrt(v_hat) + epsilon);
-    }
+    for (std::size_t i = 0; i < n; ++i) to[i] = update(from[i], grad[i] * scale, m[i], v[i], c);
   }
 
   double lr_;
@@ -148,6 +222,23 @@ void validate(const config::OptimizerConfig& c) {
       fail<TrainingError>("adam epsilon must be a finite number > 0, got {}", c.epsilon);
     }
   }
+  if (c.type == config::OptimizerType::kAdagrad) {
+    if (!(c.epsilon > 0.0) || !std::isfinite(c.epsilon)) {
+      fail<TrainingError>("adagrad epsilon must be a finite number > 0, got {}", c.epsilon);
+    }
+    if (!(c.initial_accumulator_value >= 0.0) || !std::isfinite(c.initial_accumulator_value)) {
+      fail<TrainingError>("adagrad initial_accumulator_value must be a finite number >= 0, got {}",
+                          c.initial_accumulator_value);
+    }
+  }
+  if (c.type == config::OptimizerType::kFtrl) {
+    for (const auto& [name, value] : {std::pair{"beta", c.beta}, std::pair{"l1", c.l1},
+                                      std::pair{"l2", c.l2}}) {
+      if (!(value >= 0.0) || !std::isfinite(value)) {
+        fail<TrainingError>("ftrl {} must be a finite number >= 0, got {}", name, value);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -160,6 +251,10 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
       return std::make_unique<Sgd>(config.lr, config.momentum, parameter_count);
     case config::OptimizerType::kAdam:
       return std::make_unique<Adam>(config, parameter_count);
+    case config::OptimizerType::kAdagrad:
+      return detail::make_adagrad(config, parameter_count);
+    case config::OptimizerType::kFtrl:
+      return detail::make_ftrl(config, parameter_count);
   }
   fail<TrainingError>("unknown optimizer type {}", static_cast<int>(config.type));
 }

@@ -1,7 +1,8 @@
 #pragma once
-// Optimizers: sgd (with optional momentum, the PyTorch form v = m*v + g; p -= lr*v) and adam
-// (Kingma & Ba with bias correction). Their state is plain vectors so a checkpoint can save and
-// restore it exactly.
+// Optimizers: sgd (with optional momentum, the PyTorch form v = m*v + g; p -= lr*v), adam
+// (Kingma & Ba with bias correction), adagrad (Duchi et al., PyTorch's form) and ftrl
+// (FTRL-Proximal, McMahan et al. 2013, with L1 and L2). Their state is plain vectors so a
+// checkpoint can save and restore it exactly. docs/optimizers.md has the formulas.
 
 #include "core/config/config.hpp"
 
@@ -15,7 +16,8 @@ namespace dt::models {
 
 struct OptimizerState {
   std::uint64_t steps = 0;
-  std::vector<std::vector<double>> slots;  // sgd momentum: [velocity]; adam: [m, v]
+  // sgd momentum: [velocity]; adam: [m, v]; adagrad: [sum of g^2]; ftrl: [z, n]
+  std::vector<std::vector<double>> slots;
 };
 
 class Optimizer {
@@ -36,6 +38,20 @@ class Optimizer {
   // over memory instead of two. grad_sum is left as it was. What each optimizer implements.
   virtual void step_scaled(std::span<const double> from, std::span<const double> grad_sum,
                            double scale, std::span<double> to) = 0;
+  // The lazy step of a sparse update (what a sparse parameter server calls): steps only the
+  // coordinates `indices` of `params` (the vector this optimizer was made for: its state has
+  // the same size), whose gradient is grad_sum[i] * scale for indices[i]. `indices` is sorted
+  // and unique (strictly increasing, each < params.size(), TrainingError otherwise). Every
+  // other coordinate and its state are left as they are; state().steps counts the call as one
+  // step. Costs the touched keys, not the width.
+  // sgd without momentum, adagrad and ftrl: a zero gradient moves neither the coordinate nor
+  // its state, so this gives the same bits as the dense step on a gradient that holds these
+  // values at `indices` and zeros elsewhere. sgd with momentum and adam: the lazy forms of
+  // TensorFlow's LazyAdam and PyTorch's SparseAdam: an untouched key's velocity or moments are
+  // not decayed and it does not move; adam's bias correction uses the global step count.
+  virtual void step_indices(std::span<const std::uint64_t> indices,
+                            std::span<const double> grad_sum, double scale,
+                            std::span<double> params) = 0;
   [[nodiscard]] virtual const OptimizerState& state() const noexcept = 0;
   virtual void set_state(OptimizerState state) = 0;  // TrainingError when the sizes do not fit
 };

@@ -253,6 +253,8 @@ TEST_CASE("config: name_of spells every value as the YAML does, task_of follows 
   CHECK(std::string(name_of(Topology::kStar)) == "star");
   CHECK(std::string(name_of(OptimizerType::kSgd)) == "sgd");
   CHECK(std::string(name_of(OptimizerType::kAdam)) == "adam");
+  CHECK(std::string(name_of(OptimizerType::kAdagrad)) == "adagrad");
+  CHECK(std::string(name_of(OptimizerType::kFtrl)) == "ftrl");
   CHECK(std::string(name_of(TransportType::kInproc)) == "inproc");
   CHECK(std::string(name_of(TransportType::kIpc)) == "ipc");
   CHECK(std::string(name_of(TransportType::kTcp)) == "tcp");

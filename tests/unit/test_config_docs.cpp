@@ -36,8 +36,8 @@ void collect(const YAML::Node& map, const std::string& prefix,
   }
 }
 
-// to_yaml of configs that between them use every key: defaults, mlp + adam + blobs, and the
-// keys of each shard strategy and aggregation mode, and the NumPy keys.
+// to_yaml of configs that between them use every key: defaults, mlp + adam + blobs, adagrad,
+// ftrl, the keys of each shard strategy and aggregation mode, and the NumPy keys.
 std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
   std::vector<std::pair<std::string, YAML::Node>> out;
   for (const char* text :
@@ -46,6 +46,8 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
         "categorical: {e: one_hot, f: {hash: 8}}, missing: mean}\n",
         "version: 1\nmodel: {type: mlp, init: m.json}\ndata: {synthetic: {kind: blobs}}\n"
         "training: {optimizer: {type: adam}}\n",
+        "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: adagrad}}\n",
+        "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: ftrl}}\n",
         "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
         "shards: {strategy: by_label}\naggregation: {mode: async, async: {max_staleness: 2}}\n"
         "faults: [{server: 0, at_step: 3, action: hang}]\n",

@@ -131,16 +131,20 @@ TEST_CASE("models: the training hot path allocates nothing once warmed up") {
 }
 
 TEST_CASE("optim: steps allocate nothing") {
-  for (const auto type : {dt::config::OptimizerType::kSgd, dt::config::OptimizerType::kAdam}) {
+  for (const auto type : {dt::config::OptimizerType::kSgd, dt::config::OptimizerType::kAdam,
+                          dt::config::OptimizerType::kAdagrad, dt::config::OptimizerType::kFtrl}) {
     dt::config::OptimizerConfig config;
     config.type = type;
     config.momentum = 0.9;
     auto opt = dt::models::make_optimizer(config, 1000);
     std::vector<double> p(1000, 1.0);
     const std::vector<double> g(1000, 0.5);
+    const std::vector<std::uint64_t> keys{3, 10, 999};
+    const std::vector<double> values{0.5, -0.25, 1.0};
     CHECK(allocations_in([&] {
             opt->step(p, g);
             opt->step(p, g);
+            opt->step_indices(keys, values, 0.5, p);
           }) == 0);
   }
 }

@@ -1,0 +1,146 @@
+// The per-coordinate optimizers of sparse problems: Adagrad and FTRL-Proximal. Each coordinate
+// has its own learning rate from its own sum of squared gradients, and a coordinate whose
+// gradient is zero keeps its weight and its state bit for bit, so the dense step and the lazy
+// step (step_indices) agree exactly.
+
+#include "core/models/optim_detail.hpp"
+
+#include "base/error.hpp"
+
+#include <cmath>
+#include <utility>
+
+namespace dt::models::detail {
+
+namespace {
+
+// Adagrad (Duchi, Hazan & Singer 2011) in PyTorch's form, without lr_decay and weight_decay
+// (model.l2 is the weight decay): sum += g^2; p -= lr * (g / (sqrt(sum) + epsilon)).
+// Slot [sum], starting at initial_accumulator_value.
+class Adagrad final : public Optimizer {
+ public:
+  Adagrad(const config::OptimizerConfig& c, std::size_t size)
+      : lr_(c.lr), epsilon_(c.epsilon), size_(size) {
+    state_.slots.assign(1, std::vector<double>(size_, c.initial_accumulator_value));
+  }
+
+  void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
+                   std::span<double> to) override {
+    check_step(size_, from, grad_sum, to);
+    const double lr = lr_, epsilon = epsilon_;
+    double* sum = state_.slots[0].data();
+    for (std::size_t i = 0; i < size_; ++i) {
+      to[i] = update(from[i], grad_sum[i] * scale, sum[i], lr, epsilon);
+    }
+    ++state_.steps;
+  }
+
+  void step_indices(std::span<const std::uint64_t> indices, std::span<const double> grad_sum,
+                    double scale, std::span<double> params) override {
+    check_indices(size_, indices, grad_sum, params);
+    const double lr = lr_, epsilon = epsilon_;
+    double* sum = state_.slots[0].data();
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      const std::uint64_t k = indices[i];
+      params[k] = update(params[k], grad_sum[i] * scale, sum[k], lr, epsilon);
+    }
+    ++state_.steps;
+  }
+
+  [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
+  void set_state(OptimizerState state) override {
+    restore(state_, std::move(state), 1, size_, "adagrad");
+  }
+
+ private:
+  // g == 0 adds 0 to sum (>= 0) and subtracts lr * 0 from p: both unchanged, bit for bit.
+  static double update(double p, double g, double& sum, double lr, double epsilon) {
+    sum += g * g;
+    return p - lr * (g / (std::sqrt(sum) + epsilon));
+  }
+
+  double lr_;
+  double epsilon_;
+  std::size_t size_;
+  OptimizerState state_;
+};
+
+// FTRL-Proximal (McMahan et al. 2013, algorithm 1), per coordinate with gradient g and weight w:
+//   sigma = (sqrt(n + g^2) - sqrt(n)) / alpha;  z += g - sigma * w;  n += g^2
+//   w = 0                                                    when |z| <= l1
+//   w = -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2)  otherwise
+// Slots [z, n]. A coordinate with g == 0 is skipped (the paper updates only the features a
+// row has; the closed form would give the same w for a weight it produced itself).
+// The weight a coordinate starts from need not be 0 (model.init, a parameters-mode merge):
+// at its first nonzero gradient (n == 0) z is first set to the value whose closed form is that
+// weight, z = -w (beta / alpha + l2) - sign(w) l1, so the step continues from it as a
+// gradient step would; from w = 0 this is the paper's z = 0.
+class Ftrl final : public Optimizer {
+ public:
+  Ftrl(const config::OptimizerConfig& c, std::size_t size)
+      : c_{c.lr, c.beta, c.l1, c.l2}, size_(size) {
+    state_.slots.assign(2, std::vector<double>(size_, 0.0));
+  }
+
+  void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
+                   std::span<double> to) override {
+    check_step(size_, from, grad_sum, to);
+    const Constants c = c_;
+    double* z = state_.slots[0].data();
+    double* n = state_.slots[1].data();
+    for (std::size_t i = 0; i < size_; ++i) {
+      to[i] = update(from[i], grad_sum[i] * scale, z[i], n[i], c);
+    }
+    ++state_.steps;
+  }
+
+  void step_indices(std::span<const std::uint64_t> indices, std::span<const double> grad_sum,
+                    double scale, std::span<double> params) override {
+    check_indices(size_, indices, grad_sum, params);
+    const Constants c = c_;
+    double* z = state_.slots[0].data();
+    double* n = state_.slots[1].data();
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      const std::uint64_t k = indices[i];
+      params[k] = update(params[k], grad_sum[i] * scale, z[k], n[k], c);
+    }
+    ++state_.steps;
+  }
+
+  [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
+  void set_state(OptimizerState state) override {
+    restore(state_, std::move(state), 2, size_, "ftrl");
+  }
+
+ private:
+  struct Constants {
+    double alpha, beta, l1, l2;
+  };
+
+  static double update(double w, double g, double& z, double& n, const Constants& c) {
+    if (g == 0.0) return w;
+    if (n == 0.0 && w != 0.0) z = -w * (c.beta / c.alpha + c.l2) - std::copysign(c.l1, w);
+    const double n_new = n + g * g;
+    const double sigma = (std::sqrt(n_new) - std::sqrt(n)) / c.alpha;
+    z += g - sigma * w;
+    n = n_new;
+    if (std::abs(z) <= c.l1) return 0.0;
+    return -(z - std::copysign(c.l1, z)) / ((c.beta + std::sqrt(n)) / c.alpha + c.l2);
+  }
+
+  Constants c_;
+  std::size_t size_;
+  OptimizerState state_;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_adagrad(const config::OptimizerConfig& config, std::size_t size) {
+  return std::make_unique<Adagrad>(config, size);
+}
+
+std::unique_ptr<Optimizer> make_ftrl(const config::OptimizerConfig& config, std::size_t size) {
+  return std::make_unique<Ftrl>(config, size);
+}
+
+}  // namespace dt::models::detail
