@@ -67,20 +67,26 @@ double log_loss_sum(const RowMatrix& predictions, ConstVectorRef y) {
   return total;
 }
 
-std::optional<double> exact_auc(std::vector<std::pair<double, bool>>& scored) {
-  for (auto& s : scored) {
-    if (std::isnan(s.first)) s.first = -std::numeric_limits<double>::infinity();
-  }
-  std::sort(scored.begin(), scored.end());
-  PairCount count;
-  for (std::size_t i = 0; i < scored.size();) {
-    std::uint64_t negatives = 0;
-    std::uint64_t positives = 0;
-    const double score = scored[i].first;
-    for (; i < scored.size() && scored[i].first == score; ++i) {
-      ++(scored[i].second ? positives : negatives);
+std::optional<double> exact_auc(std::vector<double>& negatives, std::vector<double>& positives) {
+  for (auto* scores : {&negatives, &positives}) {
+    for (double& s : *scores) {
+      if (std::isnan(s)) s = -std::numeric_limits<double>::infinity();
     }
-    count.group(negatives, positives);
+    std::sort(scores->begin(), scores->end());
+  }
+  // Both lists merged in ascending order, one group per distinct score.
+  PairCount count;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < negatives.size() || j < positives.size()) {
+    const double score = j == positives.size()   ? negatives[i]
+                         : i == negatives.size() ? positives[j]
+                                                 : std::min(negatives[i], positives[j]);
+    const std::size_t i0 = i;
+    const std::size_t j0 = j;
+    while (i < negatives.size() && negatives[i] == score) ++i;
+    while (j < positives.size() && positives[j] == score) ++j;
+    count.group(i - i0, j - j0);
   }
   return count.auc();
 }
@@ -129,7 +135,7 @@ void ScoreMetrics::add(const RowMatrix& predictions, ConstVectorRef y) {
   for (Eigen::Index i = 0; i < predictions.rows(); ++i) {
     const bool positive = y(i) >= 0.5;
     if (auc_ == Auc::kExact) {
-      scored_.emplace_back(predictions(i, 0), positive);
+      (positive ? positives_ : negatives_).push_back(predictions(i, 0));
     } else {
       histogram_.add(predictions(i, 0), positive);
     }
@@ -138,7 +144,7 @@ void ScoreMetrics::add(const RowMatrix& predictions, ConstVectorRef y) {
 
 std::optional<double> ScoreMetrics::auc() {
   if (task_ != config::Task::kBinary) return std::nullopt;
-  return auc_ == Auc::kExact ? exact_auc(scored_) : histogram_.auc();
+  return auc_ == Auc::kExact ? exact_auc(negatives_, positives_) : histogram_.auc();
 }
 
 double ScoreMetrics::auc_error_bound() const {

@@ -66,7 +66,7 @@ class Evaluation {
  public:
   explicit Evaluation(const output::SavedModel& saved);
   void add(const data::Shard& chunk);
-  // Not const: the exact AUC sorts the scores it kept (16 bytes a row of a binary model).
+  // Not const: the exact AUC sorts the scores it kept (8 bytes a row of a binary model).
   [[nodiscard]] roles::Metrics metrics();
 
  private:

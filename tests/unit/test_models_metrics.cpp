@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace {
@@ -15,15 +16,14 @@ using dt::models::AucHistogram;
 using dt::models::RowMatrix;
 using dt::models::ScoreMetrics;
 
-std::vector<std::pair<double, bool>> scored(const std::vector<double>& s, const std::vector<int>& y) {
-  std::vector<std::pair<double, bool>> out;
-  for (std::size_t i = 0; i < s.size(); ++i) out.emplace_back(s[i], y[i] == 1);
-  return out;
+std::optional<double> exact_or_none(const std::vector<double>& s, const std::vector<int>& y) {
+  std::vector<double> negatives, positives;
+  for (std::size_t i = 0; i < s.size(); ++i) (y[i] == 1 ? positives : negatives).push_back(s[i]);
+  return dt::models::exact_auc(negatives, positives);
 }
 
 double exact(const std::vector<double>& s, const std::vector<int>& y) {
-  auto rows = scored(s, y);
-  const auto auc = dt::models::exact_auc(rows);
+  const auto auc = exact_or_none(s, y);
   REQUIRE(auc.has_value());
   return *auc;
 }
@@ -61,12 +61,9 @@ TEST_CASE("auc: hand-computed pairs, ties counting half") {
 }
 
 TEST_CASE("auc: undefined with one class only") {
-  auto positives = scored({0.1, 0.7}, {1, 1});
-  CHECK_FALSE(dt::models::exact_auc(positives).has_value());
-  auto negatives = scored({0.1, 0.7}, {0, 0});
-  CHECK_FALSE(dt::models::exact_auc(negatives).has_value());
-  std::vector<std::pair<double, bool>> none;
-  CHECK_FALSE(dt::models::exact_auc(none).has_value());
+  CHECK_FALSE(exact_or_none({0.1, 0.7}, {1, 1}).has_value());
+  CHECK_FALSE(exact_or_none({0.1, 0.7}, {0, 0}).has_value());
+  CHECK_FALSE(exact_or_none({}, {}).has_value());
   CHECK_FALSE(histogram_auc({0.1, 0.7}, {1, 1}).has_value());
   CHECK_FALSE(AucHistogram().auc().has_value());
 }
@@ -74,6 +71,7 @@ TEST_CASE("auc: undefined with one class only") {
 TEST_CASE("auc: NaN scores rank lowest instead of breaking the sort") {
   CHECK(exact({std::nan(""), 0.3, 0.2}, {0, 1, 0}) == 1.0);
   CHECK(exact({std::nan(""), 0.3}, {1, 0}) == 0.0);
+  CHECK(exact({std::nan(""), -std::numeric_limits<double>::infinity()}, {1, 0}) == 0.5);
 }
 
 TEST_CASE("auc histogram: bins follow the logit, the ends catch the tails") {
