@@ -109,6 +109,19 @@ def test_binary_metrics_match_sklearn(tmp):
     assert f", auc {m['auc']:.4f}" in line.stdout, line
 
 
+def test_binary_mlp_metrics_match_sklearn(tmp):
+    # An MLP with a binary head goes through the same scores as logistic regression.
+    data = h.source("data", "logistic.csv")
+    _, r = train(tmp, "mlp", "{type: mlp, task: binary, hidden: [4]}", "logistic.csv")
+    assert r.code == 0, r
+    v = r.json()["validation"]
+    p = predicted(tmp / "mlp" / "model.json", data)[:, 0]
+    y = np.loadtxt(data, delimiter=",", skiprows=1)[:, -1].astype(int)
+    held = validation_rows(len(y), 0.25, 7)
+    assert abs(v["auc"] - roc_auc_score(y[held], p[held])) < 1e-12, v
+    assert abs(v["log_loss"] - log_loss(y[held], p[held])) < 1e-9, v
+
+
 def test_expect_reads_auc_and_log_loss(tmp):
     _, r = train(tmp, "low", "{type: logistic_regression}", "logistic.csv",
                  "expect: {auc: {min: 1.01}}")
@@ -206,6 +219,7 @@ def test_reruns_and_resume_are_byte_identical(tmp):
 
 
 if __name__ == "__main__":
-    h.main([test_binary_metrics_match_sklearn, test_expect_reads_auc_and_log_loss,
+    h.main([test_binary_metrics_match_sklearn, test_binary_mlp_metrics_match_sklearn,
+            test_expect_reads_auc_and_log_loss,
             test_multiclass_log_loss_matches_sklearn, test_one_class_validation_has_no_auc,
             test_reruns_and_resume_are_byte_identical])
