@@ -121,19 +121,17 @@ int eval(const InferenceArgs& args) {
   data::Shard chunk;
   while (rows->next(chunk)) evaluation.add(chunk);
   const auto m = evaluation.metrics();
-  nlohmann::ordered_json j;
-  j["rows"] = m.rows;
-  j["loss"] = m.loss;
-  if (m.mse) j["mse"] = *m.mse;
-  if (m.accuracy) j["accuracy"] = *m.accuracy;
-  if (m.log_loss) j["log_loss"] = *m.log_loss;
   if (args.json) {
+    const auto j = output::metrics_json(m);
     print(output::json_text(j) + "\n");
   } else {
     std::string line = fmt::format("{} rows: loss {:.6g}", m.rows, m.loss);
     if (m.mse) line += fmt::format(", mse {:.6g}", *m.mse);
     if (m.accuracy) line += fmt::format(", accuracy {:.4f}", *m.accuracy);
     if (m.log_loss) line += fmt::format(", log_loss {:.6g}", *m.log_loss);
+    if (m.auc_measured) {
+      line += m.auc ? fmt::format(", auc {:.4f}", *m.auc) : ", auc undefined (one class only)";
+    }
     print(line + "\n");
   }
   return 0;

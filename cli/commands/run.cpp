@@ -121,6 +121,7 @@ std::string human_line(const config::Config& config, const roles::RunResult& r,
   if (r.final) {
     metrics = fmt::format("final loss {:.6g}", r.final->loss);
     if (r.final->accuracy) metrics += fmt::format(", accuracy {:.4f}", *r.final->accuracy);
+    if (r.final->auc) metrics += fmt::format(", auc {:.4f}", *r.final->auc);
     if (r.validation) metrics += fmt::format(", validation loss {:.6g}", r.validation->loss);
   }
   return fmt::format("{}: {} {} on {} workers ({}), {} steps in {:.2f} s, {}; {}{}\n", config.name,

@@ -162,8 +162,8 @@ struct Config {
   FaultToleranceConfig fault_tolerance;
   std::vector<FaultConfig> faults;
   OutputConfig output;
-  // metric name -> bound: final_loss, mse, accuracy, log_loss, validation_loss,
-  // validation_accuracy, validation_mse, validation_log_loss
+  // metric name -> bound: final_loss, mse, accuracy, log_loss, auc, validation_loss,
+  // validation_accuracy, validation_mse, validation_log_loss, validation_auc
   std::map<std::string, Bound> expect;
 
   std::filesystem::path source;  // the config file this came from ("" when built from text)

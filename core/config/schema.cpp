@@ -353,10 +353,12 @@ const std::vector<std::string>& metrics() {
                                               "mse",
                                               "accuracy",
                                               "log_loss",
+                                              "auc",
                                               "validation_loss",
                                               "validation_mse",
                                               "validation_accuracy",
-                                              "validation_log_loss"};
+                                              "validation_log_loss",
+                                              "validation_auc"};
   return names;
 }
 

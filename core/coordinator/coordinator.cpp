@@ -448,15 +448,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       protocol::Envelope evaluate{.type = protocol::Type::kEvaluate, .step = result.steps};
       evaluate.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
       session.broadcast(std::move(evaluate));
-      double loss = 0, correct = 0, squared = 0;
-      std::uint64_t rows = 0;
-      for (const auto& e : session.gather(protocol::Type::kEvaluation)) {
-        loss += protocol::number(e, "loss_sum");
-        correct += protocol::number(e, "correct");
-        squared += protocol::number(e, "squared_error_sum");
-        rows += protocol::count(e, "rows");
-      }
-      result.final = to_metrics(task, loss, correct, squared, rows);
+      result.final = merge_evaluations(task, session.gather(protocol::Type::kEvaluation));
       // The per-step check sees the loss before each update; this one sees the last update's.
       if (!std::isfinite(result.final->loss)) {
         fail<TrainingError>("training diverged: the final model's loss over the training rows is "

@@ -7,7 +7,9 @@
 #include "core/config/config.hpp"
 #include "core/coordinator/result.hpp"
 #include "core/data/dataset.hpp"
+#include "core/models/metrics.hpp"
 #include "core/models/model.hpp"
+#include "core/protocol/protocol.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -40,6 +42,26 @@ class Evaluation {
 [[nodiscard]] models::BatchResult evaluate_rows(models::Model& model,
                                                 std::span<const double> params,
                                                 const data::Shard& shard);
+
+// Adds the score metrics of `params` over every row of `shard` to `scores` (predictions in the
+// chunks of evaluate_rows). Binary and multiclass tasks only.
+void score_rows(models::Model& model, std::span<const double> params, const data::Shard& shard,
+                models::ScoreMetrics& scores);
+
+// Sets m.log_loss to the clipped mean of `scores` and, for binary tasks, m.auc (m covers the
+// same rows). Without it, a classification's log_loss is its mean loss (the same but for rows
+// whose probability is within 2.2e-16 of 0 or 1).
+void set_score_metrics(Metrics& m, models::ScoreMetrics& scores);
+
+// A worker's final evaluation: adds the score part to its kEvaluation `reply` ("log_loss_sum",
+// and for binary tasks its score histogram as array 0; nothing for regression).
+void put_scores(models::Model& model, std::span<const double> params, const data::Shard& shard,
+                protocol::Envelope& reply);
+// The final metrics over the training rows from every worker's kEvaluation reply (in rank
+// order): the loss and metric sums added, the histograms merged (an AUC within its bound).
+// Replies without scores (tensor mode) leave log_loss as the mean loss and auc unmeasured.
+[[nodiscard]] Metrics merge_evaluations(config::Task task,
+                                        const std::vector<protocol::Envelope>& replies);
 
 // Turns a Metrics for the task into loss/metric numbers.
 [[nodiscard]] Metrics to_metrics(config::Task task, double loss_sum, double correct,

@@ -21,6 +21,8 @@ struct LogRow {
   double train_loss = 0;   // mean batch loss since the previous row
   std::optional<double> validation_loss;
   std::optional<double> validation_metric;  // accuracy (classification) or mse (regression)
+  std::optional<double> validation_log_loss;  // classification (clipped, core/models/metrics.hpp)
+  std::optional<double> validation_auc;       // binary, when both classes are held out
   std::vector<double> worker_loss;          // each worker's mean batch loss since the previous row
 };
 
@@ -30,6 +32,11 @@ struct Metrics {
   std::optional<double> mse;
   std::optional<double> accuracy;
   std::optional<double> log_loss;
+  // Binary tasks: the area under the ROC curve. auc_measured false: not computed (tensor mode's
+  // training rows); measured but nullopt: the rows hold one class only (undefined: JSON null).
+  bool auc_measured = false;
+  std::optional<double> auc;
+  double auc_error_bound = 0;  // training rows: the merged histograms' bound; 0 when exact
 };
 
 struct WorkerStats {

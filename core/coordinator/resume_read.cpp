@@ -15,11 +15,14 @@ constexpr const char* kCheckpointFormat = "disttrain-checkpoint";
 // The log so far goes in every checkpoint, as columns of raw doubles: it grows with the run, and
 // as JSON (every number through shortest round-trip printing) it cost the coordinator ~4 ms a
 // checkpoint by a run's thousandth row, on the step path of every mode.
-// "log.flags": 1 = a validation loss, 2 = a validation metric; "log.workers": each row's count
-// of worker losses, which "log.worker_loss" holds one row after the other.
+// "log.flags": 1 = a validation loss, 2 = a validation metric, 4 = a validation log-loss, 8 = a
+// validation AUC; "log.workers": each row's count of worker losses, which "log.worker_loss"
+// holds one row after the other. The log-loss and AUC columns came later: a checkpoint without
+// them is read as rows without those values.
 constexpr const char* kLogColumns[] = {"log.step", "log.epoch", "log.seconds", "log.train_loss",
                                        "log.validation_loss", "log.validation_metric",
                                        "log.flags", "log.workers"};
+constexpr const char* kScoreColumns[] = {"log.validation_log_loss", "log.validation_auc"};
 
 // A whole number the log keeps as a double (a step, the flags, a worker count). Anything else
 // is a damaged or hand-made checkpoint, and converting NaN or 1e300 to an integer is undefined
@@ -43,6 +46,14 @@ std::vector<LogRow> get_log(const checkpoint::Checkpoint& in, const std::string&
                       c.back()->size(), rows);
     }
   }
+  std::vector<const std::vector<double>*> scores;
+  for (const char* name : kScoreColumns) {
+    scores.push_back(in.has(name) ? &in.array(name) : nullptr);
+    if (scores.back() != nullptr && scores.back()->size() != rows) {
+      fail<DataError>("{}: the log column {} holds {} values for {} rows", where, name,
+                      scores.back()->size(), rows);
+    }
+  }
   const auto& worker_loss = in.array("log.worker_loss");
   std::vector<LogRow> log(rows);
   std::size_t at = 0;
@@ -55,6 +66,8 @@ std::vector<LogRow> get_log(const checkpoint::Checkpoint& in, const std::string&
     const auto flags = whole((*c[6])[i], where, kLogColumns[6]);
     if ((flags & 1) != 0) row.validation_loss = (*c[4])[i];
     if ((flags & 2) != 0) row.validation_metric = (*c[5])[i];
+    if ((flags & 4) != 0 && scores[0] != nullptr) row.validation_log_loss = (*scores[0])[i];
+    if ((flags & 8) != 0 && scores[1] != nullptr) row.validation_auc = (*scores[1])[i];
     const auto n = whole((*c[7])[i], where, kLogColumns[7]);
     if (n > worker_loss.size() - at) {
       fail<DataError>("{}: the log's worker losses end before row {}", where, i + 1);
@@ -209,6 +222,7 @@ void put_log(checkpoint::Checkpoint& out, const std::vector<LogRow>& log) {
   std::vector<std::vector<double>> c(std::size(kLogColumns));
   for (auto& column : c) column.reserve(log.size());
   std::vector<double> worker_loss;
+  std::vector<std::vector<double>> scores(std::size(kScoreColumns));
   for (const auto& row : log) {
     c[0].push_back(static_cast<double>(row.step));  // exact: steps stay below 2^53
     c[1].push_back(row.epoch);
@@ -216,11 +230,15 @@ void put_log(checkpoint::Checkpoint& out, const std::vector<LogRow>& log) {
     c[3].push_back(row.train_loss);
     c[4].push_back(row.validation_loss.value_or(0.0));
     c[5].push_back(row.validation_metric.value_or(0.0));
-    c[6].push_back((row.validation_loss ? 1.0 : 0.0) + (row.validation_metric ? 2.0 : 0.0));
+    c[6].push_back((row.validation_loss ? 1.0 : 0.0) + (row.validation_metric ? 2.0 : 0.0) +
+                   (row.validation_log_loss ? 4.0 : 0.0) + (row.validation_auc ? 8.0 : 0.0));
+    scores[0].push_back(row.validation_log_loss.value_or(0.0));
+    scores[1].push_back(row.validation_auc.value_or(0.0));
     c[7].push_back(static_cast<double>(row.worker_loss.size()));
     worker_loss.insert(worker_loss.end(), row.worker_loss.begin(), row.worker_loss.end());
   }
   for (std::size_t i = 0; i < c.size(); ++i) out.arrays[kLogColumns[i]] = std::move(c[i]);
+  for (std::size_t i = 0; i < scores.size(); ++i) out.arrays[kScoreColumns[i]] = std::move(scores[i]);
   out.arrays["log.worker_loss"] = std::move(worker_loss);
   out.manifest["log_rows"] = log.size();
 }

@@ -348,6 +348,8 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
   if (const auto v = evaluation_.validate(params_)) {
     row.validation_loss = v->loss;
     row.validation_metric = v->accuracy ? v->accuracy : v->mse;
+    row.validation_log_loss = v->log_loss;
+    row.validation_auc = v->auc;
   }
   const std::string progress =
       fmt::format("step {}/{} epoch {:.2f} loss {:.6g}{}", step, total, row.epoch,

@@ -186,7 +186,9 @@ void append_predictions(const output::SavedModel& saved, models::Model& model,
 }
 
 Evaluation::Evaluation(const output::SavedModel& saved)
-    : saved_(saved), model_(models::make_model(saved.spec)) {}
+    : saved_(saved),
+      model_(models::make_model(saved.spec)),
+      scores_(model_->task(), models::ScoreMetrics::Auc::kExact) {}
 
 void Evaluation::add(const data::Shard& chunk) {
   // One chunk of at most kChunkRows rows: evaluate_rows' own sum is that chunk's, added here
@@ -196,11 +198,16 @@ void Evaluation::add(const data::Shard& chunk) {
   total_.correct += r.correct;
   total_.squared_error_sum += r.squared_error_sum;
   rows_ += static_cast<std::uint64_t>(chunk.y.size());
+  if (model_->task() != config::Task::kRegression) {
+    roles::score_rows(*model_, saved_.params, chunk, scores_);
+  }
 }
 
-roles::Metrics Evaluation::metrics() const {
-  return roles::to_metrics(model_->task(), total_.loss_sum, total_.correct,
-                           total_.squared_error_sum, rows_);
+roles::Metrics Evaluation::metrics() {
+  auto m = roles::to_metrics(model_->task(), total_.loss_sum, total_.correct,
+                             total_.squared_error_sum, rows_);
+  if (model_->task() != config::Task::kRegression) roles::set_score_metrics(m, scores_);
+  return m;
 }
 
 }  // namespace dt::inference

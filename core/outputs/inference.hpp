@@ -66,12 +66,14 @@ class Evaluation {
  public:
   explicit Evaluation(const output::SavedModel& saved);
   void add(const data::Shard& chunk);
-  [[nodiscard]] roles::Metrics metrics() const;
+  // Not const: the exact AUC sorts the scores it kept (8 bytes a row of a binary model).
+  [[nodiscard]] roles::Metrics metrics();
 
  private:
   const output::SavedModel& saved_;
   std::unique_ptr<models::Model> model_;
   models::BatchResult total_;
+  models::ScoreMetrics scores_;
   std::uint64_t rows_ = 0;
 };
 

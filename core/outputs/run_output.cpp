@@ -114,6 +114,12 @@ ordered_json model_json(const config::Config& config, const roles::RunResult& re
 
 namespace {
 
+double percentile_or_zero(const std::vector<double>& v, std::size_t i) {
+  return i < v.size() ? v[i] : 0.0;
+}
+
+}  // namespace
+
 ordered_json metrics_json(const roles::Metrics& m) {
   ordered_json j;
   j["rows"] = m.rows;
@@ -121,14 +127,13 @@ ordered_json metrics_json(const roles::Metrics& m) {
   if (m.mse) j["mse"] = *m.mse;
   if (m.accuracy) j["accuracy"] = *m.accuracy;
   if (m.log_loss) j["log_loss"] = *m.log_loss;
+  if (m.auc_measured) {
+    // null: the rows hold one class only, and AUC is undefined.
+    j["auc"] = m.auc ? ordered_json(*m.auc) : ordered_json(nullptr);
+    if (m.auc && m.auc_error_bound > 0) j["auc_error_bound"] = m.auc_error_bound;
+  }
   return j;
 }
-
-double percentile_or_zero(const std::vector<double>& v, std::size_t i) {
-  return i < v.size() ? v[i] : 0.0;
-}
-
-}  // namespace
 
 ordered_json summary_json(const config::Config& config, const roles::RunResult& result,
                           const std::vector<std::string>& expect_failures) {
@@ -196,16 +201,19 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
 }
 
 std::string loss_csv(const roles::RunResult& result, int workers) {
-  std::string out = "step,epoch,seconds,train_loss,validation_loss,validation_metric";
+  std::string out =
+      "step,epoch,seconds,train_loss,validation_loss,validation_metric,validation_log_loss,"
+      "validation_auc";
   for (int r = 0; r < workers; ++r) out += fmt::format(",worker_{}_loss", r);
   out += '\n';
   const auto opt = [](const std::optional<double>& v) {
     return v ? text::format_double(*v) : std::string();
   };
   for (const auto& row : result.log) {
-    out += fmt::format("{},{},{},{},{},{}", row.step, text::format_double(row.epoch),
+    out += fmt::format("{},{},{},{},{},{},{},{}", row.step, text::format_double(row.epoch),
                        text::format_double(row.seconds), text::format_double(row.train_loss),
-                       opt(row.validation_loss), opt(row.validation_metric));
+                       opt(row.validation_loss), opt(row.validation_metric),
+                       opt(row.validation_log_loss), opt(row.validation_auc));
     for (double w : row.worker_loss) {
       out += ',';
       out += text::format_double(w);
@@ -264,6 +272,12 @@ std::vector<std::string> check_expectations(const config::Config& config,
       else if (key == "mse") value = metrics->mse;
       else if (key == "accuracy") value = metrics->accuracy;
       else if (key == "log_loss") value = metrics->log_loss;
+      else if (key == "auc") value = metrics->auc;
+    }
+    if (!value && key == "auc" && metrics && metrics->auc_measured) {
+      failures.push_back(fmt::format("{} is undefined: the {} rows hold one class only", metric,
+                                     validation ? "validation" : "training"));
+      continue;
     }
     if (!value) {
       failures.push_back(fmt::format("{} was not measured in this run{}", metric,

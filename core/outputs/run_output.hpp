@@ -36,6 +36,9 @@ namespace dt::output {
 // model.json's "categorical": [{"column", "encoding": "one_hot", "categories"} or {"column",
 // "encoding": "hash", "buckets"}] (also the export formats' "categorical" metadata).
 [[nodiscard]] nlohmann::ordered_json categorical_json(const std::vector<data::Encoding>& encodings);
+// One set of metrics as summary.json's "validation" and eval print it: rows, loss, then mse or
+// accuracy, log_loss and (binary) auc, null when the rows hold one class only.
+[[nodiscard]] nlohmann::ordered_json metrics_json(const roles::Metrics& m);
 [[nodiscard]] nlohmann::ordered_json summary_json(const config::Config& config,
                                                   const roles::RunResult& result,
                                                   const std::vector<std::string>& expect_failures);

@@ -31,7 +31,9 @@ enum class Type : std::uint16_t {
   kStep = 6,        // coordinator -> worker: compute step s at these parameters
   kGradient = 7,    // worker -> coordinator: gradient sum, rows, loss sum of my part of the batch
   kEvaluate = 8,    // coordinator -> worker: evaluate these parameters on my whole shard
-  kEvaluation = 9,  // worker -> coordinator: loss sum, correct, squared error, rows
+  kEvaluation = 9,  // worker -> coordinator: loss sum, correct, squared error, rows; for
+                    // classification the clipped log-loss sum, and for binary tasks the
+                    // score histogram as array 0 (roles::put_scores)
   kStop = 10,       // coordinator -> worker: training is over, report and exit
   kReport = 11,     // worker -> coordinator: counters and timings
   kError = 12,      // worker -> coordinator: I failed, here is why (then exits)

@@ -161,6 +161,7 @@ protocol::Envelope evaluate_shard(WorkerSession& session, const protocol::Envelo
                   {"loss_sum", total.loss_sum},
                   {"correct", total.correct},
                   {"squared_error_sum", total.squared_error_sum}};
+  put_scores(session.model(), params, session.shard(), reply);
   return reply;
 }
 

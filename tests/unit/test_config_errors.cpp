@@ -62,7 +62,8 @@ TEST_CASE("config errors: expect takes the known metric names") {
        "test.yaml:4:3: unknown key 'expect.acuracy' (did you mean 'expect.accuracy'?)"},
       {with_header("expect:\n  speed: {min: 1}\n"),
        "test.yaml:4:3: unknown key 'expect.speed' (expected final_loss, mse, accuracy, log_loss, "
-       "validation_loss, validation_mse, validation_accuracy or validation_log_loss)"},
+       "auc, validation_loss, validation_mse, validation_accuracy, validation_log_loss or "
+       "validation_auc)"},
       {with_header("expect:\n  mse: {below: 1}\n"),
        "test.yaml:4:9: unknown key 'expect.mse.below' (expected min or max)"},
       {with_header("expect:\n  mse: {}\n"),
