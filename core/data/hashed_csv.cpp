@@ -60,6 +60,10 @@ struct Plan {
 
 Plan plan_of(const SourceInfo& source, const std::string& origin) {
   const SparseSource& sparse = *source.sparse;
+  if (!sparse.hashed.empty() && (sparse.hash_bits < 1 || sparse.hash_bits > 30)) {
+    fail<DataError>("{}: {} hashed columns need data.hash.bits from 1 to 30, not {}", origin,
+                    sparse.hashed.size(), sparse.hash_bits);
+  }
   Plan p;
   for (const auto& name : sparse.hashed) {
     p.hashed.push_back(column_at(source, name, "data.hash.columns", origin));
