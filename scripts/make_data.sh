@@ -7,6 +7,7 @@ bin=${1:-build/release/disttrain}
 "$bin" gen linear   --rows 2000 --features 8 --noise 0.5 --seed 1 > data/linear.csv
 "$bin" gen logistic --rows 2000 --features 5 --noise 0   --seed 2 > data/logistic.csv
 "$bin" gen blobs    --rows 1500 --features 4 --classes 3 --noise 1.0 --seed 3 > data/blobs.csv
+"$bin" gen clicks   --rows 1000 --seed 1 > data/clicks.csv  # configs/clicks.yaml (data.hash)
 # configs/numpy.yaml's arrays: blobs.csv's features (float64) and classes (int64) as .npy files
 # (numpy.save writes the same bytes on every machine). Debian's python3 has numpy.
 /usr/bin/python3 - <<'PY'
@@ -71,4 +72,4 @@ run=$(mktemp -d)
 trap 'rm -rf "$run"' EXIT
 "$bin" run configs/softmax_regression.yaml -q --set training.epochs=2 --set "output.dir=$run" || [[ $? == 1 ]]
 cp "$run/model.json" data/models/blobs_softmax.json
-echo "wrote data/shop.csv data/linear.csv data/logistic.csv data/blobs.csv data/blobs_x.npy data/blobs_y.npy data/linear_missing.csv data/logistic.svm data/blobs.tsv.zst data/models/blobs_softmax.json"
+echo "wrote data/shop.csv data/linear.csv data/logistic.csv data/blobs.csv data/clicks.csv data/blobs_x.npy data/blobs_y.npy data/linear_missing.csv data/logistic.svm data/blobs.tsv.zst data/models/blobs_softmax.json"

@@ -11,6 +11,8 @@
 #include "core/protocol/keys.hpp"
 #include "core/outputs/initial_model.hpp"
 #include "core/outputs/run_output.hpp"
+#include "base/error.hpp"
+#include "base/text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -82,6 +84,81 @@ std::string describe_categorical(const std::vector<data::Encoding>& encodings) {
   return fmt::format("encoded:    {}\n", fmt::join(parts, ", "));
 }
 
+std::string sparse_mib(std::uint64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+// A shard's sparse rows, added up a piece at a time: nonzeros, the longest row, and the bytes
+// the whole shard takes as one CSR (12 per nonzero, 8 per row offset).
+struct SparseTally {
+  std::uint64_t rows = 0, nonzeros = 0, max_row = 0, bytes = 8;
+  void add(const data::SparseRows& part) {
+    rows += part.rows();
+    nonzeros += part.nonzeros();
+    for (std::size_t r = 0; r < part.rows(); ++r) max_row = std::max(max_row, part.row_size(r));
+    bytes += part.rows() * sizeof(std::uint64_t) +
+             part.nonzeros() * (sizeof(std::uint32_t) + sizeof(double));
+  }
+};
+
+nlohmann::ordered_json sparse_json(const data::SparseSource& source,
+                                   const std::vector<SparseTally>& shards) {
+  SparseTally all;
+  all.bytes = 0;
+  for (const auto& s : shards) {
+    all.rows += s.rows;
+    all.nonzeros += s.nonzeros;
+    all.max_row = std::max(all.max_row, s.max_row);
+    all.bytes += s.bytes;
+  }
+  nlohmann::ordered_json j;
+  j["width"] = source.width;
+  if (source.hash_bits > 0) j["hash_bits"] = source.hash_bits;
+  if (!source.numeric.empty()) j["numeric_columns"] = source.numeric.size();
+  j["nonzeros"] = all.nonzeros;
+  j["nonzeros_per_row_mean"] =
+      all.rows == 0 ? 0.0 : static_cast<double>(all.nonzeros) / static_cast<double>(all.rows);
+  j["nonzeros_per_row_max"] = all.max_row;
+  j["memory_bytes"] = all.bytes;  // the training shards, all workers
+  return j;
+}
+
+// "sparse:     4194304 keys (2^22 hashed), 39.0 nonzeros per row (max 39), 45.8 MiB in memory\n"
+std::string describe_sparse(const nlohmann::ordered_json& j) {
+  std::string keys = fmt::format("{} keys", j["width"].get<std::uint64_t>());
+  if (j.contains("hash_bits")) {
+    keys += fmt::format(" (2^{} hashed{})", j["hash_bits"].get<int>(),
+                        j.contains("numeric_columns")
+                            ? fmt::format(" + {} numeric", j["numeric_columns"].get<std::size_t>())
+                            : std::string());
+  }
+  return fmt::format("sparse:     {}, {:.1f} nonzeros per row (max {}), {} in memory (training "
+                     "shards)\n",
+                     keys, j["nonzeros_per_row_mean"].get<double>(),
+                     j["nonzeros_per_row_max"].get<std::uint64_t>(),
+                     sparse_mib(j["memory_bytes"].get<std::uint64_t>()));
+}
+
+// The model's parameter count. Sparse rows: weights [width, outputs] and a bias, counted
+// without making the (possibly 2^30-wide) model; only the linear families read them.
+std::uint64_t parameter_count(const config::Config& config, const data::SourceInfo& source,
+                              std::size_t classes) {
+  if (!source.sparse) {
+    return models::make_model({config.model, static_cast<int>(source.features.size()),
+                               static_cast<int>(classes)})
+        ->parameter_count();
+  }
+  if (config.model.type == config::ModelType::kMlp) {
+    fail<ConfigError>("model.type mlp: sparse rows (data.hash, data.sparse) train linear_regression, "
+                      "logistic_regression or softmax_regression; for an mlp, read the data "
+                      "densely (data.sparse: false)");
+  }
+  // One input: (1 + 1) x outputs parameters.
+  const auto outputs =
+      models::make_model({config.model, 1, static_cast<int>(classes)})->parameter_count() / 2;
+  return (source.sparse->width + 1) * static_cast<std::uint64_t>(outputs);
+}
+
 std::string label_table(const std::vector<std::string>& classes,
                         const nlohmann::ordered_json& shards,
                         const nlohmann::ordered_json& validation) {
@@ -136,7 +213,11 @@ int validate(const ValidateArgs& args) {
   // at a time (about 16 MiB of values each), so memory stays bounded and warm whatever its size.
   const std::size_t ranks = plan.segments.size();
   std::vector<LabelTally> tallies(ranks + 1);  // the ranks, then the validation rows
-  const std::uint64_t piece_rows = (16ULL << 20) / (8 * (plan.source.columns.size() + 1));
+  // Sparse rows: 64Ki rows a piece (their size is the nonzeros', unknown before reading).
+  const std::uint64_t piece_rows = plan.source.sparse
+                                       ? std::uint64_t{1} << 16
+                                       : (16ULL << 20) / (8 * (plan.source.columns.size() + 1));
+  std::vector<SparseTally> sparse(ranks);
   // data.missing: mean needs a present value in every column, over all training rows.
   const bool mean_fill = config.data.missing == config::Missing::kMean && plan.columns.empty();
   data::ColumnStats present;
@@ -147,6 +228,7 @@ int validate(const ValidateArgs& args) {
       const auto shard = data::load_shard(config, source, piece, kind);
       if (mean_fill) data::merge_into(present, data::column_stats(shard.x));
       tallies[r].add(shard, kind);
+      if (shard.sparse) sparse[r].add(*shard.sparse);
     }
   }
   if (mean_fill) (void)data::missing_fill(config.data.missing, present, plan.source.features);
@@ -166,8 +248,7 @@ int validate(const ValidateArgs& args) {
     f.classes = classes;
     roles::adopt_initial(*init, f);
   }
-  const auto model = models::make_model(
-      {config.model, static_cast<int>(plan.source.features.size()), static_cast<int>(classes.size())});
+  const auto parameters = parameter_count(config, plan.source, classes.size());
   const auto count = modes::count_steps(config, plan);
   const std::uint64_t steps_per_epoch = count.per_epoch;
   const std::uint64_t steps = count.total;
@@ -182,6 +263,10 @@ int validate(const ValidateArgs& args) {
         {"last_row", seg.empty() ? 0 : seg.back().first_row + seg.back().count - 1},
         {"segments", seg.size()}};
     if (!plan.rank_sources.empty()) shard["file"] = plan.rank_sources[r].file.string();
+    if (plan.source.sparse) {
+      shard["nonzeros"] = sparse[r].nonzeros;
+      shard["memory_bytes"] = sparse[r].bytes;
+    }
     if (!classes.empty()) shard["labels"] = tallies[r].by_class(classes, kind);
     if (plan.tensor > 1) {  // rank r is replica r / T, slice r % T (core/coordinator/tensor_plan.hpp)
       shard["replica"] = r / static_cast<std::size_t>(plan.tensor);
@@ -206,7 +291,8 @@ int validate(const ValidateArgs& args) {
               : files.empty()       ? config.data.path.string()
                                     : fmt::format("{}", fmt::join(files, ", "));
   j["rows"] = plan.source.rows;
-  j["features"] = plan.source.features.size();
+  j["features"] = plan.source.sparse ? plan.source.sparse->width : plan.source.features.size();
+  if (plan.source.sparse) j["sparse"] = sparse_json(*plan.source.sparse, sparse);
   j["label"] = plan.source.label;
   if (!classes.empty()) j["classes"] = classes;
   j["train_rows"] = plan.train_rows;
@@ -215,7 +301,7 @@ int validate(const ValidateArgs& args) {
   if (!plan.source.categorical.empty()) {
     j["categorical"] = output::categorical_json(plan.source.categorical);
   }
-  j["parameters"] = model->parameter_count();
+  j["parameters"] = parameters;
   if (init) j["init"] = init->path.string();
   j["mode"] = config::name_of(config.aggregation.mode);
   j["topology"] = config::name_of(config.aggregation.topology);
@@ -240,16 +326,17 @@ int validate(const ValidateArgs& args) {
   std::string out = fmt::format(
       "{}: valid\n"
       "data:       {} ({} rows, {} features, label '{}'{})\n"
-      "{}"
+      "{}{}"
       "split:      {} training rows, {} validation rows\n"
       "model:      {}, {} parameters{}\n"
       "training:   {}; {} workers over {}, {} steps per epoch x {} epochs = {} steps{}\n"
       "shards:     {}\n",
       args.config_path, j["data"].get<std::string>(), plan.source.rows,
-      plan.source.features.size(), plan.source.label,
+      j["features"].get<std::uint64_t>(), plan.source.label,
       classes.empty() ? "" : fmt::format(", {} classes", classes.size()),
-      describe_categorical(plan.source.categorical), plan.train_rows,
-      plan.validation_rows.size(), config::name_of(config.model.type), model->parameter_count(),
+      describe_categorical(plan.source.categorical),
+      plan.source.sparse ? describe_sparse(j["sparse"]) : std::string(), plan.train_rows,
+      plan.validation_rows.size(), config::name_of(config.model.type), parameters,
       init ? fmt::format(", starting from {}", init->path.string()) : std::string(),
       config::describe_aggregation(config), config::worker_count(config),
       config::name_of(config.transport.type), steps_per_epoch, config.training.epochs, steps,
@@ -265,6 +352,10 @@ int validate(const ValidateArgs& args) {
         tensor += fmt::format(" features {}..{}", c[0].get<std::int64_t>(),
                               c[1].get<std::int64_t>() - 1);
       }
+    }
+    if (s.contains("memory_bytes")) {
+      tensor += fmt::format("; {} nonzeros, {} in memory", s["nonzeros"].get<std::uint64_t>(),
+                            sparse_mib(s["memory_bytes"].get<std::uint64_t>()));
     }
     out += fmt::format("  rank {}: {} rows ({}rows {}..{}, {} segment{}{})\n",
                        s["rank"].get<std::size_t>(), s["rows"].get<std::uint64_t>(),

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dt::config {
@@ -25,6 +26,17 @@ struct CategoricalColumn {
   std::string column;
   std::uint64_t buckets = 0;  // 0: one_hot; else hash into this many buckets
 };
+
+// data.hash: categorical CSV columns (and pairs of them) hashed into 2^bits keys of sparse rows
+// (core/data/hashed_csv.hpp).
+struct HashConfig {
+  int bits = 0;                      // 1..30
+  std::vector<std::string> columns;  // hashed columns, in the order the config lists them
+  std::vector<std::pair<std::string, std::string>> crosses;  // [a, b]: a key from both values
+};
+
+// data.sparse: whether rows are kept sparse (CSR, core/data/sparse_rows.hpp) in memory.
+enum class SparseChoice { kAuto, kOn, kOff };
 
 struct DataConfig {
   std::filesystem::path path;            // resolved against the config file's folder; empty with synthetic
@@ -53,6 +65,10 @@ struct DataConfig {
   int index_base = -1;
   std::int64_t feature_count = 0;
   double max_dense_gib = 8.0;
+  // data.sparse and data.hash (sections_sparse.cpp): auto keeps rows sparse with data.hash, and
+  // for a LIBSVM file whose dense matrix would pass data.max_dense_gib.
+  SparseChoice sparse = SparseChoice::kAuto;
+  std::optional<HashConfig> hash;
   double validation_fraction = 0.0;      // 0 = no validation split
   std::optional<SyntheticConfig> synthetic;
 };

@@ -49,6 +49,13 @@ class Writer {
     out_ << YAML::EndSeq;
   }
 
+  // data.hash.crosses: [[a, b], [c, d]]
+  void put(const char* key, const std::vector<std::pair<std::string, std::string>>& pairs) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& [a, b] : pairs) out_ << YAML::Flow << YAML::BeginSeq << a << b << YAML::EndSeq;
+    out_ << YAML::EndSeq;
+  }
+
   // data.categorical: {color: one_hot, city: {hash: 64}}
   void put(const char* key, const std::vector<CategoricalColumn>& columns) {
     out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -141,6 +148,18 @@ void write_data(Writer& w, const DataConfig& d) {
     w.put("index_base", d.index_base < 0 ? std::string("auto") : std::to_string(d.index_base));
     if (d.feature_count > 0) w.put("feature_count", d.feature_count);
     w.put("max_dense_gib", d.max_dense_gib);
+  }
+  if (!d.synthetic && !d.path.empty()) {
+    w.put("sparse", d.sparse == SparseChoice::kAuto ? "auto"
+                    : d.sparse == SparseChoice::kOn ? "true"
+                                                    : "false");
+  }
+  if (d.hash) {
+    w.begin("hash");
+    w.put("bits", d.hash->bits);
+    w.put("columns", d.hash->columns);
+    if (!d.hash->crosses.empty()) w.put("crosses", d.hash->crosses);
+    w.end();
   }
   w.put("validation", d.validation_fraction);
   if (d.synthetic) {

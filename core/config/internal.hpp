@@ -35,6 +35,8 @@ void check_transport(const Section& root, const Config& c);
 // data.index_base, data.feature_count, data.max_dense_gib (sections_libsvm.cpp); `from_file`:
 // data.path is set (the keys apply to nothing else).
 void parse_libsvm_keys(const Section& s, DataConfig& d, bool from_file);
+// data.sparse and data.hash (sections_sparse.cpp), after data.format and data.categorical.
+void parse_sparse_keys(const Section& s, DataConfig& d, bool from_file);
 
 // training.optimizer (sections_optimizer.cpp): the type and the keys that type takes.
 [[nodiscard]] OptimizerConfig parse_optimizer(const Section& s);

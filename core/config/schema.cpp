@@ -118,9 +118,30 @@ std::vector<Key> build_keys() {
        "0-based): the model's width, when the training file does not use the last ones. An "
        "index past it is refused."},
       {"data.max_dense_gib", "number > 0", "8", "",
-       "A LIBSVM file is loaded densely (rows x features x 8 bytes, over all workers): a run "
-       "whose dense size would pass this many GiB is refused before loading; raise it when "
-       "the memory is there, or select fewer features with `data.features`."},
+       "A LIBSVM file is loaded densely (rows x features x 8 bytes, over all workers) unless "
+       "`data.sparse` says otherwise: past this many GiB (or 2^22 features) it is read sparse "
+       "(`data.sparse: auto`) or refused before loading (`data.sparse: false`; raise this when "
+       "the memory is there, or select fewer features with `data.features`)."},
+      {"data.sparse", "`auto`, `true` or `false`", "auto", "",
+       "Whether rows are kept sparse in memory (CSR: a key and a value per nonzero, never a "
+       "dense matrix of the full width). `auto`: sparse with `data.hash`, and for a LIBSVM "
+       "file whose dense matrix would pass `data.max_dense_gib`; `true`: a LIBSVM (or numeric "
+       "CSV) file always sparse; `false`: dense as before (`data.hash` is then refused). "
+       "Sparse rows are not normalized (centering would make them dense): `data.normalize` "
+       "does not apply to them. See docs/sparse-data.md."},
+      {"data.hash.bits", "integer 1 to 30", "", "required with `data.hash`",
+       "Hashed features (CSV only): each `data.hash.columns` value becomes the key "
+       "`fnv1a64(\"column=value\") >> (64 - bits)` with value 1, so keys are 0 .. 2^bits - 1; "
+       "numeric feature columns follow as keys 2^bits, 2^bits + 1, ... (their values as read, "
+       "zeros left out). At most 30 bits: 2^30 float64 weights are 8 GiB per output, and keys "
+       "are 32-bit. See docs/sparse-data.md."},
+      {"data.hash.columns", "list of strings", "", "required with `data.hash`",
+       "The categorical columns hashed by `data.hash` (their cells are text; the label cannot "
+       "be one). Two values of a row that fall in one key add their values. An empty cell "
+       "follows `data.missing`: `error` refuses it, `zero` and `mean` give no key."},
+      {"data.hash.crosses", "list of [column, column]", "", "none",
+       "Pairs of columns whose two values make one more key per row: `fnv1a64(\"a=x\" 0x1F "
+       "\"b=y\") >> (64 - bits)` (0x1F, the unit separator, between the two)."},
       {"data.normalize", one_of(kNormalizations), "standard", "",
        "Feature scaling; its statistics are computed over all shards and stored in the model."},
       {"data.missing", one_of(kMissings), "error", "",

@@ -178,6 +178,7 @@ DataConfig parse_data(const Section& s, const fs::path& base_dir, bool from_file
     d.array_y = a.string("y", d.array_y);
   }
   parse_libsvm_keys(s, d, from_file);
+  parse_sparse_keys(s, d, from_file);
   d.validation_fraction = s.number("validation", d.validation_fraction, Range::kFraction);
   if (generated) d.synthetic = parse_synthetic(s.section("synthetic"));
   return d;

@@ -3,6 +3,8 @@
 #include "core/data/dataset.hpp"
 #include "core/data/categorical_cells.hpp"
 #include "core/data/csv_io.hpp"
+#include "core/data/hashed_csv.hpp"
+#include "core/data/label_sink.hpp"
 #include "core/data/missing.hpp"
 #include "core/data/npy.hpp"
 #include "core/data/libsvm.hpp"
@@ -18,54 +20,6 @@
 
 namespace dt::data {
 namespace {
-
-constexpr const char* kBinaryHint =
-    "logistic_regression and binary mlp need 0/1 labels (use softmax_regression for more classes)";
-
-// Stores one row's label as the task needs it (numeric labels are handled by the caller).
-// `where` names the cell in messages: "data.csv:8:4" or "synthetic data row 17".
-struct LabelSink {
-  Shard& shard;
-  LabelKind kind;
-  const std::string& label;
-
-  // `where` is called only to build an error message, so the happy path formats nothing.
-  template <class Where>
-  void put(Eigen::Index r, std::string_view text, const Where& where) {
-    switch (kind) {
-      case LabelKind::kNumeric:
-        break;  // numeric labels are parsed by the caller, like features
-      case LabelKind::kBinary: {
-        if (text == "0" || text == "1") {
-          shard.y(r) = text == "1" ? 1.0 : 0.0;
-          return;
-        }
-        if (text.empty()) {
-          fail<DataError>("{}: label '{}': empty cell; expected 0 or 1", where(), label);
-        }
-        double v = 0.0;
-        const bool number = detail::to_number(text, v);
-        if (number && (v == 0.0 || v == 1.0)) {
-          shard.y(r) = v == 1.0 ? 1.0 : 0.0;  // "-0" is class 0, stored as +0
-          return;
-        }
-        fail<DataError>("{}: label '{}': {} is not 0 or 1; {}", where(), label,
-                        number ? std::string(text) : detail::quote_for_message(text), kBinaryHint);
-      }
-      case LabelKind::kCategorical:
-        if (text.empty()) {
-          fail<DataError>("{}: label '{}': empty cell; expected a class", where(), label);
-        }
-        // Class names travel between processes and into model.json: they must be text.
-        if (!text::valid_utf8(text)) {
-          fail<DataError>("{}: label '{}': the class name is not valid UTF-8; save the file as "
-                          "UTF-8", where(), label);
-        }
-        shard.raw_labels.emplace_back(text);
-        return;
-    }
-  }
-};
 
 // Source column -> feature column, or -1 for the label and for columns the features do not use
 // (predict reads a model's features, in the model's order, from a file that may have more).
@@ -105,7 +59,7 @@ Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
   const auto target = feature_targets(source, name);
   const bool has_label = source.label_index != kNoLabel;
   const auto p = shard.x.cols();
-  LabelSink sink{shard, kind, source.label};
+  detail::LabelSink sink{shard, kind, source.label};
 
   // The fast path's plan of the row: what each column is for.
   std::vector<detail::CellUse> use(width, detail::CellUse::kSkip);
@@ -191,15 +145,7 @@ Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
                                                source.columns[c], missing);
       }
       if (!categorical.empty()) categorical.put(fields, row, path);
-      if (has_label) {
-        const auto& cell = fields[source.label_index];
-        if (kind == LabelKind::kNumeric) {
-          shard.y(r) = detail::parse_label(cell.text(), cell.line, cell.column, path, source.label);
-        } else {
-          sink.put(r, detail::trim_spaces(cell.text()),
-                   [&] { return fmt::format("{}:{}:{}", name, cell.line, cell.column); });
-        }
-      }
+      if (has_label) sink.put_cell(r, fields[source.label_index], path);
     }
   }
   return r;
@@ -226,7 +172,7 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
     if (data.labels.empty()) fail<DataError>("{}: no data.labels file for the label 'y'", name);
     y.emplace(read_npy_header(data.labels));
   }
-  LabelSink sink{shard, kind, source.label};
+  detail::LabelSink sink{shard, kind, source.label};
   const auto bad_value = [](const std::string& file, std::uint64_t row, std::size_t col,
                             const std::string& column, double v) {
     fail<DataError>("{}: row {}, column {} ('{}'): {} is not a finite number; replace or drop "
@@ -307,7 +253,7 @@ void load_synthetic(const config::Config& config, const SourceInfo& source,
   bool in_place = has_label && source.label_index == static_cast<std::size_t>(generated);
   for (Eigen::Index c = 0; in_place && c < generated; ++c) in_place = target[static_cast<std::size_t>(c)] == c;
 
-  LabelSink sink{shard, kind, source.label};
+  detail::LabelSink sink{shard, kind, source.label};
   RowMatrix gx;
   Eigen::VectorXd gy;
   Eigen::Index r = 0;
@@ -369,6 +315,10 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
                       data.path.string(),
                       format == config::DataFormat::kLibsvm ? "a LIBSVM file" : "a NumPy array");
     }
+    if (format == config::DataFormat::kNpy && data.sparse == config::SparseChoice::kOn) {
+      fail<DataError>("{}: data.sparse: true applies to LIBSVM and CSV files; a NumPy array "
+                      "is read dense: remove data.sparse", data.path.string());
+    }
     if (format == config::DataFormat::kNpy) return describe_npy(data);
     if (format == config::DataFormat::kLibsvm) {
       if (data.missing != config::Missing::kError) {
@@ -414,6 +364,9 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
   info.features =
       select_features(info.columns, info.label_index, data.features, data.exclude, origin);
   resolve_categorical(data, info, origin);
+  if (data.hash || (data.sparse == config::SparseChoice::kOn && !data.synthetic)) {
+    make_sparse_csv(data, info, origin);  // hashed_csv.hpp
+  }
   return info;
 }
 
@@ -436,6 +389,7 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
     }
     total += seg.count;
   }
+  if (source.sparse) return load_sparse_shard(config, source, segments, kind);
   Shard shard;
   shard.x.resize(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(source.features.size()));
   // Before the first touch: the loaders below fault every page of it in.

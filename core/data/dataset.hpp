@@ -9,6 +9,7 @@
 #include "core/config/config.hpp"
 #include "core/data/categorical.hpp"
 #include "core/data/csv.hpp"
+#include "core/data/sparse_rows.hpp"
 
 #include <Eigen/Dense>
 
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dt::data {
@@ -34,6 +36,19 @@ struct Segment {
 // SourceInfo::label_index for a table read without labels (predict).
 inline constexpr std::size_t kNoLabel = static_cast<std::size_t>(-1);
 
+// Sparse data (data.sparse, data.hash): how a row becomes keys < width (sparse_rows.hpp).
+// LIBSVM: key = index - index_base. CSV: each `hashed` column's value, and each cross of two
+// columns, hashed into keys 0 .. 2^hash_bits - 1 (hashed_csv.hpp); then the `numeric` columns
+// as keys 2^hash_bits + i (no hashed columns: hash_bits 0, keys 0 .. numeric - 1).
+struct SparseSource {
+  std::uint64_t width = 0;
+  std::uint64_t index_base = 0;
+  int hash_bits = 0;
+  std::vector<std::string> hashed;
+  std::vector<std::pair<std::string, std::string>> crosses;
+  std::vector<std::string> numeric;
+};
+
 // What the coordinator knows about the source before any worker loads it.
 struct SourceInfo {
   std::vector<std::string> columns;   // all columns, in file order
@@ -49,6 +64,9 @@ struct SourceInfo {
   // data.categorical: how each categorical column becomes features (their names are in
   // `features`, in place of the column's); empty without it.
   std::vector<Encoding> categorical;
+  // Sparse data: `features` is then empty (the dense statistics and normalization see no
+  // column) and the rows are loaded into Shard::sparse.
+  std::optional<SparseSource> sparse;
 };
 
 // A worker's own copy of the data (`disttrain worker --data FILE`) instead of the path the
@@ -117,7 +135,8 @@ enum class LabelKind {
 
 // One shard in memory. Rows are in segment order.
 struct Shard {
-  RowMatrix x;                        // rows x features, raw (not yet normalized)
+  RowMatrix x;                        // rows x features, raw (not yet normalized); 0 columns when sparse
+  std::optional<SparseRows> sparse;   // sparse data (SourceInfo::sparse): the rows, never normalized
   Eigen::VectorXd y;                  // numeric/binary labels; class index once classes are known
   std::vector<std::string> raw_labels;  // categorical only: the label text of every row
 };

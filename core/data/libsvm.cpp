@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <optional>
 
 namespace dt::data {
@@ -113,20 +114,41 @@ SourceInfo describe_libsvm(const config::DataConfig& data) {
     }
     width = index.max_index - base + 1;
   }
-  if (width > kMaxLibsvmColumns) {
-    fail<DataError>("{}: {} features (the largest index is {}) are more than the dense LIBSVM "
-                    "loader takes ({}); training this wide needs sparse models, which are not "
-                    "built yet", name, width, index.max_index, kMaxLibsvmColumns);
-  }
   const std::uint64_t rows = index.rows.rows();
+  const double dense_gib = static_cast<double>(rows) * static_cast<double>(width) * 8.0 /
+                           static_cast<double>(std::uint64_t{1} << 30);
+  const bool too_wide = width > kMaxLibsvmColumns;
+  // data.sparse: auto keeps rows sparse where the dense matrix would be refused.
+  if (data.sparse == config::SparseChoice::kOn ||
+      (data.sparse == config::SparseChoice::kAuto && data.features.empty() && data.exclude.empty() &&
+       (too_wide || dense_gib > data.max_dense_gib))) {
+    if (!data.features.empty() || !data.exclude.empty()) {
+      fail<DataError>("{}: data.features and data.exclude select dense columns; sparse LIBSVM "
+                      "rows keep every index: remove them (or set data.sparse: false)", name);
+    }
+    SourceInfo info;
+    info.rows = rows;
+    info.columns = {"y"};
+    info.label = std::string{"y"};
+    info.label_index = 0;
+    info.sparse = SparseSource{.width = width, .index_base = base};
+    info.csv = std::move(index.rows);
+    return info;
+  }
+  if (too_wide) {
+    fail<DataError>("{}: {} features (the largest index is {}) are more than the dense LIBSVM "
+                    "loader takes ({}); set data.sparse: auto (or true) to keep the rows sparse",
+                    name, width, index.max_index, kMaxLibsvmColumns);
+  }
   const auto check_size = [&](std::uint64_t features) {
     const double bytes = static_cast<double>(rows) * static_cast<double>(features) * 8.0;
     const double gib = static_cast<double>(std::uint64_t{1} << 30);
     if (bytes <= data.max_dense_gib * gib) return;
     fail<DataError>("{}: {} rows x {} features is {:.3g} GiB as dense float64, more than "
-                    "data.max_dense_gib ({}); raise data.max_dense_gib if the machines have the "
-                    "memory (the rows are split over the workers), or select fewer features "
-                    "with data.features", name, rows, features, bytes / gib, data.max_dense_gib);
+                    "data.max_dense_gib ({}); set data.sparse: auto (or true) to keep the rows "
+                    "sparse, raise data.max_dense_gib if the machines have the memory (the rows "
+                    "are split over the workers), or select fewer features with data.features",
+                    name, rows, features, bytes / gib, data.max_dense_gib);
   };
   // Before the names are made, when every column is a feature (no data.features).
   if (data.features.empty() && width > data.exclude.size()) check_size(width - data.exclude.size());
@@ -143,23 +165,12 @@ SourceInfo describe_libsvm(const config::DataConfig& data) {
   return info;
 }
 
-void load_libsvm(const std::filesystem::path& path, const SourceInfo& source,
-                 const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
+static void for_each_libsvm_row(const std::filesystem::path& path, const SourceInfo& source,
+                                const std::vector<Segment>& segments, Shard& shard,
+                                LabelKind kind,
+                                const std::function<void(Eigen::Index, const LibsvmRow&)>& store) {
   const std::string name = path.string();
-  std::vector<std::int32_t> slot;  // file index -> feature column, -1: not a feature
-  for (std::size_t f = 0; f < source.features.size(); ++f) {
-    const std::int64_t index = feature_index(source.features[f]);
-    if (index < 0) {
-      fail<DataError>("{}: feature '{}' is not a LIBSVM column; a LIBSVM file's features are "
-                      "named f<index> (f1, f2, ...), so a model trained on other columns "
-                      "cannot read it", name, source.features[f]);
-    }
-    const auto at = static_cast<std::size_t>(index);
-    if (at >= slot.size()) slot.resize(at + 1, -1);
-    slot[at] = static_cast<std::int32_t>(f);
-  }
   const bool has_label = source.label_index != kNoLabel;
-  const auto p = static_cast<std::size_t>(shard.x.cols());
   std::optional<LineSource> lines;
   LibsvmRow row;
   LibsvmProblem problem;
@@ -192,11 +203,7 @@ void load_libsvm(const std::filesystem::path& path, const SourceInfo& source,
         got = parse_libsvm_line(text, row, problem);
       }
       if (got == LineKind::kError) line_error(path, number, problem);
-      double* x = shard.x.data() + static_cast<std::size_t>(r) * p;
-      std::fill(x, x + p, 0.0);
-      for (const SparseEntry& e : row.entries) {
-        if (e.index < slot.size() && slot[e.index] >= 0) x[slot[e.index]] = e.value;
-      }
+      store(r, row);
       if (!has_label) continue;
       const double v = row.label_value;
       switch (kind) {
@@ -217,6 +224,55 @@ void load_libsvm(const std::filesystem::path& path, const SourceInfo& source,
       }
     }
   }
+}
+
+void load_libsvm(const std::filesystem::path& path, const SourceInfo& source,
+                 const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
+  const std::string name = path.string();
+  std::vector<std::int32_t> slot;  // file index -> feature column, -1: not a feature
+  for (std::size_t f = 0; f < source.features.size(); ++f) {
+    const std::int64_t index = feature_index(source.features[f]);
+    if (index < 0) {
+      fail<DataError>("{}: feature '{}' is not a LIBSVM column; a LIBSVM file's features are "
+                      "named f<index> (f1, f2, ...), so a model trained on other columns "
+                      "cannot read it", name, source.features[f]);
+    }
+    const auto at = static_cast<std::size_t>(index);
+    if (at >= slot.size()) slot.resize(at + 1, -1);
+    slot[at] = static_cast<std::int32_t>(f);
+  }
+  const auto p = static_cast<std::size_t>(shard.x.cols());
+  for_each_libsvm_row(path, source, segments, shard, kind,
+                      [&](Eigen::Index r, const LibsvmRow& row) {
+    double* x = shard.x.data() + static_cast<std::size_t>(r) * p;
+    std::fill(x, x + p, 0.0);
+    for (const SparseEntry& e : row.entries) {
+      if (e.index < slot.size() && slot[e.index] >= 0) x[slot[e.index]] = e.value;
+    }
+  });
+}
+
+void load_libsvm_sparse(const std::filesystem::path& path, const SourceInfo& source,
+                        const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
+  const SparseSource& sparse = *source.sparse;
+  SparseRows& rows = *shard.sparse;
+  std::vector<KeyValue> entries;
+  for_each_libsvm_row(path, source, segments, shard, kind,
+                      [&](Eigen::Index, const LibsvmRow& row) {
+    entries.clear();
+    for (const SparseEntry& e : row.entries) {
+      // The index checked the indices against the width; a worker's own copy of the file
+      // (use_local_copy) was not, so a line past it is refused here.
+      if (e.index < sparse.index_base || e.index - sparse.index_base >= sparse.width) {
+        fail<DataError>("{}: index {} is outside the {} features from {} (data.feature_count, "
+                        "data.index_base); did the file change after it was indexed?",
+                        path.string(), e.index, sparse.width, sparse.index_base);
+      }
+      if (e.value == 0.0) continue;  // an explicit zero is no nonzero
+      entries.push_back({static_cast<std::uint32_t>(e.index - sparse.index_base), e.value});
+    }
+    rows.append_sorted(entries.data(), entries.size());
+  });
 }
 
 }  // namespace dt::data

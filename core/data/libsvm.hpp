@@ -108,7 +108,9 @@ struct LibsvmIndex {
 
 // The coordinator's view of a LIBSVM data.path: columns f{base}..f{base+W-1} then the label
 // "y", the row index in `csv`. DataError for index 0 in a 1-based file, an index past
-// data.feature_count, no features at all, or a dense size past data.max_dense_gib.
+// data.feature_count, no features at all, or a dense size past data.max_dense_gib under
+// data.sparse: false. Sparse (data.sparse true, or auto and too big for dense): the only column
+// is "y", no features, `sparse` set (width W, index_base).
 [[nodiscard]] SourceInfo describe_libsvm(const config::DataConfig& data);
 
 // Loads the rows of `segments` densely (load_shard's LIBSVM branch). A feature is found by its
@@ -116,5 +118,10 @@ struct LibsvmIndex {
 // width). Labels: numbers; binary 0/1, or -1/+1 (svmlight) read as 0/1; class indices.
 void load_libsvm(const std::filesystem::path& path, const SourceInfo& source,
                  const std::vector<Segment>& segments, Shard& shard, LabelKind kind);
+
+// load_libsvm for a sparse source (SourceInfo::sparse): the rows of `segments` into
+// shard.sparse, key = index - index_base, explicit zeros left out.
+void load_libsvm_sparse(const std::filesystem::path& path, const SourceInfo& source,
+                        const std::vector<Segment>& segments, Shard& shard, LabelKind kind);
 
 }  // namespace dt::data

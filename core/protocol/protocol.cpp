@@ -249,6 +249,11 @@ Envelope make_setup(const Setup& s) {
     e.fields["categorical"].push_back(
         {{"column", c.column}, {"buckets", c.buckets}, {"categories", c.categories}});
   }
+  if (const auto& sp = s.source.sparse) {  // sparse data: the key layout (dataset.hpp)
+    e.fields["sparse"] = {{"width", sp->width},       {"index_base", sp->index_base},
+                          {"hash_bits", sp->hash_bits}, {"hashed", sp->hashed},
+                          {"crosses", sp->crosses},   {"numeric", sp->numeric}};
+  }
   std::vector<std::uint64_t> flat;
   flat.reserve(s.segments.size() * 4);
   for (const auto& seg : s.segments) {
@@ -277,6 +282,23 @@ void read_setup_categorical(const Envelope& e, data::SourceInfo& source) {
   }
 }
 
+void read_setup_sparse(const Envelope& e, data::SourceInfo& source) {
+  const auto& j = e.fields.at("sparse");
+  try {
+    source.sparse = data::SparseSource{
+        j.at("width").get<std::uint64_t>(), j.at("index_base").get<std::uint64_t>(),
+        j.at("hash_bits").get<int>(), j.at("hashed").get<std::vector<std::string>>(),
+        j.at("crosses").get<std::vector<std::pair<std::string, std::string>>>(),
+        j.at("numeric").get<std::vector<std::string>>()};
+  } catch (const nlohmann::json::exception&) {
+    fail<ProtocolError>("setup message: field 'sparse' is malformed");
+  }
+  if (source.sparse->hash_bits < 0 || source.sparse->hash_bits > 30) {
+    fail<ProtocolError>("setup message: sparse hash_bits {} is outside 0..30",
+                        source.sparse->hash_bits);
+  }
+}
+
 }  // namespace
 
 Setup read_setup(const Envelope& e) {
@@ -298,6 +320,7 @@ Setup read_setup(const Envelope& e) {
   }
   if (e.fields.contains("peer_key")) s.peer_secret_key = get<std::string>(e, "peer_key");
   if (e.fields.contains("categorical")) read_setup_categorical(e, s.source);
+  if (e.fields.contains("sparse")) read_setup_sparse(e, s.source);
   const auto flat = u64s(e, 0);
   if (flat.size() % 4 != 0) fail<ProtocolError>("setup message: segment array is malformed");
   for (std::size_t i = 0; i < flat.size(); i += 4) {

@@ -31,6 +31,13 @@ void check_equal(const Config& a, const Config& b) {
   CHECK(a.data.normalize == b.data.normalize);
   CHECK(a.data.missing == b.data.missing);
   CHECK(a.data.validation_fraction == b.data.validation_fraction);
+  CHECK(a.data.sparse == b.data.sparse);
+  REQUIRE(a.data.hash.has_value() == b.data.hash.has_value());
+  if (a.data.hash) {
+    CHECK(a.data.hash->bits == b.data.hash->bits);
+    CHECK(a.data.hash->columns == b.data.hash->columns);
+    CHECK(a.data.hash->crosses == b.data.hash->crosses);
+  }
   REQUIRE(a.data.synthetic.has_value() == b.data.synthetic.has_value());
   if (a.data.synthetic) {
     CHECK(a.data.synthetic->kind == b.data.synthetic->kind);
@@ -273,7 +280,10 @@ TEST_CASE("config: name_of spells every value as the YAML does, task_of follows 
 }
 
 TEST_CASE("config: to_yaml writes every default and reads back to an equal config") {
-  for (const char* text : {kMinimal, kFull, kSynthetic}) {
+  constexpr const char* kHashed =
+      "version: 1\ndata: {path: c.csv, sparse: true, hash: {bits: 22, columns: [C1, C2], "
+      "crosses: [[C1, C2]]}}\n";
+  for (const char* text : {kMinimal, kFull, kSynthetic, kHashed}) {
     CAPTURE(text);
     const Config original = parse(text, "a.yaml", "/tmp/cfg");
     const std::string yaml = to_yaml(original);
@@ -301,6 +311,7 @@ data:
   missing: error
   compression: auto
   format: auto
+  sparse: auto
   validation: 0
 shards:
   count: 2

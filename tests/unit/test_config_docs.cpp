@@ -58,6 +58,8 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
         "shards: {strategy: dirichlet}\naggregation: {mode: parameters}\n",
         "version: 1\ndata: {path: a.npz, format: npz, labels: y.npy}\n",
         "version: 1\ndata: {path: a.svm, format: libsvm}\n",
+        "version: 1\ndata: {path: a.csv, sparse: true, hash: {bits: 8, columns: [a, b], "
+        "crosses: [[a, b]]}}\n",
         "version: 1\ndata: {path: a.svm, index_base: 1, feature_count: 10, max_dense_gib: 2}\n",
         "version: 1\ndata: {path: a.csv}\nfaults: [{rank: 0, at_step: 3, action: kill}, {rank: 0, probability: 0.5, "
         "action: drop}]\n",

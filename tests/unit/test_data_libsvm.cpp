@@ -181,9 +181,11 @@ TEST_CASE("libsvm: the dense size limit, no features, and data.label") {
   const auto path = write_text(dir.path() / "w.svm", "1 1:1 1000000:1\n0 2:1\n");
   auto config = libsvm_config(path);
   config.data.max_dense_gib = 0.01;  // 2 rows x 1e6 features x 8 bytes = 0.015 GiB
+  config.data.sparse = dt::config::SparseChoice::kOff;  // auto reads it sparse (test_data_sparse)
   CHECK(error_of([&] { (void)dt::data::describe_source(config); })
             .find("2 rows x 1000000 features is 0.0149 GiB as dense float64, more than "
-                  "data.max_dense_gib (0.01); raise data.max_dense_gib") != std::string::npos);
+                  "data.max_dense_gib (0.01); set data.sparse: auto (or true) to keep the rows "
+                  "sparse, raise data.max_dense_gib") != std::string::npos);
   config.data.max_dense_gib = 1;
   CHECK(dt::data::describe_source(config).features.size() == 1000000);
   config = libsvm_config(write_text(dir.path() / "n.svm", "1\n0\n"));

@@ -156,6 +156,28 @@ TEST_CASE("protocol: exchanges round-trip and bad messages are refused by name")
                        "gradient message from rank 2 lacks field 'rows'", dt::ProtocolError);
 }
 
+TEST_CASE("protocol: the setup message carries a sparse source's key layout") {
+  dt::protocol::Setup setup;
+  setup.source.columns = {"C1", "C2", "n", "click"};
+  setup.source.label = "click";
+  setup.source.label_index = 3;
+  setup.source.sparse = dt::data::SparseSource{(1u << 20) + 1, 0, 20, {"C1", "C2"},
+                                               {{"C1", "C2"}}, {"n"}};
+  const auto back = dt::protocol::read_setup(dt::protocol::make_setup(setup));
+  REQUIRE(back.source.sparse);
+  CHECK(back.source.sparse->width == (1u << 20) + 1);
+  CHECK(back.source.sparse->hash_bits == 20);
+  CHECK(back.source.sparse->hashed == setup.source.sparse->hashed);
+  CHECK(back.source.sparse->crosses == setup.source.sparse->crosses);
+  CHECK(back.source.sparse->numeric == std::vector<std::string>{"n"});
+  setup.source.sparse.reset();
+  CHECK_FALSE(dt::protocol::read_setup(dt::protocol::make_setup(setup)).source.sparse);
+  auto bad = dt::protocol::make_setup(setup);
+  bad.fields["sparse"] = {{"width", 3}};
+  CHECK_THROWS_WITH_AS((void)dt::protocol::read_setup(bad),
+                       "setup message: field 'sparse' is malformed", dt::ProtocolError);
+}
+
 TEST_CASE("protocol: an integer field takes only a whole number in its range") {
   // nlohmann converts any number with a static_cast: 1e30 as an int is undefined behaviour, and
   // a count of -1 wrapped to 2^64 - 1. Now both are a ProtocolError naming the field.
