@@ -128,7 +128,7 @@ def test_bad_arrays(tmp):
                          f"shards: {{count: 2, strategy: files, files: [{tmp / 'good.npy'}, {tmp / 'arch.npz'}]}}\n"
                          f"output: {{dir: {tmp / 'files'}}}\n", "files.yaml")
     r = h.run("run", cfg, "-q")
-    assert r.code == 2 and "arch.npz: strategy files reads CSV or .npy files" in r.stderr, r
+    assert r.code == 2 and "arch.npz: strategy files reads CSV, .npy or LIBSVM files, not an .npz" in r.stderr, r
     # Forced: an .npy under another name trains when data.format says so.
     r = run(tmp, "forced", tmp / "hidden.csv", ", format: npy")
     assert r.code == 0, r

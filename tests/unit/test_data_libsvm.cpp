@@ -253,13 +253,32 @@ TEST_CASE("libsvm: the config keys, their round trip and their refusals") {
             .find("applies to a LIBSVM data.path only") != std::string::npos);
 }
 
-TEST_CASE("libsvm: a worker's own copy (--data) of a LIBSVM file is refused with what to do") {
+TEST_CASE("libsvm: a worker's own copy (--data) of a LIBSVM file is read from its own index") {
   const dt::files::TempDir dir("dt-test-libsvm");
-  const auto path = write_text(dir.path() / "copy.txt", "1 1:1\n0 2:1\n");
+  const auto path = write_text(dir.path() / "data.txt", "1 1:1\n0 2:1\n");
   auto config = libsvm_config(path);
-  auto source = dt::data::describe_source(config);
-  auto segments = dt::data::to_segments({0, 1}, source.csv);
-  CHECK(error_of([&] { dt::data::use_local_copy(path, config.data, source, segments); })
-            .find("copy.txt: a LIBSVM file, which a worker's own copy cannot stand for yet") !=
+  const auto source = dt::data::describe_source(config);
+  const auto segments = dt::data::to_segments({0, 1}, source.csv);
+  // The same rows with a comment line first: other byte offsets, found by number.
+  const auto copy = write_text(dir.path() / "copy.txt", "# a copy\n1 1:1\n0 2:1\n");
+  auto mine = source;
+  auto my_segments = segments;
+  dt::data::use_local_copy(copy, config.data, mine, my_segments);
+  const auto shard = dt::data::load_shard(config, mine, my_segments, dt::data::LabelKind::kBinary);
+  REQUIRE(shard.x.rows() == 2);
+  CHECK(shard.x(0, 0) == 1.0);
+  CHECK(shard.x(1, 1) == 1.0);
+  CHECK(shard.y(0) == 1.0);
+  // Another row count, or an index past the coordinator's last feature (f2): refused.
+  const auto short_copy = write_text(dir.path() / "short.txt", "1 1:1\n");
+  auto s2 = source;
+  auto g2 = segments;
+  CHECK(error_of([&] { dt::data::use_local_copy(short_copy, config.data, s2, g2); })
+            .find("short.txt: it has 1 rows, the coordinator's data has 2") != std::string::npos);
+  const auto wide = write_text(dir.path() / "wide.txt", "1 1:1\n0 2:1 9:1\n");
+  auto s3 = source;
+  auto g3 = segments;
+  CHECK(error_of([&] { dt::data::use_local_copy(wide, config.data, s3, g3); })
+            .find("wide.txt:2: index 9 is past the coordinator's last feature, f2") !=
         std::string::npos);
 }
