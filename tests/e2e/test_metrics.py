@@ -1,14 +1,39 @@
-"""AUC and log-loss: summary.json, loss.csv, eval and expect against scikit-learn's roc_auc_score
-and log_loss on the model's own predictions (disttrain predict)."""
+"""AUC and log-loss: summary.json, loss.csv, eval and expect against reference computations of
+scikit-learn's definitions (roc_auc_score: Mann-Whitney with ties counted half; log_loss:
+probabilities clipped to [eps, 1 - eps] and renormalized) on the model's own predictions
+(disttrain predict). The references are written here in numpy, so that the test needs no
+scikit-learn on a CI machine; the unit tests pin values scikit-learn computed."""
 
 import csv
 import io
 import json
 
 import numpy as np
-from sklearn.metrics import log_loss, roc_auc_score
-
 import harness as h
+
+
+def roc_auc_score(y, p):
+    """The area under the ROC curve: the Mann-Whitney U of the positives' average ranks."""
+    y, p = np.asarray(y), np.asarray(p, dtype=float)
+    _, inverse, counts = np.unique(p, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    ranks = (ends - (counts - 1) / 2.0)[inverse]  # 1-based, ties get their average rank
+    positives = int((y == 1).sum())
+    negatives = len(y) - positives
+    return (ranks[y == 1].sum() - positives * (positives + 1) / 2.0) / (positives * negatives)
+
+
+def log_loss(y, p, labels=None):
+    """scikit-learn 1.2's log_loss: a binary p is P(y = 1); each row clipped to [eps, 1 - eps]
+    and renormalized, then the mean negative log of the true class's probability."""
+    p = np.asarray(p, dtype=float)
+    if p.ndim == 1:
+        p = np.c_[1.0 - p, p]
+    eps = np.finfo(float).eps
+    p = np.clip(p, eps, 1.0 - eps)
+    p = p / p.sum(axis=1, keepdims=True)
+    y = np.asarray(y).astype(int)
+    return float(-np.mean(np.log(p[np.arange(len(y)), y])))
 
 M64 = (1 << 64) - 1
 
