@@ -62,8 +62,8 @@ void check_format(const std::vector<std::filesystem::path>& files, std::size_t k
   }
   // data.labels is refused with strategy files by the config itself: each array's labels are a
   // column (data.label names it; default the last).
-  if (k > 0 && format != format_of(files[0], DataFormat::kAuto, "shards.files")) {
-    const auto first = format_of(files[0], DataFormat::kAuto, "shards.files");
+  const auto first = k > 0 ? format_of(files[0], DataFormat::kAuto, "shards.files") : format;
+  if (format != first) {
     fail<DataError>("shards.files {}: the first file, {}, is {}; give every worker the same kind "
                     "of file", files[k].string(), files[0].string(),
                     first == DataFormat::kNpy ? "an .npy array"
@@ -120,6 +120,7 @@ std::vector<SourceInfo> describe_files(const config::Config& config) {
                     config.shards.count, files.size());
   }
   std::vector<SourceInfo> out;
+  bool libsvm = false;
   out.reserve(files.size());
   for (std::size_t k = 0; k < files.size(); ++k) {
     // The first file is described like data.path (label lookup, UTF-8 names); the others must
@@ -129,7 +130,8 @@ std::vector<SourceInfo> describe_files(const config::Config& config) {
     config::Config one = config;
     one.data.path = files[k];
     one.data.synthetic.reset();
-    if (format == config::DataFormat::kLibsvm) {  // each indexed; the widths made one below
+    libsvm = format == config::DataFormat::kLibsvm;
+    if (libsvm) {  // each indexed; the widths made one below
       one.data.format = format;
       out.push_back(describe_source(one));
       out.back().file = files[k];
@@ -158,9 +160,7 @@ std::vector<SourceInfo> describe_files(const config::Config& config) {
     }
     out.back().file = files[k];
   }
-  if (format_of(files[0], config::DataFormat::kAuto, "shards.files") == config::DataFormat::kLibsvm) {
-    common_libsvm_width(out);
-  }
+  if (libsvm) common_libsvm_width(out);  // check_format made every file the first one's kind
   return out;
 }
 
