@@ -3,7 +3,8 @@ rows, the sparse models on each batch's keys) and dense (data.sparse: false) tra
 model, bit for bit, in every synchronous mode: the star, sharded servers, the ring, parameter
 averaging, with sgd, adagrad and ftrl, for linear, logistic and softmax regression, and with a
 worker lost under `continue` (its rows dealt to the survivors as sparse rows). Async trains.
-The mlp and tensor parallelism, which have no sparse form, are refused with exit 2."""
+The mlp and tensor parallelism, which have no sparse form, and widths past 2^30 are refused
+with exit 2."""
 
 import json
 import random
@@ -170,6 +171,13 @@ def test_what_has_no_sparse_form_is_refused(tmp):
     r, out = train(tmp, "tensor", binary, True, workers=2, extra="parallelism: {tensor: 2}",
                    code=2)
     assert "parallelism.tensor 2 splits the feature columns" in r.stderr, r.stderr
+    assert not out.exists()
+    # Past 2^30 keys the coordinator's dense vectors would not fit: re-number or hash.
+    huge = tmp / "huge.svm"
+    huge.write_text("1 1:1 1073741825:1\n0 2:1\n" * 20)
+    r, out = train(tmp, "huge", huge, True, code=2)
+    assert "1073741825 features (the largest index is 1073741825) are more than sparse models " \
+           "take (2^30" in r.stderr, r.stderr
     assert not out.exists()
 
 
