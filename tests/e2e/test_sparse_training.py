@@ -135,7 +135,8 @@ def test_a_lost_worker_s_sparse_rows_go_to_the_survivors(tmp):
 
 def test_the_keyed_star_restarts_and_resumes_exactly(tmp):
     # A worker killed mid-run and replaced (restart): the replacement redoes the step from its
-    # own batch's keys, and the run's bytes are those of a run without the failure.
+    # own batch's keys, and the run's bytes are those of a run without the failure, as they
+    # are over each transport.
     binary = libsvm(tmp / "binary.svm", "binary")
     ftrl = "{type: ftrl, lr: 0.3, l1: 0.01}"
     _, ref = train(tmp, "ref", binary, True, optimizer=ftrl)
@@ -143,6 +144,11 @@ def test_the_keyed_star_restarts_and_resumes_exactly(tmp):
                    extra="faults: [{rank: 1, at_step: 17, action: kill}]")
     assert r.json()["failures"], r.json()
     assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes()
+    # The same bytes over every transport (ipc above): workers as threads, and over TCP.
+    for transport in ("inproc", "tcp"):
+        r, out = train(tmp, transport, binary, True, optimizer=ftrl,
+                       extra=f"transport: {{type: {transport}}}")
+        assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes(), transport
     # Cut after 2 of 3 epochs (a checkpoint every epoch of 13 steps), resumed: the same bytes.
     cfg_text = (tmp / "ref-sparse.yaml").read_text().replace("epochs: 3", "epochs: 2")
     cut = tmp / "cut"
