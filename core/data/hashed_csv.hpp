@@ -33,10 +33,13 @@ void make_sparse_csv(const config::DataConfig& data, SourceInfo& info, const std
 
 // Loads the rows of `segments` of a sparse CSV source into shard.sparse (shard.y as a dense
 // load fills it). `index` is null in a worker (segments carry the byte offsets). Errors name
-// file:line:column.
-void load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
-                     const SourceInfo& source, const std::vector<Segment>& segments, Shard& shard,
-                     LabelKind kind, config::Missing missing);
+// file:line:column. Plain rows go through a fast path (hashed_rows.hpp), the others through the
+// general record parser, with the same result; `fast_path` false sends every row the general
+// way (the tests compare the two). Returns how many rows the fast path took.
+std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
+                              const SourceInfo& source, const std::vector<Segment>& segments,
+                              Shard& shard, LabelKind kind, config::Missing missing,
+                              bool fast_path = true);
 
 // load_shard for a sparse source: LIBSVM or CSV rows into shard.sparse, shard.x with 0 columns.
 [[nodiscard]] Shard load_sparse_shard(const config::Config& config, const SourceInfo& source,
