@@ -25,6 +25,7 @@ import re
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -60,28 +61,44 @@ HASHED = """  path: {path}
   hash: {{bits: {bits}, columns: [{columns}]}}"""
 
 LIBSVM = """  path: {path}
-  sparse: {sparse}"""
+  sparse: {sparse}
+  normalize: none"""
 
-# The disttrain runs of a rep: name -> (what, data kind, bits, aggregation, per-worker batch?).
+GRADIENTS, SERVERS = "{mode: gradients}", "{mode: gradients, servers: 2}"
+
+
+@dataclass
+class Mode:
+    """One disttrain run of a rep."""
+    what: str
+    kind: str = "hashed"     # hashed: train.csv with data.hash; libsvm, dense: the LIBSVM copy
+    aggregation: str = SERVERS
+    bits: int | None = None  # None: --bits (hashed) or --dense-bits (LIBSVM)
+    head: bool = False       # the first --width-rows training rows only
+    per_worker: bool = False  # async: batch_size is each worker's
+
+
 MODES = {
-    "servers": ("gradients, 2 servers", "hashed", None, "{mode: gradients, servers: 2}", False),
-    "star": ("gradients, star (no servers)", "hashed", None, "{mode: gradients}", False),
-    "async": ("async, 2 servers", "hashed", None, "{mode: async, servers: 2}", True),
-    "bits18": ("gradients, 2 servers, 2^18", "hashed", 18, "{mode: gradients, servers: 2}", False),
-    "bits24": ("gradients, 2 servers, 2^24", "hashed", 24, "{mode: gradients, servers: 2}", False),
-    "dense": ("dense path", "dense", None, "{mode: gradients, servers: 2}", False),
-    "sparse_small": ("sparse path", "libsvm", None, "{mode: gradients, servers: 2}", False),
+    "servers": Mode("gradients, 2 servers"),
+    "star": Mode("gradients, star (no servers)", aggregation=GRADIENTS),
+    "async": Mode("async, 2 servers", aggregation="{mode: async, servers: 2}", per_worker=True),
+    "star18": Mode("star, 2^18", aggregation=GRADIENTS, bits=18, head=True),
+    "star24": Mode("star, 2^24", aggregation=GRADIENTS, bits=24, head=True),
+    "servers18": Mode("2 servers, 2^18", bits=18, head=True),
+    "servers24": Mode("2 servers, 2^24", bits=24, head=True),
+    "dense": Mode("dense path", kind="dense"),
+    "sparse_small": Mode("sparse path", kind="libsvm"),
 }
-
 
 class Sparse:
     """The pass's settings and data files; `b` is bench_all's Bench (binary, tmp, reps, raw)."""
 
-    def __init__(self, b, rows, seed, bits, batch, ftrl, dense_bits, dense_rows,
+    def __init__(self, b, rows, seed, bits, batch, ftrl, dense_bits, dense_rows, width_rows,
                  xgb_rounds, xgb_threads, xgb_lambda, sgd_eta0, peers=True):
         self.b, self.rows, self.seed, self.bits, self.batch = b, rows, seed, bits, batch
         self.ftrl = ftrl
         self.dense_bits, self.dense_rows = dense_bits, dense_rows
+        self.width_rows_wanted = width_rows
         self.xgb_rounds, self.xgb_threads, self.xgb_lambda = xgb_rounds, xgb_threads, xgb_lambda
         self.sgd_eta0, self.peers = sgd_eta0, peers
         self.test_rows = max(1, round(rows * 0.1))
@@ -106,6 +123,11 @@ class Sparse:
         for name, shell in steps:
             if ba.cached_file(self.b, f"{self.dir.name}/{name}", ["sh", "-c", shell]) is None:
                 return f"making {name} failed"
+        head = self.head_path()
+        if head != self.dir / "train.csv" and ba.cached_file(
+                self.b, f"{self.dir.name}/{head.name}",
+                ["head", "-n", str(self.width_rows() + 1), str(self.dir / "train.csv")]) is None:
+            return f"making {head.name} failed"
         for part in ("train", "test"):
             if not (self.dir / part / "labels.npy").exists():
                 print(f"  hashing {part}.csv for the peers (once)", flush=True)
@@ -121,6 +143,13 @@ class Sparse:
             if ran.code != 0:
                 return f"writing the LIBSVM copy failed ({ran.why()})"
         return None
+
+    def width_rows(self):
+        return min(self.width_rows_wanted, self.train_rows)
+
+    def head_path(self):
+        rows = self.width_rows()
+        return self.dir / ("train.csv" if rows == self.train_rows else f"train_{rows}.csv")
 
     def small_rows(self):
         return min(self.dense_rows, self.train_rows)
@@ -142,15 +171,20 @@ class Sparse:
     # -- disttrain ------------------------------------------------------------------------
 
     def config(self, key):
-        what, kind, bits, aggregation, per_worker = MODES[key]
-        if kind == "hashed":
-            data = HASHED.format(path=self.dir / "train.csv", bits=bits or self.bits,
+        m = MODES[key]
+        if m.kind == "hashed":
+            path = self.head_path() if m.head else self.dir / "train.csv"
+            data = HASHED.format(path=path, bits=self.width(key),
                                  columns=", ".join(f"C{i + 1}" for i in range(FIELDS)))
         else:
-            data = LIBSVM.format(path=self.libsvm_path(), sparse=str(kind == "libsvm").lower())
+            data = LIBSVM.format(path=self.libsvm_path(), sparse=str(m.kind == "libsvm").lower())
         # async's batch_size is each worker's; the gradients modes' is the global batch.
-        batch = self.batch // 2 if per_worker else self.batch
-        return RUN.format(data=data, aggregation=aggregation, batch=batch, **self.ftrl)
+        batch = self.batch // 2 if m.per_worker else self.batch
+        return RUN.format(data=data, aggregation=m.aggregation, batch=batch, **self.ftrl)
+
+    def width(self, key):
+        m = MODES[key]
+        return m.bits or (self.bits if m.kind == "hashed" else self.dense_bits)
 
     def disttrain(self, key, score_bits=None):
         """One run: (summary or None, Ran). With score_bits, its model.json is scored on the
@@ -188,12 +222,12 @@ def per_worker(summary):
 
 
 def row_sparse(b, rows=None, seed=1, bits=22, batch=2000, ftrl=None, dense_bits=10,
-               dense_rows=250000, xgb_rounds=5, xgb_threads=2, xgb_lambda=None, sgd_eta0=0.01,
+               dense_rows=250000, width_rows=1_000_000, xgb_rounds=5, xgb_threads=2, xgb_lambda=None, sgd_eta0=0.01,
                peers=True):
     """The sparse section of a pass: adds its rows with bench_all's add()."""
     rows = rows or 10_000_000
     ftrl = ftrl or FTRL
-    s = Sparse(b, rows, seed, bits, batch, ftrl, dense_bits, dense_rows, xgb_rounds,
+    s = Sparse(b, rows, seed, bits, batch, ftrl, dense_bits, dense_rows, width_rows, xgb_rounds,
                xgb_threads, xgb_lambda, sgd_eta0, peers)
     print(f"sparse: click log {rows:,} rows ({s.test_rows:,} held out), {FIELDS} fields, "
           f"2^{bits} buckets", flush=True)
@@ -201,23 +235,23 @@ def row_sparse(b, rows=None, seed=1, bits=22, batch=2000, ftrl=None, dense_bits=
     if why:
         ba.add("sparse", "click log", "n/a", "", "", "", None, why)
         return
-    keys = {k: s.keys_per_batch(k, batch // 2) for k in sorted({bits, 18, 24, dense_bits})}
+    keys = {k: s.keys_per_batch(k, batch // 2) for k in sorted({bits, 18, 24})}
     runs = {k: [] for k in MODES}
     refused = None     # run's refusal of sparse rows: the sparse runs are not repeated then
     sk, xg = [], []
     for rep in range(b.reps):
-        for key, (_, kind, kbits, _, _) in MODES.items():
-            if refused and kind != "dense":
+        for key, m in MODES.items():
+            if refused and m.kind != "dense":
                 continue
-            width = kbits or (dense_bits if kind != "hashed" else bits)
-            # Scored once (sync runs repeat to the bit); the LIBSVM ones hold fewer rows.
-            summary, ran = s.disttrain(key, width if rep == 0 and kind == "hashed" else None)
+            # Scored once (sync runs repeat to the bit), the runs on the whole training set.
+            scored = rep == 0 and m.kind == "hashed" and not m.head
+            summary, ran = s.disttrain(key, s.width(key) if scored else None)
             runs[key].append((summary, ran))
-            if summary is None and ran.code == 2 and kind != "dense":
+            if summary is None and ran.code == 2 and m.kind != "dense":
                 refused = ran
         if refused:
-            for key, (_, kind, _, _, _) in MODES.items():
-                if kind != "dense" and not runs[key]:
+            for key, m in MODES.items():
+                if m.kind != "dense" and not runs[key]:
                     runs[key].append((None, refused))
         if peers:
             sk.append(s.data_json("sklearn", s.dir / "train", s.dir / "test", "--bits", bits,
@@ -268,7 +302,7 @@ def add_disttrain_rows(s, runs, keys):
     for key in ("servers", "star", "async"):
         results = runs[key]
         ok = [x for x, _ in results if x]
-        what = MODES[key][0]
+        what = MODES[key].what
         if not ok:
             ba.add("sparse", f"disttrain FTRL, {what}: rows/s per worker", "n/a", "", "",
                    "≥ 1M", None, not_run([r for _, r in results]))
@@ -289,15 +323,18 @@ def add_disttrain_rows(s, runs, keys):
                f"{ba.fmt(bound, 'B')}", ba.fmt(r, "× bound"), "≤ 1.0", ba.check(r, "<=", 1.0),
                "the busiest worker; sent + received ÷ its steps", bytes_per_step=moved,
                bound=bound)
-    ms = {}
-    for key in ("bits18", "bits24"):
-        ok = [x for x, _ in runs[key] if x]
-        ms[key] = ba.median(1e3 * x["train_seconds"] / x["steps"] for x in ok) if ok else None
-    r = ba.ratio_of(ms["bits24"], ms["bits18"])
-    ba.add("sparse", "step cost, 2^24 vs 2^18 buckets (2 servers)", ba.fmt(ms["bits24"], "ms"),
-           f"2^18 {ba.fmt(ms['bits18'], 'ms')}", ba.fmt(r, "×"), "≤ 1.2×", ba.check(r, "<=", 1.2),
-           "" if r else not_run([r for _, r in runs["bits24"] + runs["bits18"]]),
-           ms_18=ms["bits18"], ms_24=ms["bits24"])
+    for name, small, large in (("star", "star18", "star24"), ("2 servers", "servers18",
+                                                              "servers24")):
+        ms = {}
+        for key in (small, large):
+            ok = [x for x, _ in runs[key] if x]
+            ms[key] = ba.median(1e3 * x["train_seconds"] / x["steps"] for x in ok) if ok else None
+        r = ba.ratio_of(ms[large], ms[small])
+        ba.add("sparse", f"step cost, 2^24 vs 2^18 buckets ({name}; {s.width_rows():,} rows)",
+               ba.fmt(ms[large], "ms"), f"2^18 {ba.fmt(ms[small], 'ms')}", ba.fmt(r, "×"),
+               "≤ 1.2×", ba.check(r, "<=", 1.2),
+               "" if r else not_run([r for _, r in runs[large] + runs[small]]),
+               ms_18=ms[small], ms_24=ms[large])
     dense = [x for x, _ in runs["dense"] if x]
     sparse = [x for x, _ in runs["sparse_small"] if x]
     rates = {k: ba.median(per_worker(x)[0] for x in v) if v else None
@@ -341,6 +378,8 @@ def parse_args():
         p.add_argument(f"--{name}", type=float, default=value, help=f"FTRL's {name}")
     p.add_argument("--dense-bits", type=int, default=10)
     p.add_argument("--dense-rows", type=int, default=250_000)
+    p.add_argument("--width-rows", type=int, default=1_000_000,
+                   help="training rows of the 2^18 vs 2^24 runs (the first ones)")
     p.add_argument("--xgb-rounds", type=int, default=5)
     p.add_argument("--xgb-threads", type=int, default=2)
     p.add_argument("--xgb-lambda", type=float, help="gblinear's lambda (default 10 / rows)")
@@ -378,7 +417,7 @@ def main():
         b = ba.Bench(Args(a), tmp)
         ftrl = {name: getattr(a, name) for name in FTRL}
         row_sparse(b, a.rows, a.seed, a.bits, a.batch, ftrl, a.dense_bits, a.dense_rows,
-                   a.xgb_rounds, a.xgb_threads, a.xgb_lambda, a.sgd_eta0, not a.no_peers)
+                   a.width_rows, a.xgb_rounds, a.xgb_threads, a.xgb_lambda, a.sgd_eta0, not a.no_peers)
     meta.update(loadavg_end=loadavg(), seconds=time.monotonic() - start)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
