@@ -2,7 +2,7 @@
 """Issue 16's speed targets: sparse logistic regression on a hashed click log, beside its peers.
 
     /usr/bin/python3 bench/bench_sparse.py [--binary build/release/disttrain] [--rows 10000000]
-        [--reps 3] [--seed 1] [--cache-dir DIR] [--no-readme]
+        [--reps 3] [--cache-dir DIR] [--no-readme] [--no-peers] (all settings: --help)
 
 One pass: makes the data once in --cache-dir (`disttrain gen clicks`, 39 fields; the last 10% of
 the rows held out; the hashed keys of both parts as numpy arrays for the peers; a small LIBSVM
@@ -10,11 +10,12 @@ copy for the dense path), then per rep, interleaved: disttrain's FTRL logistic r
 hashed CSV (data.hash, 2^22 buckets, 2 workers) with 2 sharded servers, through the star with no
 servers, and async with 2 servers; at 2^18 and 2^24 buckets; the dense path and the sparse path
 on the LIBSVM copy; scikit-learn's SGDClassifier and XGBoost's gblinear on a scipy CSR matrix of
-the same hashed rows. Every model is scored on the held-out rows (log-loss, AUC). A disttrain
-run that fails shows "not run: <reason>" in its rows, never a crash. Writes
-bench/results/sparse.json, sparse.md and the table between the bench_sparse markers of
-bench/README.md (bench_all.py --only sparse puts the same rows in its own table).
-What each row measures: bench/README.md.
+the same hashed rows. The models are scored on the held-out rows (log-loss, AUC). Each hashed
+run is first probed on a few steps: one that moves the whole model every step (a dense exchange)
+is measured on the probe's rows only, instead of taking hours. A disttrain run that fails shows
+"not run: <reason>" in its rows, never a crash. Writes bench/results/sparse.json, sparse.md and
+the table between the bench_sparse markers of bench/README.md (bench_all.py --only sparse puts
+the same rows in its own table). What each row measures: bench/README.md.
 """
 
 import argparse
@@ -32,15 +33,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_all as ba  # noqa: E402  (the runner, the rows and the formatting)
 
 ROOT = ba.ROOT
-HERE = Path(__file__).resolve().parent
-DATA = str(HERE / "sparse_data.py")
+DATA = str(Path(__file__).resolve().parent / "sparse_data.py")
 BEGIN, END = "<!-- bench_sparse:begin -->", "<!-- bench_sparse:end -->"
 FIELDS = 39
 KEY_VALUE_BYTES = 12          # a 4-byte key and an 8-byte value: the issue's "keys x 12 B"
-# FTRL's settings, chosen with a numpy copy of docs/optimizers.md's rule on 900k training rows,
-# one pass, global batches of 2000 (held-out AUC 0.80; alpha 0.05 gave 0.66, 20 overfitted):
-# the gradient is the batch's mean, so a rare key's is small and alpha must be large.
-FTRL = {"alpha": 5.0, "beta": 0.1, "l1": 0.0, "l2": 0.0}
+# A probe whose workers move 1.5 model widths (8 B a weight) a step, on average, moves the model
+# every step (2 widths: down and up); a keyed one moves its keys a step plus the model once or
+# twice a run, under 0.5 widths a step over its 10 steps at 2^22.
+DENSE_EXCHANGE = 1.5
+
+# Every setting of a pass, with its default (the command line has a flag for each).
+SETTINGS = {
+    "rows": 10_000_000,       # the click log, the last 10% held out
+    "seed": 1,
+    "bits": 22,
+    "batch": 2000,            # global: 1000 rows a worker a step
+    # FTRL, chosen with a numpy copy of docs/optimizers.md's rule on 900k training rows, one
+    # pass, global batches of 2000 (held-out AUC 0.80; alpha 0.05 gave 0.66, 20 overfitted):
+    # the gradient is the batch's mean, so a rare key's is small and alpha must be large.
+    "alpha": 5.0, "beta": 0.1, "l1": 0.0, "l2": 0.0,
+    "dense_bits": 10,         # the LIBSVM copy's width, where the dense path fits
+    "dense_rows": 250_000,    # its rows: 250k x 1024 x 8 B = 2 GB over the workers
+    "dense_alpha": 0.5,       # 2^10 buckets collide a lot: alpha 5 diverges there (loss 5.9)
+    "width_rows": 1_000_000,  # the 2^18 vs 2^24 runs: the first training rows
+    "probe_rows": 20_000,     # a probe run: 10 steps
+    "xgb_rounds": 5, "xgb_threads": 2,
+    "xgb_lambda": 0.0,        # 0: 10 / training rows (see Sparse)
+    "sgd_eta0": 0.01,
+}
 
 RUN = """
 seed: 1
@@ -90,44 +110,42 @@ MODES = {
     "sparse_small": Mode("sparse path", kind="libsvm"),
 }
 
-class Sparse:
-    """The pass's settings and data files; `b` is bench_all's Bench (binary, tmp, reps, raw)."""
 
-    def __init__(self, b, rows, seed, bits, batch, ftrl, dense_bits, dense_rows, width_rows,
-                 xgb_rounds, xgb_threads, xgb_lambda, sgd_eta0, peers=True):
-        self.b, self.rows, self.seed, self.bits, self.batch = b, rows, seed, bits, batch
-        self.ftrl = ftrl
-        self.dense_bits, self.dense_rows = dense_bits, dense_rows
-        self.width_rows_wanted = width_rows
-        self.xgb_rounds, self.xgb_threads, self.xgb_lambda = xgb_rounds, xgb_threads, xgb_lambda
-        self.sgd_eta0, self.peers = sgd_eta0, peers
+class Sparse:
+    """The pass's settings, data files and runs; `b` is bench_all's Bench (binary, tmp, reps)."""
+
+    def __init__(self, b, settings):
+        self.b = b
+        self.s = dict(SETTINGS, **settings)
+        rows = self.s["rows"]
         self.test_rows = max(1, round(rows * 0.1))
         self.train_rows = rows - self.test_rows
         # gblinear's L2 is summed over the rows: the best value found shrinks with them (1e-4
         # at 180k training rows, 1e-5 at 900k): 10 / rows is near both.
-        self.xgb_lambda = xgb_lambda or 10 / self.train_rows
-        self.dir = b.cache / f"clicks_{rows}_s{seed}"
+        self.xgb_lambda = self.s["xgb_lambda"] or 10 / self.train_rows
+        self.dir = b.cache / f"clicks_{rows}_s{self.s['seed']}"
+        self.keys = {}        # bits -> mean distinct keys of a worker's batch
+        self.peers = {"sklearn": [], "xgboost": []}   # (result or None, Ran) a rep
 
     # -- data, made once ----------------------------------------------------------------------
 
     def prepare(self):
-        """train.csv, test.csv, their keys (train/, test/) and the LIBSVM copy; None or why not."""
+        """train.csv, test.csv, their keys (train/, test/), the heads and the LIBSVM copy;
+        None, or why not."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        gen = f"'{self.b.binary}' gen clicks --rows {{}} --seed {self.seed} --fields {FIELDS}"
-        steps = [
+        gen = f"'{self.b.binary}' gen clicks --rows {{}} --seed {self.s['seed']} --fields {FIELDS}"
+        made = [
             ("train.csv", gen.format(self.train_rows)),
             # Row i is a function of the seed and i alone: the held-out rows are the last of a
             # longer log, after the training rows.
-            ("test.csv", gen.format(self.rows) + f" | awk 'NR == 1 || NR > {self.train_rows + 1}'"),
-        ]
-        for name, shell in steps:
+            ("test.csv", gen.format(self.s["rows"]) +
+             f" | awk 'NR == 1 || NR > {self.train_rows + 1}'"),
+        ] + [(self.head(rows).name, f"head -n {rows + 1} '{self.dir / 'train.csv'}'")
+             for rows in (self.s["width_rows"], self.s["probe_rows"])
+             if self.head(rows).name != "train.csv"]
+        for name, shell in made:
             if ba.cached_file(self.b, f"{self.dir.name}/{name}", ["sh", "-c", shell]) is None:
                 return f"making {name} failed"
-        head = self.head_path()
-        if head != self.dir / "train.csv" and ba.cached_file(
-                self.b, f"{self.dir.name}/{head.name}",
-                ["head", "-n", str(self.width_rows() + 1), str(self.dir / "train.csv")]) is None:
-            return f"making {head.name} failed"
         for part in ("train", "test"):
             if not (self.dir / part / "labels.npy").exists():
                 print(f"  hashing {part}.csv for the peers (once)", flush=True)
@@ -139,29 +157,34 @@ class Sparse:
         if not svm.exists():
             print(f"  writing {svm.name}, a LIBSVM copy for the dense path (once)", flush=True)
             ran = ba.run([ba.PY, DATA, "libsvm", str(self.dir / "train"), str(svm), "--bits",
-                          str(self.dense_bits), "--rows", str(self.small_rows())], timeout=3600)
+                          str(self.s["dense_bits"]), "--rows", str(self.small_rows())],
+                         timeout=3600)
             if ran.code != 0:
                 return f"writing the LIBSVM copy failed ({ran.why()})"
+        for bits in sorted({self.s["bits"], 18, 24}):
+            got, _ = self.data_json("keys", self.dir / "train", "--bits", bits, "--batch",
+                                    self.s["batch"] // 2, "--samples", 50)
+            self.keys[bits] = got["keys_mean"] if got else None
         return None
 
-    def width_rows(self):
-        return min(self.width_rows_wanted, self.train_rows)
-
-    def head_path(self):
-        rows = self.width_rows()
+    def head(self, rows):
+        """The first `rows` training rows (the whole train.csv when there are no more)."""
+        rows = min(rows, self.train_rows)
         return self.dir / ("train.csv" if rows == self.train_rows else f"train_{rows}.csv")
 
+    def head_rows(self, path):
+        return self.train_rows if path.name == "train.csv" else int(path.stem.split("_")[1])
+
     def small_rows(self):
-        return min(self.dense_rows, self.train_rows)
+        return min(self.s["dense_rows"], self.train_rows)
 
     def libsvm_path(self):
-        return self.dir / f"train_{self.small_rows()}_b{self.dense_bits}.svm"
+        return self.dir / f"train_{self.small_rows()}_b{self.s['dense_bits']}.svm"
 
-    def keys_per_batch(self, bits, batch):
-        """Mean distinct keys of a worker's batch (random rows, as a shuffled epoch takes)."""
-        got, ran = self.data_json("keys", str(self.dir / "train"), "--bits", bits, "--batch",
-                                  batch, "--samples", 50)
-        return got["keys_mean"] if got else None
+    def bound(self, key):
+        """The issue's bound on a worker's bytes per step: 2 x keys touched x 12 B."""
+        keys = self.keys.get(self.width(key))
+        return 2 * keys * KEY_VALUE_BYTES if keys else None
 
     def data_json(self, *args, timeout=7200):
         ran = ba.run([ba.PY, DATA, *map(str, args)], env=ba.blas_env(), timeout=timeout)
@@ -170,31 +193,86 @@ class Sparse:
 
     # -- disttrain ------------------------------------------------------------------------
 
-    def config(self, key):
+    def width(self, key):
+        m = MODES[key]
+        return m.bits or (self.s["bits"] if m.kind == "hashed" else self.s["dense_bits"])
+
+    def path(self, key, probe=False):
+        m = MODES[key]
+        if m.kind != "hashed":
+            return self.libsvm_path()
+        return self.head(self.s["probe_rows"] if probe else
+                         self.s["width_rows"] if m.head else self.train_rows)
+
+    def config(self, key, probe=False):
         m = MODES[key]
         if m.kind == "hashed":
-            path = self.head_path() if m.head else self.dir / "train.csv"
-            data = HASHED.format(path=path, bits=self.width(key),
+            data = HASHED.format(path=self.path(key, probe), bits=self.width(key),
                                  columns=", ".join(f"C{i + 1}" for i in range(FIELDS)))
         else:
             data = LIBSVM.format(path=self.libsvm_path(), sparse=str(m.kind == "libsvm").lower())
+        ftrl = {k: self.s[k] for k in ("alpha", "beta", "l1", "l2")}
+        if m.kind != "hashed":
+            ftrl["alpha"] = self.s["dense_alpha"]
         # async's batch_size is each worker's; the gradients modes' is the global batch.
-        batch = self.batch // 2 if m.per_worker else self.batch
-        return RUN.format(data=data, aggregation=m.aggregation, batch=batch, **self.ftrl)
+        batch = self.s["batch"] // 2 if m.per_worker else self.s["batch"]
+        return RUN.format(data=data, aggregation=m.aggregation, batch=batch, **ftrl)
 
-    def width(self, key):
-        m = MODES[key]
-        return m.bits or (self.bits if m.kind == "hashed" else self.dense_bits)
-
-    def disttrain(self, key, score_bits=None):
-        """One run: (summary or None, Ran). With score_bits, its model.json is scored on the
+    def disttrain(self, key, probe=False, score=False):
+        """One run: (summary or None, Ran). With score, its model.json is scored on the
         held-out rows (summary["heldout"])."""
-        def score(run_dir, summary):
+        def scored(run_dir, summary):
             got, ran = self.data_json("score", run_dir / "model.json", self.dir / "test",
-                                      "--bits", score_bits)
+                                      "--bits", self.width(key))
             summary["heldout"] = got or {"error": ran.why()}
-        return self.b.disttrain(f"sparse-{key}", self.config(key), timeout=3600,
-                                inspect=score if score_bits else None)
+        # A probe reads 20k rows: 5 minutes is far more than it needs, unless it hangs.
+        summary, ran = self.b.disttrain(f"sparse-{key}", self.config(key, probe),
+                                        timeout=300 if probe else 7200,
+                                        inspect=scored if score else None)
+        if summary:
+            summary["rows_file"] = self.path(key, probe).name
+        return summary, ran
+
+    def measure(self):
+        """Every disttrain run of the pass: {key: [(summary, Ran) a rep]}, {key: probe}, and
+        the keys measured on their probe alone (a dense exchange)."""
+        runs = {k: [] for k in MODES}
+        probes, probe_only = {}, set()
+        refused = None     # run's refusal of sparse rows: the sparse runs are not repeated
+        for rep in range(self.b.reps):
+            for key, m in MODES.items():
+                if refused and m.kind != "dense":
+                    runs[key].append((None, refused))
+                    continue
+                if m.kind == "hashed" and key not in probes:
+                    probes[key] = self.disttrain(key, probe=True)
+                    summary, ran = probes[key]
+                    if summary is None:
+                        runs[key].append(probes[key])
+                        refused = ran if ran.code == 2 else None
+                        continue
+                    if per_worker(summary)[2] >= DENSE_EXCHANGE * 8 * 2 ** self.width(key):
+                        probe_only.add(key)
+                if key in probe_only:
+                    runs[key].append(probes[key] if rep == 0 else self.disttrain(key, True))
+                else:
+                    # Scored once (sync runs repeat to the bit): the runs on all the rows.
+                    runs[key].append(self.disttrain(
+                        key, score=rep == 0 and m.kind == "hashed" and not m.head))
+                if runs[key][-1][0] is None and runs[key][-1][1].code == 2 and m.kind != "dense":
+                    refused = runs[key][-1][1]
+            self.run_peers()  # interleaved: the peers of this rep beside its runs
+        return runs, probes, probe_only
+
+    def run_peers(self):
+        if not self.s.get("peers", True):
+            return
+        bits, train, test = self.s["bits"], self.dir / "train", self.dir / "test"
+        self.peers["sklearn"].append(self.data_json("sklearn", train, test, "--bits", bits,
+                                                    "--eta0", self.s["sgd_eta0"]))
+        self.peers["xgboost"].append(self.data_json(
+            "xgboost", train, test, "--bits", bits, "--rounds", self.s["xgb_rounds"],
+            "--threads", self.s["xgb_threads"], "--lambda", self.xgb_lambda))
 
 
 def not_run(rans):
@@ -209,88 +287,77 @@ def not_run(rans):
 
 
 def per_worker(summary):
-    """Rows/s per worker (its rows ÷ train_seconds; the slowest worker), and the busiest
-    worker's bytes per step (sent + received ÷ its own steps)."""
+    """Rows/s per worker (its rows ÷ train_seconds; the slowest worker), the same over its
+    compute_seconds, and the busiest worker's bytes per step (sent + received ÷ its steps)."""
     train = summary["train_seconds"]
     stats = summary["worker_stats"]
     epochs = summary.get("epochs", 1)
     rate = min(w["rows"] * epochs / train for w in stats) if train else None
-    compute = min(w["rows"] * epochs / w["compute_seconds"] for w in stats
-                  if w.get("compute_seconds"))
-    moved = max((w["bytes_sent"] + w["bytes_received"]) / w["steps"] for w in stats if w["steps"])
+    compute = min((w["rows"] * epochs / w["compute_seconds"] for w in stats
+                   if w.get("compute_seconds")), default=None)
+    moved = max(worker_bytes(w) / w["steps"] for w in stats if w["steps"])
     return rate, compute, moved
 
 
-def row_sparse(b, rows=None, seed=1, bits=22, batch=2000, ftrl=None, dense_bits=10,
-               dense_rows=250000, width_rows=1_000_000, xgb_rounds=5, xgb_threads=2, xgb_lambda=None, sgd_eta0=0.01,
-               peers=True):
+def worker_bytes(w):
+    return w["bytes_sent"] + w["bytes_received"]
+
+
+def marginal_bytes(full, probe):
+    """Each worker's (sent, received) bytes per step over the steps a full run has beyond its
+    probe: what a step costs without the run's fixed traffic (setup, the model sent once, the
+    final report), which the average over a run's steps also holds. Same ranks in both runs."""
+    pairs = zip(full["worker_stats"], probe["worker_stats"])
+    return [((f["bytes_sent"] - p["bytes_sent"]) / (f["steps"] - p["steps"]),
+             (f["bytes_received"] - p["bytes_received"]) / (f["steps"] - p["steps"]))
+            for f, p in pairs if f["steps"] > p["steps"]]
+
+
+def row_sparse(b, rows=None, **settings):
     """The sparse section of a pass: adds its rows with bench_all's add()."""
-    rows = rows or 10_000_000
-    ftrl = ftrl or FTRL
-    s = Sparse(b, rows, seed, bits, batch, ftrl, dense_bits, dense_rows, width_rows, xgb_rounds,
-               xgb_threads, xgb_lambda, sgd_eta0, peers)
-    print(f"sparse: click log {rows:,} rows ({s.test_rows:,} held out), {FIELDS} fields, "
-          f"2^{bits} buckets", flush=True)
+    s = Sparse(b, dict(settings, rows=rows or SETTINGS["rows"]))
+    print(f"sparse: click log {s.s['rows']:,} rows ({s.test_rows:,} held out), {FIELDS} "
+          f"fields, 2^{s.s['bits']} buckets", flush=True)
     why = s.prepare()
     if why:
         ba.add("sparse", "click log", "n/a", "", "", "", None, why)
         return
-    keys = {k: s.keys_per_batch(k, batch // 2) for k in sorted({bits, 18, 24})}
-    runs = {k: [] for k in MODES}
-    refused = None     # run's refusal of sparse rows: the sparse runs are not repeated then
-    sk, xg = [], []
-    for rep in range(b.reps):
-        for key, m in MODES.items():
-            if refused and m.kind != "dense":
-                continue
-            # Scored once (sync runs repeat to the bit), the runs on the whole training set.
-            scored = rep == 0 and m.kind == "hashed" and not m.head
-            summary, ran = s.disttrain(key, s.width(key) if scored else None)
-            runs[key].append((summary, ran))
-            if summary is None and ran.code == 2 and m.kind != "dense":
-                refused = ran
-        if refused:
-            for key, m in MODES.items():
-                if m.kind != "dense" and not runs[key]:
-                    runs[key].append((None, refused))
-        if peers:
-            sk.append(s.data_json("sklearn", s.dir / "train", s.dir / "test", "--bits", bits,
-                                  "--eta0", sgd_eta0))
-            xg.append(s.data_json("xgboost", s.dir / "train", s.dir / "test", "--bits", bits,
-                                  "--rounds", xgb_rounds, "--threads", xgb_threads, "--lambda",
-                                  s.xgb_lambda))
-    b.raw["sparse"] = {"rows": rows, "train_rows": s.train_rows, "test_rows": s.test_rows,
-                       "bits": bits, "batch": batch, "keys_per_worker_batch": keys,
-                       "ftrl": ftrl, "xgb_lambda": s.xgb_lambda,
+    runs, probes, probe_only = s.measure()
+    peers = s.peers
+    b.raw["sparse"] = {"settings": s.s, "train_rows": s.train_rows, "test_rows": s.test_rows,
+                       "keys_per_worker_batch": s.keys, "xgb_lambda": s.xgb_lambda,
+                       "probe_only": sorted(probe_only),
+                       "probes": {k: v[0] for k, v in probes.items()},
                        "runs": {k: [r[0] for r in v] for k, v in runs.items()},
-                       "sklearn": [p for p, _ in sk], "xgboost": [p for p, _ in xg]}
-    add_peer_rows(s, sk, xg)
-    add_disttrain_rows(s, runs, keys)
+                       **{k: [p for p, _ in v] for k, v in peers.items()}}
+    add_peer_rows(s, peers)
+    add_mode_rows(s, runs, probes, probe_only)
+    add_width_rows(s, runs, probe_only)
+    add_dense_row(s, runs)
 
 
-def add_peer_rows(s, sk, xg):
-    for name, results, what in (("sklearn", sk, "scikit-learn SGDClassifier (log loss), 1 pass"),
-                                ("xgboost", xg, f"XGBoost gblinear, {s.xgb_rounds} rounds, "
-                                                f"{s.xgb_threads} threads, lambda "
-                                                f"{s.xgb_lambda:.2g}")):
-        if not s.peers:
-            continue
+def add_peer_rows(s, peers):
+    names = {"sklearn": "scikit-learn SGDClassifier (log loss), 1 pass",
+             "xgboost": f"XGBoost gblinear, {s.s['xgb_rounds']} rounds, {s.s['xgb_threads']} "
+                        f"threads, lambda {s.xgb_lambda:.2g}"}
+    for name, results in peers.items():
         ok = [p for p, _ in results if p]
         if not ok:
-            ba.add("sparse", what, "", "n/a", "", "", None,
+            ba.add("sparse", f"peer: {names[name]}", "", "n/a", "", "", None,
                    ba.failure_note(name, [r for _, r in results]) or "not run")
             continue
         fit = ba.median(p["fit_s"] for p in ok)
         rate = ok[0]["rows"] * ok[0]["passes"] / fit
-        ba.add("sparse", f"peer: {what}", "", f"{ba.fmt(fit, 's')}, {ba.fmt(rate, 'rows/s')}",
-               "", "—", None, f"held out: log-loss {ok[0]['log_loss']:.4f}, AUC "
-               f"{ok[0]['auc']:.4f}; building the matrix {ba.fmt(ba.median(p['prepare_s'] for p in ok), 's')} "
-               "(not counted)", fit_s=fit, rows_per_s=rate, log_loss=ok[0]["log_loss"],
-               auc=ok[0]["auc"])
+        prepare = ba.median(p["prepare_s"] for p in ok)
+        ba.add("sparse", f"peer: {names[name]}", "", f"{ba.fmt(fit, 's')}, "
+               f"{ba.fmt(rate, 'rows/s')}", "", "—", None,
+               f"held out: log-loss {ok[0]['log_loss']:.4f}, AUC {ok[0]['auc']:.4f}; building "
+               f"the matrix {ba.fmt(prepare, 's')} (not counted)", fit_s=fit, rows_per_s=rate,
+               log_loss=ok[0]["log_loss"], auc=ok[0]["auc"])
 
 
 def quality_note(results):
-    held = next((s["heldout"] for s, _ in results if s and "heldout" in s), None)
+    held = next((x["heldout"] for x, _ in results if x and "heldout" in x), None)
     if not held:
         return ""
     if "error" in held:
@@ -298,53 +365,81 @@ def quality_note(results):
     return f"held out: log-loss {held['log_loss']:.4f}, AUC {held['auc']:.4f}"
 
 
-def add_disttrain_rows(s, runs, keys):
+def probe_note(s, key, ok):
+    """What a row measured on its probe alone says: the rows, and how long all would take."""
+    steps = ba.median(x["steps"] for x in ok)
+    ms = ba.median(x["train_seconds"] / x["steps"] for x in ok)
+    full = s.head_rows(s.path(key)) / (s.s["batch"] // (2 if MODES[key].per_worker else 1))
+    return (f"dense exchange: measured on the first {s.s['probe_rows']:,} rows ({steps:.0f} "
+            f"steps), the whole model moves each step; all {s.head_rows(s.path(key)):,} rows "
+            f"would take about {ba.fmt(ms * full, 's')}")
+
+
+def add_mode_rows(s, runs, probes, probe_only):
     for key in ("servers", "star", "async"):
-        results = runs[key]
-        ok = [x for x, _ in results if x]
         what = MODES[key].what
+        ok = [x for x, _ in runs[key] if x]
         if not ok:
             ba.add("sparse", f"disttrain FTRL, {what}: rows/s per worker", "n/a", "", "",
-                   "≥ 1M", None, not_run([r for _, r in results]))
+                   "≥ 1M", None, not_run([r for _, r in runs[key]]))
             continue
         figures = [per_worker(x) for x in ok]
-        rate = ba.median(f[0] for f in figures)
-        compute = ba.median(f[1] for f in figures)
-        moved = ba.median(f[2] for f in figures)
+        rate, compute = ba.median(f[0] for f in figures), ba.median(f[1] for f in figures)
         train = ba.median(x["train_seconds"] for x in ok)
+        probed = probe_note(s, key, ok) if key in probe_only else ""
         ba.add("sparse", f"disttrain FTRL, {what}: rows/s per worker", ba.fmt(rate, "rows/s"),
                f"train {ba.fmt(train, 's')}", "", "≥ 1M", ba.check(rate, ">=", 1e6),
-               ba.notes(f"compute alone {ba.fmt(compute, 'rows/s')}", quality_note(results)),
-               rate=rate, train_s=train, compute_rate=compute)
-        bound = 2 * keys[s.bits] * KEY_VALUE_BYTES if keys.get(s.bits) else None
+               ba.notes(f"compute alone {ba.fmt(compute, 'rows/s')}", quality_note(runs[key]),
+                        probed), rate=rate, train_s=train, compute_rate=compute)
+        average = ba.median(f[2] for f in figures)
+        step = [] if key in probe_only else marginal_bytes(ok[0], probes[key][0])
+        moved = max((a + b for a, b in step), default=None) or average
+        bound = s.bound(key)
         r = ba.ratio_of(moved, bound)
-        ba.add("sparse", f"disttrain FTRL, {what}: bytes per step per worker",
-               ba.fmt(moved, "B"), f"2 × {ba.fmt(keys.get(s.bits), 'keys')} × 12 B = "
+        each = ", ".join(f"worker {rank}: {ba.fmt(a, 'B')} sent + {ba.fmt(b, 'B')} received"
+                         for rank, (a, b) in enumerate(step))
+        how = (f"bytes of the steps beyond the probe's ÷ their number (fixed traffic left out): "
+               f"{each}; {ba.fmt(average, 'B')} averaged over the whole run" if step else
+               "sent + received ÷ steps (fixed traffic included)")
+        ba.add("sparse", f"disttrain FTRL, {what}: bytes per step, busiest worker",
+               ba.fmt(moved, "B"), f"2 × {ba.fmt(s.keys.get(s.s['bits']), 'keys')} × 12 B = "
                f"{ba.fmt(bound, 'B')}", ba.fmt(r, "× bound"), "≤ 1.0", ba.check(r, "<=", 1.0),
-               "the busiest worker; sent + received ÷ its steps", bytes_per_step=moved,
-               bound=bound)
-    for name, small, large in (("star", "star18", "star24"), ("2 servers", "servers18",
-                                                              "servers24")):
-        ms = {}
+               ba.notes(how, probed), bytes_per_step=moved, average=average, bound=bound)
+
+
+def add_width_rows(s, runs, probe_only):
+    for name, small, large in (("star", "star18", "star24"),
+                               ("2 servers", "servers18", "servers24")):
+        ms, probed = {}, []
         for key in (small, large):
             ok = [x for x, _ in runs[key] if x]
             ms[key] = ba.median(1e3 * x["train_seconds"] / x["steps"] for x in ok) if ok else None
+            if key in probe_only:
+                probed.append(f"2^{s.width(key)}: {probe_note(s, key, ok)}")
         r = ba.ratio_of(ms[large], ms[small])
-        ba.add("sparse", f"step cost, 2^24 vs 2^18 buckets ({name}; {s.width_rows():,} rows)",
+        rows = s.head_rows(s.path(small))
+        ba.add("sparse", f"step cost, 2^24 vs 2^18 buckets ({name}; first {rows:,} rows)",
                ba.fmt(ms[large], "ms"), f"2^18 {ba.fmt(ms[small], 'ms')}", ba.fmt(r, "×"),
                "≤ 1.2×", ba.check(r, "<=", 1.2),
-               "" if r else not_run([r for _, r in runs[large] + runs[small]]),
+               ba.notes(*probed, "" if r else not_run([r for _, r in runs[large] + runs[small]])),
                ms_18=ms[small], ms_24=ms[large])
+
+
+def add_dense_row(s, runs):
     dense = [x for x, _ in runs["dense"] if x]
     sparse = [x for x, _ in runs["sparse_small"] if x]
     rates = {k: ba.median(per_worker(x)[0] for x in v) if v else None
              for k, v in (("dense", dense), ("sparse", sparse))}
     r = ba.ratio_of(rates["sparse"], rates["dense"])
-    same = (f"final loss sparse {sparse[0]['final_loss']:.10g} vs dense "
-            f"{dense[0]['final_loss']:.10g}" if dense and sparse else "")
-    ba.add("sparse", f"dense path vs sparse path, LIBSVM copy at 2^{s.dense_bits} "
-           f"({s.small_rows():,} rows): rows/s per worker", ba.fmt(rates["sparse"], "rows/s"),
-           f"dense {ba.fmt(rates['dense'], 'rows/s')}", ba.fmt(r, "×"), "—", None,
+    same = ""
+    if dense and sparse:
+        a, b = sparse[0]["final_loss"], dense[0]["final_loss"]
+        same = (f"final loss {a:.10g} both (bit for bit)" if a == b else
+                f"final loss sparse {a:.10g}, dense {b:.10g}")
+    ba.add("sparse", f"sparse path vs dense path, LIBSVM copy at 2^{s.s['dense_bits']} "
+           f"({s.small_rows():,} rows, 2 servers): rows/s per worker",
+           ba.fmt(rates["sparse"], "rows/s"), f"dense {ba.fmt(rates['dense'], 'rows/s')}",
+           ba.fmt(r, "×"), "—", None,
            ba.notes(same, "" if dense else not_run([r for _, r in runs["dense"]]),
                     "" if sparse else not_run([r for _, r in runs["sparse_small"]])),
            dense=rates["dense"], sparse=rates["sparse"])
@@ -353,37 +448,26 @@ def add_disttrain_rows(s, runs, keys):
 def markdown(meta, rows):
     lines = [f"Pass of {meta['date']} on `{meta['machine']}` ({meta['cpus']} CPUs, load average "
              f"{meta['loadavg_start']} at the start, {meta['loadavg_end']} at the end), "
-             f"{meta['reps']} rep(s), medians; binary `{meta['binary']}` at {meta['commit']}; "
-             f"{meta['seconds']:.0f} s.", "",
+             f"{meta['rows']:,} rows, {meta['reps']} rep(s), medians; binary `{meta['binary']}` "
+             f"at {meta['commit']}; {meta['seconds']:.0f} s.", "",
              "| job | disttrain | peer / limit | ratio | target | met? | note |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         met = {True: "yes", False: "**no**", None: "—"}[r.met]
         cells = [r.job, r.ours, r.peer, r.ratio, r.target, met, r.note]
         lines.append("| " + " | ".join(c.replace("|", "\\|") or " " for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+    met = [r.met for r in rows if r.met is not None]
+    return "\n".join(lines + ["", f"{sum(met)} of {len(met)} targets met."]) + "\n"
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--binary", default=str(ROOT / "build/release/disttrain"))
-    p.add_argument("--rows", type=int, default=10_000_000,
-                   help="rows of the click log, the last 10%% held out (default 10M)")
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--bits", type=int, default=22)
-    p.add_argument("--batch", type=int, default=2000, help="global batch (each worker half)")
-    for name, value in FTRL.items():
-        p.add_argument(f"--{name}", type=float, default=value, help=f"FTRL's {name}")
-    p.add_argument("--dense-bits", type=int, default=10)
-    p.add_argument("--dense-rows", type=int, default=250_000)
-    p.add_argument("--width-rows", type=int, default=1_000_000,
-                   help="training rows of the 2^18 vs 2^24 runs (the first ones)")
-    p.add_argument("--xgb-rounds", type=int, default=5)
-    p.add_argument("--xgb-threads", type=int, default=2)
-    p.add_argument("--xgb-lambda", type=float, help="gblinear's lambda (default 10 / rows)")
-    p.add_argument("--sgd-eta0", type=float, default=0.01)
+    for name, value in SETTINGS.items():
+        p.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value,
+                       help=f"default {value}")
     p.add_argument("--no-peers", action="store_true")
     p.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
                                                        "disttrain-bench-cache"))
@@ -415,9 +499,7 @@ def main():
             else a.binary, "reps": a.reps, "rows": a.rows}
     with tempfile.TemporaryDirectory(prefix="dt-bench-sparse-") as tmp:
         b = ba.Bench(Args(a), tmp)
-        ftrl = {name: getattr(a, name) for name in FTRL}
-        row_sparse(b, a.rows, a.seed, a.bits, a.batch, ftrl, a.dense_bits, a.dense_rows,
-                   a.width_rows, a.xgb_rounds, a.xgb_threads, a.xgb_lambda, a.sgd_eta0, not a.no_peers)
+        row_sparse(b, peers=not a.no_peers, **{k: getattr(a, k) for k in SETTINGS})
     meta.update(loadavg_end=loadavg(), seconds=time.monotonic() - start)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
