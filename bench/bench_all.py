@@ -161,9 +161,10 @@ class Bench:
 
     # -- disttrain ------------------------------------------------------------------------
 
-    def disttrain(self, name, body, command="run"):
+    def disttrain(self, name, body, command="run", timeout=900, inspect=None):
         """Runs `disttrain <command>` on a config (the body below `version`, `name` and `output`).
-        Returns (summary or None, Ran); summary is None with the reason in Ran when it failed."""
+        Returns (summary or None, Ran); summary is None with the reason in Ran when it failed.
+        inspect(run_dir, summary), if given, sees a successful run's outputs before they go."""
         self.counter += 1
         folder = self.tmp / f"{name}-{self.counter}"
         folder.mkdir()
@@ -173,13 +174,15 @@ class Bench:
         cfg.write_text(f"version: 1\nname: {name}\n{body.strip()}\n"
                        "fault_tolerance: {worker_timeout_ms: 60000}\n"
                        f"output: {{dir: {folder}/run, log_every: {{steps: 100000}}}}\n")
-        ran = run([self.binary, command, str(cfg), "--json"])
+        ran = run([self.binary, command, str(cfg), "--json"], timeout=timeout)
         summary = None
         if ran.code == 0:
             try:
                 summary = json.loads(ran.stdout)
             except json.JSONDecodeError:
                 ran.stderr += "\nstdout is not one JSON object"
+        if summary and inspect:
+            inspect(folder / "run", summary)
         shutil.rmtree(folder / "run", ignore_errors=True)
         return summary, ran
 
@@ -877,10 +880,21 @@ def write_outputs(meta, out_dir, readme):
     print(f"wrote {out_dir / 'all.json'}, {out_dir / 'all.md'} and the table in {readme}")
 
 
+def row_sparse(b):
+    """Issue 16's sparse rows (bench_sparse.py): the hashed click log of --sparse-rows rows,
+    disttrain's FTRL runs beside scikit-learn and XGBoost."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    sys.modules.setdefault("bench_all", sys.modules[__name__])  # one ROWS when run as a script
+    import bench_sparse
+    bench_sparse.row_sparse(b, rows=b.sparse_rows)
+
+
 SECTIONS = {"linreg": row_linreg, "small": row_small_steps, "mlp": row_mlp, "wide": row_wide,
             "tiny": row_tiny, "csv": row_csv, "libsvm": row_libsvm, "npy": row_npy,
             "formats": row_formats,
-            "predict": row_predict}
+            "predict": row_predict, "sparse": row_sparse}
+# Not in a pass unless named: at the issue's 10M rows it takes about half an hour and ~10 GB.
+DEFAULT_ONLY = [name for name in SECTIONS if name != "sparse"]
 
 
 def parse_args():
@@ -891,8 +905,11 @@ def parse_args():
                    help="the peers' folder (default: ../shared/peers from the repository root)")
     p.add_argument("--quick", action="store_true", help="one rep a job (5 for the tiny job)")
     p.add_argument("--reps", type=int, default=3, help="reps a job without --quick (default 3)")
-    p.add_argument("--only", default=",".join(SECTIONS),
-                   help=f"comma-separated subset of {','.join(SECTIONS)} (the limits always run)")
+    p.add_argument("--only", default=",".join(DEFAULT_ONLY),
+                   help=f"comma-separated subset of {','.join(SECTIONS)} (the limits always "
+                   "run; sparse only when named)")
+    p.add_argument("--sparse-rows", type=int, default=10_000_000,
+                   help="rows of the sparse section's click log (default 10M)")
     p.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
                                                        "disttrain-bench-cache"),
                    help="where the 1M x 100 CSV and the peers' builds are kept between passes")
@@ -931,6 +948,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="dt-bench-all-") as tmp:
         b = Bench(args, tmp)
         b.delete_csv = args.delete_csv
+        b.sparse_rows = args.sparse_rows
         meta.update(reps=b.reps, tiny_reps=b.tiny_reps)
         b.build_dir.mkdir(parents=True, exist_ok=True)
         global BLAS_KERNELS
