@@ -178,6 +178,16 @@ void RecordReader::seek(std::uint64_t offset, std::uint64_t line) {
   line_start_ = offset;
 }
 
+RecordReader& reader_at(std::optional<RecordReader>& own, const std::filesystem::path& path,
+                        std::uint64_t offset, std::uint64_t line, char delimiter) {
+  if (!own) {
+    own.emplace(path, offset, line, delimiter);
+  } else {
+    own->seek(offset, line);
+  }
+  return *own;
+}
+
 void RecordReader::refill_mapped() {
   // Pages well behind the reader are released; the ones of the current record stay.
   if (pos_ - mapped_from_ >= 4 * MappedFile::kWindow) {

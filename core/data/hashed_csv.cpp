@@ -123,9 +123,10 @@ void make_sparse_csv(const config::DataConfig& data, SourceInfo& info, const std
   (void)plan_of(info, origin);  // every column found, none the label, crosses of hashed columns
 }
 
-void load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
-                     const SourceInfo& source, const std::vector<Segment>& segments, Shard& shard,
-                     LabelKind kind, config::Missing missing) {
+std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
+                              const SourceInfo& source, const std::vector<Segment>& segments,
+                              Shard& shard, LabelKind kind, config::Missing missing,
+                              detail::RecordReader* stream) {
   const std::string name = path.string();
   const Plan plan = plan_of(source, name);
   const int bits = source.sparse->hash_bits;
@@ -135,7 +136,8 @@ void load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
   const char sep = index != nullptr ? index->delimiter : source.delimiter;
   SparseRows& rows = *shard.sparse;
 
-  std::optional<detail::RecordReader> reader;
+  std::optional<detail::RecordReader> own;
+  detail::RecordReader* reader = stream;
   std::vector<detail::FieldView> fields;
   std::vector<KeyValue> entries;
   std::vector<std::uint64_t> state(plan.hashed.size());  // fnv1a64("column=value")
@@ -144,7 +146,9 @@ void load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
   for (const Segment& seg : segments) {
     std::uint64_t offset = seg.byte_offset;
     std::uint64_t line = seg.line;
-    if (line == 0) {  // segments made without the index: look the row up if this process has it
+    if (stream != nullptr) {
+      // read on from where the stream is
+    } else if (line == 0) {  // segments made without the index: look the row up if this process has it
       if (index == nullptr || seg.first_row >= index->rows()) {
         fail<DataError>("{}: no byte offset for data row {}; segments for a CSV need the index",
                         name, seg.first_row + 1);
@@ -152,13 +156,10 @@ void load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
       offset = index->row_offset[seg.first_row];
       line = index->row_line[seg.first_row];
     }
-    if (!reader) {
-      reader.emplace(path, offset, line, sep);
-    } else {
-      reader->seek(offset, line);
-    }
+    if (stream == nullptr) reader = &detail::reader_at(own, path, offset, line, sep);
     for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
       if (!reader->next_views(fields)) {
+        if (stream != nullptr) return static_cast<std::uint64_t>(r);
         fail<DataError>("{}: the file ends before data row {}; did it change after it was indexed?",
                         name, seg.first_row + k + 1);
       }
@@ -199,6 +200,7 @@ void load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
       if (has_label) sink.put_cell(r, fields[source.label_index], path);
     }
   }
+  return static_cast<std::uint64_t>(r);
 }
 
 Shard load_sparse_shard(const config::Config& config, const SourceInfo& source,
@@ -215,11 +217,11 @@ Shard load_sparse_shard(const config::Config& config, const SourceInfo& source,
   if (source.file.empty() && !config.data.path.empty() && reads_libsvm(config.data)) {
     load_libsvm_sparse(config.data.path, source, segments, shard, kind);
   } else if (source.csv) {
-    load_sparse_csv(source.csv->path, &*source.csv, source, segments, shard, kind,
-                    config.data.missing);
+    (void)load_sparse_csv(source.csv->path, &*source.csv, source, segments, shard, kind,
+                          config.data.missing);
   } else {
-    load_sparse_csv(source.file.empty() ? config.data.path : source.file, nullptr, source,
-                    segments, shard, kind, config.data.missing);
+    (void)load_sparse_csv(source.file.empty() ? config.data.path : source.file, nullptr, source,
+                          segments, shard, kind, config.data.missing);
   }
   shard.sparse->shrink();
   return shard;
