@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "core/outputs/inference.hpp"
+#include "core/outputs/initial_model.hpp"
 #include "core/outputs/run_output.hpp"
 #include "core/outputs/sparse_inference.hpp"
 #include "core/outputs/sparse_model_file.hpp"
@@ -292,4 +293,30 @@ TEST_CASE("sparse predictor: the dense model's numbers on the same rows, from th
     CHECK(sums.correct == dense_sums.correct);
     CHECK(sums.squared_error_sum == dense_sums.squared_error_sum);
   }
+}
+
+TEST_CASE("sparse model.json: model.init continues only on data read into the same keys") {
+  const auto r = sparse_result(hashed_source(), 1, {"0", "1"});
+  const dt::test::CsvFile file(write(ModelType::kLogisticRegression, r, dt::config::Missing::kZero),
+                               "model.json");
+  dt::config::Config c;
+  c.model.type = ModelType::kLogisticRegression;
+  c.model.init = file.path;
+  dt::data::SourceInfo data;
+  data.sparse = hashed_source();
+  const auto init = dt::output::read_initial_model(c, data);
+  CHECK(init.params == r.params);  // the full vector: zeros where the file lists nothing
+  CHECK(init.classes == std::vector<std::string>{"0", "1"});
+  CHECK(init.normalization.kind == dt::config::Normalize::kNone);
+
+  data.sparse->numeric = {"m"};
+  CHECK(dt::test::data_error([&] { (void)dt::output::read_initial_model(c, data); }) ==
+        "model.init " + file.path.string() + " does not read this data as its training did: the "
+        "model's numeric columns are [n], this data's [m]. A sparse model continues only on data "
+        "whose rows become the same keys (data.hash, data.sparse, data.index_base as when it was "
+        "trained)");
+  data.sparse.reset();
+  data.features = {"a"};
+  CHECK(dt::test::data_error([&] { (void)dt::output::read_initial_model(c, data); }).find(
+            "the model is sparse, this data dense") != std::string::npos);
 }
