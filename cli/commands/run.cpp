@@ -212,15 +212,6 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   // no run folder behind, and neither does a checkpoint that does not fit.
   // Two threads for the CSV index: no worker has started yet, so the cores are free.
   const auto plan = roles::make_plan(config, 2);
-  if (plan.source.sparse) {  // issue 16: the loaders are built, the training is not wired yet
-    fail<ConfigError>(
-        "{}: the rows are sparse ({}, {} keys), and training on sparse rows is not wired into "
-        "`disttrain run` yet (it needs the sparse models and the sparse exchange of issue 16); "
-        "`disttrain validate` checks such data now. To train today, read the data densely: "
-        "data.sparse: false (without data.hash; data.categorical encodes text columns)",
-        config_path.string(), config.data.hash ? "data.hash" : "data.sparse",
-        plan.source.sparse->width);
-  }
   std::optional<roles::InitialModel> init;
   if (!config.model.init.empty()) init = output::read_initial_model(config, plan.source);
   const auto keys = roles::run_keys(config);

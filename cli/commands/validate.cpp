@@ -291,7 +291,7 @@ int validate(const ValidateArgs& args) {
               : files.empty()       ? config.data.path.string()
                                     : fmt::format("{}", fmt::join(files, ", "));
   j["rows"] = plan.source.rows;
-  j["features"] = plan.source.sparse ? plan.source.sparse->width : plan.source.features.size();
+  j["features"] = data::input_width(plan.source);
   if (plan.source.sparse) j["sparse"] = sparse_json(*plan.source.sparse, sparse);
   j["label"] = plan.source.label;
   if (!classes.empty()) j["classes"] = classes;

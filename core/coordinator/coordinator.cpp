@@ -413,7 +413,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         session.evaluation().set_validation(std::move(*validation));
       }
       session.evaluation().set_model(models::make_model({config.model,
-                                            static_cast<int>(plan.source.features.size()),
+                                            static_cast<int>(data::input_width(plan.source)),
                                             static_cast<int>(finalize.classes.size())}));
       params.assign(session.model().parameter_count(), 0.0);
       check_message_size(config, params.size());

@@ -29,10 +29,11 @@ std::optional<Metrics> Evaluation::validate(const std::vector<double>& params) {
 models::BatchResult evaluate_rows(models::Model& model, std::span<const double> params,
                                   const data::Shard& shard) {
   models::BatchResult total;
-  const auto rows = static_cast<std::int64_t>(shard.y.size());
+  RowScorer scorer(model, params, shard);
+  const auto rows = scorer.rows();
   for (std::int64_t begin = 0; begin < rows; begin += kEvaluateChunkRows) {
     const auto n = std::min(kEvaluateChunkRows, rows - begin);
-    const auto r = model.evaluate(params, shard.x.middleRows(begin, n), shard.y.segment(begin, n));
+    const auto r = scorer.evaluate(begin, n);
     total.loss_sum += r.loss_sum;
     total.correct += r.correct;
     total.squared_error_sum += r.squared_error_sum;
@@ -43,10 +44,11 @@ models::BatchResult evaluate_rows(models::Model& model, std::span<const double> 
 void score_rows(models::Model& model, std::span<const double> params, const data::Shard& shard,
                 models::ScoreMetrics& scores) {
   models::RowMatrix predictions;
-  const auto rows = static_cast<std::int64_t>(shard.y.size());
+  RowScorer scorer(model, params, shard);
+  const auto rows = scorer.rows();
   for (std::int64_t begin = 0; begin < rows; begin += kEvaluateChunkRows) {
     const auto n = std::min(kEvaluateChunkRows, rows - begin);
-    model.predict(params, shard.x.middleRows(begin, n), predictions);
+    scorer.predict(begin, n, predictions);
     scores.add(predictions, shard.y.segment(begin, n));
   }
 }

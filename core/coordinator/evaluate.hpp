@@ -9,6 +9,7 @@
 #include "core/data/dataset.hpp"
 #include "core/models/metrics.hpp"
 #include "core/models/model.hpp"
+#include "core/models/sparse_model.hpp"
 #include "core/protocol/protocol.hpp"
 
 #include <cstdint>
@@ -35,6 +36,26 @@ class Evaluation {
  private:
   std::unique_ptr<models::Model> model_;
   std::optional<data::Shard> validation_;
+};
+
+// Scores rows begin .. begin + n - 1 of a shard with `params`: the model's own evaluate and
+// predict on dense rows; on sparse rows (shard.sparse) the sparse model of the same spec on the
+// chunk's keys (the same numbers). Callers keep chunks bounded (scratch grows with them).
+class RowScorer {
+ public:
+  RowScorer(models::Model& model, std::span<const double> params, const data::Shard& shard);
+  [[nodiscard]] std::int64_t rows() const noexcept { return shard_.y.size(); }
+  [[nodiscard]] models::BatchResult evaluate(std::int64_t begin, std::int64_t n);
+  void predict(std::int64_t begin, std::int64_t n, models::RowMatrix& out);
+
+ private:
+  void compact_rows(std::int64_t begin, std::int64_t n);
+  models::Model& model_;
+  std::span<const double> params_;
+  const data::Shard& shard_;
+  std::unique_ptr<models::SparseModel> sparse_;
+  models::SparseBatch batch_;
+  std::vector<double> local_;
 };
 
 // Loss and metric sums of `params` over every row of `shard`, in chunks so that the model's

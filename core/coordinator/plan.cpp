@@ -17,6 +17,27 @@ std::uint64_t local_steps_per_epoch(const config::TrainingConfig& training, std:
   return std::max<std::uint64_t>(1, (rows + batch - 1) / batch);
 }
 
+namespace {
+
+// What sparse rows cannot train (docs/sparse.md).
+void refuse_sparse_misfits(const config::Config& config) {
+  const char* how = config.data.hash ? "data.hash" : "data.sparse";
+  if (config.model.type == config::ModelType::kMlp) {
+    fail<ConfigError>("model.type mlp has no sparse form, and the rows are sparse ({}): train "
+                      "linear_regression, logistic_regression or softmax_regression on them, or "
+                      "read the data densely with data.sparse: false",
+                      how);
+  }
+  if (config.parallelism.tensor > 1) {
+    fail<ConfigError>("parallelism.tensor {} splits the feature columns among ranks, and the rows "
+                      "are sparse ({}): use parallelism.tensor: 1 (the sparse models' data "
+                      "parallelism exchanges only the keys a batch touches)",
+                      config.parallelism.tensor, how);
+  }
+}
+
+}  // namespace
+
 Plan make_plan(const config::Config& config, unsigned index_threads) {
   Plan plan;
   if (config.shards.strategy == config::ShardStrategy::kContiguous) {
@@ -41,6 +62,7 @@ Plan make_plan(const config::Config& config, unsigned index_threads) {
                       config::name_of(merge), text::format_double(config.data.validation_fraction),
                       plan.train_rows);
   }
+  if (plan.source.sparse) refuse_sparse_misfits(config);
   for (const auto& w : plan.warnings) log::warn("{}", w);
   expand_for_tensor(config, plan);  // D shards -> D * T ranks when parallelism.tensor > 1
   const auto batch = static_cast<std::uint64_t>(std::max<std::int64_t>(1, config.training.batch_size));

@@ -69,6 +69,11 @@ struct SourceInfo {
   std::optional<SparseSource> sparse;
 };
 
+// The model's input width: the sparse width, or the number of feature columns.
+[[nodiscard]] inline std::uint64_t input_width(const SourceInfo& source) noexcept {
+  return source.sparse ? source.sparse->width : source.features.size();
+}
+
 // A worker's own copy of the data (`disttrain worker --data FILE`) instead of the path the
 // coordinator sent: DataError unless FILE has the same columns and data row count; then
 // `source` and `segments` read FILE, its rows found by number in FILE's own index. An .npy FILE

@@ -288,8 +288,39 @@ void append_rows(Shard& into, Shard&& more) {
   into.x.bottomRows(b) = more.x;
   into.y.conservativeResize(a + b);
   into.y.tail(b) = more.y;
+  if (into.sparse && more.sparse) into.sparse->append_rows(*more.sparse);
   into.raw_labels.insert(into.raw_labels.end(), std::make_move_iterator(more.raw_labels.begin()),
                          std::make_move_iterator(more.raw_labels.end()));
+}
+
+Shard every_nth_row(const Shard& all, std::uint64_t first, std::uint64_t step) {
+  Shard mine;
+  const auto total = static_cast<std::uint64_t>(all.y.size());
+  const auto rows = step == 0 || first >= total ? 0 : (total - first + step - 1) / step;
+  mine.x.resize(static_cast<Eigen::Index>(rows), all.x.cols());
+  mine.y.resize(static_cast<Eigen::Index>(rows));
+  if (all.sparse) {
+    mine.sparse.emplace();
+    mine.sparse->width = all.sparse->width;
+  }
+  std::vector<KeyValue> entries;
+  for (std::uint64_t i = 0; i < rows; ++i) {
+    const auto from = first + i * step;
+    const auto r = static_cast<Eigen::Index>(i);
+    const auto f = static_cast<Eigen::Index>(from);
+    mine.x.row(r) = all.x.row(f);
+    mine.y(r) = all.y(f);
+    if (!all.raw_labels.empty()) mine.raw_labels.push_back(all.raw_labels[from]);
+    if (all.sparse) {
+      const auto& s = *all.sparse;
+      entries.clear();
+      for (auto j = s.row_start[from]; j < s.row_start[from + 1]; ++j) {
+        entries.push_back({s.keys[j], s.values[j]});
+      }
+      mine.sparse->append_sorted(entries.data(), entries.size());
+    }
+  }
+  return mine;
 }
 
 }  // namespace dt::data

@@ -78,7 +78,10 @@ struct LabelColumn {
 // Row counts per class of a loaded shard whose labels are assigned (y holds class indices).
 [[nodiscard]] std::vector<std::uint64_t> class_counts(const Shard& shard, std::size_t classes);
 
-// Appends `more`'s rows to `into` (both with the same columns).
+// Appends `more`'s rows to `into` (both with the same columns; sparse rows too).
 void append_rows(Shard& into, Shard&& more);
+// Rows first, first + step, first + 2 step, ... of `all` (dense or sparse, labels and their
+// text): a lost worker's share that a survivor takes over (continue).
+[[nodiscard]] Shard every_nth_row(const Shard& all, std::uint64_t first, std::uint64_t step);
 
 }  // namespace dt::data

@@ -150,6 +150,7 @@ BatchResult AffineModel::loss_and_gradient(std::span<const double> params, Const
 BatchResult AffineModel::batch_loss_and_gradient(std::span<const double> params,
                                                  const BatchRows& batch,
                                                  std::span<double> grad_sum) {
+  if (batch.sparse != nullptr) return sparse_batch_loss_and_gradient(params, batch, grad_sum);
   check_batch(*this, params, batch, &grad_sum);
   return pass(params, batch, grad_sum.data());
 }

@@ -64,6 +64,7 @@ BatchRows gather(const BatchRows& batch, RowMatrix& x, Eigen::VectorXd& y) {
 
 BatchResult Model::batch_loss_and_gradient(std::span<const double> params,
                                            const BatchRows& batch, std::span<double> grad_sum) {
+  if (batch.sparse != nullptr) return sparse_batch_loss_and_gradient(params, batch, grad_sum);
   detail::check_batch(*this, params, batch, &grad_sum);
   const auto rows = gather(batch, gather_x_, gather_y_);
   return loss_and_gradient(params, rows.x, rows.y, grad_sum);

@@ -13,6 +13,7 @@
 // May use: base/, core/config/.
 
 #include "core/config/config.hpp"
+#include "core/models/sparse_batch.hpp"
 
 #include <Eigen/Dense>
 
@@ -44,11 +45,13 @@ struct ParamBlock {
 
 // The rows of one batch: rows pick[0], pick[1], ... of x (a shuffled epoch's order), or every
 // row of x in order when pick is empty. Row-by-row models read the picked rows where they lie;
-// the others gather them once (Model::batch_loss_and_gradient).
+// the others gather them once (Model::batch_loss_and_gradient). Sparse rows (`sparse` set): x
+// has no columns and the rows are those of `sparse` (pick indexes them; empty: every row).
 struct BatchRows {
   ConstRowsRef x;
   ConstVectorRef y;  // one label per row of x
   std::span<const std::uint64_t> pick;
+  const CsrView* sparse = nullptr;
   [[nodiscard]] Eigen::Index rows() const noexcept {
     return pick.empty() ? x.rows() : static_cast<Eigen::Index>(pick.size());
   }
@@ -67,7 +70,10 @@ struct BatchResult {
 
 class Model {
  public:
-  virtual ~Model() = default;
+  Model();
+  virtual ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
   [[nodiscard]] virtual const ModelSpec& spec() const noexcept = 0;
   [[nodiscard]] virtual const std::vector<ParamBlock>& layout() const noexcept = 0;
   [[nodiscard]] std::size_t parameter_count() const noexcept;
@@ -80,7 +86,9 @@ class Model {
   // Loss sum over the rows of x (labels y: value, 0/1, or class index), and ADDS the gradient
   // of that sum to grad_sum (same length as params). Must not allocate once warmed up for a
   // given batch size: models keep their scratch buffers (hence not const, and one model object
-  // per thread).
+  // per thread). A batch of sparse rows runs the sparse model of the same spec
+  // (sparse_model.hpp) on its keys and adds the gradient at them: the same sums as the dense
+  // rows would give, at the cost of the batch's keys (plus grad_sum's own size).
   virtual BatchResult loss_and_gradient(std::span<const double> params, ConstRowsRef x,
                                         ConstVectorRef y, std::span<double> grad_sum) = 0;
   // The same on the rows of a batch (see BatchRows). The default gathers picked rows into a
@@ -99,9 +107,16 @@ class Model {
   [[nodiscard]] double regularization(std::span<const double> params) const;
   void add_regularization_gradient(std::span<const double> params, std::span<double> grad) const;
 
+ protected:
+  // batch_loss_and_gradient of a batch of sparse rows (every override starts with it).
+  BatchResult sparse_batch_loss_and_gradient(std::span<const double> params,
+                                             const BatchRows& batch, std::span<double> grad_sum);
+
  private:
   RowMatrix gather_x_;  // batch_loss_and_gradient's default: grows to the largest batch
   Eigen::VectorXd gather_y_;
+  struct SparseScratch;  // sparse_step.cpp: the sparse model and its buffers, made on first use
+  std::unique_ptr<SparseScratch> sparse_;
 };
 
 // One factory for every model type: a new model is one file plus one line here.

@@ -7,6 +7,7 @@
 // Wire per step: parameters down to every worker, one gradient up from each.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/sparse_star.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
@@ -24,6 +25,10 @@ namespace {
 class GradientsMode final : public CoordinatorOptimizerMode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
+    if (session.plan().source.sparse) {
+      sparse_.coordinate(session, optimizer(session));
+      return;
+    }
     auto& params = session.params();
     const std::size_t p = params.size();
     auto* optimizer = &this->optimizer(session);
@@ -43,22 +48,17 @@ class GradientsMode final : public CoordinatorOptimizerMode {
 
       // Summed in rank order (the gather's order), so a run gives the same bits every time.
       sum_in_order(replies, grad);
-      std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
-      std::fill(worker_rows.begin(), worker_rows.end(), 0);
-      double loss_sum = 0;
-      std::uint64_t rows = 0;
-      for (const auto& reply : replies) {
-        const auto ri = static_cast<std::size_t>(reply.rank);
-        worker_loss[ri] = protocol::number(reply, "loss_sum");
-        worker_rows[ri] = protocol::count(reply, "rows");
-        loss_sum += worker_loss[ri];
-        rows += worker_rows[ri];
-      }
+      const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
       finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
     }
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
+    if (session.shard().sparse &&
+        (message.type == protocol::Type::kStep || message.type == protocol::Type::kKeyRequest)) {
+      sparse_.work(session, message);
+      return;
+    }
     if (message.type != protocol::Type::kStep) {
       fail<ProtocolError>("gradients mode: unexpected {} message from the coordinator",
                           protocol::name_of(message.type));
@@ -87,6 +87,8 @@ class GradientsMode final : public CoordinatorOptimizerMode {
   }
 
  private:
+  SparseStar sparse_;  // sparse rows: the keyed exchange (sparse_star.hpp)
+
   // grad = the replies' gradients added in their order, starting from 0 (so the same bits as
   // zeroing grad and adding each in turn), the first two in one pass over memory.
   static void sum_in_order(const std::vector<protocol::Envelope>& replies,

@@ -46,6 +46,7 @@
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
+#include "core/coordinator/evaluate.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
@@ -126,10 +127,11 @@ double absolute_error(models::Model& model, std::span<const double> params,
   constexpr std::int64_t kChunkRows = 8192;
   models::RowMatrix predictions;
   double total = 0;
-  const auto rows = static_cast<std::int64_t>(shard.y.size());
+  roles::RowScorer scorer(model, params, shard);
+  const auto rows = scorer.rows();
   for (std::int64_t begin = 0; begin < rows; begin += kChunkRows) {
     const auto n = std::min(kChunkRows, rows - begin);
-    model.predict(params, shard.x.middleRows(begin, n), predictions);
+    scorer.predict(begin, n, predictions);
     for (std::int64_t i = 0; i < n; ++i) total += std::abs(predictions(i, 0) - shard.y(begin + i));
   }
   return total;

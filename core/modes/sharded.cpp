@@ -76,17 +76,8 @@ class ShardedGradientsMode final : public ServerGroupMode {
       in_step = true;
       session.broadcast({.type = protocol::Type::kStep, .step = step});
       const auto replies = session.gather(protocol::Type::kGradient, [&] { servers.check(); });
-      double loss_sum = 0;
-      std::uint64_t rows = 0;
-      std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
-      std::fill(worker_rows.begin(), worker_rows.end(), 0);
-      for (const auto& reply : replies) {  // the survivors' only, after a continue
-        const auto ri = static_cast<std::size_t>(reply.rank);
-        worker_loss[ri] = protocol::number(reply, "loss_sum");
-        worker_rows[ri] = protocol::count(reply, "rows");
-        loss_sum += worker_loss[ri];
-        rows += worker_rows[ri];
-      }
+      // The survivors' only, after a continue.
+      const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
       check_batch_loss(config, step + 1, loss_sum, rows);
       // Every server has applied this step before it is logged (and before the next one).
       servers.wait_version(step + 1, timeout);

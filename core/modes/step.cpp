@@ -37,6 +37,22 @@ void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer
   optimizer.step(from, grad, to);
 }
 
+StepTotals tally_replies(const std::vector<protocol::Envelope>& replies,
+                         std::vector<double>& worker_loss,
+                         std::vector<std::uint64_t>& worker_rows) {
+  std::fill(worker_loss.begin(), worker_loss.end(), 0.0);
+  std::fill(worker_rows.begin(), worker_rows.end(), 0);
+  StepTotals totals;
+  for (const auto& reply : replies) {
+    const auto ri = static_cast<std::size_t>(reply.rank);
+    worker_loss[ri] = protocol::number(reply, "loss_sum");
+    worker_rows[ri] = protocol::count(reply, "rows");
+    totals.loss_sum += worker_loss[ri];
+    totals.rows += worker_rows[ri];
+  }
+  return totals;
+}
+
 void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,
                  std::vector<double>& grad, std::uint64_t step, double loss_sum,
                  std::uint64_t rows, const std::vector<double>& worker_loss,

@@ -37,6 +37,17 @@ void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer
                         std::span<const double> from, std::span<double> grad, double rows,
                         std::span<double> to);
 
+// Each worker's loss sum and rows of a step from its reply ("loss_sum", "rows"), into
+// worker_loss/worker_rows by rank (zero for ranks without a reply), and their totals, added in
+// the replies' (rank) order.
+struct StepTotals {
+  double loss_sum = 0;
+  std::uint64_t rows = 0;
+};
+[[nodiscard]] StepTotals tally_replies(const std::vector<protocol::Envelope>& replies,
+                                       std::vector<double>& worker_loss,
+                                       std::vector<std::uint64_t>& worker_rows);
+
 // The end of a coordinator-side synchronous step (star, tensor): skips an empty step, checks the
 // loss, applies the mean gradient to the session's parameters, records the step's losses, and
 // reports the step boundary (a checkpoint when one is due).

@@ -250,7 +250,7 @@ void write_results(const std::filesystem::path& dir, const config::Config& confi
     files::write_atomic(dir / "loss.svg", loss_svg(result, config.name));
     if (result.status == "ok") {
       const auto model = models::make_model({config.model,
-                                             static_cast<int>(result.source.features.size()),
+                                             static_cast<int>(data::input_width(result.source)),
                                              static_cast<int>(result.classes.size())});
       files::write_atomic(dir / "model.json",
                           json_text(model_json(config, result, *model), 1) + "\n");

@@ -44,6 +44,8 @@ const char* name_of(Type type) {
     case Type::kReassign: return "reassign";
     case Type::kReassigned: return "reassigned";
     case Type::kRingReform: return "ring reform";
+    case Type::kKeyRequest: return "key request";
+    case Type::kKeys: return "keys";
     case Type::kServers: return "servers";
     case Type::kPull: return "pull";
     case Type::kPush: return "push";
@@ -63,6 +65,7 @@ bool answers(Type reply, Type request) {
     case Type::kEvaluate: return reply == Type::kEvaluation;
     case Type::kStop: return reply == Type::kReport;
     case Type::kReassign: return reply == Type::kReassigned;
+    case Type::kKeyRequest: return reply == Type::kKeys;
     case Type::kRingFinish: return reply == Type::kRingResult;
     case Type::kServers: return reply == Type::kDone;  // async: after the worker's last step
     default: return false;

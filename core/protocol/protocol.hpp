@@ -67,6 +67,9 @@ enum class Type : std::uint16_t {
   kReassigned = 36,  // survivor -> coordinator: loaded; the rows it adds from the next epoch
   // Re-forming peer groups after a lost worker (40-44, see core/modes/ring_reform.hpp).
   kRingReform = 40,  // coordinator -> worker: abandon the step; the ring is now these members
+  // The sparse star (45-46, see core/modes/sparse_star.hpp).
+  kKeyRequest = 45,  // coordinator -> worker: send the keys of your batch of step s
+  kKeys = 46,        // worker -> coordinator: that key list (a key frame, key_frames.hpp)
   // Parameter-server failures (50-54).
   kServerMoved = 50,  // coordinator -> worker (a notice, not a request): server k was replaced;
                       // its new endpoint and the update it was restored at

@@ -5,6 +5,7 @@
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/keys.hpp"
 #include "core/worker/peers.hpp"
+#include "core/data/non_iid.hpp"
 #include "core/data/npy.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
@@ -233,7 +234,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     data::apply(finalize.normalization, shard.x);
     if (kind == data::LabelKind::kCategorical) data::assign_classes(shard, finalize.classes);
     const auto model = models::make_model(
-        {config.model, static_cast<int>(setup.source.features.size()),
+        {config.model, static_cast<int>(data::input_width(setup.source)),
          static_cast<int>(finalize.classes.size())});
     // transport.security curve: peer links serve and trust the run's peer key (keys.hpp).
     std::unique_ptr<transport::Transport> peer_transport;
@@ -265,19 +266,8 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
       const auto share = protocol::count(message, "share");
       const auto shares = protocol::count(message, "shares");
       const auto all = data::load_shard(config, lost.source, lost.segments, kind);
-      data::Shard mine;
-      const auto total = static_cast<std::uint64_t>(all.y.size());
-      const auto rows = shares == 0 || share >= total ? 0 : (total - share + shares - 1) / shares;
-      mine.x.resize(static_cast<Eigen::Index>(rows), all.x.cols());
-      mine.y.resize(static_cast<Eigen::Index>(rows));
-      for (std::uint64_t i = 0; i < rows; ++i) {
-        const auto from = static_cast<Eigen::Index>(share + i * shares);
-        mine.x.row(static_cast<Eigen::Index>(i)) = all.x.row(from);
-        mine.y(static_cast<Eigen::Index>(i)) = all.y(from);
-        if (!all.raw_labels.empty()) {
-          mine.raw_labels.push_back(all.raw_labels[static_cast<std::size_t>(from)]);
-        }
-      }
+      auto mine = data::every_nth_row(all, share, shares);
+      const auto rows = static_cast<std::uint64_t>(mine.y.size());
       data::apply(finalize.normalization, mine.x);
       if (kind == data::LabelKind::kCategorical) data::assign_classes(mine, finalize.classes);
       session.adopt_rows(std::move(mine), from_epoch);

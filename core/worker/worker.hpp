@@ -201,6 +201,7 @@ class WorkerSession {
   void prepare_epoch(std::uint64_t epoch);
   // Rows [floor(s*n/S), floor((s+1)*n/S)) of `epoch`'s order.
   [[nodiscard]] Batch slice(std::uint64_t epoch, std::uint64_t s, std::uint64_t per_epoch);
+  [[nodiscard]] Batch sparse_slice(std::int64_t begin, std::int64_t count);  // of a sparse shard
 
   const WorkerOptions& options_;
   const config::Config& config_;
@@ -215,6 +216,8 @@ class WorkerSession {
   std::vector<std::uint64_t> order_;
   data::RowMatrix batch_x_;
   Eigen::VectorXd batch_y_;
+  models::CsrView sparse_view_;        // a sparse shard's rows, as batches point to them
+  std::vector<std::uint64_t> range_;   // a sparse batch's rows when not shuffled
   double compute_seconds_ = 0;
   double comm_seconds_ = 0;
   std::uint64_t extra_bytes_sent_ = 0;

@@ -56,6 +56,7 @@ void WorkerSession::prepare_epoch(std::uint64_t epoch) {
     shard_.x.bottomRows(add) = a->rows.x;
     shard_.y.conservativeResize(old_rows + add);
     shard_.y.tail(add) = a->rows.y;
+    if (shard_.sparse && a->rows.sparse) shard_.sparse->append_rows(*a->rows.sparse);
     a = adopted_.erase(a);
   }
   if (!config_.training.shuffle) return;
@@ -92,6 +93,7 @@ WorkerSession::Batch WorkerSession::slice(std::uint64_t epoch, std::uint64_t s,
   const auto begin = static_cast<std::int64_t>(s * n / per_epoch);
   const auto end = static_cast<std::int64_t>((s + 1) * n / per_epoch);
   const auto count = end - begin;
+  if (shard_.sparse) return sparse_slice(begin, count);
   // An empty pick means every row: an empty batch (tiny shards) is 0 rows of the shard instead.
   if (!config_.training.shuffle || count == 0) {
     return {shard_.x.middleRows(begin, count), shard_.y.segment(begin, count), {}};
@@ -99,6 +101,23 @@ WorkerSession::Batch WorkerSession::slice(std::uint64_t epoch, std::uint64_t s,
   return {shard_.x, shard_.y,
           std::span<const std::uint64_t>(order_).subspan(static_cast<std::size_t>(begin),
                                                          static_cast<std::size_t>(count))};
+}
+
+WorkerSession::Batch WorkerSession::sparse_slice(std::int64_t begin, std::int64_t count) {
+  const auto& rows = *shard_.sparse;
+  sparse_view_ = {rows.width, rows.row_start, rows.keys, rows.values};
+  // Sparse batches always pick their rows (an empty pick would mean the whole shard).
+  std::span<const std::uint64_t> pick;
+  if (count > 0 && config_.training.shuffle) {
+    pick = std::span<const std::uint64_t>(order_).subspan(static_cast<std::size_t>(begin),
+                                                          static_cast<std::size_t>(count));
+  } else if (count > 0) {
+    range_.resize(static_cast<std::size_t>(count));
+    std::iota(range_.begin(), range_.end(), static_cast<std::uint64_t>(begin));
+    pick = range_;
+  }
+  if (pick.empty()) return {shard_.x.middleRows(begin, 0), shard_.y.segment(begin, 0), {}, &sparse_view_};
+  return {shard_.x, shard_.y, pick, &sparse_view_};
 }
 
 WorkerSession::Batch WorkerSession::gathered(const Batch& batch) {

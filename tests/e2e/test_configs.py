@@ -1,13 +1,8 @@
-"""Every example in configs/ validates, runs and meets its own `expect:` (exit 0); the sparse
-examples `run` cannot train yet validate, and `run` refuses them with exit 2."""
+"""Every example in configs/ validates, runs and meets its own `expect:` (exit 0)."""
 
 import json
 
 import harness as h
-
-# Examples of sparse data that `run` cannot train yet (docs/sparse-data.md, "Status").
-SPARSE_NOT_WIRED = {"clicks.yaml"}
-
 
 def test_every_example_config_runs(tmp):
     configs = sorted(h.source("configs").glob("*.yaml"))
@@ -15,13 +10,6 @@ def test_every_example_config_runs(tmp):
     for cfg in configs:
         r = h.run("validate", cfg)
         assert r.code == 0, (cfg.name, r)
-        if cfg.name in SPARSE_NOT_WIRED:
-            # Sparse rows validate; `run` refuses them (exit 2, nothing written) until the
-            # sparse models are wired in (issue 16). Drop the name from the set then.
-            r = h.run("run", cfg, "--set", f"output.dir={tmp / cfg.stem}")
-            assert r.code == 2 and "training on sparse rows is not wired" in r.stderr, (cfg.name, r)
-            assert not (tmp / cfg.stem).exists()
-            continue
         out = tmp / cfg.stem
         r = h.run("run", cfg, "--json", "--set", f"output.dir={out}")
         assert r.code == 0, (cfg.name, r)

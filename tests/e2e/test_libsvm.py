@@ -151,8 +151,6 @@ def test_bad_libsvm(tmp):
         ("good.svm", ", max_dense_gib: 0.000000001, sparse: false",
          "more than data.max_dense_gib (1e-09); set data.sparse: auto (or true) to keep the rows "
          "sparse, raise"),
-        # data.sparse: auto reads it sparse, which `run` cannot train yet (test_sparse_data.py).
-        ("good.svm", ", max_dense_gib: 0.000000001", "the rows are sparse (data.sparse, 3 keys)"),
         ("good.svm", ", label: target", "data.label 'target': a LIBSVM file's label is the first"),
         ("hidden.csv", "", "the name says text (CSV), but the file starts like LIBSVM sparse text "
                            "(label index:value ...): name it"),
@@ -172,6 +170,8 @@ def test_bad_libsvm(tmp):
         assert not (tmp / f"bad{i}" / "model.json").exists()
     # Forced: a LIBSVM file under a CSV name trains when data.format says so.
     assert run(tmp, "forced", tmp / "hidden.csv", ", format: libsvm").code == 0
+    # data.sparse: auto reads it sparse past data.max_dense_gib, and trains it so.
+    assert run(tmp, "auto_sparse", tmp / "good.svm", ", max_dense_gib: 0.000000001").code == 0
 
 
 if __name__ == "__main__":

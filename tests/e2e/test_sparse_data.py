@@ -1,8 +1,8 @@
 """Sparse data (data.hash, data.sparse): `disttrain gen clicks` writes a click log, and
 `disttrain validate` reads it hashed (data.hash) into sparse rows and reports the width, the
 nonzeros per row and the shards' memory; the same for a LIBSVM file with data.sparse: true, its
-figures computed here from the file. `run` refuses sparse data (exit 2) until the sparse models
-are wired in. Bad hashed configs and cells exit 2 naming where and what to do."""
+figures computed here from the file; `run` trains both (test_sparse_training.py checks what it
+trains). Bad hashed configs and cells exit 2 naming where and what to do."""
 
 import json
 
@@ -77,12 +77,11 @@ def test_gen_clicks_and_validate_hashed(tmp):
     assert "sparse:     262144 keys (2^18 hashed), " in text.stdout, text.stdout
     assert "nonzeros per row (max 40)" in text.stdout, text.stdout
 
-    # `run` cannot train sparse rows yet: exit 2, the reason and what to do, no run folder.
-    r = h.run("run", cfg)
-    assert r.code == 2, r
-    assert "the rows are sparse (data.hash, 262144 keys), and training on sparse rows is not " \
-           "wired into `disttrain run` yet" in r.stderr, r.stderr
-    assert not (tmp / "hashed").exists()
+    # `run` trains the sparse rows: 2^18 weights and a bias.
+    r = h.run("run", cfg, "--json")
+    assert r.code == 0, r
+    model = json.loads((tmp / "hashed" / "model.json").read_text())
+    assert sum(p["shape"][0] for p in model["parameters"] if p["name"] == "weights") == 2 ** 18
 
 
 def test_validate_libsvm_sparse(tmp):
@@ -108,7 +107,7 @@ output: {{dir: {tmp / "out"}}}
     assert [s["nonzeros"] for s in plan["shards"]] == [sum(counts[:50]), sum(counts[50:])]
     assert sparse["memory_bytes"] == 12 * sum(counts) + 8 * (100 + 2)
     r = h.run("run", cfg)
-    assert r.code == 2 and "the rows are sparse (data.sparse, 12 keys)" in r.stderr, r
+    assert r.code == 0, r
 
 
 def test_bad_hashed_input(tmp):

@@ -1,4 +1,6 @@
-"""predict and eval on a sparse model (model.json version 2, docs/sparse.md): hand-written models
+"""predict and eval on a sparse model (model.json version 2, docs/sparse.md): runs on a hashed
+click log and on a LIBSVM file write it (its nonzeros, its "sparse" description), and predict on
+the same rows equals numpy on keys computed here from that description; hand-written models
 over LIBSVM rows (1- and 0-based, a file and stdin, indices past the model's keys skipped with a
 warning) and over a CSV hashed with the model's own data.hash (FNV-1a keys computed here,
 crosses, a numeric column, empty cells under missing: zero, columns in another order), checked
@@ -236,5 +238,78 @@ def test_refusals(tmp):
     assert r.code == 0 and r.stdout == "prediction\n0\n", r
 
 
+RUN_CONFIG = """
+version: 1
+name: {name}
+seed: 2
+model: {{type: {model}}}
+data: {data}
+shards: {{count: 2}}
+training: {{epochs: 2, batch_size: 32, optimizer: {{type: adagrad, lr: 0.1}}}}
+output: {{dir: {out}}}
+"""
+
+
+def nonzeros(model_json, width, outputs):
+    """The full weights [width, outputs] and biases of a sparse model.json."""
+    j = json.loads(model_json.read_text())
+    assert j["version"] == 2, j["version"]
+    weights, bias = j["parameters"]
+    assert weights["encoding"] == "sparse"
+    w = np.zeros(width * outputs)
+    w[weights["index"]] = weights["data"]
+    return j, w.reshape(width, outputs), np.array(bias["data"])
+
+
+def test_run_on_hashed_clicks_then_predict(tmp):
+    """A run on a hashed click log writes a sparse model.json, and predict on the same rows
+    equals numpy on the keys computed here from the model's own "sparse" description."""
+    gen = h.run("gen", "clicks", "--rows", "600", "--fields", "4", "--seed", "5")
+    assert gen.code == 0, gen
+    (tmp / "clicks.csv").write_text(gen.stdout)
+    cfg = h.write_config(tmp, RUN_CONFIG.format(
+        name="clicks", model="logistic_regression", out=tmp / "run",
+        data=f"{{path: {tmp / 'clicks.csv'}, label: click, hash: {{bits: 12, columns: [C1, C2, C3, C4], "
+             f"crosses: [[C1, C2]]}}}}"))
+    r = h.run("run", cfg, "-q")
+    assert r.code == 0, r
+    j, w, b = nonzeros(tmp / "run" / "model.json", 2**12, 1)
+    assert j["sparse"] == {"format": "csv", "width": 4096, "hash_bits": 12,
+                           "hashed": ["C1", "C2", "C3", "C4"], "crosses": [["C1", "C2"]],
+                           "numeric": [], "missing": "error"}
+    assert "features" not in j and np.count_nonzero(w) > 0
+    lines = gen.stdout.splitlines()
+    header = lines[0].split(",")
+    x = np.zeros((len(lines) - 1, 2**12))
+    for r_, line in enumerate(lines[1:]):
+        cells = dict(zip(header, line.split(",")))
+        for c in ["C1", "C2", "C3", "C4"]:
+            x[r_, key(c, cells[c], 12)] += 1
+        x[r_, cross("C1", cells["C1"], "C2", cells["C2"], 12)] += 1
+    p = sigmoid(x @ w[:, 0] + b[0])
+    _, _, got = predictions(h.run("predict", tmp / "run" / "model.json", tmp / "clicks.csv"))
+    np.testing.assert_allclose(got[:, 0], p, rtol=1e-12, atol=0)
+
+
+def test_run_on_libsvm_then_predict(tmp):
+    """data.sparse: true on a LIBSVM file: a sparse softmax model.json, and predict equals numpy."""
+    rng = np.random.default_rng(4)
+    rows = libsvm_rows(rng, 300, 30, 1)
+    labels = rng.integers(0, 3, size=len(rows))
+    (tmp / "rows.svm").write_text("".join(
+        f"{y} " + " ".join(f"{i}:{v}" for i, v in row) + "\n" for row, y in zip(rows, labels)))
+    cfg = h.write_config(tmp, RUN_CONFIG.format(
+        name="svm", model="softmax_regression", out=tmp / "run",
+        data=f"{{path: {tmp / 'rows.svm'}, sparse: true}}"))
+    r = h.run("run", cfg, "-q")
+    assert r.code == 0, r
+    j, w, b = nonzeros(tmp / "run" / "model.json", 30, 3)
+    assert j["sparse"] == {"format": "libsvm", "width": 30, "index_base": 1}
+    p = softmax(dense(rows, 30, 1) @ w + b)
+    _, _, got = predictions(h.run("predict", tmp / "run" / "model.json", tmp / "rows.svm"))
+    np.testing.assert_allclose(got, p, rtol=1e-12, atol=1e-15)
+
+
 if __name__ == "__main__":
-    h.main([test_libsvm_logistic, test_libsvm_softmax_zero_based, test_hashed_csv, test_refusals])
+    h.main([test_libsvm_logistic, test_libsvm_softmax_zero_based, test_hashed_csv, test_refusals,
+            test_run_on_hashed_clicks_then_predict, test_run_on_libsvm_then_predict])

@@ -246,3 +246,31 @@ TEST_CASE("sparse models: the factory refuses the mlp and bad specs; sizes are c
           (void)narrow->evaluate(local, batch, y);
         }).find("but the model's width is 20") != std::string::npos);
 }
+
+TEST_CASE("sparse models: a model's batch of sparse rows trains as its dense rows do") {
+  // Model::batch_loss_and_gradient with BatchRows::sparse set (what every mode with a dense
+  // exchange calls on a sparse shard): the dense batch's bits, picked or whole; 0 rows: nothing.
+  for (const auto& c : cases(50)) {
+    CAPTURE(c.name);
+    auto [s, dense, sparse, full] = pair_of(c, 150, 31);
+    const auto view = s.view();
+    const dt::models::RowMatrix no_columns(150, 0);
+    std::vector<std::uint64_t> pick;
+    for (std::uint64_t i = 0; i < 150; ++i) pick.push_back((i * 41 + 3) % 150);
+    pick.resize(77);
+    for (const auto& p : {std::vector<std::uint64_t>{}, pick}) {
+      std::vector<double> want(full.size(), 0.0);
+      const auto w = dense->batch_loss_and_gradient(full, {s.dense, s.y, p}, want);
+      std::vector<double> got(full.size(), 0.0);
+      const auto g = dense->batch_loss_and_gradient(full, {no_columns, s.y, p, &view}, got);
+      CHECK(got == want);
+      CHECK(g.loss_sum == w.loss_sum);
+      CHECK(g.correct == w.correct);
+    }
+    std::vector<double> untouched(full.size(), 0.0);
+    const auto none = dense->batch_loss_and_gradient(
+        full, {no_columns.topRows(0), s.y.head(0), {}, &view}, untouched);
+    CHECK(none.loss_sum == 0.0);
+    CHECK(untouched == std::vector<double>(full.size(), 0.0));
+  }
+}

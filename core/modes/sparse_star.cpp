@@ -1,0 +1,216 @@
+// The sparse star exchange (sparse_star.hpp): both halves.
+
+#include "core/modes/sparse_star.hpp"
+
+#include "core/modes/step.hpp"
+#include "core/models/optim.hpp"
+#include "core/coordinator/plan.hpp"
+#include "core/coordinator/session.hpp"
+#include "core/protocol/key_frames.hpp"
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
+
+#include <chrono>
+#include <cstring>
+
+namespace dt::modes {
+
+std::uint64_t key_list_hash(std::span<const std::uint32_t> keys) noexcept {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (const std::uint32_t k : keys) {
+    for (int b = 0; b < 4; ++b) {
+      h ^= (k >> (8 * b)) & 0xFFU;
+      h *= 1099511628211ULL;
+    }
+  }
+  return h;
+}
+
+// ---- Coordinator.
+
+void SparseStar::coordinate(roles::CoordinatorSession& session, models::Optimizer& optimizer) {
+  auto& params = session.params();
+  const auto& model = session.model();
+  width_ = static_cast<std::uint64_t>(model.spec().inputs);
+  outputs_ = static_cast<std::size_t>(model.outputs());
+  const auto ranks = static_cast<std::size_t>(session.ranks());
+  keys_.assign(ranks, {});
+  keys_step_.assign(ranks, UINT64_MAX);
+  grad_.assign(params.size(), 0.0);
+  touched_.reserve(width_);
+  std::vector<double> worker_loss(ranks);
+  std::vector<std::uint64_t> worker_rows(ranks);
+  const double l2 = model.spec().config.l2;
+  const std::uint64_t steps = session.schedule().total_steps();
+  session.schedule().start_clock();
+  const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
+  for (std::uint64_t step = session.first_step(); step < steps; ++step) {
+    if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
+    ask_keys(session, step);
+    for (const int r : std::vector<int>(session.alive())) {
+      session.send_to(r, step_message(params, r, step));
+    }
+    const auto replies = session.gather(protocol::Type::kGradient);
+    const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
+    sum_replies(replies, step);
+    if (rows > 0) {  // else an empty step (only possible with tiny shards)
+      check_batch_loss(session.config(), step + 1, loss_sum, rows);
+      const double inv = 1.0 / static_cast<double>(rows);
+      if (l2 == 0.0) {
+        optimizer.step_indices(indices_, sums_, inv, params);
+      } else {
+        // As apply_gradient_sum: the mean, then the L2 term, at the touched weights only.
+        const std::size_t biases = width_ * outputs_;
+        for (std::size_t i = 0; i < indices_.size(); ++i) {
+          sums_[i] *= inv;
+          if (indices_[i] < biases) sums_[i] += l2 * params[indices_[i]];
+        }
+        optimizer.step_indices(indices_, sums_, 1.0, params);
+      }
+      session.add_samples(rows);
+      session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
+    }
+    session.step_boundary(step + 1);
+  }
+}
+
+void SparseStar::ask_keys(roles::CoordinatorSession& session, std::uint64_t step) {
+  std::vector<int> missing;
+  for (const int r : session.alive()) {
+    if (keys_step_[static_cast<std::size_t>(r)] != step) missing.push_back(r);
+  }
+  if (missing.empty()) return;
+  session.broadcast({.type = protocol::Type::kKeyRequest, .step = step}, missing);
+  for (const auto& reply : session.gather_from(protocol::Type::kKeys, missing)) {
+    const auto r = static_cast<std::size_t>(reply.rank);
+    if (reply.arrays.empty()) {
+      fail<ProtocolError>("worker {} sent no keys for step {}", reply.rank, step + 1);
+    }
+    protocol::decode_keys(reply.arrays[0], width_, fmt::format("worker {}'s keys", reply.rank),
+                          keys_[r]);
+    keys_step_[r] = step;
+  }
+}
+
+protocol::Envelope SparseStar::step_message(const std::vector<double>& params, int rank,
+                                            std::uint64_t step) const {
+  const auto& keys = keys_[static_cast<std::size_t>(rank)];
+  protocol::Envelope message{.type = protocol::Type::kStep, .step = step};
+  message.fields = {{"keys", keys.size()}, {"key_hash", key_list_hash(keys)}};
+  wire::Bytes frame((keys.size() + 1) * outputs_ * sizeof(double));
+  auto* out = reinterpret_cast<double*>(frame.data());
+  for (const std::uint32_t k : keys) {
+    std::memcpy(out, params.data() + k * outputs_, outputs_ * sizeof(double));
+    out += outputs_;
+  }
+  std::memcpy(out, params.data() + width_ * outputs_, outputs_ * sizeof(double));
+  message.arrays.push_back(std::move(frame));
+  return message;
+}
+
+void SparseStar::sum_replies(const std::vector<protocol::Envelope>& replies, std::uint64_t step) {
+  const std::size_t biases = width_ * outputs_;
+  for (const auto& reply : replies) {  // rank order: the same bits on every run
+    const auto r = static_cast<std::size_t>(reply.rank);
+    const auto& keys = keys_[r];
+    const auto g = protocol::doubles(reply, 0, (keys.size() + 1) * outputs_);
+    const double* in = g.data();
+    for (const std::uint32_t k : keys) {
+      double* to = grad_.data() + k * outputs_;
+      for (std::size_t c = 0; c < outputs_; ++c) to[c] += in[c];
+      in += outputs_;
+      touched_.set(k);
+    }
+    for (std::size_t c = 0; c < outputs_; ++c) grad_[biases + c] += in[c];
+    if (reply.arrays.size() > 1) {  // the keys of its next step
+      protocol::decode_keys(reply.arrays[1], width_,
+                            fmt::format("worker {}'s keys", reply.rank), keys_[r]);
+      keys_step_[r] = step + 1;
+    } else {
+      keys_step_[r] = UINT64_MAX;
+    }
+  }
+  touched_keys_.clear();
+  touched_.list(touched_keys_);
+  touched_.clear(touched_keys_);
+  indices_.clear();
+  sums_.clear();
+  for (const std::uint32_t k : touched_keys_) {
+    for (std::size_t c = 0; c < outputs_; ++c) indices_.push_back(k * outputs_ + c);
+  }
+  for (std::size_t c = 0; c < outputs_; ++c) indices_.push_back(biases + c);
+  for (const auto i : indices_) {
+    sums_.push_back(grad_[i]);
+    grad_[i] = 0.0;
+  }
+}
+
+// ---- Worker.
+
+void SparseStar::prepare(roles::WorkerSession& session, std::uint64_t step, Prepared& into) {
+  const auto batch = session.batch(step);
+  const auto n = static_cast<std::size_t>(batch.rows());
+  if (n == 0) {  // an empty batch (tiny shards): no keys, no rows
+    into.batch.keys.clear();
+    into.batch.local.clear();
+    into.batch.values.clear();
+    into.batch.row_start.assign(1, 0);
+  } else {
+    models::compact(*batch.sparse, batch.pick, into.batch);
+  }
+  into.y.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    into.y[i] = batch.y(static_cast<Eigen::Index>(batch.pick.empty() ? i : batch.pick[i]));
+  }
+  into.step = step;
+}
+
+void SparseStar::work(roles::WorkerSession& session, const protocol::Envelope& message) {
+  if (!model_) model_ = models::make_sparse_model(session.model().spec());
+  const std::uint64_t step = message.step;
+  if (message.type == protocol::Type::kKeyRequest) {
+    if (current_.step != step) prepare(session, step, current_);
+    protocol::Envelope reply{.type = protocol::Type::kKeys, .step = step};
+    reply.arrays.push_back(protocol::encode_keys(current_.batch.keys));
+    session.send(std::move(reply));
+    return;
+  }
+  session.begin_step(step);
+  const auto start = std::chrono::steady_clock::now();
+  if (current_.step != step) {
+    if (next_.step == step) {
+      std::swap(current_, next_);
+    } else {
+      prepare(session, step, current_);
+    }
+  }
+  const auto& keys = current_.batch.keys;
+  if (protocol::count(message, "keys") != keys.size() ||
+      protocol::count(message, "key_hash") != key_list_hash(keys)) {
+    fail<ProtocolError>("step {}: the coordinator sent the values of {} keys, but this worker's "
+                        "batch has {} other keys (the two ends disagree on the batch)",
+                        step + 1, protocol::count(message, "keys"), keys.size());
+  }
+  const std::size_t local = model_->local_count(current_.batch);
+  const auto params = protocol::doubles(message, 0, local);
+  // The gradient is summed straight into the reply's frame, as in the dense star.
+  wire::Bytes frame(local * sizeof(double));
+  const std::span<double> grad(reinterpret_cast<double*>(frame.data()), local);
+  models::BatchResult result;
+  if (current_.batch.rows() > 0) {
+    result = model_->loss_and_gradient(params, current_.batch, current_.y, grad);
+  }
+  protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
+  reply.fields = {{"rows", current_.batch.rows()}, {"loss_sum", result.loss_sum}};
+  reply.arrays.push_back(std::move(frame));
+  // The next step's keys, unless it starts an epoch (its order is not drawn yet).
+  if ((step + 1) % session.steps_per_epoch() != 0) {
+    prepare(session, step + 1, next_);
+    reply.arrays.push_back(protocol::encode_keys(next_.batch.keys));
+  }
+  session.add_compute_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  session.send(std::move(reply));
+}
+
+}  // namespace dt::modes

@@ -1,0 +1,79 @@
+#pragma once
+// `gradients` mode over the star on sparse rows (docs/sparse.md, "The sparse exchange"): each
+// step the coordinator sends each worker only the parameters of the keys its batch touches, and
+// each worker sends back only their gradient, so a step's traffic follows the batch's keys, not
+// the model's width. GradientsMode (gradients.cpp) hands its steps here when the data is sparse.
+//
+//   coordinator -> worker   step s: the values of the worker's keys (weights, then biases),
+//                           with their count and hash (a worker whose batch has other keys
+//                           stops with a ProtocolError instead of training on wrong values)
+//   worker -> coordinator   the local gradient sum at those keys, rows, loss sum, and the key
+//                           frame (core/protocol/key_frames.hpp) of its NEXT step's keys
+//
+// A step's keys come with the reply of the step before, so one round trip a step is enough.
+// The first step of an epoch (the order is reshuffled and lost workers' rows may join), of a
+// run, and a rank with no keys yet ask the workers for their keys first (kKeyRequest).
+// The coordinator adds the gradients in rank order into a full-size buffer at the keys (the
+// same bits as the dense star's sum), lists the touched keys in order (models::KeyIndex), and
+// steps only them (Optimizer::step_indices): the same bits as the dense run for sgd without
+// momentum, adagrad and ftrl; L2 and adam/momentum are lazy (docs/sparse.md).
+
+#include "core/models/sparse_model.hpp"
+#include "core/protocol/protocol.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace dt::roles {
+class CoordinatorSession;
+class WorkerSession;
+}  // namespace dt::roles
+
+namespace dt::models {
+class Optimizer;
+}
+
+namespace dt::modes {
+
+class SparseStar {
+ public:
+  // Trains to the end (GradientsMode::coordinate's loop, on sparse rows).
+  void coordinate(roles::CoordinatorSession& session, models::Optimizer& optimizer);
+  // Answers a kStep of the sparse exchange.
+  void work(roles::WorkerSession& session, const protocol::Envelope& message);
+
+ private:
+  // Coordinator side.
+  void ask_keys(roles::CoordinatorSession& session, std::uint64_t step);
+  [[nodiscard]] protocol::Envelope step_message(const std::vector<double>& params, int rank,
+                                                std::uint64_t step) const;
+  // Adds the replies' gradients in rank order; lists the touched coordinates in indices_ and
+  // their sums in sums_, leaving grad_ zero again.
+  void sum_replies(const std::vector<protocol::Envelope>& replies, std::uint64_t step);
+  std::uint64_t width_ = 0;
+  std::size_t outputs_ = 1;
+  std::vector<std::vector<std::uint32_t>> keys_;  // per rank: its keys of step keys_step_[r]
+  std::vector<std::uint64_t> keys_step_;
+  std::vector<double> grad_;                      // full size, zero between steps
+  models::KeyIndex touched_;
+  std::vector<std::uint32_t> touched_keys_;
+  std::vector<std::uint64_t> indices_;
+  std::vector<double> sums_;
+
+  // Worker side: a step's batch, compacted, with its labels in batch order.
+  struct Prepared {
+    std::uint64_t step = UINT64_MAX;
+    models::SparseBatch batch;
+    std::vector<double> y;
+  };
+  void prepare(roles::WorkerSession& session, std::uint64_t step, Prepared& into);
+  std::unique_ptr<models::SparseModel> model_;
+  Prepared current_;
+  Prepared next_;
+};
+
+// A key list's 64-bit FNV-1a hash (the step message's check that both ends mean the same keys).
+[[nodiscard]] std::uint64_t key_list_hash(std::span<const std::uint32_t> keys) noexcept;
+
+}  // namespace dt::modes

@@ -1,0 +1,192 @@
+"""Training on sparse rows (issue 16): the same LIBSVM file read sparse (data.sparse: true, CSR
+rows, the sparse models on each batch's keys) and dense (data.sparse: false) trains the same
+model, bit for bit, in every synchronous mode: the star, sharded servers, the ring, parameter
+averaging, with sgd, adagrad and ftrl, for linear, logistic and softmax regression, and with a
+worker lost under `continue` (its rows dealt to the survivors as sparse rows). Async trains.
+The mlp and tensor parallelism, which have no sparse form, are refused with exit 2."""
+
+import json
+import math
+import random
+
+import harness as h
+
+WIDTH = 60
+ROWS = 700
+
+CONFIG = """
+version: 1
+name: sparse-{name}
+seed: 3
+model: {{type: {model}}}
+data: {{path: {path}, sparse: {sparse}, normalize: none, validation: 0.1}}
+shards: {{count: {workers}}}
+aggregation: {aggregation}
+training: {{epochs: 3, batch_size: 50, optimizer: {optimizer}}}
+fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 1500, on_worker_failure: {policy},
+                  checkpoint_every: {{steps: 13}}}}
+output: {{dir: {out}, log_every: {{steps: 5}}}}
+{extra}
+"""
+
+STAR = "{mode: gradients}"
+SERVERS = "{mode: gradients, servers: 2}"
+RING = "{mode: gradients, topology: ring}"
+PARAMETERS = "{mode: parameters, parameters: {sync_every: {steps: 3}}}"
+SGD = "{type: sgd, lr: 0.2}"
+
+
+def libsvm(path, task, seed=7):
+    """ROWS rows of 1..8 nonzeros among WIDTH features (1-based, ascending), labels from a
+    hidden sparse model: a value, 0/1, or one of 3 classes."""
+    rng = random.Random(seed)
+    truth = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(WIDTH)]
+    lines = []
+    for _ in range(ROWS):
+        keys = sorted(rng.sample(range(WIDTH), rng.randint(1, 8)))
+        values = [round(rng.uniform(-2, 2), 3) for _ in keys]
+        z = [sum(truth[k][c] * v for k, v in zip(keys, values)) for c in range(3)]
+        if task == "linear":
+            label = round(z[0] + rng.gauss(0, 0.1), 4)
+        elif task == "binary":
+            label = int(z[0] + rng.gauss(0, 0.5) > 0)
+        else:
+            label = max(range(3), key=lambda c: z[c])
+        lines.append(f"{label} " + " ".join(f"{k + 1}:{v}" for k, v in zip(keys, values)))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def train(tmp, name, data, sparse, model="logistic_regression", aggregation=STAR,
+          optimizer=SGD, workers=2, extra="", code=0, policy="continue"):
+    out = tmp / f"{name}-{'sparse' if sparse else 'dense'}"
+    cfg = h.write_config(tmp, CONFIG.format(
+        name=name, model=model, path=data, sparse="true" if sparse else "false",
+        workers=workers, aggregation=aggregation, optimizer=optimizer, out=out, extra=extra,
+        policy=policy),
+        f"{out.name}.yaml")
+    r = h.run("run", cfg, "--json", timeout=120)
+    assert r.code == code, r
+    return r, out
+
+
+def parameters(out):
+    """Each block's values in full: a sparse run's model.json lists its weights' nonzeros only
+    (docs/sparse.md), a dense run's every value."""
+    model = json.loads((out / "model.json").read_text())
+    blocks = {}
+    for p in model["parameters"]:
+        values = p["data"]
+        if p.get("encoding") == "sparse":
+            values = [0.0] * math.prod(p["shape"])
+            for i, v in zip(p["index"], p["data"]):
+                values[i] = v
+        blocks[p["name"]] = values
+    return blocks
+
+
+def same_model(tmp, name, data, **kw):
+    sparse, sparse_out = train(tmp, name, data, True, **kw)
+    dense, dense_out = train(tmp, name, data, False, **kw)
+    assert sparse.json()["status"] == "ok", sparse
+    weights = parameters(sparse_out)
+    assert weights == parameters(dense_out), name
+    # Not a model that never moved: training changed the weights.
+    assert any(v != 0 for v in weights["weights"]), name
+    s, d = sparse.json(), dense.json()
+    assert s["final_loss"] == d["final_loss"], (name, s["final_loss"], d["final_loss"])
+    return s
+
+
+def test_sparse_equals_dense_in_every_synchronous_mode(tmp):
+    binary = libsvm(tmp / "binary.svm", "binary")
+    for name, aggregation in [("star", STAR), ("servers", SERVERS), ("ring", RING),
+                              ("parameters", PARAMETERS)]:
+        summary = same_model(tmp, name, binary, aggregation=aggregation)
+        assert summary["validation"]["auc"] > 0.7, (name, summary["validation"])
+    same_model(tmp, "adagrad", binary, optimizer="{type: adagrad, lr: 0.3}")
+    same_model(tmp, "ftrl", binary, optimizer="{type: ftrl, lr: 0.3, l1: 0.01, l2: 0.01}")
+
+
+def test_sparse_equals_dense_for_each_model_type(tmp):
+    same_model(tmp, "linear", libsvm(tmp / "linear.svm", "linear"),
+               model="linear_regression", optimizer="{type: sgd, lr: 0.05}")
+    same_model(tmp, "softmax", libsvm(tmp / "classes.svm", "classes"),
+               model="softmax_regression")
+
+
+def test_the_star_moves_the_batch_s_keys_not_the_width(tmp):
+    # Width 2^16 (one row uses the last index): a dense star would move 512 KiB a step each
+    # way. The keyed star moves ~(8 + 2) bytes a key of the batch: a worker's half of a
+    # 50-row batch has at most 25 x 8 keys.
+    data = libsvm(tmp / "wide.svm", "binary")
+    with open(data, "a") as f:
+        f.write(f"1 {2 ** 16}:1\n")
+    r, out = train(tmp, "wide", data, True)
+    summary = r.json()
+    params = 2 ** 16 + 1
+    steps = summary["steps"]
+    per_step = 25 * 8 * 12 + 1024  # keys x (8 value + a few key bytes) + message overhead
+    for w in summary["worker_stats"]:
+        # Beyond the steps: the set-up, the final evaluation's full parameter vector down and
+        # its AUC histograms up (2 x 32768 counts of 8 bytes).
+        assert w["bytes_received"] < 8 * params + steps * per_step + 256 * 1024, w
+        assert w["bytes_sent"] < steps * per_step + 256 * 1024 + 2 ** 19, w
+    assert steps * 8 * params > 20 * (8 * params + steps * per_step), steps  # a dense star fails
+
+
+def test_a_lost_worker_s_sparse_rows_go_to_the_survivors(tmp):
+    binary = libsvm(tmp / "binary.svm", "binary")
+    kill = "faults: [{rank: 2, at_step: 8, action: kill}]"
+    summary = same_model(tmp, "continue", binary, workers=3, extra=kill)
+    assert summary["status"] == "ok"
+    assert summary["failures"], summary  # the loss was seen and absorbed
+
+
+def test_the_keyed_star_restarts_and_resumes_exactly(tmp):
+    # A worker killed mid-run and replaced (restart): the replacement redoes the step from its
+    # own batch's keys, and the run's bytes are those of a run without the failure.
+    binary = libsvm(tmp / "binary.svm", "binary")
+    ftrl = "{type: ftrl, lr: 0.3, l1: 0.01}"
+    _, ref = train(tmp, "ref", binary, True, optimizer=ftrl)
+    r, out = train(tmp, "restart", binary, True, optimizer=ftrl, policy="restart",
+                   extra="faults: [{rank: 1, at_step: 17, action: kill}]")
+    assert r.json()["failures"], r.json()
+    assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes()
+    # Cut after 2 of 3 epochs (a checkpoint every epoch of 13 steps), resumed: the same bytes.
+    cfg_text = (tmp / "ref-sparse.yaml").read_text().replace("epochs: 3", "epochs: 2")
+    cut = tmp / "cut"
+    cfg = h.write_config(tmp, cfg_text.replace(str(ref), str(cut)), "cut.yaml")
+    assert h.run("run", cfg).code == 0
+    assert (cut / "model.json").read_bytes() != (ref / "model.json").read_bytes()
+    r = h.run("run", cfg, "--resume", "--json", "--set", "training.epochs=3", timeout=60)
+    assert r.code == 0, r
+    assert r.json()["checkpoint"]["resumed_from_step"] == 26, r.json()["checkpoint"]
+    assert (cut / "model.json").read_bytes() == (ref / "model.json").read_bytes()
+
+
+def test_async_trains_sparse_rows(tmp):
+    binary = libsvm(tmp / "binary.svm", "binary")
+    r, out = train(tmp, "async", binary, True, aggregation="{mode: async}")
+    summary = r.json()
+    assert summary["status"] == "ok"
+    assert summary["validation"]["auc"] > 0.7, summary["validation"]
+
+
+def test_what_has_no_sparse_form_is_refused(tmp):
+    binary = libsvm(tmp / "binary.svm", "binary")
+    r, out = train(tmp, "mlp", binary, True, model="mlp", code=2)
+    assert "model.type mlp has no sparse form" in r.stderr, r.stderr
+    assert not out.exists()
+    r, out = train(tmp, "tensor", binary, True, workers=2, extra="parallelism: {tensor: 2}",
+                   code=2)
+    assert "parallelism.tensor 2 splits the feature columns" in r.stderr, r.stderr
+    assert not out.exists()
+
+
+if __name__ == "__main__":
+    h.main([test_sparse_equals_dense_in_every_synchronous_mode,
+            test_sparse_equals_dense_for_each_model_type,
+            test_the_star_moves_the_batch_s_keys_not_the_width,
+            test_a_lost_worker_s_sparse_rows_go_to_the_survivors,
+            test_the_keyed_star_restarts_and_resumes_exactly, test_async_trains_sparse_rows, test_what_has_no_sparse_form_is_refused])
