@@ -310,6 +310,29 @@ def test_run_on_libsvm_then_predict(tmp):
     np.testing.assert_allclose(got, p, rtol=1e-12, atol=1e-15)
 
 
+def test_model_init_from_a_sparse_model(tmp):
+    """model.init: a sparse model continues on data read into the same keys, and is refused
+    (exit 2, naming the difference) on data hashed another way."""
+    gen = h.run("gen", "clicks", "--rows", "300", "--fields", "3", "--seed", "6")
+    (tmp / "clicks.csv").write_text(gen.stdout)
+    data = f"{{path: {tmp / 'clicks.csv'}, label: click, hash: {{bits: {{bits}}, columns: [C1, C2, C3]}}}}"
+    first = h.write_config(tmp, RUN_CONFIG.format(name="first", model="logistic_regression",
+                                                  out=tmp / "first", data=data.replace("{bits}", "10")),
+                           "first.yaml")
+    assert h.run("run", first, "-q").code == 0
+    init = f"\nmodel: {{type: logistic_regression, init: {tmp / 'first' / 'model.json'}}}"
+    again = RUN_CONFIG.format(name="again", model="logistic_regression", out=tmp / "again",
+                              data=data.replace("{bits}", "10"))
+    again = again.replace("model: {type: logistic_regression}", init.strip())
+    r = h.run("run", h.write_config(tmp, again, "again.yaml"), "-q")
+    assert r.code == 0, r
+    other = again.replace("bits: 10", "bits: 11")
+    r = h.run("run", h.write_config(tmp, other, "other.yaml"), "-q")
+    assert r.code == 2 and "does not read this data as its training did: the model is 1024 keys " \
+                           "wide, this data 2048" in r.stderr, r
+
+
 if __name__ == "__main__":
     h.main([test_libsvm_logistic, test_libsvm_softmax_zero_based, test_hashed_csv, test_refusals,
-            test_run_on_hashed_clicks_then_predict, test_run_on_libsvm_then_predict])
+            test_run_on_hashed_clicks_then_predict, test_run_on_libsvm_then_predict,
+            test_model_init_from_a_sparse_model])
