@@ -63,6 +63,28 @@ with open("data/logistic.csv") as f, open("data/logistic.svm", "w") as out:
         pairs = " ".join(f"{i + 1}:{v}" for i, v in enumerate(x) if abs(float(v)) >= 0.3)
         out.write(f"{'+1' if y == '1' else '-1'} {pairs}\n")
 PY
+# configs/sparse_libsvm.yaml's file: 1500 short "documents" as bags of words over a vocabulary
+# of 2^17 word ids (1-based), in 3 topics: each row has 3-8 words of its topic's own 400 and
+# 2-6 of 2000 words common to all (a word's value is its count), the topic as the label.
+/usr/bin/python3 - <<'PY'
+import random
+rng = random.Random(7)
+width = 2 ** 17
+ids = rng.sample(range(1, width + 1), 3 * 400 + 2000)
+topics = [ids[t * 400:(t + 1) * 400] for t in range(3)]
+common = ids[1200:]
+with open("data/topics.svm", "w") as out:
+    out.write("# bags of words in 3 topics over 2^17 word ids (scripts/make_data.sh)\n")
+    for _ in range(1500):
+        topic = rng.randrange(3)
+        words = [rng.choice(topics[topic]) for _ in range(rng.randint(3, 8))]
+        words += [rng.choice(common) for _ in range(rng.randint(2, 6))]
+        counts = {}
+        for w in words:
+            counts[w] = counts.get(w, 0) + 1
+        pairs = " ".join(f"{w}:{counts[w]}" for w in sorted(counts))
+        out.write(f"{topic} {pairs}\n")
+PY
 # configs/compressed_tsv.yaml's file: data/blobs.csv tab-separated and compressed with zstd
 # (the delimiter and the compression are both detected). zstd writes the same bytes every time.
 tr , '\t' < data/blobs.csv | zstd -q -19 --no-progress -c > data/blobs.tsv.zst
@@ -72,4 +94,4 @@ run=$(mktemp -d)
 trap 'rm -rf "$run"' EXIT
 "$bin" run configs/softmax_regression.yaml -q --set training.epochs=2 --set "output.dir=$run" || [[ $? == 1 ]]
 cp "$run/model.json" data/models/blobs_softmax.json
-echo "wrote data/shop.csv data/linear.csv data/logistic.csv data/blobs.csv data/clicks.csv data/blobs_x.npy data/blobs_y.npy data/linear_missing.csv data/logistic.svm data/blobs.tsv.zst data/models/blobs_softmax.json"
+echo "wrote data/shop.csv data/linear.csv data/logistic.csv data/blobs.csv data/clicks.csv data/blobs_x.npy data/blobs_y.npy data/linear_missing.csv data/logistic.svm data/topics.svm data/blobs.tsv.zst data/models/blobs_softmax.json"

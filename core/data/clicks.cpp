@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace dt::data {
@@ -18,11 +19,26 @@ constexpr std::uint64_t kClickShape = 0x436c69636b03;  // cardinalities (seed 0)
 
 // A weight of about N(0, 1) from 64 hash bits: the sum of four 16-bit uniforms, centered and
 // scaled to unit variance (cheaper than Box-Muller, and every platform gets the same bits).
+// (Each term k / 65536 and every partial sum is exact in a double, so the sum is taken in
+// integers and scaled once: the same bits as adding the four fractions.)
 double unit_weight(std::uint64_t h) noexcept {
-  double sum = 0.0;
-  for (int k = 0; k < 4; ++k) sum += static_cast<double>((h >> (16 * k)) & 0xffff) / 65536.0;
-  return (sum - 2.0) * std::sqrt(3.0);
+  std::uint64_t sum = 0;
+  for (int k = 0; k < 4; ++k) sum += (h >> (16 * k)) & 0xffff;
+  return (static_cast<double>(sum) / 65536.0 - 2.0) * std::sqrt(3.0);
 }
+
+// Two lowercase hex digits per byte value.
+struct HexPairs {
+  char pair[256][2];
+  constexpr HexPairs() : pair{} {
+    constexpr char kHex[] = "0123456789abcdef";
+    for (int b = 0; b < 256; ++b) {
+      pair[b][0] = kHex[b >> 4];
+      pair[b][1] = kHex[b & 0xf];
+    }
+  }
+};
+constexpr HexPairs kHexPairs;
 
 }  // namespace
 
@@ -42,13 +58,15 @@ std::string click_header(int fields) {
 }
 
 void click_rows(const ClickSpec& spec, std::uint64_t first, std::uint64_t count, std::string& out) {
-  static constexpr char kHex[] = "0123456789abcdef";
   const auto fields = static_cast<std::size_t>(spec.fields);
   std::vector<std::uint64_t> card(fields);
   std::vector<double> log_n(fields);
+  std::vector<random::DrawRow> truth;  // a field's tokens: hash(seed, kClickTruth, f + 1, rank)
+  truth.reserve(fields);
   for (std::size_t f = 0; f < fields; ++f) {
     card[f] = click_cardinality(static_cast<int>(f) + 1);
     log_n[f] = std::log(static_cast<double>(card[f]) + 1.0);
+    truth.emplace_back(spec.seed, kClickTruth, f + 1);
   }
   const double scale = 2.0 / std::sqrt(static_cast<double>(fields));
   std::string row(2 + 9 * fields, '\0');
@@ -61,10 +79,13 @@ void click_rows(const ClickSpec& spec, std::uint64_t first, std::uint64_t count,
       const auto n = card[f];
       auto rank = static_cast<std::uint64_t>(std::exp(u * log_n[f])) - 1;
       if (rank >= n) rank = n - 1;  // rounding at u near 1
-      const std::uint64_t token = random::hash(spec.seed, kClickTruth, f + 1, rank);
+      const std::uint64_t token = truth[f].hash(rank);
       logit += scale * unit_weight(random::splitmix64(token));
       *p++ = ',';
-      for (int k = 7; k >= 0; --k) *p++ = kHex[(token >> (4 * k)) & 0xf];
+      for (int k = 3; k >= 0; --k) {  // the token's low 32 bits, 8 hex digits
+        std::memcpy(p, kHexPairs.pair[(token >> (8 * k)) & 0xff], 2);
+        p += 2;
+      }
     }
     *p++ = '\n';
     const double u = static_cast<double>(draws.hash(0) >> 11) * 0x1.0p-53;

@@ -203,6 +203,11 @@ struct ByteMasks {
 [[nodiscard]] std::from_chars_result parse_double(const char* first, const char* last,
                                                   double& out) noexcept;
 
+// The fast row parser's number (PlainRow, and the hashed CSV's HashedRow): at p an optional '-'
+// then a digit, parsed exactly (the bits parse_cell gives) to a finite value; p is advanced to
+// the byte after the number. False, p unchanged, for anything else. Reads at most `end`.
+[[nodiscard]] bool plain_cell_number(const char*& p, const char* end, double& out) noexcept;
+
 // How the fast row parser uses each column.
 enum class CellUse : std::uint8_t {
   kSkip,          // not read (predict: a column the model does not use)

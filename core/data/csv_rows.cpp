@@ -170,6 +170,10 @@ inline bool stops_text(char c, char sep) noexcept {
 
 }  // namespace
 
+bool plain_cell_number(const char*& p, const char* end, double& out) noexcept {
+  return plain_number(p, end, out);
+}
+
 const char* PlainRow::parse(const char* p, const char* end, double* row, double& label,
                             std::string_view& text) const noexcept {
   const std::size_t width = use_.size();

@@ -26,8 +26,9 @@ Shard CsvStream::next(const SourceInfo& source, std::uint64_t max_rows, LabelKin
     shard.y = Eigen::VectorXd::Zero(rows);
     shard.sparse.emplace();
     shard.sparse->width = source.sparse->width;
-    const auto got = static_cast<Eigen::Index>(load_sparse_csv(
-        reader_->path(), nullptr, source, {{0, max_rows, 0, 1}}, shard, kind, missing, reader_.get()));
+    (void)load_sparse_csv(reader_->path(), nullptr, source, {{0, max_rows, 0, 1}}, shard, kind,
+                          missing, /*fast_path=*/true, reader_.get());
+    const auto got = static_cast<Eigen::Index>(shard.sparse->rows());
     shard.x.resize(got, 0);
     shard.y.conservativeResize(got);
     return shard;

@@ -1,6 +1,7 @@
 // Sparse rows from a CSV (hashed_csv.hpp): the layout from data.hash, the keys, the loader.
 
 #include "core/data/hashed_csv.hpp"
+#include "core/data/hashed_rows.hpp"
 #include "core/data/csv_io.hpp"
 #include "core/data/label_sink.hpp"
 #include "core/data/libsvm.hpp"
@@ -18,18 +19,8 @@
 namespace dt::data {
 namespace {
 
-// FNV-1a 64 from state h over more bytes (fnv1a64(a + b) == fnv_more(fnv1a64(a), b)).
-constexpr std::uint64_t fnv_more(std::uint64_t h, std::string_view bytes) noexcept {
-  for (const char c : bytes) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-constexpr std::uint32_t top_bits(std::uint64_t h, int bits) noexcept {
-  return static_cast<std::uint32_t>(h >> (64 - bits));
-}
+using detail::fnv_more;
+using detail::top_bits;
 
 static_assert(fnv_more(hash::fnv1a64("ab"), "cd") == hash::fnv1a64("abcd"));
 
@@ -49,22 +40,25 @@ std::size_t column_at(const SourceInfo& info, const std::string& name, const cha
   return at;
 }
 
-// What a loader needs of the layout: column indices and FNV states of "column=".
-struct Plan {
-  std::vector<std::size_t> hashed;               // column index per hashed column
-  std::vector<std::uint64_t> prefix;             // fnv1a64("column=") per hashed column
-  std::vector<std::pair<std::size_t, std::size_t>> crosses;  // into `hashed`
-  std::vector<std::size_t> numeric;              // column index per numeric feature
-  std::uint32_t numeric_base = 0;                // key of the first numeric feature
-};
+// Reserves the keys and values of `total` rows at the nonzeros a row that `probe` loaded rows
+// had (with 1/32 to spare), when that is more than they hold.
+void reserve_for(SparseRows& rows, std::uint64_t nonzeros, Eigen::Index probe, std::uint64_t total) {
+  const double per_row = static_cast<double>(nonzeros) / static_cast<double>(probe);
+  const auto want = static_cast<std::size_t>(per_row * static_cast<double>(total) * (1.0 + 1.0 / 32)) + 64;
+  if (want > rows.keys.capacity()) {
+    rows.keys.reserve(want);
+    rows.values.reserve(want);
+  }
+}
 
-Plan plan_of(const SourceInfo& source, const std::string& origin) {
+detail::HashPlan plan_of(const SourceInfo& source, const std::string& origin) {
   const SparseSource& sparse = *source.sparse;
   if (!sparse.hashed.empty() && (sparse.hash_bits < 1 || sparse.hash_bits > 30)) {
     fail<DataError>("{}: {} hashed columns need data.hash.bits from 1 to 30, not {}", origin,
                     sparse.hashed.size(), sparse.hash_bits);
   }
-  Plan p;
+  detail::HashPlan p;
+  p.bits = sparse.hash_bits;
   for (const auto& name : sparse.hashed) {
     p.hashed.push_back(column_at(source, name, "data.hash.columns", origin));
     p.prefix.push_back(fnv_more(hash::fnv1a64(name), "="));
@@ -77,7 +71,10 @@ Plan plan_of(const SourceInfo& source, const std::string& origin) {
     }
     return static_cast<std::size_t>(it - sparse.hashed.begin());
   };
-  for (const auto& [a, b] : sparse.crosses) p.crosses.emplace_back(slot(a), slot(b));
+  for (const auto& [a, b] : sparse.crosses) {
+    p.crosses.emplace_back(slot(a), slot(b));
+    p.cross_names.push_back(sparse.hashed[p.crosses.back().second]);
+  }
   for (const auto& name : sparse.numeric) p.numeric.push_back(column_at(source, name, "data.features", origin));
   p.numeric_base = sparse.hash_bits == 0 ? 0 : std::uint32_t{1} << sparse.hash_bits;
   return p;
@@ -126,10 +123,10 @@ void make_sparse_csv(const config::DataConfig& data, SourceInfo& info, const std
 std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
                               const SourceInfo& source, const std::vector<Segment>& segments,
                               Shard& shard, LabelKind kind, config::Missing missing,
-                              detail::RecordReader* stream) {
+                              bool fast_path, detail::RecordReader* stream) {
   const std::string name = path.string();
-  const Plan plan = plan_of(source, name);
-  const int bits = source.sparse->hash_bits;
+  const detail::HashPlan plan = plan_of(source, name);
+  const int bits = plan.bits;
   const bool has_label = source.label_index != kNoLabel;
   const std::size_t width = source.columns.size();
   detail::LabelSink sink{shard, kind, source.label};
@@ -142,6 +139,23 @@ std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex*
   std::vector<KeyValue> entries;
   std::vector<std::uint64_t> state(plan.hashed.size());  // fnv1a64("column=value")
   std::vector<char> present(plan.hashed.size());        // the cell has a value
+  const detail::HashedLabel label_use =
+      !has_label                       ? detail::HashedLabel::kNone
+      : kind == LabelKind::kNumeric    ? detail::HashedLabel::kNumeric
+      : kind == LabelKind::kBinary     ? detail::HashedLabel::kBinary
+                                       : detail::HashedLabel::kText;
+  detail::HashedRow plain(plan, width, has_label ? source.label_index : 0, label_use, missing, sep);
+  // A row longer than this that straddles the end of the buffer goes the general way.
+  constexpr std::size_t kLookahead = std::size_t{16} << 10;
+  double unused_label = 0.0;
+  std::uint64_t fast_rows = 0;
+  std::vector<std::uint32_t> sorted;  // a row's hashed keys (append_hashed_row)
+  // The CSR's arrays are reserved once, from the nonzeros of the first rows (growing them by
+  // doubling would copy them and fault in their pages again, a third of the load's time).
+  std::uint64_t total = 0;
+  for (const Segment& seg : segments) total += seg.count;
+  constexpr Eigen::Index kProbeRows = 1000;
+  const std::uint64_t first_key = rows.keys.size();
   Eigen::Index r = 0;
   for (const Segment& seg : segments) {
     std::uint64_t offset = seg.byte_offset;
@@ -158,8 +172,27 @@ std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex*
     }
     if (stream == nullptr) reader = &detail::reader_at(own, path, offset, line, sep);
     for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
+      if (r == kProbeRows) reserve_for(rows, rows.keys.size() - first_key, r, total);
+      if (fast_path) {
+        const std::string_view window = reader->peek(kLookahead);
+        double& label = label_use == detail::HashedLabel::kNumeric ||
+                                label_use == detail::HashedLabel::kBinary
+                            ? shard.y(r)
+                            : unused_label;
+        std::string_view text;
+        const char* after =
+            plain.parse(window.data(), window.data() + window.size(), entries, label, text);
+        if (after != nullptr) {
+          reader->consume_line(static_cast<std::size_t>(after - window.data()));
+          detail::append_hashed_row(rows, entries, plain.hashed_entries(), bits, sorted);
+          if (label_use == detail::HashedLabel::kText) shard.raw_labels.emplace_back(text);
+          ++fast_rows;
+          continue;
+        }
+      }
+      // The general path: quoted cells, and every error message.
       if (!reader->next_views(fields)) {
-        if (stream != nullptr) return static_cast<std::uint64_t>(r);
+        if (stream != nullptr) return fast_rows;
         fail<DataError>("{}: the file ends before data row {}; did it change after it was indexed?",
                         name, seg.first_row + k + 1);
       }
@@ -189,6 +222,7 @@ std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex*
                      fields[plan.hashed[b]].text());
         entries.push_back({top_bits(s, bits), 1.0});
       }
+      const std::size_t hashed_entries = entries.size();
       for (std::size_t n = 0; n < plan.numeric.size(); ++n) {
         const auto& cell = fields[plan.numeric[n]];
         const double v = detail::parse_feature(cell.text(), cell.line, cell.column, path,
@@ -196,11 +230,11 @@ std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex*
         if (std::isnan(v) || v == 0.0) continue;  // missing (zero or mean) or zero: no key
         entries.push_back({plan.numeric_base + static_cast<std::uint32_t>(n), v});
       }
-      rows.append(entries);
+      detail::append_hashed_row(rows, entries, hashed_entries, bits, sorted);
       if (has_label) sink.put_cell(r, fields[source.label_index], path);
     }
   }
-  return static_cast<std::uint64_t>(r);
+  return fast_rows;
 }
 
 Shard load_sparse_shard(const config::Config& config, const SourceInfo& source,
@@ -217,11 +251,11 @@ Shard load_sparse_shard(const config::Config& config, const SourceInfo& source,
   if (source.file.empty() && !config.data.path.empty() && reads_libsvm(config.data)) {
     load_libsvm_sparse(config.data.path, source, segments, shard, kind);
   } else if (source.csv) {
-    (void)load_sparse_csv(source.csv->path, &*source.csv, source, segments, shard, kind,
-                          config.data.missing);
+    load_sparse_csv(source.csv->path, &*source.csv, source, segments, shard, kind,
+                    config.data.missing);
   } else {
-    (void)load_sparse_csv(source.file.empty() ? config.data.path : source.file, nullptr, source,
-                          segments, shard, kind, config.data.missing);
+    load_sparse_csv(source.file.empty() ? config.data.path : source.file, nullptr, source,
+                    segments, shard, kind, config.data.missing);
   }
   shard.sparse->shrink();
   return shard;

@@ -18,6 +18,8 @@ namespace {
 // More columns than this are refused before their names are made: a dense row of them is
 // 32 MiB, and training that wide wants the sparse models of issue 16.
 constexpr std::uint64_t kMaxLibsvmColumns = std::uint64_t{1} << 22;
+// Sparse rows: what data.hash allows too (bits <= 30); docs/sparse.md, "Widths and memory".
+constexpr std::uint64_t kMaxSparseWidth = std::uint64_t{1} << 30;
 
 [[noreturn]] void line_error(const std::filesystem::path& path, std::uint64_t line,
                              const LibsvmProblem& problem) {
@@ -125,6 +127,13 @@ SourceInfo describe_libsvm(const config::DataConfig& data) {
     if (!data.features.empty() || !data.exclude.empty()) {
       fail<DataError>("{}: data.features and data.exclude select dense columns; sparse LIBSVM "
                       "rows keep every index: remove them (or set data.sparse: false)", name);
+    }
+    if (width > kMaxSparseWidth) {
+      fail<DataError>("{}: {} features (the largest index is {}) are more than sparse models take "
+                      "(2^30: the coordinator keeps the weights, their gradient and the "
+                      "optimizer's state dense, 8 bytes each a feature); re-number the features "
+                      "or hash them into fewer keys",
+                      name, width, index.max_index);
     }
     SourceInfo info;
     info.rows = rows;

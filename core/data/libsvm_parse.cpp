@@ -194,6 +194,28 @@ bool LineSource::next(std::string_view& text, std::uint64_t& start, std::uint64_
   }
 }
 
+namespace {
+
+// Whether a line that does not parse still has LIBSVM's shape: a number, then a field of
+// digits and a colon, and no comma ("1 3000000000:1" with an index past the limit, "1 2:x"). Such a file is
+// LIBSVM with a bad line, which the reader then reports by line; CSV never looks like that.
+bool has_libsvm_pair(std::string_view line) {
+  const auto gap = line.find_first_of(" \t");
+  if (gap == std::string_view::npos || line.find(',') != std::string_view::npos) return false;
+  const auto label = line.substr(0, gap);  // a number: "1", "-1", "0.5", "+1"
+  if (label.find_first_not_of("+-.0123456789eE") != std::string_view::npos ||
+      label.find_first_of("0123456789") == std::string_view::npos) {
+    return false;
+  }
+  const auto field = line.find_first_not_of(" \t", gap);
+  if (field == std::string_view::npos) return false;
+  std::size_t digits = field;
+  while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') ++digits;
+  return digits > field && digits < line.size() && line[digits] == ':';
+}
+
+}  // namespace
+
 bool looks_like_libsvm(std::string_view head, bool lenient) {
   LibsvmRow row;
   LibsvmProblem problem;
@@ -204,7 +226,7 @@ bool looks_like_libsvm(std::string_view head, bool lenient) {
     head = nl == std::string_view::npos ? std::string_view() : head.substr(nl + 1);
     switch (parse_libsvm_line(line, row, problem)) {
       case LineKind::kBlank: continue;
-      case LineKind::kError: return false;
+      case LineKind::kError: return has_libsvm_pair(line);
       case LineKind::kRow:
         if (!row.entries.empty()) return true;
         // "1 qid:3" counts as LIBSVM; a bare number may be a one-column CSV header or row.

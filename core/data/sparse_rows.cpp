@@ -38,9 +38,12 @@ void SparseRows::append_rows(const SparseRows& other) {
 }
 
 void SparseRows::shrink() {
-  row_start.shrink_to_fit();
-  keys.shrink_to_fit();
-  values.shrink_to_fit();
+  // A copy of everything: not worth it for less than 1/16 of spare room (the loaders reserve
+  // their arrays from an estimate a little above what they fill).
+  const auto worth = [](const auto& v) { return v.capacity() - v.size() > v.capacity() / 16; };
+  if (worth(row_start)) row_start.shrink_to_fit();
+  if (worth(keys)) keys.shrink_to_fit();
+  if (worth(values)) values.shrink_to_fit();
 }
 
 }  // namespace dt::data

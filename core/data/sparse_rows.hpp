@@ -41,7 +41,8 @@ struct SparseRows {
   void append_sorted(const KeyValue* entries, std::size_t count);
   // Appends the rows of `other` (same width).
   void append_rows(const SparseRows& other);
-  // Gives back unused capacity (after loading, when the sizes are final).
+  // Gives back unused capacity (after loading, when the sizes are final) when it is more than
+  // 1/16 of what an array holds (less is not worth copying the array for).
   void shrink();
 };
 

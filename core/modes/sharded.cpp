@@ -20,9 +20,13 @@
 // the round in progress (from the servers' copies), redoes that round's gradient and pushes it
 // to every server; a server that already has the lost worker's push of the round drops the
 // duplicate, so the run is bit-identical to one without the failure.
+//
+// Sparse rows: the keyed exchange instead of whole slices (sparse_sharded.hpp,
+// core/servers/param_server_keyed.cpp); the coordinator's side is the same.
 
 #include "core/modes/mode.hpp"
 #include "core/modes/server_mode.hpp"
+#include "core/modes/sparse_sharded.hpp"
 #include "core/modes/step.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
@@ -105,6 +109,10 @@ class ShardedGradientsMode final : public ServerGroupMode {
     const std::size_t p = model.parameter_count();
     if (message.type == protocol::Type::kServers) {
       client_ = std::make_unique<roles::ServerClient>(session, message);
+      if (session.shard().sparse) {  // keyed: values are pulled with the first step's keys
+        if (!message.arrays.empty()) sparse_.set_start(protocol::doubles(message, 0, p), message.step);
+        return;
+      }
       params_.assign(p, 0.0);
       grad_.assign(p, 0.0);
       if (!message.arrays.empty()) {
@@ -122,6 +130,10 @@ class ShardedGradientsMode final : public ServerGroupMode {
       fail<ProtocolError>("sharded gradients mode: unexpected {} message from the coordinator{}",
                           protocol::name_of(message.type),
                           client_ ? "" : " before the servers were announced");
+    }
+    if (session.shard().sparse) {
+      sparse_.step(session, *client_, message);
+      return;
     }
     std::fill(grad_.begin(), grad_.end(), 0.0);
     session.begin_step(message.step);
@@ -143,6 +155,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
  private:
   // Worker side.
   std::unique_ptr<roles::ServerClient> client_;
+  SparseShardedWorker sparse_;  // sparse rows: the keyed exchange (sparse_sharded.hpp)
   std::vector<double> params_;
   std::vector<double> grad_;
 };

@@ -147,7 +147,7 @@ void SparseStar::sum_replies(const std::vector<protocol::Envelope>& replies, std
 
 // ---- Worker.
 
-void SparseStar::prepare(roles::WorkerSession& session, std::uint64_t step, Prepared& into) {
+void prepare_batch(roles::WorkerSession& session, std::uint64_t step, PreparedBatch& into) {
   const auto batch = session.batch(step);
   const auto n = static_cast<std::size_t>(batch.rows());
   if (n == 0) {  // an empty batch (tiny shards): no keys, no rows
@@ -169,7 +169,7 @@ void SparseStar::work(roles::WorkerSession& session, const protocol::Envelope& m
   if (!model_) model_ = models::make_sparse_model(session.model().spec());
   const std::uint64_t step = message.step;
   if (message.type == protocol::Type::kKeyRequest) {
-    if (current_.step != step) prepare(session, step, current_);
+    if (current_.step != step) prepare_batch(session, step, current_);
     protocol::Envelope reply{.type = protocol::Type::kKeys, .step = step};
     reply.arrays.push_back(protocol::encode_keys(current_.batch.keys));
     session.send(std::move(reply));
@@ -181,7 +181,7 @@ void SparseStar::work(roles::WorkerSession& session, const protocol::Envelope& m
     if (next_.step == step) {
       std::swap(current_, next_);
     } else {
-      prepare(session, step, current_);
+      prepare_batch(session, step, current_);
     }
   }
   const auto& keys = current_.batch.keys;
@@ -205,7 +205,7 @@ void SparseStar::work(roles::WorkerSession& session, const protocol::Envelope& m
   reply.arrays.push_back(std::move(frame));
   // The next step's keys, unless it starts an epoch (its order is not drawn yet).
   if ((step + 1) % session.steps_per_epoch() != 0) {
-    prepare(session, step + 1, next_);
+    prepare_batch(session, step + 1, next_);
     reply.arrays.push_back(protocol::encode_keys(next_.batch.keys));
   }
   session.add_compute_seconds(

@@ -36,6 +36,14 @@ class Optimizer;
 
 namespace dt::modes {
 
+// A worker's batch of step `step` of a sparse shard, compacted, with its labels in batch order.
+struct PreparedBatch {
+  std::uint64_t step = UINT64_MAX;
+  models::SparseBatch batch;
+  std::vector<double> y;
+};
+void prepare_batch(roles::WorkerSession& session, std::uint64_t step, PreparedBatch& into);
+
 class SparseStar {
  public:
   // Trains to the end (GradientsMode::coordinate's loop, on sparse rows).
@@ -61,16 +69,10 @@ class SparseStar {
   std::vector<std::uint64_t> indices_;
   std::vector<double> sums_;
 
-  // Worker side: a step's batch, compacted, with its labels in batch order.
-  struct Prepared {
-    std::uint64_t step = UINT64_MAX;
-    models::SparseBatch batch;
-    std::vector<double> y;
-  };
-  void prepare(roles::WorkerSession& session, std::uint64_t step, Prepared& into);
+  // Worker side.
   std::unique_ptr<models::SparseModel> model_;
-  Prepared current_;
-  Prepared next_;
+  PreparedBatch current_;
+  PreparedBatch next_;
 };
 
 // A key list's 64-bit FNV-1a hash (the step message's check that both ends mean the same keys).

@@ -191,6 +191,10 @@ void ParameterServer::handle(const protocol::Envelope& e) {
 
 void ParameterServer::on_pull(const protocol::Envelope& e) {
   const auto rank = static_cast<int>(e.rank);
+  if (!options_.asynchronous && e.fields.contains("keyed")) {
+    on_keyed_pull(e);
+    return;
+  }
   if (!options_.asynchronous) {
     reply(rank);  // the current slice: the start of training, or the latest round
     return;
@@ -228,8 +232,12 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
                         e.rank, e.step + 1, version + 1);
   }
   if (have_[r]) fail<ProtocolError>("worker {} pushed step {} twice", e.rank, e.step + 1);
-  const auto g = protocol::doubles(e, 0, options_.range.size());
-  std::copy(g.begin(), g.end(), pending_[r].begin());
+  if (e.fields.contains("keyed")) {
+    take_keyed_push(e);  // param_server_keyed.cpp
+  } else {
+    const auto g = protocol::doubles(e, 0, options_.range.size());
+    std::copy(g.begin(), g.end(), pending_[r].begin());
+  }
   pending_rows_[r] = protocol::count(e, "rows");
   have_[r] = true;
   ++received_;
@@ -244,6 +252,10 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
 // Exactly the arithmetic of the single-server path (gradients.cpp), restricted to the slice:
 // rank-order sum, times 1/rows, plus l2 * w on regularized keys, one optimizer step.
 void ParameterServer::apply_round() {
+  if (keyed_) {
+    apply_keyed_round();
+    return;
+  }
   std::fill(grad_.begin(), grad_.end(), 0.0);
   std::uint64_t rows = 0;
   const auto n = grad_.size();
@@ -349,6 +361,10 @@ void ParameterServer::release_held() {
 }
 
 void ParameterServer::reply(int rank) {
+  if (keyed_ && !options_.asynchronous) {
+    reply_keyed(rank);
+    return;
+  }
   protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
   s.fields = {{"server", options_.index}, {"version", stats_.version}};
   s.arrays.push_back(wire::to_bytes(std::span<const double>(slice_)));

@@ -28,6 +28,7 @@
 
 #include "core/config/config.hpp"
 #include "core/models/optim.hpp"
+#include "core/models/sparse_batch.hpp"
 #include "core/protocol/protocol.hpp"
 #include "core/protocol/faults.hpp"
 #include "core/servers/server_options.hpp"
@@ -155,6 +156,24 @@ class ParameterServer {
   void note_missing();  // stats_.missing for the round in progress; takes mu_
   // True when the message was handled as (or dropped for) a lost or replaced worker.
   [[nodiscard]] bool screen_lost(const protocol::Envelope& e);
+
+  // Keyed rounds (sparse rows, sync; param_server_keyed.cpp): pulls and pushes name offsets into
+  // the slice (key frames); the round sums the pushes at their offsets, steps the touched ones,
+  // and answers each rank with the values of the offsets its push named for its next step.
+  void start_keyed();
+  void on_keyed_pull(const protocol::Envelope& e);
+  void take_keyed_push(const protocol::Envelope& e);  // on_sync_push's part for a keyed push
+  void apply_keyed_round();
+  void reply_keyed(int rank);
+  void take_next_offsets(const protocol::Envelope& e);  // a keyed push's, for reply_keyed
+  bool keyed_ = false;                                  // a keyed message has come
+  std::vector<std::vector<std::uint32_t>> pending_offsets_;
+  std::vector<std::vector<std::uint32_t>> next_offsets_;
+  std::vector<bool> has_next_;
+  models::KeyIndex touched_;
+  std::vector<std::uint32_t> touched_list_;
+  std::vector<std::uint64_t> touched_index_;
+  std::vector<double> sums_;
 
   transport::Listener* listener_ = nullptr;  // the thread's, while it runs
 

@@ -188,6 +188,7 @@ bool ParameterServer::screen_lost(const protocol::Envelope& e) {
       // replacement gets the slice the lost worker was sent.
       log::debug("worker {} pushed round {} again, applied already: sent the current slice",
                  rank, e.step + 1);
+      if (e.fields.contains("keyed")) take_next_offsets(e);  // the values its next step needs
       reply(rank);
       return true;
     }

@@ -103,6 +103,18 @@ void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
 }
 
 void ServerClient::receive(std::span<double> params, std::uint64_t min_version) {
+  await_owed(min_version, [&](std::size_t k, protocol::Envelope& e) {
+    const auto slice = protocol::doubles(e, 0, ranges_[k].size());
+    std::copy(slice.begin(), slice.end(),
+              params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
+    if (const auto it = e.fields.find("reassign"); it != e.fields.end() && e.arrays.size() > 1) {
+      notice_ = protocol::Envelope{.type = protocol::Type::kReassign, .fields = *it};
+      notice_->arrays.push_back(std::move(e.arrays[1]));
+    }
+  });
+}
+
+void ServerClient::await_owed(std::uint64_t min_version, const SliceTaker& take) {
   const auto start = Clock::now();
   // Until no server owes a slice. A server replaced meanwhile (on_moved, through take_notices)
   // may owe one again.
@@ -125,15 +137,9 @@ void ServerClient::receive(std::span<double> params, std::uint64_t min_version) 
     // A replacement server's answer to a repeated push, or a slice sent twice to a replacement
     // worker (restart).
     if (version < std::max(min_version_[k], min_version)) continue;
-    const auto slice = protocol::doubles(e, 0, ranges_[k].size());
-    std::copy(slice.begin(), slice.end(),
-              params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
+    take(k, e);
     versions_[k] = version;
     awaiting_[k] = false;
-    if (const auto it = e.fields.find("reassign"); it != e.fields.end() && e.arrays.size() > 1) {
-      notice_ = protocol::Envelope{.type = protocol::Type::kReassign, .fields = *it};
-      notice_->arrays.push_back(std::move(e.arrays[1]));
-    }
   }
   account();
   session_.add_comm_seconds(std::chrono::duration<double>(Clock::now() - start).count());

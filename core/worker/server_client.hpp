@@ -9,6 +9,7 @@
 #include "transports/wire.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -47,12 +48,26 @@ class ServerClient {
   // Slices older than `min_version` are skipped: a replacement for a lost worker (restart) may
   // be sent a round's slice twice (once as the lost worker's, once for its own push).
   void receive(std::span<double> params, std::uint64_t min_version = 0);
+  // The keyed exchange of sparse rows (sync; core/servers/param_server_keyed.cpp). `indices`:
+  // a batch's parameter indices, ascending (its local vector's order); each server gets its
+  // part. pull_keyed asks for their values, push_keyed sends the gradient at them and, when
+  // `next` is not empty, asks for the values of the next step's; receive_keyed waits for the
+  // values asked for and writes them into `local` (the order of the indices asked for).
+  void pull_keyed(std::span<const std::uint64_t> indices);
+  void push_keyed(std::span<const std::uint64_t> indices, std::span<const double> grad,
+                  std::span<const std::uint64_t> next, std::uint64_t step, std::uint64_t rows,
+                  double loss_sum);
+  void receive_keyed(std::span<double> local, std::uint64_t min_version);
+
   // A share of a lost worker's rows a server sent along with a slice (async continue): the
   // kReassign message to act on, once.
   [[nodiscard]] std::optional<protocol::Envelope> take_notice() { return std::exchange(notice_, {}); }
 
  private:
   void account();
+  // Waits until no server owes a slice (at least min_version), handing each to `take`.
+  using SliceTaker = std::function<void(std::size_t, protocol::Envelope&)>;
+  void await_owed(std::uint64_t min_version, const SliceTaker& take);
   // kServerMoved (a notice from the coordinator, server_recovery.cpp): connects to the
   // replacement and sends it what it lacks (sync: this worker's push of the round it redoes;
   // async: how many steps this worker has pushed, and whether it waits for a slice).
@@ -76,6 +91,13 @@ class ServerClient {
   std::vector<bool> pushed_;
   std::vector<bool> awaiting_;
   std::vector<std::uint64_t> min_version_;
+  // Keyed: where each server's part of the indices asked for lies, and the offsets' scratch.
+  [[nodiscard]] std::span<const std::uint64_t> part(std::span<const std::uint64_t> indices,
+                                                    std::size_t k) const;
+  wire::Bytes offsets_frame(std::span<const std::uint64_t> part, std::size_t k);
+  std::vector<std::size_t> asked_at_;
+  std::vector<std::size_t> asked_count_;
+  std::vector<std::uint32_t> offsets_;
   std::uint64_t retired_sent_ = 0;      // bytes of connections closed for a replacement
   std::uint64_t retired_received_ = 0;
   std::optional<protocol::Envelope> notice_;

@@ -138,6 +138,7 @@ def test_bad_libsvm(tmp):
         "table.svm": "a,b,y\n1,2,1\n",
         "table.csv": "a,b,y\n1,2,1\n",
         "good.svm": good,
+        "huge.svm": "1 1:1 2147483648:1\n" + good,  # its first line is still LIBSVM, not CSV
     }
     for name, text in files.items():
         (tmp / name).write_text(text)
@@ -148,6 +149,7 @@ def test_bad_libsvm(tmp):
         ("label.svm", "", "label.svm:41:1: label 2 is not 0 or 1 (nor -1 or +1"),
         ("multi.svm", "", "multi.svm:41:1: label '1,2' is a list (multi-label LIBSVM)"),
         ("good.svm", ", feature_count: 2", "good.svm:1: index 3 is past data.feature_count 2"),
+        ("huge.svm", "", "huge.svm:1:7: index 2147483648 is too large (at most 2147483647)"),
         ("good.svm", ", max_dense_gib: 0.000000001, sparse: false",
          "more than data.max_dense_gib (1e-09); set data.sparse: auto (or true) to keep the rows "
          "sparse, raise"),

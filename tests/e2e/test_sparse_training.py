@@ -3,7 +3,8 @@ rows, the sparse models on each batch's keys) and dense (data.sparse: false) tra
 model, bit for bit, in every synchronous mode: the star, sharded servers, the ring, parameter
 averaging, with sgd, adagrad and ftrl, for linear, logistic and softmax regression, and with a
 worker lost under `continue` (its rows dealt to the survivors as sparse rows). Async trains.
-The mlp and tensor parallelism, which have no sparse form, are refused with exit 2."""
+The mlp and tensor parallelism, which have no sparse form, and widths past 2^30 are refused
+with exit 2."""
 
 import json
 import math
@@ -135,6 +136,47 @@ def test_the_star_moves_the_batch_s_keys_not_the_width(tmp):
     assert steps * 8 * params > 20 * (8 * params + steps * per_step), steps  # a dense star fails
 
 
+def test_keyed_servers_equal_dense_and_move_the_keys(tmp):
+    # Sharded servers exchange keys too: 3 servers (uneven ranges; a softmax key's 3 weights may
+    # straddle two of them) train the dense bits; a server killed and replaced, a worker
+    # restarted, a worker lost (continue) and a cut run resumed all keep the rules of the dense
+    # servers; bytes per step follow the batch's keys.
+    three = "{mode: gradients, servers: 3}"
+    same_model(tmp, "servers3", libsvm(tmp / "classes.svm", "classes"), model="softmax_regression",
+               aggregation=three, optimizer="{type: adagrad, lr: 0.3}")
+    binary = libsvm(tmp / "binary.svm", "binary")
+    ftrl = "{type: ftrl, lr: 0.3, l1: 0.01}"
+    _, ref = train(tmp, "sref", binary, True, aggregation=SERVERS, optimizer=ftrl)
+    for name, policy, fault in [
+            ("server-killed", "restart", "{server: 1, at_step: 9, action: kill}"),
+            ("worker-restarted", "restart", "{rank: 1, at_step: 17, action: kill}")]:
+        r, out = train(tmp, name, binary, True, aggregation=SERVERS, optimizer=ftrl,
+                       policy=policy, extra=f"faults: [{fault}]")
+        assert r.json()["failures"], (name, r.json())
+        assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes(), name
+    summary = same_model(tmp, "servers-continue", binary, workers=3, aggregation=SERVERS,
+                         extra="faults: [{rank: 2, at_step: 8, action: kill}]")
+    assert summary["failures"], summary
+    cfg_text = (tmp / "sref-sparse.yaml").read_text().replace("epochs: 3", "epochs: 2")
+    cut = tmp / "scut"
+    cfg = h.write_config(tmp, cfg_text.replace(str(ref), str(cut)), "scut.yaml")
+    assert h.run("run", cfg).code == 0
+    r = h.run("run", cfg, "--resume", "--json", "--set", "training.epochs=3", timeout=60)
+    assert r.code == 0, r
+    assert (cut / "model.json").read_bytes() == (ref / "model.json").read_bytes()
+    # Width 2^16: dense slices would be 2 x 256 KiB a step each way.
+    wide = libsvm(tmp / "wide.svm", "binary")
+    with open(wide, "a") as f:
+        f.write(f"1 {2 ** 16}:1\n")
+    r, out = train(tmp, "swide", wide, True, aggregation=SERVERS)
+    summary = r.json()
+    steps, params = summary["steps"], 2 ** 16 + 1
+    per_step = 25 * 8 * 12 + 2 * 1024  # keys x (8 value + key bytes) + two servers' overhead
+    for w in summary["worker_stats"]:
+        assert w["bytes_received"] < 8 * params + steps * per_step + 256 * 1024, w
+        assert w["bytes_sent"] < steps * per_step + 256 * 1024 + 2 ** 19, w
+
+
 def test_a_lost_worker_s_sparse_rows_go_to_the_survivors(tmp):
     binary = libsvm(tmp / "binary.svm", "binary")
     kill = "faults: [{rank: 2, at_step: 8, action: kill}]"
@@ -145,7 +187,8 @@ def test_a_lost_worker_s_sparse_rows_go_to_the_survivors(tmp):
 
 def test_the_keyed_star_restarts_and_resumes_exactly(tmp):
     # A worker killed mid-run and replaced (restart): the replacement redoes the step from its
-    # own batch's keys, and the run's bytes are those of a run without the failure.
+    # own batch's keys, and the run's bytes are those of a run without the failure, as they
+    # are over each transport.
     binary = libsvm(tmp / "binary.svm", "binary")
     ftrl = "{type: ftrl, lr: 0.3, l1: 0.01}"
     _, ref = train(tmp, "ref", binary, True, optimizer=ftrl)
@@ -153,6 +196,11 @@ def test_the_keyed_star_restarts_and_resumes_exactly(tmp):
                    extra="faults: [{rank: 1, at_step: 17, action: kill}]")
     assert r.json()["failures"], r.json()
     assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes()
+    # The same bytes over every transport (ipc above): workers as threads, and over TCP.
+    for transport in ("inproc", "tcp"):
+        r, out = train(tmp, transport, binary, True, optimizer=ftrl,
+                       extra=f"transport: {{type: {transport}}}")
+        assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes(), transport
     # Cut after 2 of 3 epochs (a checkpoint every epoch of 13 steps), resumed: the same bytes.
     cfg_text = (tmp / "ref-sparse.yaml").read_text().replace("epochs: 3", "epochs: 2")
     cut = tmp / "cut"
@@ -182,11 +230,19 @@ def test_what_has_no_sparse_form_is_refused(tmp):
                    code=2)
     assert "parallelism.tensor 2 splits the feature columns" in r.stderr, r.stderr
     assert not out.exists()
+    # Past 2^30 keys the coordinator's dense vectors would not fit: re-number or hash.
+    huge = tmp / "huge.svm"
+    huge.write_text("1 1:1 1073741825:1\n0 2:1\n" * 20)
+    r, out = train(tmp, "huge", huge, True, code=2)
+    assert "1073741825 features (the largest index is 1073741825) are more than sparse models " \
+           "take (2^30" in r.stderr, r.stderr
+    assert not out.exists()
 
 
 if __name__ == "__main__":
     h.main([test_sparse_equals_dense_in_every_synchronous_mode,
             test_sparse_equals_dense_for_each_model_type,
             test_the_star_moves_the_batch_s_keys_not_the_width,
+            test_keyed_servers_equal_dense_and_move_the_keys,
             test_a_lost_worker_s_sparse_rows_go_to_the_survivors,
             test_the_keyed_star_restarts_and_resumes_exactly, test_async_trains_sparse_rows, test_what_has_no_sparse_form_is_refused])

@@ -1,0 +1,83 @@
+// SparseShardedWorker (sparse_sharded.hpp).
+
+#include "core/modes/sparse_sharded.hpp"
+
+#include "core/worker/worker.hpp"
+#include "base/error.hpp"
+
+#include <chrono>
+
+namespace dt::modes {
+
+void SparseShardedWorker::set_start(std::span<const double> start, std::uint64_t start_step) {
+  start_.assign(start.begin(), start.end());
+  start_step_ = start_step;
+  values_step_ = UINT64_MAX;
+}
+
+void SparseShardedWorker::indices_of(const models::SparseBatch& batch,
+                                     std::vector<std::uint64_t>& out) const {
+  out.clear();
+  for (const std::uint32_t k : batch.keys) {
+    for (std::size_t c = 0; c < outputs_; ++c) out.push_back(k * outputs_ + c);
+  }
+  for (std::size_t c = 0; c < outputs_; ++c) out.push_back(width_ * outputs_ + c);
+}
+
+void SparseShardedWorker::step(roles::WorkerSession& session, roles::ServerClient& client,
+                               const protocol::Envelope& message) {
+  if (!model_) {
+    model_ = models::make_sparse_model(session.model().spec());
+    width_ = model_->width();
+    outputs_ = model_->outputs();
+  }
+  const std::uint64_t step = message.step;
+  session.begin_step(step);
+  const auto start = std::chrono::steady_clock::now();
+  if (current_.step != step) {
+    if (next_.step == step) {
+      std::swap(current_, next_);
+      std::swap(local_, next_local_);
+    } else {
+      prepare_batch(session, step, current_);
+    }
+  }
+  indices_of(current_.batch, indices_);
+  if (values_step_ != step) {
+    local_.resize(indices_.size());
+    if (start_step_ == step && !start_.empty()) {  // a replacement: the round's parameters
+      for (std::size_t i = 0; i < indices_.size(); ++i) local_[i] = start_[indices_[i]];
+    } else {
+      client.pull_keyed(indices_);
+      client.receive_keyed(local_, step);
+    }
+  }
+  start_.clear();
+  grad_.assign(indices_.size(), 0.0);
+  models::BatchResult result;
+  if (current_.batch.rows() > 0) {
+    result = model_->loss_and_gradient(local_, current_.batch, current_.y, grad_);
+  }
+  // The next step's indices, unless it starts an epoch (its order is not drawn yet).
+  const bool ahead = (step + 1) % session.steps_per_epoch() != 0;
+  next_indices_.clear();
+  if (ahead) {
+    prepare_batch(session, step + 1, next_);
+    indices_of(next_.batch, next_indices_);
+  }
+  session.add_compute_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const auto rows = static_cast<std::uint64_t>(current_.batch.rows());
+  client.push_keyed(indices_, grad_, next_indices_, step, rows, result.loss_sum);
+  protocol::Envelope reply{.type = protocol::Type::kGradient, .step = step};
+  reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
+  session.send(std::move(reply));
+  values_step_ = UINT64_MAX;
+  if (ahead) {
+    next_local_.resize(next_indices_.size());
+    client.receive_keyed(next_local_, step + 1);
+    values_step_ = step + 1;
+  }
+}
+
+}  // namespace dt::modes
