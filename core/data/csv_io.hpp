@@ -142,11 +142,6 @@ class RecordReader {
   std::vector<FieldView> views_;  // next()'s own views
 };
 
-// A shard loader's reader of a file (not a stream) at a row start: `own` made at the first
-// call, moved by seek() at the next ones.
-RecordReader& reader_at(std::optional<RecordReader>& own, const std::filesystem::path& path,
-                        std::uint64_t offset, std::uint64_t line, char delimiter);
-
 // Bit i set where p[i] is a newline, the separator (`comma`: ',' or the file's delimiter) or a
 // double quote, for 64 bytes (the index scan).
 struct ByteMasks {

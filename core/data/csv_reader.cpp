@@ -2,6 +2,7 @@
 
 #include "core/data/csv.hpp"
 #include "core/data/csv_io.hpp"
+#include "core/data/label_sink.hpp"
 #include "base/error.hpp"
 #include "core/data/byte_stream.hpp"
 
