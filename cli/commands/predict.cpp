@@ -100,12 +100,23 @@ int predict(const InferenceArgs& args) {
   const auto saved = output::read_model(args.model);
   std::optional<files::TempDir> spool;
   auto rows = open_rows(saved, args.data, /*with_labels=*/false, spool);
-  auto model = models::make_model(saved.spec);
+  // A sparse model computes on compact sparse chunks (sparse_inference.hpp), a dense one on rows.
+  std::unique_ptr<inference::SparsePredictor> sparse;
+  std::unique_ptr<models::Model> model;
+  if (saved.sparse) {
+    sparse = std::make_unique<inference::SparsePredictor>(saved);
+  } else {
+    model = models::make_model(saved.spec);
+  }
   (void)log::flush();  // what was logged shows before the output (print() does the same)
   std::string out = inference::predictions_header(saved);
   data::Shard chunk;
   while (rows->next(chunk)) {
-    inference::append_predictions(saved, *model, chunk, out);
+    if (sparse) {
+      inference::append_predictions(saved, *sparse, chunk, out);
+    } else {
+      inference::append_predictions(saved, *model, chunk, out);
+    }
     if (!write_out(out)) return 0;
     out.clear();
   }

@@ -2,6 +2,7 @@
 
 #include "core/data/csv.hpp"
 #include "core/data/csv_io.hpp"
+#include "core/data/label_sink.hpp"
 #include "base/error.hpp"
 #include "core/data/byte_stream.hpp"
 
@@ -176,6 +177,16 @@ void RecordReader::seek(std::uint64_t offset, std::uint64_t line) {
   }
   line_ = line;
   line_start_ = offset;
+}
+
+RecordReader& reader_at(std::optional<RecordReader>& own, const std::filesystem::path& path,
+                        std::uint64_t offset, std::uint64_t line, char delimiter) {
+  if (!own) {
+    own.emplace(path, offset, line, delimiter);
+  } else {
+    own->seek(offset, line);
+  }
+  return *own;
 }
 
 void RecordReader::refill_mapped() {

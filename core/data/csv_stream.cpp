@@ -3,6 +3,7 @@
 
 #include "core/data/csv_stream.hpp"
 #include "core/data/csv_io.hpp"
+#include "core/data/hashed_csv.hpp"
 
 namespace dt::data {
 
@@ -20,6 +21,18 @@ Shard CsvStream::next(const SourceInfo& source, std::uint64_t max_rows, LabelKin
                       config::Missing missing) {
   Shard shard;
   const auto rows = static_cast<Eigen::Index>(max_rows);
+  if (source.sparse) {  // hashed columns (data.hash) into keys, as load_sparse_shard reads them
+    shard.x.resize(rows, 0);
+    shard.y = Eigen::VectorXd::Zero(rows);
+    shard.sparse.emplace();
+    shard.sparse->width = source.sparse->width;
+    (void)load_sparse_csv(reader_->path(), nullptr, source, {{0, max_rows, 0, 1}}, shard, kind,
+                          missing, /*fast_path=*/true, reader_.get());
+    const auto got = static_cast<Eigen::Index>(shard.sparse->rows());
+    shard.x.resize(got, 0);
+    shard.y.conservativeResize(got);
+    return shard;
+  }
   shard.x.resize(rows, static_cast<Eigen::Index>(source.features.size()));
   shard.y = Eigen::VectorXd::Zero(rows);
   const auto got = static_cast<Eigen::Index>(detail::load_stream_rows(*reader_, source, shard, kind, missing));

@@ -35,7 +35,8 @@ class CsvStream {
   [[nodiscard]] const std::filesystem::path& name() const noexcept { return header_.path; }
   // The next rows (at most max_rows; fewer only at the end, none after it) of the columns
   // `source` describes (its columns must be columns()); `missing`: what a missing cell becomes
-  // (the model's data.missing).
+  // (the model's data.missing). A sparse `source` (hashed columns: a sparse model's) gives
+  // shard.sparse rows (and shard.x with no column), keyed as load_shard keys them.
   [[nodiscard]] Shard next(const SourceInfo& source, std::uint64_t max_rows, LabelKind kind,
                            config::Missing missing = config::Missing::kError);
 

@@ -102,14 +102,7 @@ Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
       offset = index->row_offset[seg.first_row];
       line = index->row_line[seg.first_row];
     }
-    if (stream == nullptr) {
-      if (!own) {
-        own.emplace(path, offset, line, sep);
-      } else {
-        own->seek(offset, line);
-      }
-      reader = &*own;
-    }
+    if (stream == nullptr) reader = &detail::reader_at(own, path, offset, line, sep);
     for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
       double* row = shard.x.data() + r * p;
       double& label = has_label && kind != LabelKind::kCategorical ? shard.y(r) : unused_label;

@@ -123,7 +123,7 @@ void make_sparse_csv(const config::DataConfig& data, SourceInfo& info, const std
 std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
                               const SourceInfo& source, const std::vector<Segment>& segments,
                               Shard& shard, LabelKind kind, config::Missing missing,
-                              bool fast_path) {
+                              bool fast_path, detail::RecordReader* stream) {
   const std::string name = path.string();
   const detail::HashPlan plan = plan_of(source, name);
   const int bits = plan.bits;
@@ -133,7 +133,8 @@ std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex*
   const char sep = index != nullptr ? index->delimiter : source.delimiter;
   SparseRows& rows = *shard.sparse;
 
-  std::optional<detail::RecordReader> reader;
+  std::optional<detail::RecordReader> own;
+  detail::RecordReader* reader = stream;
   std::vector<detail::FieldView> fields;
   std::vector<KeyValue> entries;
   std::vector<std::uint64_t> state(plan.hashed.size());  // fnv1a64("column=value")
@@ -159,7 +160,9 @@ std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex*
   for (const Segment& seg : segments) {
     std::uint64_t offset = seg.byte_offset;
     std::uint64_t line = seg.line;
-    if (line == 0) {  // segments made without the index: look the row up if this process has it
+    if (stream != nullptr) {
+      // read on from where the stream is
+    } else if (line == 0) {  // segments made without the index: look the row up if this process has it
       if (index == nullptr || seg.first_row >= index->rows()) {
         fail<DataError>("{}: no byte offset for data row {}; segments for a CSV need the index",
                         name, seg.first_row + 1);
@@ -167,11 +170,7 @@ std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex*
       offset = index->row_offset[seg.first_row];
       line = index->row_line[seg.first_row];
     }
-    if (!reader) {
-      reader.emplace(path, offset, line, sep);
-    } else {
-      reader->seek(offset, line);
-    }
+    if (stream == nullptr) reader = &detail::reader_at(own, path, offset, line, sep);
     for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
       if (r == kProbeRows) reserve_for(rows, rows.keys.size() - first_key, r, total);
       if (fast_path) {
@@ -193,6 +192,7 @@ std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex*
       }
       // The general path: quoted cells, and every error message.
       if (!reader->next_views(fields)) {
+        if (stream != nullptr) return fast_rows;
         fail<DataError>("{}: the file ends before data row {}; did it change after it was indexed?",
                         name, seg.first_row + k + 1);
       }

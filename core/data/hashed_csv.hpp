@@ -31,15 +31,21 @@ inline constexpr char kCrossSeparator = '\x1F';
 // columns that data.hash.columns does not list, or more keys than 32 bits hold.
 void make_sparse_csv(const config::DataConfig& data, SourceInfo& info, const std::string& origin);
 
+namespace detail {
+class RecordReader;
+}
+
 // Loads the rows of `segments` of a sparse CSV source into shard.sparse (shard.y as a dense
 // load fills it). `index` is null in a worker (segments carry the byte offsets). Errors name
 // file:line:column. Plain rows go through a fast path (hashed_rows.hpp), the others through the
 // general record parser, with the same result; `fast_path` false sends every row the general
-// way (the tests compare the two). Returns how many rows the fast path took.
+// way (the tests compare the two). Returns how many rows the fast path took. `stream`: a
+// reader of the whole data front to back (CsvStream: predict and eval), read on from where it
+// is; its end ends the load (shard.sparse->rows() says how many rows were read).
 std::uint64_t load_sparse_csv(const std::filesystem::path& path, const CsvIndex* index,
                               const SourceInfo& source, const std::vector<Segment>& segments,
                               Shard& shard, LabelKind kind, config::Missing missing,
-                              bool fast_path = true);
+                              bool fast_path = true, detail::RecordReader* stream = nullptr);
 
 // load_shard for a sparse source: LIBSVM or CSV rows into shard.sparse, shard.x with 0 columns.
 [[nodiscard]] Shard load_sparse_shard(const config::Config& config, const SourceInfo& source,

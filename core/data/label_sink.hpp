@@ -1,6 +1,6 @@
 #pragma once
-// Internal to core/data: storing a label cell as the task needs it, shared by the dense loaders
-// (dataset.cpp) and the hashed-CSV loader (hashed_csv.cpp).
+// Internal to core/data: storing a label cell as the task needs it, and a file reader at a row
+// start, shared by the dense loaders (dataset.cpp) and the hashed-CSV loader (hashed_csv.cpp).
 
 #include "core/data/csv_io.hpp"
 #include "core/data/dataset.hpp"
@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,11 @@ namespace dt::data::detail {
 
 constexpr const char* kBinaryHint =
     "logistic_regression and binary mlp need 0/1 labels (use softmax_regression for more classes)";
+
+// The shard loaders' reader of a file (not a stream) at a row start: `own` made at the first
+// call, moved by seek() at the next ones (defined in csv_reader.cpp).
+RecordReader& reader_at(std::optional<RecordReader>& own, const std::filesystem::path& path,
+                        std::uint64_t offset, std::uint64_t line, char delimiter);
 
 // Stores one row's label as the task needs it (numeric labels are handled by the caller).
 // `where` names the cell in messages: "data.csv:8:4" or "synthetic data row 17".

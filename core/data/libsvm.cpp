@@ -262,7 +262,8 @@ void load_libsvm(const std::filesystem::path& path, const SourceInfo& source,
 }
 
 void load_libsvm_sparse(const std::filesystem::path& path, const SourceInfo& source,
-                        const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
+                        const std::vector<Segment>& segments, Shard& shard, LabelKind kind,
+                        std::uint64_t* outside) {
   const SparseSource& sparse = *source.sparse;
   SparseRows& rows = *shard.sparse;
   std::vector<KeyValue> entries;
@@ -273,6 +274,10 @@ void load_libsvm_sparse(const std::filesystem::path& path, const SourceInfo& sou
       // The index checked the indices against the width; a worker's own copy of the file
       // (use_local_copy) was not, so a line past it is refused here.
       if (e.index < sparse.index_base || e.index - sparse.index_base >= sparse.width) {
+        if (outside != nullptr) {
+          ++*outside;
+          continue;
+        }
         fail<DataError>("{}: index {} is outside the {} features from {} (data.feature_count, "
                         "data.index_base); did the file change after it was indexed?",
                         path.string(), e.index, sparse.width, sparse.index_base);

@@ -120,8 +120,10 @@ void load_libsvm(const std::filesystem::path& path, const SourceInfo& source,
                  const std::vector<Segment>& segments, Shard& shard, LabelKind kind);
 
 // load_libsvm for a sparse source (SourceInfo::sparse): the rows of `segments` into
-// shard.sparse, key = index - index_base, explicit zeros left out.
+// shard.sparse, key = index - index_base, explicit zeros left out. An index outside the width
+// is refused (DataError), or, given `outside` (predict on a sparse model), skipped and counted.
 void load_libsvm_sparse(const std::filesystem::path& path, const SourceInfo& source,
-                        const std::vector<Segment>& segments, Shard& shard, LabelKind kind);
+                        const std::vector<Segment>& segments, Shard& shard, LabelKind kind,
+                        std::uint64_t* outside = nullptr);
 
 }  // namespace dt::data

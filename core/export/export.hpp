@@ -43,4 +43,10 @@ enum class Precision { kFloat32, kFloat64 };
 // model with data.categorical columns, whose inputs are the encoded features. DataError when an array passes the 4 GiB a zip without ZIP64 holds.
 [[nodiscard]] std::string to_npz(const output::SavedModel& model);
 
+// Both refuse a sparse model (model.json version 2: DataError saying so and what to use
+// instead). Its input is keys that training made from raw rows (LIBSVM indices, hashed CSV
+// cells), which neither format describes, and a dense input of its width (2^22 and more) is
+// no way to serve it: predict and eval read its rows directly (docs/sparse.md).
+void refuse_sparse(const output::SavedModel& model, const char* format);
+
 }  // namespace dt::exporting

@@ -178,7 +178,17 @@ class Zip {
 
 }  // namespace
 
+void refuse_sparse(const output::SavedModel& model, const char* format) {
+  if (!model.sparse) return;
+  fail<DataError>("export: this is a sparse model ({} keys, {} nonzero weights), which {} "
+                  "export does not take: its inputs are keys made from raw rows (LIBSVM indices "
+                  "or hashed CSV columns), not feature columns; use `disttrain predict` or "
+                  "`disttrain eval` with it, or read model.json's nonzeros yourself "
+                  "(docs/sparse.md)", model.sparse->width, model.weight_index.size(), format);
+}
+
 std::string to_npz(const output::SavedModel& saved) {
+  refuse_sparse(saved, "npz");
   const auto model = models::make_model(saved.spec);
   const std::span<const double> all(saved.params);
   Zip zip;

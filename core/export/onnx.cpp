@@ -112,6 +112,7 @@ const char* activation_op(config::Activation a) {
 }  // namespace
 
 std::string to_onnx(const output::SavedModel& saved, Precision precision) {
+  refuse_sparse(saved, "ONNX");
   const auto model = models::make_model(saved.spec);
   const auto& layout = model->layout();
   const auto inputs = static_cast<std::int64_t>(saved.spec.inputs);

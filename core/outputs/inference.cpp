@@ -1,6 +1,7 @@
 #include "core/outputs/inference.hpp"
 
 #include "base/error.hpp"
+#include "base/log.hpp"
 #include "base/text.hpp"
 #include "core/data/categorical.hpp"
 #include "core/data/libsvm.hpp"
@@ -46,6 +47,10 @@ void find_columns(const output::SavedModel& model, const std::string& name, bool
   for (const auto& f : model.features) {
     if (!encoded.contains(f)) needed.push_back(f);
   }
+  if (model.sparse) {  // a sparse model's hashed and numeric columns (none for LIBSVM rows)
+    needed = model.sparse->hashed;
+    needed.insert(needed.end(), model.sparse->numeric.begin(), model.sparse->numeric.end());
+  }
   for (const auto& feature : needed) {
     if (std::find(source.columns.begin(), source.columns.end(), feature) == source.columns.end()) {
       fail<DataError>("{}: no column '{}', which the model was trained on{} (the model needs: {})",
@@ -55,6 +60,7 @@ void find_columns(const output::SavedModel& model, const std::string& name, bool
   }
   source.features = model.features;
   source.categorical = model.categorical;
+  source.sparse = model.sparse;
   source.label = model.label;
   source.label_index = data::kNoLabel;
   const auto label_it = std::find(source.columns.begin(), source.columns.end(), model.label);
@@ -88,6 +94,10 @@ Rows::Rows(const output::SavedModel& model, std::unique_ptr<data::CsvStream> csv
       with_labels_(with_labels),
       kind_(data::label_kind(config::task_of(model.spec.config))),
       csv_(std::move(csv)) {
+  if (model.sparse && model.sparse->hashed.empty() && model.sparse->numeric.empty()) {
+    fail<DataError>("{}: this sparse model reads LIBSVM rows (index:value), not a CSV; give it "
+                    "the data as LIBSVM text", csv_->name().string());
+  }
   source_.columns = csv_->columns();
   source_.delimiter = csv_->delimiter();
   find_columns(model, csv_->name().string(), with_labels, source_);
@@ -105,11 +115,20 @@ Rows::Rows(const output::SavedModel& model, const std::filesystem::path& file,
     // Features by name (f<index>): indices the model was not trained on are skipped. The
     // index (a row's offset and line) is the one part that grows with the file: 16 bytes a row.
     config_.data.format = config::DataFormat::kLibsvm;
+    if (model.sparse && !(model.sparse->hashed.empty() && model.sparse->numeric.empty())) {
+      fail<DataError>("{}: this sparse model hashes CSV columns ({}), so it reads a CSV with "
+                      "them, not LIBSVM rows", file.string(), model.sparse->hashed.empty()
+                          ? model.sparse->numeric.front() : model.sparse->hashed.front());
+    }
     source_.csv = std::move(data::index_libsvm(file).rows);
     source_.columns = model.features;
     source_.columns.push_back(model.label);
     source_.rows = source_.csv->rows();
   } else {
+    if (model.sparse) {
+      fail<DataError>("{}: a sparse model reads LIBSVM or CSV rows, not a NumPy array",
+                      file.string());
+    }
     if (!model.categorical.empty()) {
       fail<DataError>("{}: this model encodes categorical columns ({}), which a NumPy array "
                       "cannot hold; give the data as a CSV",
@@ -139,9 +158,19 @@ bool Rows::next(data::Shard& chunk) {
       rows.byte_offset = source_.csv->row_offset[done_];
       rows.line = source_.csv->row_line[done_];
     }
-    chunk = reading([&] { return data::load_shard(config_, source_, {rows}, kind_); });
+    chunk = reading([&] {
+      return source_.sparse ? read_libsvm_chunk(config_.data.path, source_, rows, kind_, outside_)
+                            : data::load_shard(config_, source_, {rows}, kind_);
+    });
   }
   if (chunk.x.rows() == 0) return false;
+  if (outside_ > 0 && !warned_) {
+    log::warn("{}: {} LIBSVM entries have indices outside this sparse model's {} keys from {}; "
+              "they are skipped (a feature the model never saw has weight 0)",
+              config_.data.path.string(), outside_, source_.sparse->width,
+              source_.sparse->index_base);
+    warned_ = true;
+  }
   done_ += static_cast<std::uint64_t>(chunk.x.rows());
   prepare(model_, chunk, with_labels_);
   return true;
@@ -164,12 +193,12 @@ std::string predictions_header(const output::SavedModel& saved) {
   return out + '\n';
 }
 
-void append_predictions(const output::SavedModel& saved, models::Model& model,
-                        const data::Shard& chunk, std::string& out) {
-  const auto task = model.task();
-  models::RowMatrix pred;
-  model.predict(saved.params, chunk.x, pred);
-  for (Eigen::Index i = 0; i < chunk.x.rows(); ++i) {
+namespace {
+
+// predict's lines for a chunk's predictions (predictions_header's columns).
+void append_lines(const output::SavedModel& saved, const models::RowMatrix& pred, std::string& out) {
+  const auto task = config::task_of(saved.spec.config);
+  for (Eigen::Index i = 0; i < pred.rows(); ++i) {
     if (task == config::Task::kRegression) {
       fmt::format_to(std::back_inserter(out), "{}\n", pred(i, 0));
     } else if (task == config::Task::kBinary) {
@@ -185,12 +214,47 @@ void append_predictions(const output::SavedModel& saved, models::Model& model,
   }
 }
 
+}  // namespace
+
+void append_predictions(const output::SavedModel& saved, models::Model& model,
+                        const data::Shard& chunk, std::string& out) {
+  models::RowMatrix pred;
+  model.predict(saved.params, chunk.x, pred);
+  append_lines(saved, pred, out);
+}
+
+void append_predictions(const output::SavedModel& saved, SparsePredictor& model,
+                        const data::Shard& chunk, std::string& out) {
+  models::RowMatrix pred;
+  model.load(chunk);
+  model.predict(pred);
+  append_lines(saved, pred, out);
+}
+
 Evaluation::Evaluation(const output::SavedModel& saved)
     : saved_(saved),
       model_(models::make_model(saved.spec)),
-      scores_(model_->task(), models::ScoreMetrics::Auc::kExact) {}
+      scores_(model_->task(), models::ScoreMetrics::Auc::kExact) {
+  if (saved.sparse) sparse_ = std::make_unique<SparsePredictor>(saved);
+}
+
+Evaluation::~Evaluation() = default;
 
 void Evaluation::add(const data::Shard& chunk) {
+  if (sparse_) {  // the whole chunk as one compact batch
+    sparse_->load(chunk);
+    const auto r = sparse_->evaluate(chunk);
+    total_.loss_sum += r.loss_sum;
+    total_.correct += r.correct;
+    total_.squared_error_sum += r.squared_error_sum;
+    rows_ += static_cast<std::uint64_t>(chunk.y.size());
+    if (model_->task() != config::Task::kRegression) {
+      models::RowMatrix pred;
+      sparse_->predict(pred);
+      scores_.add(pred, chunk.y);
+    }
+    return;
+  }
   // One chunk of at most kChunkRows rows: evaluate_rows' own sum is that chunk's, added here
   // in the order it added its chunks.
   const auto r = roles::evaluate_rows(*model_, saved_.params, chunk);

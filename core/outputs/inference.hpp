@@ -5,6 +5,7 @@
 #include "core/coordinator/evaluate.hpp"
 #include "core/data/csv_stream.hpp"
 #include "core/outputs/run_output.hpp"
+#include "core/outputs/sparse_inference.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -31,6 +32,9 @@ class Rows {
   // (named as the model's). `labels`: a 1-D .npy of labels (an .npz's labels array) instead.
   // Or a LIBSVM file (data::format_of says which), indexed first, then read a chunk at a time;
   // its features by name (f<index>), indices the model does not have skipped.
+  // A sparse model (model.sparse) reads its rows as training did: a CSV's hashed and numeric
+  // columns into keys (the CSV form above), or LIBSVM rows (this form) as keys index -
+  // index_base, an index outside its keys skipped with one warning; never an .npy.
   Rows(const output::SavedModel& model, const std::filesystem::path& file,
        const std::filesystem::path& labels, bool with_labels);
   ~Rows();
@@ -48,6 +52,8 @@ class Rows {
   std::unique_ptr<data::CsvStream> csv_;  // or the .npy / LIBSVM file in config_.data
   config::Config config_;
   std::uint64_t done_ = 0;  // rows read so far
+  std::uint64_t outside_ = 0;  // a sparse model's LIBSVM entries past its keys, skipped
+  bool warned_ = false;
 };
 
 // The transforms of one chunk of rows, as training applied them: the one place predict and
@@ -60,18 +66,25 @@ void prepare(const output::SavedModel& model, data::Shard& chunk, bool with_labe
 [[nodiscard]] std::string predictions_header(const output::SavedModel& model);
 void append_predictions(const output::SavedModel& saved, models::Model& model,
                         const data::Shard& chunk, std::string& out);
+// The same for a sparse model (saved.sparse) on sparse rows.
+void append_predictions(const output::SavedModel& saved, SparsePredictor& model,
+                        const data::Shard& chunk, std::string& out);
 
 // eval's sums, a chunk at a time; metrics() at the end.
 class Evaluation {
  public:
   explicit Evaluation(const output::SavedModel& saved);
+  ~Evaluation();
+  Evaluation(const Evaluation&) = delete;
+  Evaluation& operator=(const Evaluation&) = delete;
   void add(const data::Shard& chunk);
   // Not const: the exact AUC sorts the scores it kept (8 bytes a row of a binary model).
   [[nodiscard]] roles::Metrics metrics();
 
  private:
   const output::SavedModel& saved_;
-  std::unique_ptr<models::Model> model_;
+  std::unique_ptr<models::Model> model_;  // a sparse model's too: its task
+  std::unique_ptr<SparsePredictor> sparse_;  // a sparse model: its predictions and sums
   models::BatchResult total_;
   models::ScoreMetrics scores_;
   std::uint64_t rows_ = 0;

@@ -4,6 +4,7 @@
 #include "base/log.hpp"
 #include "core/config/names.hpp"
 #include "core/outputs/run_output.hpp"
+#include "core/outputs/sparse_model_file.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -39,6 +40,21 @@ roles::InitialModel read_initial_model(const config::Config& config,
     fail<DataError>("model.init {} is a {} model; this config trains a {}: set the config's "
                     "model to the saved one's, or remove model.init to train from scratch",
                     path.string(), describe(saved.spec.config), describe(config.model));
+  }
+  if (saved.sparse || source.sparse) {
+    // A sparse model continues only on rows read into the same keys (sparse_model_file.hpp).
+    const auto problem =
+        !saved.sparse  ? std::optional<std::string>("the model is dense, this data sparse")
+        : !source.sparse ? std::optional<std::string>("the model is sparse, this data dense")
+                         : sparse_difference(*saved.sparse, *source.sparse);
+    if (problem) {
+      fail<DataError>("model.init {} does not read this data as its training did: {}. A sparse "
+                      "model continues only on data whose rows become the same keys (data.hash, "
+                      "data.sparse, data.index_base as when it was trained)",
+                      path.string(), *problem);
+    }
+    // Sparse rows are never normalized: the run keeps its own (empty) normalization.
+    return {path, dense_params(saved), data::Normalization{}, std::move(saved.classes)};
   }
   if (saved.features != source.features) {
     std::size_t i = 0;

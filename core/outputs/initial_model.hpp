@@ -10,7 +10,9 @@ namespace dt::output {
 
 // DataError (exit 2) naming model.init's file and what differs, and what to do: another model
 // type, layers, activation or task than the config's; other features (names or order) than the
-// data's. A normalization kind other than data.normalize is not an error: the model's is used
+// data's; for a sparse model (or sparse data), another way of reading rows into keys (format,
+// width, index_base, hashed columns, crosses, numeric columns: sparse_difference). A
+// normalization kind other than data.normalize is not an error: the model's is used
 // (a warning says so).
 [[nodiscard]] roles::InitialModel read_initial_model(const config::Config& config,
                                                      const data::SourceInfo& source);

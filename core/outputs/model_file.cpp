@@ -1,6 +1,8 @@
 // Reading model.json back: every field checked, errors naming the file and the field.
 
 #include "core/outputs/run_output.hpp"
+#include "core/outputs/sparse_model_file.hpp"
+#include "core/outputs/sparse_params.hpp"
 #include "base/error.hpp"
 #include "base/files.hpp"
 
@@ -118,10 +120,13 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) r.bad("not valid JSON");
   if (r.get<std::string>(j, "format") != "disttrain-model") r.bad("'format' is not disttrain-model");
-  if (const int version = r.whole(r.at(j, "version"), "version"); version != 1) {
-    fail<DataError>("{}: model format version {} is not supported by this build (it reads 1)",
-                    path.string(), version);
+  // Version 2: a sparse model (sparse_model_file.hpp), with "sparse" instead of "features".
+  const int version = r.whole(r.at(j, "version"), "version");
+  if (version != 1 && version != 2) {
+    fail<DataError>("{}: model format version {} is not supported by this build (it reads 1 and "
+                    "2)", path.string(), version);
   }
+  const bool sparse = version == 2;
   SavedModel m;
   const json& model = r.at(j, "model");
   using config::ModelType;
@@ -140,13 +145,22 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
                   {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}, "activation");
   }
   m.spec.config.l2 = r.get<double>(model, "l2");
-  m.features = r.get<std::vector<std::string>>(j, "features");
-  m.spec.inputs = static_cast<int>(m.features.size());
   m.label = r.get<std::string>(j, "label");
+  if (sparse) {
+    if (m.spec.config.type == ModelType::kMlp) r.bad("an mlp has no sparse form");
+    if (j.contains("features")) r.bad("a sparse model (version 2) lists no features");
+    read_sparse_input(r.at(j, "sparse"), path, m.label, m);
+    m.spec.inputs = static_cast<int>(m.sparse->width);  // kMaxSparseWidth fits an int
+  } else {
+    m.features = r.get<std::vector<std::string>>(j, "features");
+    m.spec.inputs = static_cast<int>(m.features.size());
+  }
   if (j.contains("classes")) m.classes = r.get<std::vector<std::string>>(j, "classes");
   m.spec.classes = static_cast<int>(m.classes.size());
 
-  const json& norm = r.at(j, "normalization");
+  // A sparse model is never normalized; its empty-cell policy is in "sparse".
+  static const json kNone = {{"kind", "none"}, {"shift", json::array()}, {"scale", json::array()}};
+  const json& norm = sparse ? kNone : r.at(j, "normalization");
   using config::Normalize;
   m.normalization.kind = enum_from(r, r.get<std::string>(norm, "kind"),
                                    {Normalize::kNone, Normalize::kStandard, Normalize::kMinmax},
@@ -166,7 +180,7 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
                         m.features[i], m.normalization.shift[i], m.normalization.scale[i]));
     }
   }
-  if (j.contains("missing")) {
+  if (!sparse && j.contains("missing")) {
     const json& missing = r.at(j, "missing");
     using config::Missing;
     m.normalization.missing = enum_from(r, r.get<std::string>(missing, "policy"),
@@ -189,14 +203,15 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
     r.bad(fmt::format("class '{}' is listed twice", *twice));
   }
 
-  if (m.features.empty()) r.bad("'features' is empty");
+  if (m.features.empty() && !sparse) r.bad("'features' is empty");
   if (j.contains("categorical")) m.categorical = read_categorical(r, r.at(j, "categorical"), m.features);
   const auto task = config::task_of(m.spec.config);
   if (task == Task::kBinary && m.classes.size() != 2) r.bad("a binary model needs 2 classes");
   if (task == Task::kMulticlass && m.classes.size() < 2) {
     r.bad("a multiclass model needs 2 or more classes");
   }
-  constexpr int kMaxWidth = 1 << 20;  // far beyond any model this tool trains
+  // Far beyond any dense model this tool trains (a sparse model's width: kMaxSparseWidth).
+  constexpr int kMaxWidth = 1 << 20;
   for (int h : m.spec.config.hidden) {
     if (h < 1 || h > kMaxWidth) r.bad(fmt::format("hidden layer size {} is out of range", h));
   }
@@ -213,11 +228,14 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
   // Each value takes two characters of JSON at least ("0,"): sizes that declare more parameters
   // than the text can hold are refused before anything is allocated (hidden [1048576, 1048576]
   // in a 2 KB file asked for 8 TB; [30000, 30000] took 7 GB and 16 s to be refused).
-  if (built->parameter_count() > text.size() / 2) {
+  // A sparse model's weights are read as the nonzeros its file lists (the text bounds them,
+  // whatever the width): only its biases are allocated here.
+  const std::size_t skipped = sparse ? built->layout().front().size : 0;
+  if (built->parameter_count() - skipped > text.size() / 2) {
     r.bad(fmt::format("its sizes make {} parameters, more than its {} bytes can hold",
                       built->parameter_count(), text.size()));
   }
-  m.params.assign(built->parameter_count(), 0.0);
+  m.params.assign(built->parameter_count() - skipped, 0.0);
   const json& params = r.at(j, "parameters");
   if (!params.is_array() || params.size() != built->layout().size()) {
     r.bad(fmt::format("'parameters' should list {} blocks", built->layout().size()));
@@ -234,6 +252,16 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
       r.bad(fmt::format("parameter '{}' has shape {}; this model's needs {}", block.name,
                         shape.dump(), json(block.shape).dump()));
     }
+    if (sparse && b == 0) {  // the weights
+      read_sparse_weights(params[b], block, path, m);
+      continue;
+    }
+    const auto at = m.params.begin() + static_cast<std::ptrdiff_t>(block.offset - skipped);
+    if (is_sparse_block(params[b])) {
+      read_sparse_block(params[b], block, {m.params.data() + (block.offset - skipped), block.size},
+                        path);
+      continue;
+    }
     const auto data = r.get<std::vector<double>>(params[b], "data");
     if (data.size() != block.size) {
       r.bad(fmt::format("parameter '{}' has {} values, its shape needs {}", block.name,
@@ -244,7 +272,7 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
         r.bad(fmt::format("parameter '{}' value {} is {}", block.name, i, data[i]));
       }
     }
-    std::copy(data.begin(), data.end(), m.params.begin() + static_cast<std::ptrdiff_t>(block.offset));
+    std::copy(data.begin(), data.end(), at);
   }
   return m;
 }

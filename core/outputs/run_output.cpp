@@ -1,6 +1,8 @@
 #include "core/outputs/run_output.hpp"
 
 #include "core/coordinator/resume.hpp"
+#include "core/outputs/sparse_model_file.hpp"
+#include "core/outputs/sparse_params.hpp"
 
 #include "base/blas_kernels.hpp"
 #include "base/error.hpp"
@@ -74,8 +76,11 @@ ordered_json categorical_json(const std::vector<data::Encoding>& encodings) {
 ordered_json model_json(const config::Config& config, const roles::RunResult& result,
                         const models::Model& model) {
   ordered_json j;
+  // A model of sparse rows is version 2 (sparse_model_file.hpp): a build that reads version 1
+  // only says so instead of missing its features.
+  const auto& sparse = result.source.sparse;
   j["format"] = "disttrain-model";
-  j["version"] = 1;
+  j["version"] = sparse ? 2 : 1;
   const auto& mc = config.model;
   ordered_json m;
   m["type"] = config::name_of(mc.type);
@@ -88,21 +93,29 @@ ordered_json model_json(const config::Config& config, const roles::RunResult& re
   m["inputs"] = model.spec().inputs;
   m["outputs"] = model.outputs();
   j["model"] = m;
-  j["features"] = result.source.features;
+  if (sparse) {
+    j["sparse"] = sparse_input_json(*sparse, config.data.missing);
+  } else {
+    j["features"] = result.source.features;
+  }
   if (!result.source.categorical.empty()) j["categorical"] = categorical_json(result.source.categorical);
   j["label"] = result.source.label;
   if (config::task_of(mc) != config::Task::kRegression) j["classes"] = result.classes;
-  j["normalization"] = {{"kind", config::name_of(result.normalization.kind)},
+  if (!sparse) j["normalization"] = {{"kind", config::name_of(result.normalization.kind)},
                         {"shift", result.normalization.shift},
                         {"scale", result.normalization.scale}};
   // data.missing's fill values, applied before the normalization (absent under error: a model
   // without them refuses missing cells).
-  if (result.normalization.missing != config::Missing::kError) {
+  if (!sparse && result.normalization.missing != config::Missing::kError) {
     j["missing"] = {{"policy", config::name_of(result.normalization.missing)},
                     {"fill", result.normalization.fill}};
   }
   ordered_json params = ordered_json::array();
   for (const auto& block : model.layout()) {
+    if (sparse && block.name == "weights") {  // its nonzeros only
+      params.push_back(sparse_block_json(block, result.params));
+      continue;
+    }
     const auto first = result.params.begin() + static_cast<std::ptrdiff_t>(block.offset);
     params.push_back({{"name", block.name},
                       {"shape", block.shape},

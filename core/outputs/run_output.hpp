@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +67,12 @@ struct SavedModel {
   std::string label;
   std::vector<std::string> classes;
   data::Normalization normalization;
+  // A sparse model (model.json version 2, sparse_model_file.hpp): how its raw input becomes
+  // keys, and its weights as nonzeros only (ascending positions in the weights block, row-major,
+  // and their values); `params` then holds the biases alone and `features` is empty.
+  std::optional<data::SparseSource> sparse;
+  std::vector<std::uint64_t> weight_index;
+  std::vector<double> weight_values;
 };
 [[nodiscard]] SavedModel read_model(const std::filesystem::path& path);
 // The same from model.json's text, `origin` naming it in messages (read_model reads the file

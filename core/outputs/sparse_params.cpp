@@ -53,19 +53,17 @@ bool is_sparse_block(const nlohmann::json& j) {
   return it != j.end() && *it == "sparse";
 }
 
-void read_sparse_block(const nlohmann::json& j, const models::ParamBlock& block,
-                       std::span<double> out, const std::filesystem::path& origin) {
-  if (out.size() != block.size) {
-    fail<TrainingError>("parameter '{}' is read into {} values but has {}", block.name,
-                        out.size(), block.size);
-  }
+SparseEntries read_sparse_entries(const nlohmann::json& j, const models::ParamBlock& block,
+                                  const std::filesystem::path& origin) {
   const json& index = array_field(j, "index", origin, block);
   const json& data = array_field(j, "data", origin, block);
   if (index.size() != data.size()) {
     bad_block(origin, block,
               fmt::format("'index' has {} entries but 'data' {}", index.size(), data.size()));
   }
-  std::fill(out.begin(), out.end(), 0.0);
+  SparseEntries out;
+  out.index.reserve(index.size());
+  out.data.reserve(index.size());
   for (std::size_t n = 0; n < index.size(); ++n) {
     const json& i = index[n];
     // Read as a JSON value first: a negative, fractional or huge index is refused, never cast.
@@ -78,18 +76,31 @@ void read_sparse_block(const nlohmann::json& j, const models::ParamBlock& block,
                             block.size));
     }
     const auto at = i.get<std::uint64_t>();
-    if (n > 0 && at <= index[n - 1].get<std::uint64_t>()) {
+    if (n > 0 && at <= out.index.back()) {
       bad_block(origin, block,
                 fmt::format("index entry {} is {}, not above the one before ({}): indices ascend",
-                            n, at, index[n - 1].get<std::uint64_t>()));
+                            n, at, out.index.back()));
     }
     const json& v = data[n];
     if (!v.is_number() || !std::isfinite(v.get<double>())) {
       bad_block(origin, block,
                 fmt::format("value {} (at index {}) is {}, not a finite number", n, at, v.dump()));
     }
-    out[at] = v.get<double>();
+    out.index.push_back(at);
+    out.data.push_back(v.get<double>());
   }
+  return out;
+}
+
+void read_sparse_block(const nlohmann::json& j, const models::ParamBlock& block,
+                       std::span<double> out, const std::filesystem::path& origin) {
+  if (out.size() != block.size) {
+    fail<TrainingError>("parameter '{}' is read into {} values but has {}", block.name,
+                        out.size(), block.size);
+  }
+  const auto entries = read_sparse_entries(j, block, origin);
+  std::fill(out.begin(), out.end(), 0.0);
+  for (std::size_t n = 0; n < entries.index.size(); ++n) out[entries.index[n]] = entries.data[n];
 }
 
 }  // namespace dt::output

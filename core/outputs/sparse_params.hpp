@@ -1,7 +1,7 @@
 #pragma once
 // A parameter block of model.json in sparse form: its nonzero values only, each with its index,
-// for sparse models of millions of features (docs/sparse.md). Not wired into runs yet: the
-// writer of model.json and parse_model (model_file.cpp) choose the form per block.
+// for sparse models of millions of features (docs/sparse.md). model.json of a sparse model
+// (sparse_model_file.hpp) writes its weights so; parse_model reads the form in any block.
 //
 //   {"name": "weights", "shape": [W, K], "encoding": "sparse",
 //    "index": [i0, i1, ...], "data": [v0, v1, ...]}
@@ -15,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <cstdint>
 #include <span>
+#include <vector>
 
 namespace dt::output {
 
@@ -25,6 +27,19 @@ namespace dt::output {
 
 // True when j (one entry of "parameters") says "encoding": "sparse".
 [[nodiscard]] bool is_sparse_block(const nlohmann::json& j);
+
+// A sparse block's entries as listed: ascending positions in the block and their values.
+struct SparseEntries {
+  std::vector<std::uint64_t> index;
+  std::vector<double> data;
+};
+
+// Reads a sparse block's entries, with read_sparse_block's checks (below), allocating what the
+// file lists and nothing of the block's size (a sparse model's weights: model.json's text
+// bounds their number, not the width).
+[[nodiscard]] SparseEntries read_sparse_entries(const nlohmann::json& j,
+                                                const models::ParamBlock& block,
+                                                const std::filesystem::path& origin);
 
 // Reads a sparse block's values into `out` (block.size values: zeros, then the listed ones).
 // The name and shape are the caller's to check, as for a dense block. DataError naming `origin`

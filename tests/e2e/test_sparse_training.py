@@ -7,6 +7,7 @@ The mlp and tensor parallelism, which have no sparse form, and widths past 2^30 
 with exit 2."""
 
 import json
+import math
 import random
 
 import harness as h
@@ -71,8 +72,18 @@ def train(tmp, name, data, sparse, model="logistic_regression", aggregation=STAR
 
 
 def parameters(out):
+    """Each block's values in full: a sparse run's model.json lists its weights' nonzeros only
+    (docs/sparse.md), a dense run's every value."""
     model = json.loads((out / "model.json").read_text())
-    return {p["name"]: p["data"] for p in model["parameters"]}
+    blocks = {}
+    for p in model["parameters"]:
+        values = p["data"]
+        if p.get("encoding") == "sparse":
+            values = [0.0] * math.prod(p["shape"])
+            for i, v in zip(p["index"], p["data"]):
+                values[i] = v
+        blocks[p["name"]] = values
+    return blocks
 
 
 def same_model(tmp, name, data, **kw):
