@@ -85,4 +85,8 @@ class SparseModel {
 // spec.inputs. TrainingError for the mlp (no sparse form) and for a spec make_model refuses.
 [[nodiscard]] std::unique_ptr<SparseModel> make_sparse_model(const ModelSpec& spec);
 
+// A batch of sparse rows (BatchRows::sparse set) in compact form, and its labels in batch
+// order. A batch of 0 rows gives no keys and no rows (an empty pick would mean every row).
+void compact_batch(const BatchRows& batch, SparseBatch& out, std::vector<double>& y);
+
 }  // namespace dt::models

@@ -19,6 +19,22 @@ struct Model::SparseScratch {
   std::vector<double> y;
 };
 
+void compact_batch(const BatchRows& batch, SparseBatch& out, std::vector<double>& y) {
+  const auto n = static_cast<std::size_t>(batch.rows());
+  if (n == 0) {
+    out.keys.clear();
+    out.local.clear();
+    out.values.clear();
+    out.row_start.assign(1, 0);
+  } else {
+    compact(*batch.sparse, batch.pick, out);
+  }
+  y.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    y[i] = batch.y(static_cast<Eigen::Index>(batch.pick.empty() ? i : batch.pick[i]));
+  }
+}
+
 Model::Model() = default;
 Model::~Model() = default;
 
@@ -33,15 +49,10 @@ BatchResult Model::sparse_batch_loss_and_gradient(std::span<const double> params
     sparse_->model = make_sparse_model(spec());
   }
   auto& s = *sparse_;
-  compact(*batch.sparse, batch.pick, s.batch);
+  compact_batch(batch, s.batch, s.y);
   const std::size_t outputs = s.model->outputs();
   gather_params(params, s.batch, outputs, s.local);
   s.local_grad.assign(s.local.size(), 0.0);
-  const auto n = static_cast<std::size_t>(batch.rows());
-  s.y.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    s.y[i] = batch.y(static_cast<Eigen::Index>(batch.pick.empty() ? i : batch.pick[i]));
-  }
   const auto result = s.model->loss_and_gradient(s.local, s.batch, s.y, s.local_grad);
   add_gradient(s.local_grad, s.batch, outputs, grad_sum);
   return result;

@@ -148,20 +148,7 @@ void SparseStar::sum_replies(const std::vector<protocol::Envelope>& replies, std
 // ---- Worker.
 
 void prepare_batch(roles::WorkerSession& session, std::uint64_t step, PreparedBatch& into) {
-  const auto batch = session.batch(step);
-  const auto n = static_cast<std::size_t>(batch.rows());
-  if (n == 0) {  // an empty batch (tiny shards): no keys, no rows
-    into.batch.keys.clear();
-    into.batch.local.clear();
-    into.batch.values.clear();
-    into.batch.row_start.assign(1, 0);
-  } else {
-    models::compact(*batch.sparse, batch.pick, into.batch);
-  }
-  into.y.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    into.y[i] = batch.y(static_cast<Eigen::Index>(batch.pick.empty() ? i : batch.pick[i]));
-  }
+  models::compact_batch(session.batch(step), into.batch, into.y);
   into.step = step;
 }
 

@@ -19,8 +19,6 @@
 #include "base/error.hpp"
 #include "base/log.hpp"
 
-#include <cstring>
-
 namespace dt::roles {
 
 using transport::deadline_in;
