@@ -37,6 +37,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 namespace dt::modes {
 namespace {
@@ -115,6 +116,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
       }
       params_.assign(p, 0.0);
       grad_.assign(p, 0.0);
+      owed_.reset();
       if (!message.arrays.empty()) {
         // A replacement (restart): the parameters at the start of the round it redoes, which
         // the servers may have left behind already.
@@ -135,6 +137,15 @@ class ShardedGradientsMode final : public ServerGroupMode {
       sparse_.step(session, *client_, message);
       return;
     }
+    // The parameters of this step: the slices that answered the last push. They are awaited
+    // here rather than right after the push, so that no worker waits on a slice after the last
+    // step (the servers stop then, and a slice still on its way may never arrive), and the
+    // wait is only ever for a round every server has applied (the coordinator broadcasts a
+    // step after that).
+    if (owed_) {
+      client_->receive(params_, *owed_);
+      owed_.reset();
+    }
     std::fill(grad_.begin(), grad_.end(), 0.0);
     session.begin_step(message.step);
     const auto start = std::chrono::steady_clock::now();
@@ -149,7 +160,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
     session.send(std::move(reply));
-    client_->receive(params_, message.step + 1);  // the parameters of the next step
+    owed_ = message.step + 1;  // the parameters of the next step, taken when it starts
   }
 
  private:
@@ -158,6 +169,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
   SparseShardedWorker sparse_;  // sparse rows: the keyed exchange (sparse_sharded.hpp)
   std::vector<double> params_;
   std::vector<double> grad_;
+  std::optional<std::uint64_t> owed_;  // the version of the slices the last push is owed
 };
 
 }  // namespace

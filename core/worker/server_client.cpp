@@ -126,6 +126,16 @@ void ServerClient::await_owed(std::uint64_t min_version, const SliceTaker& take)
     auto message = connections_[k]->receive(deadline_in(kPollSlice));
     if (!message) {
       session_.take_notices();  // a failed server's replacement
+      // The coordinator ends training only when every server has applied the last round, so
+      // a slice still owed then was lost (a server's send that failed): waiting on would never
+      // end, since the heartbeats keep this worker alive. A kError from it throws its words.
+      if (session_.poll_coordinator(protocol::Type::kEvaluate) ||
+          session_.poll_coordinator(protocol::Type::kStop)) {
+        fail<TransportError>("parameter server {} at {} never sent its slice (version {}) and "
+                             "the coordinator has ended the training; the run cannot go on: "
+                             "see the coordinator's log for the server's error",
+                             k, endpoints_[k], std::max(min_version_[k], min_version));
+      }
       continue;
     }
     auto e = protocol::decode(std::move(*message), session_.job_id());
