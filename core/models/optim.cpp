@@ -84,12 +84,14 @@ class Sgd final : public Optimizer {
     if (momentum > 0.0) {
       double* v = state_.slots[0].data();
       for (std::size_t i = 0; i < indices.size(); ++i) {
+        detail::prefetch_indices_ahead(indices, i, p, v);
         const std::uint64_t k = indices[i];
         v[k] = momentum * v[k] + grad_sum[i] * scale;
         p[k] = p[k] - lr * v[k];
       }
     } else {
       for (std::size_t i = 0; i < indices.size(); ++i) {
+        detail::prefetch_indices_ahead(indices, i, p);
         const std::uint64_t k = indices[i];
         p[k] = p[k] - lr * (grad_sum[i] * scale);
       }
@@ -155,6 +157,7 @@ class Adam final : public Optimizer {
     double* v = state_.slots[1].data();
     double* p = params.data();
     for (std::size_t i = 0; i < indices.size(); ++i) {
+      detail::prefetch_indices_ahead(indices, i, p, m, v);
       const std::uint64_t k = indices[i];
       p[k] = update(p[k], grad_sum[i] * scale, m[k], v[k], c);
     }

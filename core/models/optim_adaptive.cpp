@@ -41,6 +41,7 @@ class Adagrad final : public Optimizer {
     const double lr = lr_, epsilon = epsilon_;
     double* sum = state_.slots[0].data();
     for (std::size_t i = 0; i < indices.size(); ++i) {
+      prefetch_indices_ahead(indices, i, params.data(), sum);
       const std::uint64_t k = indices[i];
       params[k] = update(params[k], grad_sum[i] * scale, sum[k], lr, epsilon);
     }
@@ -101,6 +102,7 @@ class Ftrl final : public Optimizer {
     double* z = state_.slots[0].data();
     double* n = state_.slots[1].data();
     for (std::size_t i = 0; i < indices.size(); ++i) {
+      prefetch_indices_ahead(indices, i, params.data(), z, n);
       const std::uint64_t k = indices[i];
       params[k] = update(params[k], grad_sum[i] * scale, z[k], n[k], c);
     }

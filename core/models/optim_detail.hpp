@@ -21,6 +21,20 @@ void check_indices(std::size_t expected, std::span<const std::uint64_t> indices,
 void restore(OptimizerState& current, OptimizerState state, std::size_t slots, std::size_t size,
              const char* name);
 
+// A lazy step's coordinates lie far apart in a wide model, each a cache miss (or three, with
+// two slots of state) unless fetched early: the loops of step_indices call this for the index
+// kIndicesAhead places on, for the parameters and each slot they write.
+inline constexpr std::size_t kIndicesAhead = 16;
+inline void prefetch_indices_ahead(std::span<const std::uint64_t> indices, std::size_t i,
+                                   const double* a,
+                           const double* b = nullptr, const double* c = nullptr) noexcept {
+  if (i + kIndicesAhead >= indices.size()) return;
+  const std::uint64_t k = indices[i + kIndicesAhead];
+  __builtin_prefetch(a + k, 1, 1);
+  if (b != nullptr) __builtin_prefetch(b + k, 1, 1);
+  if (c != nullptr) __builtin_prefetch(c + k, 1, 1);
+}
+
 [[nodiscard]] std::unique_ptr<Optimizer> make_adagrad(const config::OptimizerConfig& config,
                                                       std::size_t size);
 [[nodiscard]] std::unique_ptr<Optimizer> make_ftrl(const config::OptimizerConfig& config,

@@ -233,4 +233,33 @@ void add_gradient(std::span<const double> local_grad, const SparseBatch& batch,
   std::swap(into.values, values);
 }
 
+void sum_parts(std::span<const KeyedPart> parts, std::size_t outputs,
+               std::vector<std::uint32_t>& keys, std::vector<double>& sums) {
+  keys.clear();
+  sums.clear();
+  std::size_t total = 0;
+  for (const auto& part : parts) total += part.keys.size();
+  keys.reserve(total);
+  sums.reserve(total * outputs);
+  // Each part's place; a linear scan for the smallest key (workers and servers are few).
+  std::vector<std::size_t> at(parts.size(), 0);
+  constexpr std::uint64_t kDone = UINT64_MAX;
+  for (;;) {
+    std::uint64_t key = kDone;
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      if (at[j] < parts[j].keys.size()) key = std::min<std::uint64_t>(key, parts[j].keys[at[j]]);
+    }
+    if (key == kDone) break;
+    keys.push_back(static_cast<std::uint32_t>(key));
+    const std::size_t first = sums.size();
+    sums.resize(first + outputs, 0.0);
+    for (std::size_t j = 0; j < parts.size(); ++j) {
+      if (at[j] >= parts[j].keys.size() || parts[j].keys[at[j]] != key) continue;
+      const double* in = parts[j].values + at[j] * outputs;
+      for (std::size_t c = 0; c < outputs; ++c) sums[first + c] += in[c];
+      ++at[j];
+    }
+  }
+}
+
 }  // namespace dt::models

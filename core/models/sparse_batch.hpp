@@ -61,12 +61,26 @@ class KeyIndex {
     const Word& word = words_[key >> 6];
     const std::uint64_t below = word.bits & ((std::uint64_t{1} << (key & 63)) - 1);
     return static_cast<std::uint32_t>(word.below) +
-           static_cast<std::uint32_t>(__builtin_popcountll(below));
+           popcount(below);
   }
   // Clears the bottom level of the listed keys.
   void clear(std::span<const std::uint32_t> listed) noexcept;
 
  private:
+  // Bits set in x. The Release build targets baseline x86-64, which has no popcnt instruction:
+  // there __builtin_popcountll is a call into libgcc (a table lookup a byte) for every
+  // nonzero of a batch; these few register operations are inline.
+  static std::uint32_t popcount(std::uint64_t x) noexcept {
+#if defined(__POPCNT__) || !defined(__x86_64__)
+    return static_cast<std::uint32_t>(__builtin_popcountll(x));
+#else
+    x -= (x >> 1) & 0x5555555555555555ULL;
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return static_cast<std::uint32_t>((x * 0x0101010101010101ULL) >> 56);
+#endif
+  }
+
   struct Word {
     std::uint64_t bits = 0;   // the keys set among the word's 64
     std::uint64_t below = 0;  // listed keys below the word (valid after list())
@@ -121,5 +135,17 @@ void add_gradient(std::span<const double> local_grad, const SparseBatch& batch,
 // (no values) takes the batch's keys.
 void add_gradient(std::span<const double> local_grad, const SparseBatch& batch,
                   std::size_t outputs, KeyedVector& into);
+
+// One term of sum_parts: sorted distinct keys and their values, `outputs` a key.
+struct KeyedPart {
+  std::span<const std::uint32_t> keys;
+  const double* values = nullptr;
+};
+// The sum of the parts as sorted distinct keys (their union) and `outputs` sums a key, by one
+// merge of the parts: no full-width scratch. A coordinate's sum starts at 0.0 and adds the
+// parts that have its key in part order: the bits of adding each part, in order, into a zeroed
+// full vector. A part's keys must ascend (key frames' do: decode_keys checks).
+void sum_parts(std::span<const KeyedPart> parts, std::size_t outputs,
+               std::vector<std::uint32_t>& keys, std::vector<double>& sums);
 
 }  // namespace dt::models

@@ -56,16 +56,15 @@ class SparseStar {
   void ask_keys(roles::CoordinatorSession& session, std::uint64_t step);
   [[nodiscard]] protocol::Envelope step_message(const std::vector<double>& params, int rank,
                                                 std::uint64_t step) const;
-  // Adds the replies' gradients in rank order; lists the touched coordinates in indices_ and
-  // their sums in sums_, leaving grad_ zero again.
+  // Adds the replies' gradients in rank order: the touched coordinates, ascending, in indices_
+  // and their sums in sums_.
   void sum_replies(const std::vector<protocol::Envelope>& replies, std::uint64_t step);
   std::uint64_t width_ = 0;
   std::size_t outputs_ = 1;
   std::vector<std::vector<std::uint32_t>> keys_;  // per rank: its keys of step keys_step_[r]
   std::vector<std::uint64_t> keys_step_;
-  std::vector<double> grad_;                      // full size, zero between steps
-  models::KeyIndex touched_;
-  std::vector<std::uint32_t> touched_keys_;
+  std::vector<models::KeyedPart> parts_;  // sum_replies': the replies' keys and gradients
+  std::vector<std::uint32_t> union_;
   std::vector<std::uint64_t> indices_;
   std::vector<double> sums_;
 

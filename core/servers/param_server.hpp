@@ -170,10 +170,15 @@ class ParameterServer {
   std::vector<std::vector<std::uint32_t>> pending_offsets_;
   std::vector<std::vector<std::uint32_t>> next_offsets_;
   std::vector<bool> has_next_;
-  models::KeyIndex touched_;
+  std::vector<models::KeyedPart> parts_;  // the round's pushes, in rank order
   std::vector<std::uint32_t> touched_list_;
   std::vector<std::uint64_t> touched_index_;
   std::vector<double> sums_;
+  // Under mu_: the coordinates the last keyed round stepped, and the version it started from.
+  // capture() into a copy of that version copies only these (keep() at every round would copy
+  // the whole slice and its optimizer state otherwise: the width, not the keys, a round).
+  std::vector<std::uint64_t> stepped_;
+  std::uint64_t stepped_from_ = UINT64_MAX;
 
   transport::Listener* listener_ = nullptr;  // the thread's, while it runs
 

@@ -51,7 +51,6 @@ void ParameterServer::start_keyed() {
   pending_offsets_.resize(workers);
   next_offsets_.resize(workers);
   has_next_.assign(workers, false);
-  touched_.reserve(options_.range.size());
 }
 
 void ParameterServer::on_keyed_pull(const protocol::Envelope& e) {
@@ -87,24 +86,14 @@ void ParameterServer::take_keyed_push(const protocol::Envelope& e) {
 
 void ParameterServer::apply_keyed_round() {
   std::uint64_t rows = 0;
+  parts_.clear();
   for (std::size_t r = 0; r < pending_.size(); ++r) {
     if (!have_[r]) continue;  // a worker lost (continue) before its push of this round
-    const auto& offsets = pending_offsets_[r];
-    for (std::size_t i = 0; i < offsets.size(); ++i) {
-      grad_[offsets[i]] += pending_[r][i];
-      touched_.set(offsets[i]);
-    }
+    parts_.push_back({pending_offsets_[r], pending_[r].data()});
     rows += pending_rows_[r];
   }
-  touched_list_.clear();
-  touched_.list(touched_list_);
-  touched_.clear(touched_list_);
+  models::sum_parts(parts_, 1, touched_list_, sums_);  // in rank order
   touched_index_.assign(touched_list_.begin(), touched_list_.end());
-  sums_.resize(touched_list_.size());
-  for (std::size_t i = 0; i < touched_list_.size(); ++i) {
-    sums_[i] = grad_[touched_list_[i]];
-    grad_[touched_list_[i]] = 0.0;
-  }
   std::lock_guard lock(mu_);
   if (rows > 0) {  // an empty round changes nothing, as in the dense round
     const double inv = 1.0 / static_cast<double>(rows);
@@ -114,7 +103,11 @@ void ParameterServer::apply_keyed_round() {
       if (l2 != 0.0) sums_[i] += l2 * slice_[touched_list_[i]];
     }
     optimizer_->step_indices(touched_index_, sums_, 1.0, slice_);
+    stepped_.assign(touched_index_.begin(), touched_index_.end());
+  } else {
+    stepped_.clear();
   }
+  stepped_from_ = stats_.version;
   ++stats_.version;
   std::fill(have_.begin(), have_.end(), false);
   received_ = 0;

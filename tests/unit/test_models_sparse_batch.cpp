@@ -10,6 +10,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <set>
 #include <vector>
 
@@ -183,4 +185,42 @@ TEST_CASE("sparse batch: gather, scatter into a full vector and merge into a key
             dt::models::add_gradient(local_b, a, k, sum);
           }).find("the local gradient has") == 0);
   }
+}
+
+TEST_CASE("sparse batch: sum_parts adds keyed parts in order, to the bits of a zeroed full vector") {
+  const std::size_t k = 2;
+  const std::size_t width = 40;
+  // Three parts with overlapping, sorted keys; one is empty; -0.0 values, which a sum starting
+  // at +0.0 turns into +0.0 exactly as the full vector does.
+  const std::vector<std::vector<std::uint32_t>> keys = {{1, 5, 7, 39}, {}, {0, 5, 6, 7, 20}};
+  std::vector<std::vector<double>> values;
+  std::uint64_t seed = 30;
+  for (const auto& part : keys) {
+    auto v = dt::test::random_params(part.size() * k, seed++, 1.0);
+    if (!v.empty()) v[0] = -0.0;
+    values.push_back(std::move(v));
+  }
+  std::vector<double> full(width * k, 0.0);
+  std::vector<dt::models::KeyedPart> parts;
+  for (std::size_t j = 0; j < keys.size(); ++j) {
+    parts.push_back({keys[j], values[j].data()});
+    for (std::size_t i = 0; i < keys[j].size(); ++i) {
+      for (std::size_t c = 0; c < k; ++c) full[keys[j][i] * k + c] += values[j][i * k + c];
+    }
+  }
+  std::vector<std::uint32_t> union_keys = {99};  // replaced, not appended to
+  std::vector<double> sums = {1.0};
+  dt::models::sum_parts(parts, k, union_keys, sums);
+  CHECK(union_keys == std::vector<std::uint32_t>{0, 1, 5, 6, 7, 20, 39});
+  REQUIRE(sums.size() == union_keys.size() * k);
+  for (std::size_t i = 0; i < union_keys.size(); ++i) {
+    for (std::size_t c = 0; c < k; ++c) {
+      const double want = full[union_keys[i] * k + c];
+      CHECK(std::memcmp(&sums[i * k + c], &want, sizeof want) == 0);  // the same bits
+    }
+  }
+  CHECK_FALSE(std::signbit(sums[1 * k]));  // key 1's first value was -0.0 alone: +0.0 + -0.0
+  dt::models::sum_parts({}, k, union_keys, sums);
+  CHECK(union_keys.empty());
+  CHECK(sums.empty());
 }
