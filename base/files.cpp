@@ -37,6 +37,11 @@ bool write_fd(int fd, std::string_view content) noexcept {
 }
 
 void write_atomic(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+  write_atomic(path, std::span<const std::string_view>(&content, 1), mode);
+}
+
+void write_atomic(const std::filesystem::path& path, std::span<const std::string_view> parts,
+                  unsigned mode) {
   kill_points::reach("write", path.filename().string());
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // fmt rather than operator+: GCC 12 at -O3 reports a false -Wrestrict on the concatenation.
@@ -48,7 +53,7 @@ void write_atomic(const std::filesystem::path& path, std::string_view content, u
   const std::filesystem::path tmp(name.data());
   try {
     // Errors name the file being written, not its temporary name (removed below).
-    write_fully(fd, content, path);
+    for (const auto part : parts) write_fully(fd, part, path);
     if (::fchmod(fd, static_cast<mode_t>(mode)) != 0 || ::fsync(fd) != 0) {
       fail<IoError>("cannot sync {}: {}", path.string(), std::strerror(errno));
     }

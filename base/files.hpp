@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,9 @@ namespace dt::files {
 // `mode` applies from the first byte written (a secret key is never readable by others, even
 // half-written).
 void write_atomic(const std::filesystem::path& path, std::string_view content,
+                  unsigned mode = 0644);
+// The same, for content in pieces written one after the other (no copy into one buffer).
+void write_atomic(const std::filesystem::path& path, std::span<const std::string_view> parts,
                   unsigned mode = 0644);
 // Writes all of `content` to a file descriptor, retrying short writes and EINTR; false (errno
 // set) on an error. No allocation and no locks, so it is safe anywhere.

@@ -6,6 +6,7 @@ is core/coordinator/checkpoint.hpp's; this file reads and writes it on its own."
 import json
 import math
 import struct
+import zlib
 
 import harness as h
 
@@ -56,7 +57,10 @@ def encode(head, manifest, arrays):
     for name in sorted(arrays):
         body += struct.pack("<Q", len(name)) + name.encode()
         body += struct.pack("<Q", len(arrays[name])) + struct.pack(f"<{len(arrays[name])}d", *arrays[name])
-    return body + struct.pack("<Q", fnv1a(body)) + END
+    (version,) = struct.unpack_from("<I", head, len(MAGIC))
+    # Format version 2's checksum is CRC-32 (zlib's); version 1's was FNV-1a 64.
+    check = zlib.crc32(body) if version == 2 else fnv1a(body)
+    return body + struct.pack("<Q", check) + END
 
 
 def finished_run(tmp):

@@ -1,8 +1,11 @@
 #pragma once
 // What fuzz_checkpoint and fuzz_resume do to an input before decoding it: a valid trailer (the
-// FNV-1a checksum core/coordinator/checkpoint.hpp defines over the body, then the end marker)
+// checksum core/coordinator/checkpoint.hpp defines over the body for the format version the
+// input's header names: FNV-1a 64 for version 1, CRC-32 otherwise; then the end marker)
 // put in place of the input's own, so that mutations reach the manifest and the arrays behind
 // the checksum, as a file edited by hand or written by something else than disttrain would.
+
+#include <zlib.h>
 
 #include <cstdint>
 #include <cstring>
@@ -16,8 +19,13 @@ inline std::string with_valid_trailer(std::string_view input) {
   constexpr std::size_t kTrailer = 8 + kEnd.size();
   const bool has_trailer = input.size() >= kTrailer && input.ends_with(kEnd);
   std::string out(has_trailer ? input.substr(0, input.size() - kTrailer) : input);
-  std::uint64_t sum = 0xcbf29ce484222325ULL;  // FNV-1a 64 of every byte before it
-  for (const char c : out) sum = (sum ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  std::uint64_t sum = 0;
+  if (out.size() > 8 && out[8] == 1) {
+    sum = 0xcbf29ce484222325ULL;  // FNV-1a 64 of every byte before it
+    for (const char c : out) sum = (sum ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  } else if (!out.empty()) {
+    sum = ::crc32_z(0, reinterpret_cast<const Bytef*>(out.data()), out.size());
+  }
   char bytes[8];
   std::memcpy(bytes, &sum, 8);
   out.append(bytes, 8);

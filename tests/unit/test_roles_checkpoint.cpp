@@ -83,7 +83,29 @@ TEST_CASE("checkpoint: a truncated or corrupted file is refused with a clear mes
   auto version = bytes;
   version[8] = 9;
   CHECK(decode_error_of(version) == "ck/step-1.ckpt: checkpoint format version 9, this disttrain reads "
-                             "version 1; resume it with the disttrain that wrote it");
+                             "versions 1 to 2; resume it with the disttrain that wrote it");
+}
+
+TEST_CASE("checkpoint: a file of format version 1 (FNV-1a checksum) is still read") {
+  const auto c = checkpoint_sample(12);
+  auto bytes = ck::encode(c);
+  CHECK(bytes[8] == 2);  // what this build writes: a CRC-32 checksum
+  // The same file as format version 1 wrote it: version 1 and FNV-1a 64 of the bytes before.
+  bytes[8] = 1;
+  const std::size_t body = bytes.size() - 16;
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (std::size_t i = 0; i < body; ++i) {
+    h ^= static_cast<unsigned char>(bytes[i]);
+    h *= 0x100000001b3ULL;
+  }
+  std::memcpy(bytes.data() + body, &h, sizeof h);
+  const auto back = ck::decode(bytes, "old");
+  CHECK(back.manifest == c.manifest);
+  for (const auto& [name, values] : c.arrays) CHECK(same_array_bits(back.array(name), values));
+  // A version 1 file whose bytes changed is still caught.
+  bytes[body / 2] = static_cast<char>(bytes[body / 2] ^ 0x01);
+  CHECK(decode_error_of(bytes) ==
+        "ck/step-1.ckpt: corrupt checkpoint: the checksum does not match its contents");
 }
 
 TEST_CASE("checkpoint: files are named by step, the last two kept, no temp file left") {
