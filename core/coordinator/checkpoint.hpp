@@ -9,7 +9,8 @@
 //   u64 n, n bytes               the manifest: JSON (step, epoch, mode, fingerprints, log, ...)
 //   u64 k, then k arrays         each: u64 name length, the name, u64 count, count doubles
 //   u64 checksum                 of every byte before it: CRC-32 (zlib's), zero-extended;
-//                                format version 1 (still read) had FNV-1a 64, 5 times slower
+//                                format version 1 (still read) had FNV-1a 64, 3 to 4 times
+//                                slower (100 MB: 0.17 s against 0.05 s on the development VM)
 //   "DTCKEND\n"                  8 bytes: the file ends here
 // Doubles are stored as their raw IEEE-754 bits, so a round trip is exact.
 //
