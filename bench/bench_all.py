@@ -318,15 +318,18 @@ def row_linreg(b):
         r = ratio_of(ddp_train, shuffled)
         add("linreg", f"training vs PyTorch DDP (2 workers, f64; {label})", fmt(shuffled, "s"),
             f"DDP {fmt(ddp_train, 's')}", fmt(r, "×"), "≥ 15×" if targeted else "—",
-            check(r, ">=", 15) if targeted else None, notes(note[(topology, "true")], ddp_note))
+            check(r, ">=", 15) if targeted else None,
+            notes(note[(topology, "true")], ddp_note,
+                  scan_bound(b, ddp_train, 15, "DDP") if targeted else ""))
         r = ratio_of(np_train, ordered)
         add("linreg", f"training vs one numpy process, same steps (no shuffle; OpenBLAS; {label})",
             fmt(ordered, "s"), f"numpy {fmt(np_train, 's')}", fmt(r, "×"),
             "≥ 1.8×" if targeted else "—", check(r, ">=", 1.8) if targeted else None,
-            notes(note[(topology, "false")], np_note))
+            notes(note[(topology, "false")], np_note,
+                  scan_bound(b, np_train, 1.8, "numpy") if targeted else ""))
     for label, key in (("no shuffle", ("ring", "false")), ("shuffled rows", ("ring", "true"))):
         seconds = train[key]
-        gbs = 3 * 1_000_000 * 100 * 8 / seconds / 1e9 if seconds else None
+        gbs = LINREG_BYTES / seconds / 1e9 if seconds else None
         r = ratio_of(gbs, b.stream2)
         add("linreg", f"bytes scanned per second vs 2-thread STREAM ({label}; ring)",
             fmt(gbs, "GB/s"), f"STREAM {fmt(b.stream2, 'GB/s')}", fmt(r * 100 if r else None, "%"),
@@ -335,6 +338,26 @@ def row_linreg(b):
     add("linreg", "whole process (start-up, data, training, evaluation; ring)", fmt(wall, "s"),
         f"DDP {fmt(ddp_wall, 's')}", fmt(r, "×"), "—", None, notes(note[("ring", "true")], ddp_note))
     row_memory(b, [s for s, _ in ours if s], note[("ring", "true")])
+
+
+LINREG_BYTES = 3 * 1_000_000 * 100 * 8  # the features the 3 epochs read, once each
+
+
+def scan_bound(b, peer_seconds, factor, peer):
+    """What `factor` times `peer` asks of memory: every epoch reads the 2.4 GB of features at
+    least once, so the training time is at least those bytes over the 2-thread STREAM bandwidth
+    of this pass. A target that needs more than that bandwidth is out of reach on this machine
+    whatever the code does; the note says so, or how much of the bandwidth it needs."""
+    if not peer_seconds or not b.stream2:
+        return ""
+    seconds = peer_seconds / factor
+    needed = LINREG_BYTES / seconds / 1e9
+    share = needed / b.stream2
+    if share > 1:
+        return (f"{factor:g}× {peer} is {fmt(seconds, 's')}: {fmt(needed, 'GB/s')} of features "
+                f"read, {share:.2f} × the 2-thread STREAM bandwidth: out of reach on this machine")
+    return (f"{factor:g}× {peer} is {fmt(seconds, 's')}: {fmt(needed, 'GB/s')} of features read, "
+            f"{100 * share:.0f}% of the 2-thread STREAM bandwidth")
 
 
 def row_memory(b, summaries, note):
