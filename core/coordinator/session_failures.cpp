@@ -350,9 +350,26 @@ void CoordinatorSession::check_exit(const ChildExit& exit) {
     if (!in) break;
     if (!is_its_error(*in)) stash_.push_back(std::move(*in));
   }
-  const bool reported = error.has_value();
-  if (error) raise_worker_error(exit.rank, *error);
-  if (!reported) lose_worker(exit.rank, exit.status.describe());
+  if (error) {
+    raise_worker_error(exit.rank, *error);
+    return;
+  }
+  // No report in time (a loaded machine can hold it past the wait), but the exit code says
+  // bad input: still exit 2, with the worker's own words from its log.
+  if (exit.status.signal == 0 && exit.status.code == static_cast<int>(ExitCode::kBadInput)) {
+    std::string words = pool_.last_words(exit.rank);
+    if (const auto at = words.rfind("error: "); at != std::string::npos) {
+      words = words.substr(at + 7);
+      if (const auto end = words.find('\n'); end != std::string::npos) words.resize(end);
+    }
+    if (words.empty()) {
+      words = exit.status.describe() + " (bad input; its report did not arrive: see its log in "
+              "the run's workers/ folder)";
+    }
+    raise_worker_error(exit.rank, {"data", words, static_cast<int>(ExitCode::kBadInput)});
+    return;
+  }
+  lose_worker(exit.rank, exit.status.describe());
 }
 
 }  // namespace dt::roles
