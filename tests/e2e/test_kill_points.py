@@ -40,10 +40,11 @@ HEARTBEAT = {"send ping", "receive pong"}
 
 def timed(point, nth):
     """Whether a reach of `point` depends on timing, not on the run: heartbeats (a clock; even
-    the first pong, which a run shorter than one round trip of the heartbeat never receives: seen
-    once under a parallel ctest), and later checkpoint files (one waiting to be written is
-    replaced by a newer one, core/coordinator/checkpoint_writer.hpp)."""
-    if point == "receive pong":
+    the first pong, which a run shorter than one round trip of the heartbeat never receives, and
+    the first ping, which a heartbeat thread started late on a loaded machine sends after a short
+    run's end: each seen once under a parallel ctest), and later checkpoint files (one waiting to
+    be written is replaced by a newer one, core/coordinator/checkpoint_writer.hpp)."""
+    if point in HEARTBEAT:
         return True
     return nth > 1 and (point.split(" ", 1)[1] in {"ping", "pong"} or point.endswith(".ckpt"))
 
