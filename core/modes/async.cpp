@@ -9,6 +9,10 @@
 //                        loss sum, the version it was computed from; this push is also the
 //                        pull of the next step
 //
+// On sparse rows the exchange is keyed (async_keyed.hpp, core/servers/param_server_keyed.cpp):
+// a push carries the gradient at its batch's parameter indices and the indices of the next
+// batch, and the answer only their values; the rules below are the same.
+//
 // A server applies each push at once: the sum divided by that batch's rows, plus the L2 term,
 // one optimizer step (with staleness_lr the step is divided by 1 + staleness). The staleness of
 // a push at a server is the server's version (pushes it has applied) at apply time minus the
