@@ -307,6 +307,7 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   if (rows > 0 && keyed) {
     apply_keyed_push(g, rows, staleness);
   } else if (rows > 0) {
+    copy_in_part_ = false;  // a dense step: the next copy is whole
     const double inv = 1.0 / static_cast<double>(rows);
     const auto n = grad_.size();
     for (std::size_t i = 0; i < n; ++i) {

@@ -141,8 +141,13 @@ class ParameterServer {
   // Async: a worker that reconnects to this replacement says how many steps it has pushed and
   // whether it waits for a slice; the updates this server lost are counted as done.
   void on_rejoin(const protocol::Envelope& e);
-  // Async: after an update, under mu_: writes options().copy when one is due.
+  // Async: after an update, under mu_: writes options().copy when one is due. Keyed pushes
+  // only: after this server's first copy, only the offsets changed since the last one.
   void leave_copy();
+  // Keyed async: the offsets stepped since the last copy (a push's each, repeats and all: at
+  // most copy_every pushes' keys), and whether the copy is this server's state but at them.
+  std::vector<std::uint32_t> changed_;
+  bool copy_in_part_ = false;
   // Lost workers (param_server_workers.cpp), on the server thread.
   [[nodiscard]] Dealt post_news(int rank, bool replaced, std::optional<protocol::Envelope> deal,
                                 std::chrono::milliseconds wait);

@@ -160,6 +160,9 @@ void ParameterServer::apply_keyed_push(std::span<const double> g, std::uint64_t 
   const double inv = 1.0 / static_cast<double>(rows);
   const auto n = touched_list_.size();
   touched_index_.assign(touched_list_.begin(), touched_list_.end());
+  if (options_.copy && options_.copy_every > 0) {  // for leave_copy
+    changed_.insert(changed_.end(), touched_list_.begin(), touched_list_.end());
+  }
   sums_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const auto o = touched_list_[i];

@@ -258,16 +258,20 @@ def test_keyed_async_equals_dense_and_keeps_the_failure_rules(tmp):
     assert r.json()["checkpoint"]["resumed_from_step"] == 26, r.json()["checkpoint"]
     assert (cut / "model.json").read_bytes() == (ref / "model.json").read_bytes()
     # A server killed and replaced: the worker rejoins it with the indices it waits for and is
-    # answered with their values (a dense slice would stop it with a protocol error); the
-    # replacement starts from its last copy, so the model is near, not equal.
-    r, out = train(tmp, "async-server", binary, True, workers=2, aggregation=ASYNC2,
+    # answered with their values (a dense slice would stop it with a protocol error). The
+    # replacement starts from the copy the server left at each update (written in part: the
+    # keys stepped since the one before), so its slice lacks only the push that killed it:
+    # the model is near the unfailed run's, not equal.
+    r, out = train(tmp, "async-server", binary, True, workers=1, aggregation=ASYNC2,
                    optimizer=ftrl, policy="restart",
                    extra="faults: [{server: 1, at_step: 9, action: kill}]")
     s = r.json()
     [f] = s["failures"]
-    assert f["server"] == 1 and f["action"] == "restart", f
-    assert s["aggregation"]["updates"] == 42 and s["steps"] == 42, s["aggregation"]
-    assert s["validation"]["auc"] > 0.7, s["validation"]
+    assert f["server"] == 1 and f["action"] == "restart" and f["restored_update"] == 9, f
+    assert s["aggregation"]["updates"] == 39 and s["steps"] == 39, s["aggregation"]
+    clean = json.loads((ref / "summary.json").read_text())["final_loss"]
+    assert s["final_loss"] != clean and abs(s["final_loss"] - clean) < 0.05 * clean, \
+        (s["final_loss"], clean)
     # A worker lost under continue: its rows are dealt on the keyed answers (the notice rides
     # on the values) and the survivors train on them from their next local epoch, which
     # lengthens their plans (slowed, they are still in their first epochs when it happens).

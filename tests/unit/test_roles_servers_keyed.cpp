@@ -184,3 +184,41 @@ TEST_CASE("servers: async keyed answers carry a lost worker's share, a replaceme
   CHECK(params[3] == 1.0);
   server.check();
 }
+
+TEST_CASE("servers: a keyed async server writes its copy for a replacement in part (the offsets "
+          "stepped since the last copy), and the copy is its whole state") {
+  auto transport = inproc();
+  auto o = keyed_async_options();
+  o.workers = 1;
+  o.worker_steps = {4};
+  o.staleness_lr = false;
+  o.optimizer.type = dt::config::OptimizerType::kAdagrad;  // a state slot to copy too
+  o.copy_every = 2;
+  o.copy = std::make_shared<dt::roles::ServerCopy>();
+  ParameterServer server(*transport, o, {1.0, 1.0, 1.0, 1.0, 1.0});
+  FakeWorker w(*transport, server.endpoint(), 0);
+  keyed_pull(w, 4, {0, 1});
+  (void)keyed_values(w);
+  const std::vector<std::vector<std::uint32_t>> keys{{0, 1}, {2}, {1, 4}, {3}};
+  for (std::uint64_t step = 0; step < 4; ++step) {
+    std::optional<std::vector<std::uint32_t>> next;
+    if (step + 1 < 4) next = keys[step + 1];
+    keyed_push(w, step, step, 1, keys[step], std::vector<double>(keys[step].size(), 0.5 + step),
+               next);
+    if (next) (void)keyed_values(w);
+    REQUIRE(server.wait_version(step + 1, kKeyedWait));
+    if ((step + 1) % 2 != 0) continue;
+    // The copy is written under the lock that publishes the version: the state at it.
+    dt::roles::ServerState now;
+    server.capture(now);
+    std::lock_guard lock(o.copy->mu);
+    CHECK(o.copy->state.version == step + 1);
+    CHECK(o.copy->state.slice == now.slice);
+    CHECK(o.copy->state.optimizer.slots == now.optimizer.slots);
+    CHECK(o.copy->state.optimizer.steps == now.optimizer.steps);
+  }
+  server.check();  // (the server's lock before the copy's, as the server takes them)
+  std::lock_guard lock(o.copy->mu);
+  CHECK(o.copy->state.slice[3] != 1.0);  // stepped at update 4, copied in part
+  CHECK(o.copy->state.slice[0] != 1.0);  // stepped at update 1, copied whole at 2
+}
