@@ -9,6 +9,10 @@
 //                        loss sum, the version it was computed from; this push is also the
 //                        pull of the next step
 //
+// On sparse rows the exchange is keyed (async_keyed.hpp, core/servers/param_server_keyed.cpp):
+// a push carries the gradient at its batch's parameter indices and the indices of the next
+// batch, and the answer only their values; the rules below are the same.
+//
 // A server applies each push at once: the sum divided by that batch's rows, plus the L2 term,
 // one optimizer step (with staleness_lr the step is divided by 1 + staleness). The staleness of
 // a push at a server is the server's version (pushes it has applied) at apply time minus the
@@ -44,6 +48,7 @@
 //     the final evaluation only, as in every mode.
 
 #include "core/modes/mode.hpp"
+#include "core/modes/async_keyed.hpp"
 #include "core/protocol/step_messages.hpp"
 #include "core/modes/server_mode.hpp"
 #include "core/coordinator/session.hpp"
@@ -59,6 +64,8 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <tuple>
 
 namespace dt::modes {
 namespace {
@@ -292,7 +299,10 @@ class AsyncMode final : public ServerGroupMode {
                           protocol::name_of(message.type));
     }
     auto& model = session.model();
-    const std::size_t p = model.parameter_count();
+    // Sparse rows: the keyed exchange (async_keyed.hpp): no vector of the model's width here.
+    std::optional<AsyncKeyedWorker> keyed;
+    if (session.shard().sparse) keyed.emplace(session);
+    const std::size_t p = keyed ? 0 : model.parameter_count();
     // Kept past the last step: a worker done with its steps still tells a failed server's
     // replacement so (ServerClient::on_moved).
     client_ = std::make_unique<roles::ServerClient>(session, message);
@@ -320,9 +330,18 @@ class AsyncMode final : public ServerGroupMode {
     std::uint64_t in_epoch = first;
     while (epoch < epochs && in_epoch >= per_epoch[epoch]) in_epoch -= per_epoch[epoch++];
     nlohmann::json took = nlohmann::json::array();
-    client.pull(steps);
+    if (keyed && first < steps) {
+      keyed->start(client, {epoch, in_epoch}, steps);
+    } else {
+      client.pull(steps);
+    }
     for (std::uint64_t step = first; step < steps; ++step) {
-      client.receive(params);  // held by the server while the staleness bound says wait
+      // Held by the server while the staleness bound says wait.
+      if (keyed) {
+        keyed->receive(client);
+      } else {
+        client.receive(params);
+      }
       if (auto notice = client.take_notice()) {
         // A share of a lost worker's rows, from the next local epoch (this one keeps its order).
         const auto from = epoch + 1;
@@ -332,19 +351,25 @@ class AsyncMode final : public ServerGroupMode {
                         {"from_epoch", from}});
       }
       session.begin_step(step);
-      std::fill(grad.begin(), grad.end(), 0.0);
       const auto start = std::chrono::steady_clock::now();
-      const auto batch = session.local_batch_at(epoch, in_epoch);
-      models::BatchResult result;
-      if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
-      session.add_compute_seconds(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      client.push(grad, step, static_cast<std::uint64_t>(batch.rows()), result.loss_sum,
-                  steps == planned ? 0 : steps);
-      if (++in_epoch == per_epoch[epoch]) {
-        in_epoch = 0;
-        ++epoch;
+      AsyncKeyedWorker::At next{epoch, in_epoch + 1};  // the next step's place
+      if (next.second == per_epoch[epoch]) next = {epoch + 1, 0};
+      const auto plan = steps == planned ? 0 : steps;
+      if (keyed) {
+        const auto result = keyed->compute(step + 1 < steps ? std::optional(next) : std::nullopt);
+        session.add_compute_seconds(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        keyed->push(client, step, result, plan);
+      } else {
+        std::fill(grad.begin(), grad.end(), 0.0);
+        const auto batch = session.local_batch_at(epoch, in_epoch);
+        models::BatchResult result;
+        if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
+        session.add_compute_seconds(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        client.push(grad, step, static_cast<std::uint64_t>(batch.rows()), result.loss_sum, plan);
       }
+      std::tie(epoch, in_epoch) = next;
     }
     protocol::Envelope done{.type = protocol::Type::kDone, .step = steps};
     done.fields = {{"steps", steps}};

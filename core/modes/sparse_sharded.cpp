@@ -15,13 +15,13 @@ void SparseShardedWorker::set_start(std::span<const double> start, std::uint64_t
   values_step_ = UINT64_MAX;
 }
 
-void SparseShardedWorker::indices_of(const models::SparseBatch& batch,
-                                     std::vector<std::uint64_t>& out) const {
+void parameter_indices(const models::SparseBatch& batch, std::uint64_t width, std::size_t outputs,
+                       std::vector<std::uint64_t>& out) {
   out.clear();
   for (const std::uint32_t k : batch.keys) {
-    for (std::size_t c = 0; c < outputs_; ++c) out.push_back(k * outputs_ + c);
+    for (std::size_t c = 0; c < outputs; ++c) out.push_back(k * outputs + c);
   }
-  for (std::size_t c = 0; c < outputs_; ++c) out.push_back(width_ * outputs_ + c);
+  for (std::size_t c = 0; c < outputs; ++c) out.push_back(width * outputs + c);
 }
 
 void SparseShardedWorker::step(roles::WorkerSession& session, roles::ServerClient& client,
@@ -42,7 +42,7 @@ void SparseShardedWorker::step(roles::WorkerSession& session, roles::ServerClien
       prepare_batch(session, step, current_);
     }
   }
-  indices_of(current_.batch, indices_);
+  parameter_indices(current_.batch, width_, outputs_, indices_);
   if (values_step_ != step) {
     local_.resize(indices_.size());
     if (start_step_ == step && !start_.empty()) {  // a replacement: the round's parameters
@@ -63,7 +63,7 @@ void SparseShardedWorker::step(roles::WorkerSession& session, roles::ServerClien
   next_indices_.clear();
   if (ahead) {
     prepare_batch(session, step + 1, next_);
-    indices_of(next_.batch, next_indices_);
+    parameter_indices(next_.batch, width_, outputs_, next_indices_);
   }
   session.add_compute_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -15,6 +15,12 @@
 
 namespace dt::modes {
 
+// A sparse batch's parameter indices, ascending: key k's outputs k*K .. k*K + K - 1 (K =
+// `outputs`), then the K biases after the width * K weights. The order of the batch's local
+// vector (SparseModel::loss_and_gradient), and what the keyed exchanges ask servers for.
+void parameter_indices(const models::SparseBatch& batch, std::uint64_t width, std::size_t outputs,
+                       std::vector<std::uint64_t>& out);
+
 class SparseShardedWorker {
  public:
   // kServers: `start` (a replacement's) are the full parameters of the round `start_step`.
@@ -24,7 +30,6 @@ class SparseShardedWorker {
             const protocol::Envelope& message);
 
  private:
-  void indices_of(const models::SparseBatch& batch, std::vector<std::uint64_t>& out) const;
   std::unique_ptr<models::SparseModel> model_;
   std::uint64_t width_ = 0;
   std::size_t outputs_ = 1;

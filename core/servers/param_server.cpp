@@ -199,6 +199,7 @@ void ParameterServer::on_pull(const protocol::Envelope& e) {
     reply(rank);  // the current slice: the start of training, or the latest round
     return;
   }
+  take_pull_offsets(e);  // keyed: the offsets whose values the answer carries
   if (e.fields.contains("rejoin")) {
     on_rejoin(e);  // to a replacement of a failed server
     return;
@@ -293,7 +294,9 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   const auto from = protocol::count(e, "version");
   const auto rows = protocol::count(e, "rows");
   const double loss_sum = protocol::number(e, "loss_sum");
-  const auto g = protocol::doubles(e, 0, options_.range.size());
+  // Keyed (sparse rows): the gradient at the push's offsets only (param_server_keyed.cpp).
+  const bool keyed = e.fields.contains("keyed");
+  const auto g = keyed ? take_async_keyed_push(e) : protocol::doubles(e, 0, options_.range.size());
   {
   std::lock_guard lock(mu_);
   if (from > stats_.version) {
@@ -301,7 +304,10 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
                         from, stats_.version);
   }
   const std::uint64_t staleness = stats_.version - from;
-  if (rows > 0) {
+  if (rows > 0 && keyed) {
+    apply_keyed_push(g, rows, staleness);
+  } else if (rows > 0) {
+    copy_in_part_ = false;  // a dense step: the next copy is whole
     const double inv = 1.0 / static_cast<double>(rows);
     const auto n = grad_.size();
     for (std::size_t i = 0; i < n; ++i) {
@@ -361,7 +367,9 @@ void ParameterServer::release_held() {
 }
 
 void ParameterServer::reply(int rank) {
-  if (keyed_ && !options_.asynchronous) {
+  // Keyed: the values of the offsets asked for (async: asked for by the push, pull or rejoin
+  // this answers).
+  if (keyed_ && (!options_.asynchronous || has_next_[static_cast<std::size_t>(rank)])) {
     reply_keyed(rank);
     return;
   }

@@ -141,8 +141,13 @@ class ParameterServer {
   // Async: a worker that reconnects to this replacement says how many steps it has pushed and
   // whether it waits for a slice; the updates this server lost are counted as done.
   void on_rejoin(const protocol::Envelope& e);
-  // Async: after an update, under mu_: writes options().copy when one is due.
+  // Async: after an update, under mu_: writes options().copy when one is due. Keyed pushes
+  // only: after this server's first copy, only the offsets changed since the last one.
   void leave_copy();
+  // Keyed async: the offsets stepped since the last copy (a push's each, repeats and all: at
+  // most copy_every pushes' keys), and whether the copy is this server's state but at them.
+  std::vector<std::uint32_t> changed_;
+  bool copy_in_part_ = false;
   // Lost workers (param_server_workers.cpp), on the server thread.
   [[nodiscard]] Dealt post_news(int rank, bool replaced, std::optional<protocol::Envelope> deal,
                                 std::chrono::milliseconds wait);
@@ -157,15 +162,23 @@ class ParameterServer {
   // True when the message was handled as (or dropped for) a lost or replaced worker.
   [[nodiscard]] bool screen_lost(const protocol::Envelope& e);
 
-  // Keyed rounds (sparse rows, sync; param_server_keyed.cpp): pulls and pushes name offsets into
-  // the slice (key frames); the round sums the pushes at their offsets, steps the touched ones,
-  // and answers each rank with the values of the offsets its push named for its next step.
+  // Keyed exchange (sparse rows; param_server_keyed.cpp): pulls and pushes name offsets into
+  // the slice (key frames). Sync: the round sums the pushes at their offsets, steps the touched
+  // ones, and answers each rank with the values of the offsets its push named for its next step.
+  // Async: each push is stepped at its offsets at once; the answer (held as a dense one would
+  // be) carries the values of the offsets its push (or pull, or rejoin) named.
   void start_keyed();
   void on_keyed_pull(const protocol::Envelope& e);
   void take_keyed_push(const protocol::Envelope& e);  // on_sync_push's part for a keyed push
   void apply_keyed_round();
   void reply_keyed(int rank);
   void take_next_offsets(const protocol::Envelope& e);  // a keyed push's, for reply_keyed
+  void take_pull_offsets(const protocol::Envelope& e);  // async: a keyed pull's or rejoin's
+  // Async: a keyed push's offsets (into touched_list_) and its gradient sum at them.
+  [[nodiscard]] std::span<const double> take_async_keyed_push(const protocol::Envelope& e);
+  // Async, under mu_: the dense async apply restricted to touched_list_ (rows > 0).
+  void apply_keyed_push(std::span<const double> g, std::uint64_t rows, std::uint64_t staleness);
+  void send_values(int rank, std::span<const std::uint32_t> offsets);
   bool keyed_ = false;                                  // a keyed message has come
   std::vector<std::vector<std::uint32_t>> pending_offsets_;
   std::vector<std::vector<std::uint32_t>> next_offsets_;

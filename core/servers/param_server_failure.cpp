@@ -81,8 +81,21 @@ void ParameterServer::leave_copy() {
   std::lock_guard lock(options_.copy->mu);
   auto& state = options_.copy->state;
   state.version = stats_.version;
-  state.slice = slice_;  // assignments reuse the copy's buffers
-  state.optimizer = optimizer_->state();
+  const auto& optimizer = optimizer_->state();
+  if (copy_in_part_) {
+    // Keyed pushes step only their offsets (step_indices leaves every other coordinate and its
+    // state as they are): the rest of the copy is still this server's state.
+    for (const std::uint32_t o : changed_) state.slice[o] = slice_[o];
+    for (std::size_t s = 0; s < optimizer.slots.size(); ++s) {
+      for (const std::uint32_t o : changed_) state.optimizer.slots[s][o] = optimizer.slots[s][o];
+    }
+    state.optimizer.steps = optimizer.steps;
+  } else {
+    state.slice = slice_;  // assignments reuse the copy's buffers
+    state.optimizer = optimizer;
+    copy_in_part_ = keyed_;
+  }
+  changed_.clear();
   state.worker_steps = stats_.worker_steps;
   options_.copy->seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,7 +1,8 @@
-// Keyed synchronous rounds of a parameter server (param_server.hpp): sparse rows' pushes and
-// pulls name the offsets into this server's slice their batch touches (core/modes/sparse_star.hpp
+// The keyed exchange of a parameter server (param_server.hpp) on sparse rows: pushes and pulls
+// name the offsets into this server's slice their batch touches (core/modes/sparse_star.hpp
 // describes the same exchange with the coordinator as the one server).
 //
+// Synchronous rounds (gradients mode):
 //   keyed pull   fields {keyed}, array 0: a key frame of offsets; answered at once with their
 //                values (the coordinator starts step s only once every server is at version s)
 //   keyed push   fields {keyed, rows, loss_sum, version}, array 0: the offsets, array 1: the
@@ -11,6 +12,16 @@
 // A round adds the pushes in rank order at their offsets (the same bits as the dense round's
 // sums), lists the touched offsets in order, divides by the round's rows, adds the L2 term at
 // them (lazy L2) and steps only them (Optimizer::step_indices).
+//
+// Asynchronous (async mode), the same messages with the dense async fields:
+//   keyed pull   {keyed, steps} (or a rejoin's {keyed, steps, rejoin, awaiting}), array 0: the
+//                offsets of the worker's next step
+//   keyed push   {keyed, rows, loss_sum, version[, steps]}, arrays as above; array 2 (the next
+//                step's offsets) on every push but the worker's last
+//   keyed slice  as above, with a "reassign" notice (async continue) and its second array
+// Each push is applied at once as the dense async apply does, at its offsets only: sum / rows,
+// lazy L2, step_indices, staleness_lr's scaled step. The answer is held by the staleness bound
+// as a dense one is.
 
 #include "core/servers/param_server.hpp"
 
@@ -23,26 +34,26 @@ namespace dt::roles {
 
 using transport::deadline_in;
 
-namespace {
-
-void send_values(transport::Listener& listener, const ServerOptions& options, int rank,
-                 std::uint64_t version, std::span<const double> slice,
-                 std::span<const std::uint32_t> offsets) {
-  protocol::Envelope s{.type = protocol::Type::kSlice, .step = version};
-  s.fields = {{"server", options.index}, {"version", version}, {"keyed", true}};
+void ParameterServer::send_values(int rank, std::span<const std::uint32_t> offsets) {
+  protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
+  s.fields = {{"server", options_.index}, {"version", stats_.version}, {"keyed", true}};
   wire::Bytes frame(offsets.size() * sizeof(double));
   auto* out = reinterpret_cast<double*>(frame.data());
-  for (const std::uint32_t o : offsets) *out++ = slice[o];
+  for (const std::uint32_t o : offsets) *out++ = slice_[o];
   s.arrays.push_back(std::move(frame));
+  if (const auto notice = notices_.find(rank); notice != notices_.end()) {
+    // A share of a lost worker's rows (async continue; deal_rows), as on a dense slice.
+    s.fields["reassign"] = notice->second.fields;
+    s.arrays.push_back(notice->second.arrays.at(0));
+    notices_.erase(notice);
+  }
   try {
-    listener.send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
-                  protocol::encode(std::move(s), options.job_id), deadline_in(kSendDeadline));
+    listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
+                    protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));
   } catch (const TransportError& e) {
     log::debug("no slice for worker {}: {}", rank, e.what());  // as reply(): the coordinator's
   }
 }
-
-}  // namespace
 
 void ParameterServer::start_keyed() {
   if (keyed_) return;
@@ -60,11 +71,11 @@ void ParameterServer::on_keyed_pull(const protocol::Envelope& e) {
   protocol::decode_keys(e.arrays[0], options_.range.size(),
                         fmt::format("worker {}'s keys", e.rank), next_offsets_[r]);
   // slice_ and the version change on this thread only: read here without the lock, as reply().
-  send_values(*listener_, options_, static_cast<int>(e.rank), stats_.version, slice_,
-              next_offsets_[r]);
+  send_values(static_cast<int>(e.rank), next_offsets_[r]);
 }
 
 void ParameterServer::take_next_offsets(const protocol::Envelope& e) {
+  start_keyed();
   const auto r = static_cast<std::size_t>(e.rank);
   has_next_[r] = e.arrays.size() > 2;
   if (has_next_[r]) {
@@ -118,7 +129,59 @@ void ParameterServer::apply_keyed_round() {
 void ParameterServer::reply_keyed(int rank) {
   const auto r = static_cast<std::size_t>(rank);
   if (!has_next_[r]) return;  // its next step starts an epoch: it pulls its keys then
-  send_values(*listener_, options_, rank, stats_.version, slice_, next_offsets_[r]);
+  send_values(rank, next_offsets_[r]);
+}
+
+void ParameterServer::take_pull_offsets(const protocol::Envelope& e) {
+  if (!e.fields.contains("keyed")) return;
+  start_keyed();
+  if (e.arrays.empty()) fail<ProtocolError>("worker {} sent a keyed pull without keys", e.rank);
+  const auto r = static_cast<std::size_t>(e.rank);
+  protocol::decode_keys(e.arrays[0], options_.range.size(),
+                        fmt::format("worker {}'s keys", e.rank), next_offsets_[r]);
+  has_next_[r] = true;
+}
+
+std::span<const double> ParameterServer::take_async_keyed_push(const protocol::Envelope& e) {
+  start_keyed();
+  if (e.arrays.size() < 2) fail<ProtocolError>("worker {}'s keyed push lacks its values", e.rank);
+  // Sorted and unique (decode_keys refuses a repeated key): step_indices' contract.
+  protocol::decode_keys(e.arrays[0], options_.range.size(),
+                        fmt::format("worker {}'s keys", e.rank), touched_list_);
+  take_next_offsets(e);
+  return protocol::doubles(e, 1, touched_list_.size());
+}
+
+// on_async_push's dense arithmetic at the pushed offsets: every other coordinate has a zero
+// gradient there, which moves neither it nor its state for sgd without momentum, adagrad and
+// ftrl (the same bits); L2 and momentum/adam are lazy, as in the keyed rounds.
+void ParameterServer::apply_keyed_push(std::span<const double> g, std::uint64_t rows,
+                                       std::uint64_t staleness) {
+  const double inv = 1.0 / static_cast<double>(rows);
+  const auto n = touched_list_.size();
+  touched_index_.assign(touched_list_.begin(), touched_list_.end());
+  if (options_.copy && options_.copy_every > 0) {  // for leave_copy
+    changed_.insert(changed_.end(), touched_list_.begin(), touched_list_.end());
+  }
+  sums_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto o = touched_list_[i];
+    sums_[i] = g[i] * inv;
+    if (options_.l2[o] != 0.0) sums_[i] += options_.l2[o] * slice_[o];
+  }
+  if (!options_.staleness_lr || staleness == 0) {
+    optimizer_->step_indices(touched_index_, sums_, 1.0, slice_);
+    return;
+  }
+  // As the dense apply: the STEP is divided by 1 + staleness, the optimizer sees the whole
+  // gradient. before_ (the slice's size) holds the touched values.
+  for (std::size_t i = 0; i < n; ++i) before_[i] = slice_[touched_list_[i]];
+  optimizer_->step_indices(touched_index_, sums_, 1.0, slice_);
+  const double scale = 1.0 / (1.0 + static_cast<double>(staleness));
+  for (std::size_t i = 0; i < n; ++i) {
+    double& w = slice_[touched_list_[i]];
+    w = before_[i] + (w - before_[i]) * scale;
+  }
 }
 
 }  // namespace dt::roles

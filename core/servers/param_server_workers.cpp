@@ -204,6 +204,7 @@ bool ParameterServer::screen_lost(const protocol::Envelope& e) {
       return true;
     }
     await_pull_[r] = false;
+    take_pull_offsets(e);  // keyed: the values its first step needs
     if (!clock_->finished(rank)) waiting_.push_back(rank);
     release_held();
     return true;
@@ -212,6 +213,7 @@ bool ParameterServer::screen_lost(const protocol::Envelope& e) {
     // The lost worker's push of this step got here before it died: applied once, not twice.
     // Like every push it also asks for the next step.
     log::debug("worker {} pushed step {} again, applied already: dropped", rank, e.step + 1);
+    if (e.fields.contains("keyed")) take_next_offsets(e);  // the values its next step needs
     if (!clock_->finished(rank) &&
         std::find(waiting_.begin(), waiting_.end(), rank) == waiting_.end()) {
       waiting_.push_back(rank);

@@ -107,11 +107,16 @@ void ServerClient::receive(std::span<double> params, std::uint64_t min_version) 
     const auto slice = protocol::doubles(e, 0, ranges_[k].size());
     std::copy(slice.begin(), slice.end(),
               params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
-    if (const auto it = e.fields.find("reassign"); it != e.fields.end() && e.arrays.size() > 1) {
-      notice_ = protocol::Envelope{.type = protocol::Type::kReassign, .fields = *it};
-      notice_->arrays.push_back(std::move(e.arrays[1]));
-    }
+    take_reassign(e);
   });
+}
+
+void ServerClient::take_reassign(protocol::Envelope& slice) {
+  if (const auto it = slice.fields.find("reassign");
+      it != slice.fields.end() && slice.arrays.size() > 1) {
+    notice_ = protocol::Envelope{.type = protocol::Type::kReassign, .fields = *it};
+    notice_->arrays.push_back(std::move(slice.arrays[1]));
+  }
 }
 
 void ServerClient::await_owed(std::uint64_t min_version, const SliceTaker& take) {
@@ -179,6 +184,10 @@ void ServerClient::on_moved(const protocol::Envelope& moved) {
     awaiting_[k] = pushes_ < steps_;
     protocol::Envelope e{.type = protocol::Type::kPull, .rank = session_.rank()};
     e.fields = {{"steps", steps_}, {"rejoin", pushes_}, {"awaiting", awaiting_[k]}};
+    if (keyed_ && awaiting_[k]) {  // the values of the indices this worker waits for
+      e.fields["keyed"] = true;
+      e.arrays.push_back(asked_frames_[k]);
+    }
     send(protocol::encode(std::move(e), session_.job_id()));
     return;
   }

@@ -48,15 +48,17 @@ class ServerClient {
   // Slices older than `min_version` are skipped: a replacement for a lost worker (restart) may
   // be sent a round's slice twice (once as the lost worker's, once for its own push).
   void receive(std::span<double> params, std::uint64_t min_version = 0);
-  // The keyed exchange of sparse rows (sync; core/servers/param_server_keyed.cpp). `indices`:
-  // a batch's parameter indices, ascending (its local vector's order); each server gets its
-  // part. pull_keyed asks for their values, push_keyed sends the gradient at them and, when
-  // `next` is not empty, asks for the values of the next step's; receive_keyed waits for the
-  // values asked for and writes them into `local` (the order of the indices asked for).
-  void pull_keyed(std::span<const std::uint64_t> indices);
+  // The keyed exchange of sparse rows (sync and async; core/servers/param_server_keyed.cpp).
+  // `indices`: a batch's parameter indices, ascending (its local vector's order); each server
+  // gets its part. pull_keyed asks for their values (async: it starts training, as pull does,
+  // with `steps`), push_keyed sends the gradient at them and, when `next` is not empty, asks for
+  // the values of the next step's (async: every push but the last; `planned` as for push);
+  // receive_keyed waits for the values asked for and writes them into `local` (the order of the
+  // indices asked for).
+  void pull_keyed(std::span<const std::uint64_t> indices, std::uint64_t steps = 0);
   void push_keyed(std::span<const std::uint64_t> indices, std::span<const double> grad,
                   std::span<const std::uint64_t> next, std::uint64_t step, std::uint64_t rows,
-                  double loss_sum);
+                  double loss_sum, std::uint64_t planned = 0);
   void receive_keyed(std::span<double> local, std::uint64_t min_version);
 
   // A share of a lost worker's rows a server sent along with a slice (async continue): the
@@ -65,6 +67,7 @@ class ServerClient {
 
  private:
   void account();
+  void take_reassign(protocol::Envelope& slice);  // a notice riding on a slice (async continue)
   // Waits until no server owes a slice (at least min_version), handing each to `take`.
   using SliceTaker = std::function<void(std::size_t, protocol::Envelope&)>;
   void await_owed(std::uint64_t min_version, const SliceTaker& take);
@@ -95,9 +98,14 @@ class ServerClient {
   [[nodiscard]] std::span<const std::uint64_t> part(std::span<const std::uint64_t> indices,
                                                     std::size_t k) const;
   wire::Bytes offsets_frame(std::span<const std::uint64_t> part, std::size_t k);
+  wire::Bytes ask(std::span<const std::uint64_t> part, std::size_t k);  // offsets asked for
   std::vector<std::size_t> asked_at_;
   std::vector<std::size_t> asked_count_;
   std::vector<std::uint32_t> offsets_;
+  // Async keyed: each server's part of the indices last asked for, as sent (a replacement
+  // server is asked for them again: on_moved).
+  std::vector<wire::Bytes> asked_frames_;
+  bool keyed_ = false;
   std::uint64_t retired_sent_ = 0;      // bytes of connections closed for a replacement
   std::uint64_t retired_received_ = 0;
   std::optional<protocol::Envelope> notice_;

@@ -34,21 +34,34 @@ wire::Bytes ServerClient::offsets_frame(std::span<const std::uint64_t> part, std
   return protocol::encode_keys(offsets_);
 }
 
-void ServerClient::pull_keyed(std::span<const std::uint64_t> indices) {
+wire::Bytes ServerClient::ask(std::span<const std::uint64_t> part, std::size_t k) {
+  auto frame = offsets_frame(part, k);
+  if (asynchronous_) {  // kept for a replacement of server k (on_moved)
+    asked_frames_.resize(connections_.size());
+    asked_frames_[k] = frame;
+  }
+  return frame;
+}
+
+void ServerClient::pull_keyed(std::span<const std::uint64_t> indices, std::uint64_t steps) {
   const auto start = Clock::now();
   const auto k_count = connections_.size();
   asked_at_.assign(k_count, 0);
   asked_count_.assign(k_count, 0);
+  keyed_ = true;
+  if (asynchronous_) steps_ = steps;
   for (std::size_t k = 0; k < k_count; ++k) {
     const auto mine = part(indices, k);
     asked_at_[k] = static_cast<std::size_t>(mine.data() - indices.data());
     asked_count_[k] = mine.size();
     protocol::Envelope e{.type = protocol::Type::kPull, .rank = session_.rank()};
     e.fields = {{"keyed", true}};
-    e.arrays.push_back(offsets_frame(mine, k));
+    if (asynchronous_) e.fields["steps"] = steps;
+    e.arrays.push_back(ask(mine, k));
     last_sent_[k] = protocol::encode(std::move(e), session_.job_id());
     pushed_[k] = false;  // a replaced server is sent this pull again (on_moved)
-    awaiting_[k] = true;
+    // Async: a worker with nothing (left) to do gets no values.
+    awaiting_[k] = !asynchronous_ || pushes_ < steps_;
     min_version_[k] = 0;
     connections_[k]->send(*last_sent_[k], deadline_in(kSendDeadline));
   }
@@ -58,30 +71,35 @@ void ServerClient::pull_keyed(std::span<const std::uint64_t> indices) {
 
 void ServerClient::push_keyed(std::span<const std::uint64_t> indices,
                               std::span<const double> grad, std::span<const std::uint64_t> next,
-                              std::uint64_t step, std::uint64_t rows, double loss_sum) {
+                              std::uint64_t step, std::uint64_t rows, double loss_sum,
+                              std::uint64_t planned) {
   const auto start = Clock::now();
   session_.before_server_push();
   const auto k_count = connections_.size();
   asked_at_.assign(k_count, 0);
   asked_count_.assign(k_count, 0);
+  keyed_ = true;
+  if (planned > 0) steps_ = planned;  // async continue: rows taken over lengthen the plan
   for (std::size_t k = 0; k < k_count; ++k) {
     const auto mine = part(indices, k);
     const auto at = static_cast<std::size_t>(mine.data() - indices.data());
     protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};
     e.fields = {{"keyed", true}, {"rows", rows}, {"loss_sum", loss_sum}, {"version", versions_[k]}};
+    if (planned > 0) e.fields["steps"] = planned;
     e.arrays.push_back(offsets_frame(mine, k));
     e.arrays.push_back(wire::to_bytes(grad.subspan(at, mine.size())));
     if (!next.empty()) {
       const auto ahead = part(next, k);
       asked_at_[k] = static_cast<std::size_t>(ahead.data() - next.data());
       asked_count_[k] = ahead.size();
-      e.arrays.push_back(offsets_frame(ahead, k));
+      e.arrays.push_back(ask(ahead, k));
     }
     last_sent_[k] = protocol::encode(std::move(e), session_.job_id());
     last_push_step_[k] = step;
     pushed_[k] = true;
     awaiting_[k] = !next.empty();
-    min_version_[k] = step + 1;
+    // Sync: the values of round step + 1; async: of whatever version the server is at.
+    min_version_[k] = asynchronous_ ? 0 : step + 1;
     connections_[k]->send(*last_sent_[k], deadline_in(kSendDeadline));
   }
   ++pushes_;
@@ -98,6 +116,7 @@ void ServerClient::receive_keyed(std::span<double> local, std::uint64_t min_vers
     const auto values = protocol::doubles(e, 0, asked_count_[k]);
     std::copy(values.begin(), values.end(),
               local.begin() + static_cast<std::ptrdiff_t>(asked_at_[k]));
+    take_reassign(e);
   });
 }
 

@@ -2,7 +2,10 @@
 rows, the sparse models on each batch's keys) and dense (data.sparse: false) trains the same
 model, bit for bit, in every synchronous mode: the star, sharded servers, the ring, parameter
 averaging, with sgd, adagrad and ftrl, for linear, logistic and softmax regression, and with a
-worker lost under `continue` (its rows dealt to the survivors as sparse rows). Async trains.
+worker lost under `continue` (its rows dealt to the survivors as sparse rows). Async trains
+with the keyed exchange: the dense bits with one worker, a worker restarted or a run resumed
+the bits of a run without, a server replaced and a worker lost handled, bytes that follow the
+keys.
 The mlp and tensor parallelism, which have no sparse form, and widths past 2^30 are refused
 with exit 2."""
 
@@ -221,6 +224,91 @@ def test_async_trains_sparse_rows(tmp):
     assert summary["validation"]["auc"] > 0.7, summary["validation"]
 
 
+ASYNC2 = "{mode: async, servers: 2}"
+
+
+def test_keyed_async_equals_dense_and_keeps_the_failure_rules(tmp):
+    # One worker makes async deterministic: the keyed exchange over 2 servers (a step pushes
+    # the gradient at its batch's indices, the answer carries the next batch's values) trains
+    # the dense exchange's bits, for sgd, adagrad and ftrl, logistic and softmax.
+    binary = libsvm(tmp / "binary.svm", "binary")
+    ftrl = "{type: ftrl, lr: 0.3, l1: 0.01}"
+    summary = same_model(tmp, "async1", binary, workers=1, aggregation=ASYNC2)
+    assert summary["validation"]["auc"] > 0.7, summary["validation"]
+    assert summary["aggregation"]["updates"] == 39, summary["aggregation"]  # 13 steps x 3
+    same_model(tmp, "async-ftrl", binary, workers=1, aggregation=ASYNC2, optimizer=ftrl)
+    same_model(tmp, "async-softmax", libsvm(tmp / "classes.svm", "classes"), workers=1,
+               model="softmax_regression", aggregation="{mode: async, servers: 3}",
+               optimizer="{type: adagrad, lr: 0.3}")
+    # A worker killed and restarted: it resumes at the step the servers applied, pulls that
+    # batch's values, and trains the same bits as a run without the failure.
+    r, out = train(tmp, "async-restart", binary, True, workers=1, aggregation=ASYNC2,
+                   optimizer=ftrl, policy="restart",
+                   extra="faults: [{rank: 0, at_step: 17, action: kill}]")
+    assert r.json()["failures"], r.json()
+    ref = tmp / "async-ftrl-sparse"
+    assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes()
+    # Cut after 2 of 3 epochs (a checkpoint every 13 updates), resumed: the same bytes.
+    cfg_text = (tmp / "async-ftrl-sparse.yaml").read_text().replace("epochs: 3", "epochs: 2")
+    cut = tmp / "async-cut"
+    cfg = h.write_config(tmp, cfg_text.replace(str(ref), str(cut)), "async-cut.yaml")
+    assert h.run("run", cfg).code == 0
+    r = h.run("run", cfg, "--resume", "--json", "--set", "training.epochs=3", timeout=60)
+    assert r.code == 0, r
+    assert r.json()["checkpoint"]["resumed_from_step"] == 26, r.json()["checkpoint"]
+    assert (cut / "model.json").read_bytes() == (ref / "model.json").read_bytes()
+    # A server killed and replaced: the worker rejoins it with the indices it waits for and is
+    # answered with their values (a dense slice would stop it with a protocol error). The
+    # replacement starts from the copy the server left at each update (written in part: the
+    # keys stepped since the one before), so its slice lacks only the push that killed it:
+    # the model is near the unfailed run's, not equal.
+    r, out = train(tmp, "async-server", binary, True, workers=1, aggregation=ASYNC2,
+                   optimizer=ftrl, policy="restart",
+                   extra="faults: [{server: 1, at_step: 9, action: kill}]")
+    s = r.json()
+    [f] = s["failures"]
+    assert f["server"] == 1 and f["action"] == "restart" and f["restored_update"] == 9, f
+    assert s["aggregation"]["updates"] == 39 and s["steps"] == 39, s["aggregation"]
+    clean = json.loads((ref / "summary.json").read_text())["final_loss"]
+    assert s["final_loss"] != clean and abs(s["final_loss"] - clean) < 0.05 * clean, \
+        (s["final_loss"], clean)
+    # A worker lost under continue: its rows are dealt on the keyed answers (the notice rides
+    # on the values) and the survivors train on them from their next local epoch, which
+    # lengthens their plans (slowed, they are still in their first epochs when it happens).
+    slowed = "{rank: 0, at_step: 0, action: slow, ms: 40}, {rank: 1, at_step: 0, action: slow, ms: 40}"
+    r, out = train(tmp, "async-continue", binary, True, workers=3, aggregation=ASYNC2,
+                   extra=f"faults: [{{rank: 2, at_step: 3, action: kill}}, {slowed}]")
+    s = r.json()
+    [f] = s["failures"]
+    assert f["action"] == "continue" and f["reassigned"]["from_epoch"] < 3, f
+    assert sum(t["rows"] for t in f["reassigned"]["to"]) == f["reassigned"]["rows"] == 210, f
+    steps = s["aggregation"]["worker_steps"]
+    assert steps[0] + steps[1] > 2 * 15, steps  # 5 steps a local epoch of 210 rows, before
+    assert s["validation"]["auc"] > 0.7, s["validation"]
+
+
+def test_keyed_async_moves_the_batch_s_keys_not_the_width(tmp):
+    # Width 2^20 (one row uses the last index): a dense async step would move 2 x 4 MiB of
+    # slices down and as much up. The keyed exchange moves ~(8 + 3) bytes a key of the batch:
+    # a 50-row batch has at most 50 x 8 keys.
+    data = libsvm(tmp / "wide.svm", "binary")
+    with open(data, "a") as f:
+        f.write(f"1 {2 ** 20}:1\n")
+    r, out = train(tmp, "async-wide", data, True, aggregation=ASYNC2)
+    summary = r.json()
+    assert summary["validation"]["auc"] > 0.7, summary["validation"]
+    params = 2 ** 20 + 1
+    per_step = 50 * 8 * 12 + 2 * 1024  # keys x (8 value + key bytes) + two servers' overhead
+    for w in summary["worker_stats"]:
+        steps = w["steps"]
+        # Beyond the steps: the final evaluation's full parameter vector down and its AUC
+        # histograms up; a dense exchange would receive 8 x params every step.
+        bound = 8 * params + steps * per_step + 256 * 1024
+        assert w["bytes_received"] < bound, w
+        assert w["bytes_sent"] < steps * per_step + 256 * 1024 + 2 ** 19, w
+        assert steps * 8 * params > 10 * bound, steps
+
+
 def test_what_has_no_sparse_form_is_refused(tmp):
     binary = libsvm(tmp / "binary.svm", "binary")
     r, out = train(tmp, "mlp", binary, True, model="mlp", code=2)
@@ -245,4 +333,7 @@ if __name__ == "__main__":
             test_the_star_moves_the_batch_s_keys_not_the_width,
             test_keyed_servers_equal_dense_and_move_the_keys,
             test_a_lost_worker_s_sparse_rows_go_to_the_survivors,
-            test_the_keyed_star_restarts_and_resumes_exactly, test_async_trains_sparse_rows, test_what_has_no_sparse_form_is_refused])
+            test_the_keyed_star_restarts_and_resumes_exactly, test_async_trains_sparse_rows,
+            test_keyed_async_equals_dense_and_keeps_the_failure_rules,
+            test_keyed_async_moves_the_batch_s_keys_not_the_width,
+            test_what_has_no_sparse_form_is_refused])

@@ -1,0 +1,224 @@
+// Async parameter servers on sparse rows (the keyed exchange, param_server_keyed.cpp): a keyed
+// push is applied at once at its offsets with the dense async arithmetic, and every answer (to
+// a pull, a push, a replacement's pull, a dropped duplicate) carries the values of the offsets
+// asked for, with a lost worker's share riding on it as on a dense slice.
+
+#include "core/protocol/key_frames.hpp"
+#include "core/servers/server_state.hpp"
+#include "server_fakes.hpp"
+
+#include <doctest/doctest.h>
+
+using dt::roles::ParameterServer;
+using dt::roles::ServerOptions;
+
+namespace {
+
+constexpr std::chrono::milliseconds kKeyedWait{5000};
+
+ServerOptions keyed_async_options() {
+  ServerOptions o;
+  o.range = {0, 5};
+  o.workers = 2;
+  o.asynchronous = true;
+  o.optimizer.lr = 0.5;
+  o.l2 = {0.0, 0.1, 0.0, 0.0, 0.0};
+  o.job_id = kJob;
+  o.worker_steps = {2, 2};
+  o.staleness_lr = true;
+  return o;
+}
+
+dt::wire::Bytes offsets(std::vector<std::uint32_t> keys) { return dt::protocol::encode_keys(keys); }
+
+void send_keyed(FakeWorker& w, Envelope e) {
+  e.rank = w.rank;
+  e.fields["keyed"] = true;
+  w.connection->send(dt::protocol::encode(std::move(e), kJob), deadline_in(kKeyedWait));
+}
+
+void keyed_pull(FakeWorker& w, std::uint64_t steps, std::vector<std::uint32_t> keys) {
+  Envelope e{.type = Type::kPull};
+  e.fields = {{"steps", steps}};
+  e.arrays.push_back(offsets(std::move(keys)));
+  send_keyed(w, std::move(e));
+}
+
+// The gradient sum `grad` at `keys`, asking for the values of `next` (none: the last step).
+void keyed_push(FakeWorker& w, std::uint64_t step, std::uint64_t version, std::uint64_t rows,
+                std::vector<std::uint32_t> keys, std::vector<double> grad,
+                std::optional<std::vector<std::uint32_t>> next) {
+  Envelope e{.type = Type::kPush, .step = step};
+  e.fields = {{"rows", rows}, {"loss_sum", 1.0}, {"version", version}};
+  e.arrays.push_back(offsets(std::move(keys)));
+  e.arrays.push_back(dt::wire::to_bytes(std::span<const double>(grad)));
+  if (next) e.arrays.push_back(offsets(std::move(*next)));
+  send_keyed(w, std::move(e));
+}
+
+// The next keyed answer: {version, values}.
+std::pair<std::uint64_t, std::vector<double>> keyed_values(FakeWorker& w) {
+  const auto e = w.next();
+  REQUIRE(e.type == Type::kSlice);
+  REQUIRE(e.fields.contains("keyed"));
+  const auto d = dt::protocol::doubles(e, 0);
+  return {dt::protocol::count(e, "version"), {d.begin(), d.end()}};
+}
+
+}  // namespace
+
+TEST_CASE("servers: an async keyed push steps only its offsets, with the dense push's bits "
+          "(staleness_lr too), and the answer carries the values of the next step's offsets") {
+  auto transport = inproc();
+  const auto o = keyed_async_options();
+  auto twin = o;
+  twin.index = 1;  // its own endpoint on the transport
+  const std::vector<double> start{1.0, 1.0, 1.0, 1.0, 1.0};
+  ParameterServer keyed(*transport, o, start), dense(*transport, twin, start);
+  FakeWorker k0(*transport, keyed.endpoint(), 0), k1(*transport, keyed.endpoint(), 1);
+  FakeWorker d0(*transport, dense.endpoint(), 0), d1(*transport, dense.endpoint(), 1);
+  keyed_pull(k0, 2, {0, 1});
+  keyed_pull(k1, 2, {1, 4});
+  CHECK(keyed_values(k0) == std::pair<std::uint64_t, std::vector<double>>{0, {1.0, 1.0}});
+  CHECK(keyed_values(k1).second == std::vector<double>{1.0, 1.0});
+  d0.pull(2);
+  d1.pull(2);
+  (void)d0.slice();
+  (void)d1.slice();
+
+  // Worker 0: gradient sum {2, 4} at keys {0, 1} over 2 rows. sgd, lr 0.5, L2 0.1 on key 1:
+  // w0 = 1 - 0.5 * 1 = 0.5, w1 = 1 - 0.5 * (2 + 0.1 * 1) = -0.05.
+  keyed_push(k0, 0, 0, 2, {0, 1}, {2.0, 4.0}, std::vector<std::uint32_t>{1, 3});
+  const auto [v0, next0] = keyed_values(k0);
+  CHECK(v0 == 1);
+  REQUIRE(next0.size() == 2);
+  CHECK(next0[0] == doctest::Approx(-0.05));
+  CHECK(next0[1] == 1.0);
+  d0.push(0, 0, 2, {2.0, 4.0, 0.0, 0.0, 0.0});
+  (void)d0.slice();
+  // Worker 1, from version 0 at version 1 (staleness 1: the step is halved): {1, -1} at keys
+  // {1, 4}: w1 = -0.05 - 0.5 * (1 + 0.1 * -0.05) / 2 = -0.29875, w4 = 1 + 0.5 / 2 = 1.25.
+  keyed_push(k1, 0, 0, 1, {1, 4}, {1.0, -1.0}, std::vector<std::uint32_t>{0});
+  const auto [v1, next1] = keyed_values(k1);
+  CHECK(v1 == 2);
+  CHECK(next1 == std::vector<double>{0.5});
+  d1.push(0, 0, 1, {0.0, 1.0, 0.0, 0.0, -1.0});
+  (void)d1.slice();
+  REQUIRE(keyed.wait_version(2, kKeyedWait));
+  REQUIRE(dense.wait_version(2, kKeyedWait));
+  std::vector<double> a(5), b(5);
+  keyed.copy_slice(a);
+  dense.copy_slice(b);
+  CHECK(a == b);  // bit for bit
+  CHECK(a[1] == doctest::Approx(-0.29875));
+  CHECK(a[4] == doctest::Approx(1.25));
+  CHECK(keyed.stats().staleness_of == std::vector<std::vector<std::uint64_t>>{{0}, {1}});
+
+  // L2 is lazy: a push that does not touch key 1 leaves it (the dense push decays it).
+  keyed_push(k0, 1, 2, 1, {0}, {0.0}, std::nullopt);
+  d0.push(1, 2, 1, {0.0, 0.0, 0.0, 0.0, 0.0});
+  REQUIRE(keyed.wait_version(3, kKeyedWait));
+  REQUIRE(dense.wait_version(3, kKeyedWait));
+  keyed.copy_slice(a);
+  dense.copy_slice(b);
+  CHECK(a[1] == doctest::Approx(-0.29875));
+  CHECK(b[1] != a[1]);
+  CHECK(k0.quiet(std::chrono::milliseconds(50)));  // its last step: no answer
+  keyed.check();
+  dense.check();
+}
+
+TEST_CASE("servers: async keyed answers carry a lost worker's share, a replacement's pull is "
+          "answered with its keys' values, and its duplicate push with its next step's") {
+  auto transport = inproc();
+  auto o = keyed_async_options();
+  o.workers = 3;
+  o.worker_steps = {3, 2, 3};
+  o.staleness_lr = false;
+  ParameterServer server(*transport, o, {1.0, 1.0, 1.0, 1.0, 1.0});
+  FakeWorker w0(*transport, server.endpoint(), 0), w2(*transport, server.endpoint(), 2);
+  auto w1 = std::make_unique<FakeWorker>(*transport, server.endpoint(), 1);
+  keyed_pull(w0, 3, {0});
+  keyed_pull(*w1, 2, {2});
+  keyed_pull(w2, 3, {4});
+  (void)keyed_values(w0);
+  (void)keyed_values(*w1);
+  (void)keyed_values(w2);
+
+  // Worker 2 lost (continue): worker 0's next answer carries the share, with its values.
+  Envelope deal{.type = Type::kReassign};
+  deal.fields = {{"lost_rank", 2}};
+  deal.arrays.push_back(dt::wire::to_bytes(std::span<const double>(std::vector<double>{7.0})));
+  CHECK(server.drop_worker_dealing(2, deal, kKeyedWait).to == std::vector<int>{0, 1});
+  keyed_push(w0, 0, 0, 1, {0}, {2.0}, std::vector<std::uint32_t>{0, 3});
+  const auto e = w0.next();
+  CHECK(e.fields.contains("keyed"));
+  CHECK(e.fields["reassign"]["lost_rank"] == 2);
+  REQUIRE(e.arrays.size() == 2);
+  CHECK(dt::protocol::doubles(e, 0).size() == 2);
+  CHECK(dt::protocol::doubles(e, 0)[0] == 0.0);  // 1 - 0.5 * 2
+  CHECK(e.arrays[1] == deal.arrays[0]);
+
+  // Worker 1 pushes step 0 and dies; its replacement resumes at step 0 (another server may
+  // lack that push): its pull is answered with its keys' values, its push of step 0 (applied
+  // here) is dropped and answered with the values its step 1 asked for.
+  keyed_push(*w1, 0, 1, 1, {2}, {2.0}, std::vector<std::uint32_t>{2});
+  (void)w1->next();  // the share (worker 1 was dealt one too) and the values
+  w1.reset();
+  CHECK(server.replace_worker(1, kKeyedWait) == 1);
+  FakeWorker again(*transport, server.endpoint(), 1);
+  keyed_pull(again, 2, {2, 3});
+  const auto [pv, pulled] = keyed_values(again);
+  CHECK(pv == 2);
+  CHECK(pulled == std::vector<double>{0.0, 1.0});  // key 2 stepped once, key 3 untouched
+  keyed_push(again, 0, 2, 1, {2, 3}, {9.0, 9.0}, std::vector<std::uint32_t>{1});
+  const auto [dv, dropped] = keyed_values(again);
+  CHECK(dv == 2);  // not applied
+  CHECK(dropped == std::vector<double>{1.0});
+  keyed_push(again, 1, 2, 1, {1}, {2.0}, std::nullopt);
+  REQUIRE(server.wait_version(3, kKeyedWait));
+  std::vector<double> params(5);
+  server.copy_slice(params);
+  CHECK(params[1] == doctest::Approx(1.0 - 0.5 * (2.0 + 0.1)));
+  CHECK(params[2] == 0.0);
+  CHECK(params[3] == 1.0);
+  server.check();
+}
+
+TEST_CASE("servers: a keyed async server writes its copy for a replacement in part (the offsets "
+          "stepped since the last copy), and the copy is its whole state") {
+  auto transport = inproc();
+  auto o = keyed_async_options();
+  o.workers = 1;
+  o.worker_steps = {4};
+  o.staleness_lr = false;
+  o.optimizer.type = dt::config::OptimizerType::kAdagrad;  // a state slot to copy too
+  o.copy_every = 2;
+  o.copy = std::make_shared<dt::roles::ServerCopy>();
+  ParameterServer server(*transport, o, {1.0, 1.0, 1.0, 1.0, 1.0});
+  FakeWorker w(*transport, server.endpoint(), 0);
+  keyed_pull(w, 4, {0, 1});
+  (void)keyed_values(w);
+  const std::vector<std::vector<std::uint32_t>> keys{{0, 1}, {2}, {1, 4}, {3}};
+  for (std::uint64_t step = 0; step < 4; ++step) {
+    std::optional<std::vector<std::uint32_t>> next;
+    if (step + 1 < 4) next = keys[step + 1];
+    keyed_push(w, step, step, 1, keys[step], std::vector<double>(keys[step].size(), 0.5 + step),
+               next);
+    if (next) (void)keyed_values(w);
+    REQUIRE(server.wait_version(step + 1, kKeyedWait));
+    if ((step + 1) % 2 != 0) continue;
+    // The copy is written under the lock that publishes the version: the state at it.
+    dt::roles::ServerState now;
+    server.capture(now);
+    std::lock_guard lock(o.copy->mu);
+    CHECK(o.copy->state.version == step + 1);
+    CHECK(o.copy->state.slice == now.slice);
+    CHECK(o.copy->state.optimizer.slots == now.optimizer.slots);
+    CHECK(o.copy->state.optimizer.steps == now.optimizer.steps);
+  }
+  server.check();  // (the server's lock before the copy's, as the server takes them)
+  std::lock_guard lock(o.copy->mu);
+  CHECK(o.copy->state.slice[3] != 1.0);  // stepped at update 4, copied in part
+  CHECK(o.copy->state.slice[0] != 1.0);  // stepped at update 1, copied whole at 2
+}
