@@ -376,8 +376,12 @@ void ParameterServer::reply(int rank) {
   protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
   s.fields = {{"server", options_.index}, {"version", stats_.version}};
   s.arrays.push_back(wire::to_bytes(std::span<const double>(slice_)));
+  send_slice(rank, std::move(s));
+}
+
+void ParameterServer::send_slice(int rank, protocol::Envelope s) {
   if (const auto notice = notices_.find(rank); notice != notices_.end()) {
-    // A share of a lost worker's rows (async continue; deal_rows).
+    // A share of a lost worker's rows (async continue; deal_rows), on a whole or a keyed slice.
     s.fields["reassign"] = notice->second.fields;
     s.arrays.push_back(notice->second.arrays.at(0));
     notices_.erase(notice);

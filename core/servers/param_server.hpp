@@ -135,6 +135,8 @@ class ParameterServer {
   void apply_round();
   void release_held();
   void reply(int rank);
+  // Sends `rank` a slice message (whole or keyed), with its dealt share when one waits.
+  void send_slice(int rank, protocol::Envelope slice);
   // Failure (param_server_failure.cpp), on the server thread. An injected fault that fires at
   // this message: true when the thread is to end (kill, or a hang released by stop()).
   [[nodiscard]] bool injected_fault(const protocol::Envelope& e);

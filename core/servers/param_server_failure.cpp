@@ -12,9 +12,38 @@
 
 #include <algorithm>
 #include <limits>
+#include <span>
 #include <thread>
 
 namespace dt::roles {
+
+namespace {
+
+// Brings a copy of a server's state up to date at `at` only: keyed updates step only their
+// coordinates (step_indices changes the parameters and the optimizer's slots there and nothing
+// else, apart from its step count), so the rest of the copy already holds the server's values.
+// The copy's coordinates are far apart and cold: fetched a few indices ahead.
+template <class Index>
+void copy_at(std::span<const Index> at, const std::vector<double>& slice,
+             const models::OptimizerState& optimizer, ServerState& to) {
+  constexpr std::size_t kAhead = 16;
+  const std::size_t n = at.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j + kAhead < n) {
+      const std::size_t next = at[j + kAhead];
+      __builtin_prefetch(to.slice.data() + next, 1, 1);
+      for (auto& slot : to.optimizer.slots) __builtin_prefetch(slot.data() + next, 1, 1);
+    }
+    const std::size_t i = at[j];
+    to.slice[i] = slice[i];
+    for (std::size_t s = 0; s < optimizer.slots.size(); ++s) {
+      to.optimizer.slots[s][i] = optimizer.slots[s][i];
+    }
+  }
+  to.optimizer.steps = optimizer.steps;
+}
+
+}  // namespace
 
 std::optional<std::string> ParameterServer::failure(std::int64_t timeout_ms) const {
   {
@@ -39,8 +68,7 @@ void ParameterServer::capture(ServerState& out) const {
   std::lock_guard lock(mu_);
   const auto& state = optimizer_->state();
   // A copy of the version the last keyed round started from lacks only what that round
-  // stepped: step_indices changes the parameters and the optimizer's slots at the indices it
-  // is given and nothing else (apart from its step count).
+  // stepped (copy_at).
   const auto same_shape = [&] {
     if (out.slice.size() != slice_.size() || out.optimizer.slots.size() != state.slots.size()) {
       return false;
@@ -51,20 +79,7 @@ void ParameterServer::capture(ServerState& out) const {
     return true;
   };
   if (stepped_from_ == out.version && stats_.version == out.version + 1 && same_shape()) {
-    // The copy's coordinates are far apart and cold: fetched a few indices ahead.
-    constexpr std::size_t kAhead = 16;
-    const std::size_t n = stepped_.size();
-    for (std::size_t j = 0; j < n; ++j) {
-      if (j + kAhead < n) {
-        const std::uint64_t next = stepped_[j + kAhead];
-        __builtin_prefetch(out.slice.data() + next, 1, 1);
-        for (auto& slot : out.optimizer.slots) __builtin_prefetch(slot.data() + next, 1, 1);
-      }
-      const std::uint64_t i = stepped_[j];
-      out.slice[i] = slice_[i];
-      for (std::size_t s = 0; s < state.slots.size(); ++s) out.optimizer.slots[s][i] = state.slots[s][i];
-    }
-    out.optimizer.steps = state.steps;
+    copy_at(std::span<const std::uint64_t>(stepped_), slice_, state, out);
   } else {
     out.slice = slice_;  // assignments reuse out's buffers
     out.optimizer = state;
@@ -83,13 +98,8 @@ void ParameterServer::leave_copy() {
   state.version = stats_.version;
   const auto& optimizer = optimizer_->state();
   if (copy_in_part_) {
-    // Keyed pushes step only their offsets (step_indices leaves every other coordinate and its
-    // state as they are): the rest of the copy is still this server's state.
-    for (const std::uint32_t o : changed_) state.slice[o] = slice_[o];
-    for (std::size_t s = 0; s < optimizer.slots.size(); ++s) {
-      for (const std::uint32_t o : changed_) state.optimizer.slots[s][o] = optimizer.slots[s][o];
-    }
-    state.optimizer.steps = optimizer.steps;
+    // Keyed pushes step only their offsets: the rest of the copy is still this server's state.
+    copy_at(std::span<const std::uint32_t>(changed_), slice_, optimizer, state);
   } else {
     state.slice = slice_;  // assignments reuse the copy's buffers
     state.optimizer = optimizer;

@@ -26,13 +26,9 @@
 #include "core/servers/param_server.hpp"
 
 #include "core/protocol/key_frames.hpp"
-#include "core/protocol/timing.hpp"
 #include "base/error.hpp"
-#include "base/log.hpp"
 
 namespace dt::roles {
-
-using transport::deadline_in;
 
 void ParameterServer::send_values(int rank, std::span<const std::uint32_t> offsets) {
   protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
@@ -41,18 +37,7 @@ void ParameterServer::send_values(int rank, std::span<const std::uint32_t> offse
   auto* out = reinterpret_cast<double*>(frame.data());
   for (const std::uint32_t o : offsets) *out++ = slice_[o];
   s.arrays.push_back(std::move(frame));
-  if (const auto notice = notices_.find(rank); notice != notices_.end()) {
-    // A share of a lost worker's rows (async continue; deal_rows), as on a dense slice.
-    s.fields["reassign"] = notice->second.fields;
-    s.arrays.push_back(notice->second.arrays.at(0));
-    notices_.erase(notice);
-  }
-  try {
-    listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
-                    protocol::encode(std::move(s), options_.job_id), deadline_in(kSendDeadline));
-  } catch (const TransportError& e) {
-    log::debug("no slice for worker {}: {}", rank, e.what());  // as reply(): the coordinator's
-  }
+  send_slice(rank, std::move(s));
 }
 
 void ParameterServer::start_keyed() {
