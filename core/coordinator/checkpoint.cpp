@@ -125,31 +125,94 @@ struct Pieces {
   std::vector<std::string_view> parts;
 };
 
+constexpr std::uint64_t kSparseBit = std::uint64_t{1} << 63;
+constexpr std::uint64_t kSparseFrom = 65536;  // shorter arrays are always dense
+
+template <class T>
+std::string_view bytes_of(const std::vector<T>& values) {
+  return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
+}
+
 void pieces_of(const Checkpoint& checkpoint, Pieces& out) {
+  // The arrays in name order, whichever map holds them.
+  std::vector<std::pair<const std::string*, const void*>> order;  // name, then array or sparse
+  for (const auto& [name, values] : checkpoint.arrays) order.emplace_back(&name, nullptr);
+  for (const auto& [name, sparse] : checkpoint.sparse) {
+    if (checkpoint.arrays.count(name) > 0) {
+      fail<TrainingError>("checkpoint array '{}' is both dense and sparse", name);
+    }
+    order.emplace_back(&name, &sparse);
+  }
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return *a.first < *b.first; });
   out.head = std::string(kMagic);
-  put<std::uint32_t>(out.head, kFormatVersion);
+  put<std::uint32_t>(out.head, checkpoint.sparse.empty() ? 2 : kFormatVersion);
   put<std::uint32_t>(out.head, 0);
   const std::string manifest = checkpoint.manifest.dump();
   put<std::uint64_t>(out.head, manifest.size());
   out.head += manifest;
-  put<std::uint64_t>(out.head, checkpoint.arrays.size());
-  for (const auto& [name, values] : checkpoint.arrays) {
+  put<std::uint64_t>(out.head, order.size());
+  for (const auto& [name, sparse] : order) {
     std::string& piece = out.names.emplace_back();
-    put<std::uint64_t>(piece, name.size());
-    piece += name;
-    put<std::uint64_t>(piece, values.size());
+    put<std::uint64_t>(piece, name->size());
+    piece += *name;
+    if (sparse == nullptr) {
+      put<std::uint64_t>(piece, checkpoint.arrays.at(*name).size());
+    } else {
+      const auto& s = *static_cast<const SparseArray*>(sparse);
+      put<std::uint64_t>(piece, s.size | kSparseBit);
+      put<std::uint64_t>(piece, s.indices.size());
+    }
   }
   // Views only once every string is in place (names' growth moves short strings).
   out.parts.push_back(out.head);
   std::size_t a = 0;
-  for (const auto& [name, values] : checkpoint.arrays) {
+  for (const auto& [name, sparse] : order) {
     out.parts.push_back(out.names[a++]);
-    out.parts.emplace_back(reinterpret_cast<const char*>(values.data()),
-                           values.size() * sizeof(double));
+    if (sparse == nullptr) {
+      out.parts.push_back(bytes_of(checkpoint.arrays.at(*name)));
+    } else {
+      const auto& s = *static_cast<const SparseArray*>(sparse);
+      out.parts.push_back(bytes_of(s.indices));
+      out.parts.push_back(bytes_of(s.values));
+    }
   }
   put<std::uint64_t>(out.tail, crc32_of(out.parts));
   out.tail += kEndMagic;
   out.parts.push_back(out.tail);
+}
+
+// One array of a version 3 file stored sparse: `size` entries, those not listed +0.0.
+std::vector<double> read_sparse(Reader& fields, std::uint64_t size, std::uint64_t max_size,
+                                std::size_t body, const std::string& origin,
+                                const std::string& name) {
+  if (size > max_size) {
+    fail<DataError>("{}: corrupt checkpoint: array '{}' claims {} entries, more than the {} a "
+                    "checkpoint may hold", origin, name, size, max_size);
+  }
+  const auto m = fields.get<std::uint64_t>("a sparse array's entry count");
+  const auto index_bytes =
+      fields.take(m > body ? body + 1 : m * sizeof(std::uint32_t), "a sparse array's indices");
+  const auto value_bytes =
+      fields.take(m * sizeof(double), "a sparse array's values");  // m <= body here
+  std::vector<double> values;
+  try {
+    values.assign(size, 0.0);
+  } catch (const std::bad_alloc&) {
+    fail<DataError>("{}: array '{}' of {} entries does not fit in memory", origin, name, size);
+  }
+  std::int64_t last = -1;
+  for (std::uint64_t i = 0; i < m; ++i) {
+    std::uint32_t index = 0;
+    std::memcpy(&index, index_bytes.data() + i * sizeof index, sizeof index);
+    if (static_cast<std::int64_t>(index) <= last || index >= size) {
+      fail<DataError>("{}: corrupt checkpoint: array '{}' lists index {} after {} (indices must "
+                      "increase and stay below {})", origin, name, index, last, size);
+    }
+    last = index;
+    std::memcpy(&values[index], value_bytes.data() + i * sizeof(double), sizeof(double));
+  }
+  return values;
 }
 
 }  // namespace
@@ -162,7 +225,8 @@ std::string encode(const Checkpoint& checkpoint) {
   return out;
 }
 
-Checkpoint decode(std::string_view bytes, const std::string& origin) {
+Checkpoint decode(std::string_view bytes, const std::string& origin,
+                  std::uint64_t max_sparse_size) {
   if (bytes.size() < kMagic.size() || bytes.substr(0, kMagic.size()) != kMagic) {
     fail<DataError>("{}: not a disttrain checkpoint (the file does not start with the "
                     "checkpoint magic bytes)", origin);
@@ -170,7 +234,7 @@ Checkpoint decode(std::string_view bytes, const std::string& origin) {
   Reader in(bytes, origin);
   (void)in.take(kMagic.size(), "the magic");
   const auto version = in.get<std::uint32_t>("the format version");
-  if (version != 1 && version != kFormatVersion) {
+  if (version < 1 || version > kFormatVersion) {
     fail<DataError>("{}: checkpoint format version {}, this disttrain reads versions 1 to {}; "
                     "resume it with the disttrain that wrote it", origin, version, kFormatVersion);
   }
@@ -199,6 +263,10 @@ Checkpoint decode(std::string_view bytes, const std::string& origin) {
     const auto name_size = fields.get<std::uint64_t>("an array name length");
     const std::string name(fields.take(name_size, "an array name"));
     const auto n = fields.get<std::uint64_t>("an array length");
+    if (version >= 3 && (n & kSparseBit) != 0) {
+      out.arrays[name] = read_sparse(fields, n & ~kSparseBit, max_sparse_size, body, origin, name);
+      continue;
+    }
     const auto data = fields.take(n > body ? body + 1 : n * sizeof(double), "an array");
     std::vector<double> values(n);
     if (!data.empty()) std::memcpy(values.data(), data.data(), data.size());  // never a null source
@@ -218,6 +286,67 @@ Checkpoint decode(std::string_view bytes, const std::string& origin) {
     fail<DataError>("{}: corrupt checkpoint: the manifest has no step count", origin);
   }
   return out;
+}
+
+ArrayBuilder::ArrayBuilder(std::string name, std::uint64_t size) : name_(std::move(name)) {
+  s_.size = size;
+  sparse_ = size >= kSparseFrom && size <= kMaxSparseSize;
+  if (sparse_) {
+    s_.indices.reserve(size / 3 + 1);  // capacity only: the pages are touched as they fill
+    s_.values.reserve(size / 3 + 1);
+  } else {
+    dense_.reserve(size);
+  }
+}
+
+void ArrayBuilder::add(std::span<const double> piece) {
+  if (piece.size() > s_.size - at_) {
+    fail<TrainingError>("checkpoint array '{}' is given more than its {} entries", name_, s_.size);
+  }
+  if (!sparse_) {
+    dense_.insert(dense_.end(), piece.begin(), piece.end());
+    at_ += piece.size();
+    return;
+  }
+  // The entries with nonzero bits; past a third of the array, dense from here on.
+  for (const double v : piece) {
+    if (std::bit_cast<std::uint64_t>(v) != 0) {
+      s_.indices.push_back(static_cast<std::uint32_t>(at_));
+      s_.values.push_back(v);
+    }
+    ++at_;
+  }
+  if (s_.indices.size() > s_.size / 3) {
+    dense_.reserve(s_.size);
+    dense_.assign(at_, 0.0);
+    for (std::size_t i = 0; i < s_.indices.size(); ++i) dense_[s_.indices[i]] = s_.values[i];
+    s_.indices = {};
+    s_.values = {};
+    sparse_ = false;
+  }
+}
+
+void ArrayBuilder::finish(Checkpoint& out) {
+  const std::uint64_t size = s_.size;
+  if (at_ != size) {
+    fail<TrainingError>("checkpoint array '{}' has {} of its {} entries", name_, at_, size);
+  }
+  out.arrays.erase(name_);
+  out.sparse.erase(name_);
+  if (sparse_) {
+    out.sparse[name_] = std::move(s_);
+  } else {
+    out.arrays[name_] = std::move(dense_);
+  }
+}
+
+void put(Checkpoint& out, const std::string& name,
+         std::span<const std::span<const double>> pieces) {
+  std::uint64_t size = 0;
+  for (const auto piece : pieces) size += piece.size();
+  ArrayBuilder array(name, size);
+  for (const auto piece : pieces) array.add(piece);
+  array.finish(out);
 }
 
 std::filesystem::path file_for(const std::filesystem::path& dir, std::uint64_t step) {

@@ -247,7 +247,7 @@ void put_optimizer(checkpoint::Checkpoint& out, const std::string& prefix,
                    const models::OptimizerState& state) {
   out.manifest["optimizers"][prefix] = {{"steps", state.steps}, {"slots", state.slots.size()}};
   for (std::size_t i = 0; i < state.slots.size(); ++i) {
-    out.arrays[fmt::format("{}.slot{}", prefix, i)] = state.slots[i];
+    checkpoint::put(out, fmt::format("{}.slot{}", prefix, i), state.slots[i]);
   }
 }
 

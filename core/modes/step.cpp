@@ -69,7 +69,7 @@ void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimize
 
 void save_coordinator_state(roles::CoordinatorSession& session, const models::Optimizer& optimizer,
                             checkpoint::Checkpoint& out) {
-  out.arrays["parameters"] = session.params();
+  checkpoint::put(out, "parameters", session.params());
   roles::put_optimizer(out, "optimizer", optimizer.state());
 }
 

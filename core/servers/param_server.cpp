@@ -91,19 +91,28 @@ void ParameterServer::check() const {
 }
 
 std::optional<ServerState> ParameterServer::state_at(std::uint64_t version) const {
-  std::lock_guard lock(mu_);
-  if (dead_) return std::nullopt;
-  if (version == stats_.version && !options_.asynchronous) {
-    return ServerState{version, slice_, optimizer_->state(), stats_.worker_steps};
-  }
-  if (!options_.asynchronous) {
-    return std::nullopt;
-  }
-  const auto it = kept_.find(version);
-  if (it == kept_.end()) return std::nullopt;
-  auto out = it->second;
-  kept_.erase(kept_.begin(), std::next(it));
+  std::optional<ServerState> out;
+  (void)read_state_at(version, [&](std::span<const double> slice,
+                                   const models::OptimizerState& optimizer,
+                                   const std::vector<std::uint64_t>& worker_steps) {
+    out = ServerState{version, {slice.begin(), slice.end()}, optimizer, worker_steps};
+  });
   return out;
+}
+
+bool ParameterServer::read_state_at(std::uint64_t version, const StateReader& read) const {
+  std::lock_guard lock(mu_);
+  if (dead_) return false;
+  if (version == stats_.version && !options_.asynchronous) {
+    read(slice_, optimizer_->state(), stats_.worker_steps);
+    return true;
+  }
+  if (!options_.asynchronous) return false;
+  const auto it = kept_.find(version);
+  if (it == kept_.end()) return false;
+  read(it->second.slice, it->second.optimizer, it->second.worker_steps);
+  kept_.erase(kept_.begin(), std::next(it));
+  return true;
 }
 
 bool ParameterServer::take_snapshot(std::uint64_t version, std::span<double> params) {

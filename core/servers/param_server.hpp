@@ -81,6 +81,9 @@ class ParameterServer {
   // coordinator's copy: ServerGroup::keep). Async: the one kept at that version
   // (options().checkpoint_every), older ones dropped. nullopt otherwise.
   [[nodiscard]] std::optional<ServerState> state_at(std::uint64_t version) const;
+  // The same state read where it lies, under the lock (a checkpoint of a wide model copies
+  // only what it keeps); false when there is none.
+  bool read_state_at(std::uint64_t version, const StateReader& read) const;
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] ServerStats stats() const;
   // Stops the thread and joins it (idempotent).

@@ -98,32 +98,31 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
 }
 
 bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out) const {
-  std::vector<double> params(session_.params().size());
+  // Each server's slice, in key order (split_keys's ranges follow each other), read where it
+  // lies: "parameters" is made of them as they come, sparse when the model is.
+  checkpoint::ArrayBuilder params("parameters", session_.params().size());
   for (std::size_t k = 0; k < servers_.size(); ++k) {
+    const auto take = [&](std::span<const double> slice, const models::OptimizerState& optimizer,
+                          const std::vector<std::uint64_t>& worker_steps) {
+      params.add(slice);
+      put_optimizer(out, fmt::format("server.{}.optimizer", k), optimizer);
+      if (k == 0) out.manifest["mode_state"]["worker_steps"] = worker_steps;
+    };
+    const auto& copy = copies_[k];
     // A server that failed (abort): its slice is the coordinator's copy, if of that version.
-    if (lost_[k]) {
-      if (copies_[k].version != version) return false;
-      std::copy(copies_[k].slice.begin(), copies_[k].slice.end(),
-                params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
-      put_optimizer(out, fmt::format("server.{}.optimizer", k), copies_[k].optimizer);
-      if (k == 0) out.manifest["mode_state"]["worker_steps"] = copies_[k].worker_steps;
-      continue;
+    if (!lost_[k]) {
+      // Async: server 0's log says `version` updates happened; the other servers may not
+      // have applied all of those pushes yet (they are on their way), so give them a moment.
+      if (servers_[k]->options().asynchronous) {
+        (void)servers_[k]->wait_version(version, std::chrono::milliseconds(1000));
+      }
+      if (servers_[k]->read_state_at(version, take)) continue;
     }
-    // Async: server 0's log says `version` updates happened; the other servers may not have
-    // applied all of those pushes yet (they are on their way), so give them a moment.
-    if (servers_[k]->options().asynchronous) {
-      (void)servers_[k]->wait_version(version, std::chrono::milliseconds(1000));
-    }
-    auto state = servers_[k]->state_at(version);
     // The state before the latest round is the coordinator's copy (a stop during a round).
-    if (!state && copies_[k].version == version) state = copies_[k];
-    if (!state) return false;
-    std::copy(state->slice.begin(), state->slice.end(),
-              params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
-    put_optimizer(out, fmt::format("server.{}.optimizer", k), state->optimizer);
-    if (k == 0) out.manifest["mode_state"]["worker_steps"] = state->worker_steps;
+    if (copy.version != version) return false;
+    take(copy.slice, copy.optimizer, copy.worker_steps);
   }
-  out.arrays["parameters"] = std::move(params);
+  params.finish(out);
   return true;
 }
 

@@ -11,9 +11,11 @@
 #include "transports/transport.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace dt::roles {
@@ -63,6 +65,9 @@ struct ServerState {
   models::OptimizerState optimizer;
   std::vector<std::uint64_t> worker_steps;  // async: each worker's pushes applied
 };
+// A ServerState's parts where they lie: read(slice, optimizer state, worker steps).
+using StateReader = std::function<void(std::span<const double>, const models::OptimizerState&,
+                                       const std::vector<std::uint64_t>&)>;
 
 // A copy of a server's state kept apart from the server (the coordinator's): async servers write
 // it as they go (ServerOptions::copy_every), and it outlives a server that fails. Its own mutex:

@@ -58,8 +58,8 @@ def encode(head, manifest, arrays):
         body += struct.pack("<Q", len(name)) + name.encode()
         body += struct.pack("<Q", len(arrays[name])) + struct.pack(f"<{len(arrays[name])}d", *arrays[name])
     (version,) = struct.unpack_from("<I", head, len(MAGIC))
-    # Format version 2's checksum is CRC-32 (zlib's); version 1's was FNV-1a 64.
-    check = zlib.crc32(body) if version == 2 else fnv1a(body)
+    # Format version 2 and 3's checksum is CRC-32 (zlib's); version 1's was FNV-1a 64.
+    check = zlib.crc32(body) if version >= 2 else fnv1a(body)
     return body + struct.pack("<Q", check) + END
 
 

@@ -309,6 +309,34 @@ def test_keyed_async_moves_the_batch_s_keys_not_the_width(tmp):
         assert steps * 8 * params > 10 * bound, steps
 
 
+def test_a_wide_model_s_checkpoints_hold_its_nonzeros(tmp):
+    # Width 2^18 + 1, of which the rows touch 61 keys: a checkpoint stores the nonzero entries
+    # of the weights and the optimizer's state (format version 3), not 3 x 2 MiB of zeros, and
+    # a run cut and resumed from it trains the bytes of a run never cut, through the star, the
+    # sharded servers (whose slices make one sparse array) and async.
+    wide = libsvm(tmp / "wide.svm", "binary")
+    with open(wide, "a") as f:
+        f.write(f"1 {2 ** 18}:1\n")
+    ftrl = "{type: ftrl, lr: 0.3, l1: 0.01}"
+    for name, aggregation, workers in [("star", STAR, 2), ("servers", SERVERS, 2),
+                                       ("async", ASYNC2, 1)]:
+        _, ref = train(tmp, f"w{name}", wide, True, aggregation=aggregation, optimizer=ftrl,
+                       workers=workers)
+        cfg_text = (tmp / f"w{name}-sparse.yaml").read_text().replace("epochs: 3", "epochs: 2")
+        cut = tmp / f"w{name}-cut"
+        cfg = h.write_config(tmp, cfg_text.replace(str(ref), str(cut)), f"w{name}-cut.yaml")
+        assert h.run("run", cfg).code == 0
+        files = sorted((cut / "checkpoint").glob("step-*.ckpt"))
+        assert files, name
+        raw = files[-1].read_bytes()
+        assert raw.startswith(b"DTCKPT\r\n") and raw[8] == 3, (name, raw[:12])
+        assert len(raw) < 8 * 2 ** 18, (name, len(raw))  # one dense array would be 2 MiB
+        r = h.run("run", cfg, "--resume", "--json", "--set", "training.epochs=3", timeout=60)
+        assert r.code == 0, r
+        assert r.json()["checkpoint"]["resumed_from_step"] > 0, r.json()["checkpoint"]
+        assert (cut / "model.json").read_bytes() == (ref / "model.json").read_bytes(), name
+
+
 def test_what_has_no_sparse_form_is_refused(tmp):
     binary = libsvm(tmp / "binary.svm", "binary")
     r, out = train(tmp, "mlp", binary, True, model="mlp", code=2)
@@ -336,4 +364,5 @@ if __name__ == "__main__":
             test_the_keyed_star_restarts_and_resumes_exactly, test_async_trains_sparse_rows,
             test_keyed_async_equals_dense_and_keeps_the_failure_rules,
             test_keyed_async_moves_the_batch_s_keys_not_the_width,
+            test_a_wide_model_s_checkpoints_hold_its_nonzeros,
             test_what_has_no_sparse_form_is_refused])

@@ -57,7 +57,7 @@ void optimizer(const dt::checkpoint::Checkpoint& ck, const std::string& prefix, 
 }
 
 void one(std::string_view bytes) {
-  const auto ck = dt::checkpoint::decode(bytes, kWhere);
+  const auto ck = dt::checkpoint::decode(bytes, kWhere, dt::fuzz::kMaxSparseSize);
   const auto& m = ck.manifest;
   refusal_is_fine([&] {
     (void)roles::check_resume_manifest(ck, kWhere, keys_now(m, "fixed"), keys_now(m, "soft"));

@@ -38,13 +38,17 @@ void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-std::string decode_error_of(const std::string& bytes) {
+std::string decode_error_of_limited(const std::string& bytes, std::uint64_t max_sparse_size) {
   try {
-    (void)ck::decode(bytes, "ck/step-1.ckpt");
+    (void)ck::decode(bytes, "ck/step-1.ckpt", max_sparse_size);
   } catch (const dt::DataError& e) {
     return e.what();
   }
   return "";
+}
+
+std::string decode_error_of(const std::string& bytes) {
+  return decode_error_of_limited(bytes, ck::kMaxSparseSize);
 }
 
 }  // namespace
@@ -83,13 +87,75 @@ TEST_CASE("checkpoint: a truncated or corrupted file is refused with a clear mes
   auto version = bytes;
   version[8] = 9;
   CHECK(decode_error_of(version) == "ck/step-1.ckpt: checkpoint format version 9, this disttrain reads "
-                             "versions 1 to 2; resume it with the disttrain that wrote it");
+                             "versions 1 to 3; resume it with the disttrain that wrote it");
+}
+
+TEST_CASE("checkpoint: a long array mostly of zeros is stored as its nonzero entries") {
+  ck::Checkpoint c = checkpoint_sample(5);
+  std::vector<double> wide(100000, 0.0);
+  wide[0] = 1.5;
+  wide[77] = -0.0;  // nonzero bits: kept, sign and all
+  wide[4096] = std::numeric_limits<double>::quiet_NaN();
+  wide[99999] = -2.0;
+  ck::put(c, "optimizer.slot0", wide);  // replaces the dense one of the sample
+  REQUIRE(c.sparse.count("optimizer.slot0") == 1);
+  CHECK(c.arrays.count("optimizer.slot0") == 0);
+  CHECK(c.sparse.at("optimizer.slot0").indices == std::vector<std::uint32_t>{0, 77, 4096, 99999});
+  // A third of the entries or more nonzero, or a short array: dense.
+  std::vector<double> dense_enough(90000, 0.0);
+  for (std::size_t i = 0; i < dense_enough.size(); i += 2) dense_enough[i] = 1.0;
+  ck::put(c, "dense", dense_enough);
+  ck::put(c, "short", std::vector<double>(1000, 0.0));
+  CHECK(c.arrays.count("dense") == 1);
+  CHECK(c.arrays.count("short") == 1);
+  // Pieces are one array: the second's indices follow the first's length.
+  const std::vector<double> a(70000, 0.0);
+  std::vector<double> b(70000, 0.0);
+  b[3] = 4.0;
+  const std::span<const double> pieces[] = {a, b};
+  ck::put(c, "parameters", pieces);
+  CHECK(c.sparse.at("parameters").indices == std::vector<std::uint32_t>{70003});
+  // A dense piece after a sparse one: dense from there, the first piece's entries in place.
+  const std::vector<double> ones(70000, 1.0);
+  ck::ArrayBuilder builder("mixed", 140000);
+  builder.add(b);
+  builder.add(ones);
+  builder.finish(c);
+  REQUIRE(c.arrays.count("mixed") == 1);
+  std::vector<double> mixed(b);
+  mixed.insert(mixed.end(), ones.begin(), ones.end());
+  CHECK(same_array_bits(c.arrays.at("mixed"), mixed));
+  c.arrays.erase("mixed");
+  ck::ArrayBuilder short_of("short", 140000);
+  short_of.add(b);
+  CHECK_THROWS_WITH_AS(short_of.finish(c), "checkpoint array 'short' has 70000 of its 140000 entries",
+                       dt::TrainingError);
+
+  const auto bytes = ck::encode(c);
+  CHECK(bytes[8] == 3);
+  CHECK(bytes.size() < 8 * (90000 + 1000) + 4096);  // the wide arrays add a few bytes
+  const auto back = ck::decode(bytes, "x");
+  CHECK(back.sparse.empty());  // read back dense
+  CHECK(same_array_bits(back.array("optimizer.slot0"), wide));
+  CHECK(std::signbit(back.array("optimizer.slot0")[77]));
+  CHECK(same_array_bits(back.array("dense"), dense_enough));
+  std::vector<double> whole(a);
+  whole.insert(whole.end(), b.begin(), b.end());
+  CHECK(same_array_bits(back.array("parameters"), whole));
+  CHECK(same_array_bits(back.array("optimizer.slot1"), c.arrays.at("optimizer.slot1")));
+  // A length past what the reader accepts, and indices out of order or past the end.
+  CHECK(decode_error_of_limited(bytes, 1000).find("claims 100000 entries") != std::string::npos);
+  auto& s = c.sparse.at("optimizer.slot0");
+  s.indices = {0, 4096, 77, 99999};
+  CHECK(decode_error_of(ck::encode(c)).find("lists index 77 after 4096") != std::string::npos);
+  s.indices = {0, 77, 4096, 100000};
+  CHECK(decode_error_of(ck::encode(c)).find("lists index 100000 after 4096") != std::string::npos);
 }
 
 TEST_CASE("checkpoint: a file of format version 1 (FNV-1a checksum) is still read") {
   const auto c = checkpoint_sample(12);
   auto bytes = ck::encode(c);
-  CHECK(bytes[8] == 2);  // what this build writes: a CRC-32 checksum
+  CHECK(bytes[8] == 2);  // what this build writes with no sparse array: a CRC-32 checksum
   // The same file as format version 1 wrote it: version 1 and FNV-1a 64 of the bytes before.
   bytes[8] = 1;
   const std::size_t body = bytes.size() - 16;
