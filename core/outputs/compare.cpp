@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 
@@ -136,6 +137,17 @@ double cell_number(const std::string& text, const std::filesystem::path& origin,
   return v;
 }
 
+// A step cell: a whole number (a cast of 1e300 or nan would be undefined).
+std::int64_t step_number(const std::string& text, const std::filesystem::path& origin, std::size_t row) {
+  const double v = cell_number(text, origin, row);
+  if (!(v >= 0 && v < 9.0e18) || v != std::floor(v)) {
+    fail<DataError>("{}: line {}: step '{}' is not a whole number; this is not a loss.csv that "
+                    "disttrain wrote: run the training again to rewrite it",
+                    origin.string(), row + 2, text);
+  }
+  return static_cast<std::int64_t>(v);
+}
+
 std::string read_run_file(const std::filesystem::path& path) {
   try {
     return files::read_all(path);
@@ -237,8 +249,8 @@ LossComparison compare_losses(std::string_view a_text, std::string_view b_text, 
   };
   const std::size_t common = std::min(a.rows.size(), b.rows.size());
   for (std::size_t r = 0; r < common; ++r) {
-    const auto sa = static_cast<std::int64_t>(cell_number(cell(a, r, a.column("step")), origin_a, r));
-    const auto sb = static_cast<std::int64_t>(cell_number(cell(b, r, b.column("step")), origin_b, r));
+    const auto sa = step_number(cell(a, r, a.column("step")), origin_a, r);
+    const auto sb = step_number(cell(b, r, b.column("step")), origin_b, r);
     if (sa != sb) {
       diverge(std::min(sa, sb), "step", std::to_string(sa), std::to_string(sb));
       return c;
@@ -259,7 +271,7 @@ LossComparison compare_losses(std::string_view a_text, std::string_view b_text, 
     const auto& longer = a.rows.size() > b.rows.size() ? a : b;
     const auto& origin = a.rows.size() > b.rows.size() ? origin_a : origin_b;
     const auto step = cell(longer, common, longer.column("step"));
-    diverge(static_cast<std::int64_t>(cell_number(step, origin, common)), "step",
+    diverge(step_number(step, origin, common), "step",
             a.rows.size() > common ? step : "", b.rows.size() > common ? step : "");
   }
   return c;

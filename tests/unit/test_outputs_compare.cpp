@@ -145,6 +145,9 @@ TEST_CASE("compare: the loss curves diverge at the first step beyond the toleran
   const auto shorter = dt::output::compare_losses(a, header + "10,0.5,0.1,1.0,\n", 0, "a", "b");
   CHECK(*shorter.divergence_step == 20);
   CHECK(shorter.column == "step");
+  CHECK_THROWS_WITH_AS((void)dt::output::compare_losses(header + "1e300,0,0,1,\n", a, 0, "a/loss.csv", "b"),
+                       doctest::Contains("a/loss.csv: line 2: step '1e300' is not a whole number"),
+                       dt::DataError);
   CHECK_THROWS_WITH_AS((void)dt::output::compare_losses("x,y\n", a, 0, "a/loss.csv", "b"),
                        doctest::Contains("a/loss.csv: no step and train_loss columns"), dt::DataError);
 }
