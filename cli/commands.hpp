@@ -41,6 +41,11 @@ void add_gen(CLI::App& app, Action& action, const Globals& globals);
 void add_reference(CLI::App& app, Action& action, const Globals& globals);
 void add_keygen(CLI::App& app, Action& action, const Globals& globals);
 void add_export(CLI::App& app, Action& action, const Globals& globals);
+void add_compare(CLI::App& app, Action& action, const Globals& globals);
+
+// Before CLI11 parses: with no subcommand, the usage on stderr; with an unknown one, that said,
+// a "did you mean" and the list (usage.cpp). Returns the exit code (2) then, nullopt to go on.
+[[nodiscard]] std::optional<int> check_subcommand(const CLI::App& app, int argc, const char* const* argv);
 
 // A worker that joins a coordinator by itself (`disttrain worker --connect`, or a rank > 0 of
 // `disttrain run` under a launcher). job_id 0: learned from the coordinator.

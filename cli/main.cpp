@@ -70,10 +70,12 @@ int main(int argc, char** argv) {
   using Add = void (*)(CLI::App&, cli::Action&, const cli::Globals&);
   constexpr Add kCommands[] = {cli::add_run,    cli::add_validate, cli::add_predict,
                                cli::add_eval,   cli::add_worker,   cli::add_gen,
-                               cli::add_reference, cli::add_keygen, cli::add_export};
+                               cli::add_reference, cli::add_keygen, cli::add_export,
+                               cli::add_compare};
   cli::Action action;
   for (Add add : kCommands) add(app, action, globals);
 
+  if (const auto code = cli::check_subcommand(app, argc, argv)) return *code;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

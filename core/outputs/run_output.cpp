@@ -1,6 +1,7 @@
 #include "core/outputs/run_output.hpp"
 
 #include "core/coordinator/resume.hpp"
+#include "core/outputs/run_rotation.hpp"
 #include "core/outputs/sparse_model_file.hpp"
 #include "core/outputs/sparse_params.hpp"
 
@@ -24,6 +25,9 @@ std::string json_text(const nlohmann::ordered_json& j, int indent) {
 
 std::filesystem::path prepare_run_dir(const config::Config& config, bool resume) {
   const auto dir = config.output.dir;
+  // A fresh run moves the earlier one whole to <dir>.prev (run_rotation.hpp); a resumed run
+  // continues its own folder.
+  if (!resume) (void)keep_previous_run(dir);
   std::error_code ec;
   // Found before any worker starts, so a bad output.dir is bad usage (exit 2), not a failed run.
   std::filesystem::create_directories(dir / "workers", ec);

@@ -27,8 +27,9 @@ namespace dt::output {
 // UTF-8; such bytes become U+FFFD instead of failing the whole output. indent -1: one line.
 [[nodiscard]] std::string json_text(const nlohmann::ordered_json& j, int indent = -1);
 
-// The run folder: output.dir with workers/ inside, created if missing. A previous run's outputs
-// are removed, and its checkpoints too unless this run resumes from them.
+// The run folder: output.dir with workers/ inside, created if missing. A fresh run first moves
+// an earlier run folder whole to <output.dir>.prev (run_rotation.hpp); what is left of a previous
+// run's outputs is removed, and its checkpoints too unless this run resumes from them.
 [[nodiscard]] std::filesystem::path prepare_run_dir(const config::Config& config,
                                                     bool resume = false);
 
