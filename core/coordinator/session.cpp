@@ -9,7 +9,6 @@
 #include "base/text.hpp"
 #include "transports/transport.hpp"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <numeric>
