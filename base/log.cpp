@@ -170,6 +170,16 @@ const bool g_hooks = [] {
   return true;
 }();
 
+// A progress line is on the terminal: the next line logged erases it first, or would be
+// written after it on the same line.
+std::atomic<bool> g_progress_shown{false};
+constexpr std::string_view kEraseLine = "\r\x1b[2K";  // carriage return, erase the line
+
+std::string erasing_progress(std::string text) {
+  if (g_progress_shown.exchange(false)) text.insert(0, kEraseLine);
+  return text;
+}
+
 }  // namespace
 
 void set_level(Level level) noexcept { g_level.store(level); }
@@ -183,8 +193,9 @@ void set_prefix(std::string prefix) {
 void set_thread_prefix(std::string prefix) { t_prefix = std::move(prefix); }
 
 void progress(std::string_view line) {
-  std::string text = "\r\x1b[2K";  // carriage return, erase the line
+  std::string text(kEraseLine);
   text += line;
+  g_progress_shown.store(!line.empty());
   writer().push(std::move(text), false);
 }
 
@@ -196,10 +207,10 @@ void write(Level level, std::string_view message) {
   if (level == Level::kWarn) line += "warning: ";
   line += message;
   line += '\n';
-  writer().push(std::move(line), level == Level::kError);
+  writer().push(erasing_progress(std::move(line)), level == Level::kError);
 }
 
-void plain(std::string_view text) { writer().push(std::string(text), true); }
+void plain(std::string_view text) { writer().push(erasing_progress(std::string(text)), true); }
 
 bool flush(std::chrono::milliseconds stall) { return writer().flush(stall); }
 

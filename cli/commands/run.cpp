@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "core/config/config.hpp"
 #include "core/coordinator/coordinator.hpp"
+#include "core/coordinator/progress.hpp"
 #include "core/protocol/keys.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/outputs/initial_model.hpp"
@@ -198,6 +199,12 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
                      args.resume_dir);
   }
   auto config = config::load(config_path, overrides);
+  // The live line on a terminal, plain lines in a log, nothing under -q or -v (progress.hpp).
+  roles::progress::set_form(roles::progress::choose_form(globals.log_level()));
+  roles::progress::phase(config.data.synthetic ? std::string("generating the synthetic rows")
+                         : config.data.path.empty() ? std::string("reading the data")
+                         : config.data.path == "-"  ? std::string("reading standard input")
+                                                    : "reading " + config.data.path.string());
   // data.path '-' (stdin) or a compressed file: spooled or decompressed into a private folder
   // that lives as long as the run (a lost worker's replacement reads its rows again). The
   // resolved config keeps the path as given.
@@ -258,6 +265,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
     }
     note_checkpoint();
   } catch (const Error& e) {
+    roles::progress::clear();
     note_checkpoint();
     result.max_rss_bytes = resources::peak_rss_bytes();
     try {

@@ -84,12 +84,22 @@ struct OptimizerConfig {
 // Adagrad's epsilon when the file gives none (PyTorch's default).
 inline constexpr double kAdagradEpsilon = 1e-10;
 
+// training.early_stopping (sections_early_stopping.cpp): training stops once `metric`, measured
+// on the validation split at each log step, has not improved by more than min_delta for
+// `patience` checks in a row; the parameters of the best check are the ones written.
+struct EarlyStoppingConfig {
+  std::string metric = "val_loss";  // val_loss, val_acc, val_auc, val_log_loss, val_mse
+  int patience = 5;
+  double min_delta = 0.0;
+};
+
 struct TrainingConfig {
   int epochs = 20;
   std::int64_t batch_size = 64;  // global batch per step; "full" in the file = every row
   bool full_batch = false;
   OptimizerConfig optimizer;
   bool shuffle = true;
+  std::optional<EarlyStoppingConfig> early_stopping;  // absent: train every step
 };
 
 struct TransportConfig {

@@ -251,6 +251,13 @@ void write_training(Writer& w, const TrainingConfig& t) {
   }
   w.end();
   w.put("shuffle", t.shuffle);
+  if (t.early_stopping) {  // only when set: configs without it emit (and hash) as before
+    w.begin("early_stopping");
+    w.put("metric", t.early_stopping->metric);
+    w.put("patience", t.early_stopping->patience);
+    w.put("min_delta", t.early_stopping->min_delta);
+    w.end();
+  }
   w.end();
 }
 

@@ -44,6 +44,11 @@ void parse_sparse_keys(const Section& s, DataConfig& d, bool from_file);
 // parameters mode, or with async's staleness_lr).
 void check_optimizer(const Section& root, const Config& c);
 
+// training.early_stopping (sections_early_stopping.cpp): its keys, then what it needs of the
+// rest of the config (a validation split, a metric the model has).
+[[nodiscard]] EarlyStoppingConfig parse_early_stopping(const Section& s);
+void check_early_stopping(const Section& root, const Config& c);
+
 // `path` against `base_dir`, absolute and normal.
 [[nodiscard]] std::filesystem::path resolve(const std::filesystem::path& base_dir,
                                             const std::string& path);

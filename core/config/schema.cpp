@@ -250,6 +250,16 @@ std::vector<Key> build_keys() {
        "(`ftrl` only)."},
       {"training.shuffle", "`true` or `false`", "true", "",
        "Reshuffle each worker's rows every epoch (seeded)."},
+      {"training.early_stopping.metric",
+       "one of `val_loss`, `val_acc`, `val_auc`, `val_log_loss`, `val_mse`", "val_loss", "",
+       "Stop training when this validation metric (measured at each log step, on the rows "
+       "`data.validation` holds out) stops improving; the parameters of its best check are the "
+       "ones written. `val_acc` and `val_log_loss`: classification; `val_auc`: binary; "
+       "`val_mse`: regression. Needs `data.validation` > 0; not with `aggregation.mode` `async`."},
+      {"training.early_stopping.patience", "integer >= 1", "5", "",
+       "Log steps in a row without improvement that end training."},
+      {"training.early_stopping.min_delta", "number >= 0", "0", "",
+       "How much better than the best so far a check must be to count as an improvement."},
       // transport
       {"transport.type", one_of(kTransportTypes), "ipc", "",
        "`inproc`: workers are threads of one process; `ipc`: local processes; `tcp`: "

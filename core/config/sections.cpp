@@ -340,6 +340,7 @@ TrainingConfig parse_training(const Section& s) {
   }
   c.optimizer = parse_optimizer(s.section("optimizer"));
   c.shuffle = s.boolean("shuffle", c.shuffle);
+  if (s.has("early_stopping")) c.early_stopping = parse_early_stopping(s.section("early_stopping"));
   return c;
 }
 
@@ -457,6 +458,7 @@ Config build(const Section& root, const fs::path& base_dir) {
   c.output = parse_output(root.section("output"), base_dir, c.name);
   c.expect = parse_expect(root.section("expect"));
   check_combinations(root, c);
+  check_early_stopping(root, c);
   return c;
 }
 

@@ -351,6 +351,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   }
   const std::string config_hash = config::config_hash(config);
   try {
+    progress::phase(fmt::format("starting {} worker{}", ranks, ranks == 1 ? "" : "s"));
     for (int r = 0; r < ranks; ++r) pool->start(r, listener->endpoint());
     const auto join_timeout = first_remote < ranks
                                   ? std::chrono::milliseconds(config.transport.join_timeout_ms)
@@ -392,6 +393,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       if (validation && kind == data::LabelKind::kCategorical) {
         labels = data::distinct_labels(*validation);
       }
+      progress::phase(fmt::format("workers loading their shards ({} rows)", plan.train_rows));
       const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
                                          std::move(labels), result, options.init);
       std::vector<protocol::Envelope> finalizes;
@@ -441,6 +443,10 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       }
       if (options.checkpointer != nullptr) options.checkpointer->flush(session);
       result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
+      // training.early_stopping: the best check's parameters are the ones evaluated and written.
+      session.evaluation().early_stop().restore_best(params);
+      result.early_stopping = session.evaluation().early_stop().summary();
+      progress::phase("evaluating the final model");
       result.params = params;
 
       // Rows of workers lost late in the run (continue) are still part of the final evaluation.
@@ -470,6 +476,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         pool->stop_all();
       }
       for (const auto& exit : pool->poll()) session.note_late_exit(exit);
+      progress::clear();
       result.status = "ok";
     } catch (const Error& e) {
       session.end_joined_workers(e);

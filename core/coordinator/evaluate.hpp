@@ -5,6 +5,7 @@
 // for the final evaluation over the training rows).
 
 #include "core/config/config.hpp"
+#include "core/coordinator/early_stop.hpp"
 #include "core/coordinator/result.hpp"
 #include "core/data/dataset.hpp"
 #include "core/models/metrics.hpp"
@@ -32,8 +33,12 @@ class Evaluation {
   void set_validation(data::Shard shard) { validation_ = std::move(shard); }
   // Validation metrics of `params` on the held-out rows (nullopt without a split).
   [[nodiscard]] std::optional<Metrics> validate(const std::vector<double>& params);
+  // training.early_stopping on the validation metrics of the log rows (early_stop.hpp): the
+  // session checks each row; a mode ends its loop once early_stop().stopped().
+  [[nodiscard]] EarlyStopper& early_stop() noexcept { return early_stop_; }
 
  private:
+  EarlyStopper early_stop_{std::nullopt};
   std::unique_ptr<models::Model> model_;
   std::optional<data::Shard> validation_;
 };

@@ -77,6 +77,9 @@ struct RunResult {
   // Workers lost during the run, one object each (rank, pid, host, cause, step, action), and
   // what was done about them (summary.json "failures").
   nlohmann::json failures = nlohmann::json::array();
+  // training.early_stopping: {metric, patience, min_delta, stopped_at, best_step, best_metric}
+  // (core/coordinator/early_stop.hpp); null without it.
+  nlohmann::json early_stopping;
   // The mode's own statistics, written into summary.json as "aggregation" when not empty.
   nlohmann::json aggregation = nlohmann::json::object();
 };

@@ -156,6 +156,12 @@ checkpoint::Checkpoint Checkpointer::common(CoordinatorSession& session, std::ui
   put_log(out, result.log);
   m["window"] = session.loss_window().to_json();
   m["aggregation"] = result.aggregation;
+  // training.early_stopping's best check so far (early_stop.hpp); absent without it, and
+  // a checkpoint without it resumes with no check made.
+  if (session.evaluation().early_stop().enabled()) {
+    m["early_stopping"] = session.evaluation().early_stop().state();
+    out.arrays["early_stopping.best_parameters"] = session.evaluation().early_stop().best_params();
+  }
   return out;
 }
 
@@ -265,6 +271,13 @@ void Checkpointer::restore(CoordinatorSession& session) {
     result.log = std::move(run.log);
     result.aggregation = std::move(run.aggregation);
     session.restore_log_window(run.window, step, run.seconds, where);
+    if (ck.manifest.contains("early_stopping")) {
+      session.evaluation().early_stop().restore(
+          ck.manifest["early_stopping"],
+          ck.has("early_stopping.best_parameters") ? ck.array("early_stopping.best_parameters")
+                                                   : std::vector<double>(),
+          session.params().size(), where);
+    }
     mode_->restore_state(session, ck);
   } catch (const nlohmann::json::exception& e) {
     // A backstop: every read above is checked (resume_read.hpp).

@@ -9,7 +9,6 @@
 #include "base/text.hpp"
 #include "transports/transport.hpp"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <numeric>
@@ -53,7 +52,6 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       heartbeat_(heartbeat),
       job_id_(job_id),
       result_(result),
-      progress_bar_(::isatty(STDERR_FILENO) == 1 && log::level() >= log::Level::kWarn),
       alive_(all_ranks(plan.shard_rows.size())),
       alive_flag_(plan.shard_rows.size(), true),
       joined_ms_(plan.shard_rows.size(), 0),
@@ -62,6 +60,7 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       last_request_type_(plan.shard_rows.size(), protocol::Type::kSetup),
       last_request_generation_(plan.shard_rows.size(), 0),
       answered_(plan.shard_rows.size()) {
+  evaluation_.early_stop() = EarlyStopper(config.training.early_stopping);
 }
 
 void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelope>& ready) {
@@ -346,6 +345,7 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
   // A row when the step crosses a multiple of log_every (modes that advance several steps per
   // call, as parameters mode does per round, still log at the cadence asked for), and at the end.
   const auto total = schedule_.total_steps();
+  progress_.step(step, total, schedule_.elapsed_seconds());
   if (step / every == previous / every && step != total) return;
 
   LogRow row;
@@ -355,22 +355,19 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
   row.train_loss = window_.train_loss();
   check_explosion(config_, window_, step, row.train_loss);
   row.worker_loss = window_.worker_loss();
-  if (const auto v = evaluation_.validate(params_)) {
+  const auto v = evaluation_.validate(params_);
+  if (v) {
     row.validation_loss = v->loss;
     row.validation_metric = v->accuracy ? v->accuracy : v->mse;
     row.validation_log_loss = v->log_loss;
     row.validation_auc = v->auc;
   }
-  const std::string progress =
-      fmt::format("step {}/{} epoch {:.2f} loss {:.6g}{}", step, total, row.epoch,
-                  row.train_loss,
-                  row.validation_loss ? fmt::format(" validation {:.6g}", *row.validation_loss) : "");
+  evaluation_.early_stop().check(step, v, params_);
   if (log::level() >= log::Level::kInfo) {
-    log::info("{}", progress);
-  } else if (progress_bar_) {
-    // One line rewritten in place, only on a terminal (never in a file or a pipe).
-    log::progress(step == total ? "" : progress);
+    log::info("step {}/{} epoch {:.2f} loss {:.6g}{}", step, total, row.epoch, row.train_loss,
+              row.validation_loss ? fmt::format(" validation {:.6g}", *row.validation_loss) : "");
   }
+  progress_.row(row, total, row.seconds, step == total || evaluation_.early_stop().stopped());
   result_.log.push_back(std::move(row));
   window_.clear();
 }

@@ -11,7 +11,7 @@
 #include "core/coordinator/launcher.hpp"
 #include "core/coordinator/loss_window.hpp"
 #include "core/coordinator/plan.hpp"
-#include "core/coordinator/result.hpp"
+#include "core/coordinator/progress.hpp"
 #include "core/coordinator/schedule.hpp"
 #include "core/coordinator/stragglers.hpp"
 #include "core/protocol/drop_log.hpp"
@@ -214,7 +214,7 @@ class CoordinatorSession {
   std::uint64_t job_id_;
   RunResult& result_;
   bool exits_expected_ = false;
-  bool progress_bar_ = false;
+  progress::TrainingLine progress_;  // the live or plain progress lines
   Checkpointer* checkpointer_ = nullptr;
   std::uint64_t completed_step_ = 0;
   LossWindow window_{plan_.shard_rows.size()};  // since the last log row

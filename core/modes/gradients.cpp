@@ -39,7 +39,8 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     const std::uint64_t steps = session.schedule().total_steps();
     session.schedule().start_clock();
     const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
-    for (std::uint64_t step = session.first_step(); step < steps; ++step) {
+    const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
+    for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
       protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
       request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));

@@ -215,7 +215,8 @@ class ParametersMode final : public Mode {
     std::vector<merge::Candidate> candidates;
     std::vector<double> errors;
     session.schedule().start_clock();
-    for (std::uint64_t r = first_round_; r < schedule.rounds; ++r) {
+    const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
+    for (std::uint64_t r = first_round_; r < schedule.rounds && !early_stop.stopped(); ++r) {
       // Drawn from every rank, so that losing a worker (continue) does not change whom the
       // other rounds draw; a lost worker drawn simply sits the round out.
       auto clients = sample_clients(config.seed, r, ranks, pc.clients_per_round);

@@ -74,6 +74,7 @@ class RingMode final : public Mode {
     const bool grow =
         session.config().fault_tolerance.on_worker_failure == config::FailurePolicy::kAbort;
     ring::BatchPlanner planner(session, grow);
+    const bool stops_early = session.config().training.early_stopping.has_value();
     // Whatever ends the loop, no batch is in flight after it: a stop checkpoint may then ask
     // the leader for its state (save_state).
     struct Landed {
@@ -86,7 +87,8 @@ class RingMode final : public Mode {
         if (batch.want_state) keep_state(leader, batch.end, p, ring::kLossArrays);
       };
     };
-    for (std::uint64_t step = session.first_step(); step < steps;) {
+    const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
+    for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped();) {
       try {
         if (!in_flight_) {
           reformer.before_step(step, per_epoch);
@@ -99,7 +101,8 @@ class RingMode final : public Mode {
         // Growing batches (abort): the next one goes out before this one is logged and
         // checkpointed, so the workers never wait on the coordinator's files. Not after
         // Ctrl-C: the stop checkpoint is then of this batch's last step, which the leader holds.
-        if (grow && done.end < steps && !signals::interrupted()) {
+        // Nor with early stopping: a stop at this batch's log row must find no batch in flight.
+        if (grow && done.end < steps && !signals::interrupted() && !stops_early) {
           reformer.before_step(done.end, per_epoch);
           in_flight_ = sent(session, planner.batch(done.end));
         }

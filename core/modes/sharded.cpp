@@ -75,7 +75,8 @@ class ShardedGradientsMode final : public ServerGroupMode {
     const auto timeout = 2 * config.fault_tolerance.worker_timeout_ms;
     const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
     session.schedule().start_clock();
-    for (std::uint64_t step = session.first_step(); step < steps; ++step) {
+    const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
+    for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
       round = step;
       in_step = true;

@@ -132,7 +132,8 @@ class TensorMode final : public CoordinatorOptimizerMode {
     std::vector<const protocol::Envelope*> by_rank(static_cast<std::size_t>(ranks));
     session.schedule().start_clock();
     // A step is sent again whole after a re-form: the parameters have not moved.
-    while (step < steps) {
+    const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
+    while (step < steps && !early_stop.stopped()) {
       try {
         reformer.before_step(step, session.plan().steps_per_epoch);
         for (int t = 0; t < tensor; ++t) {

@@ -209,6 +209,8 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   j["worker_stats"] = workers;
   // The mode's own statistics (staleness, servers, rounds, ...), when it has any.
   if (!result.aggregation.empty()) j["aggregation"] = result.aggregation;
+  // training.early_stopping: where it stopped and which check's parameters were written.
+  if (!result.early_stopping.is_null()) j["early_stopping"] = result.early_stopping;
   // Workers lost and what was done about them; the run's own error, if any, is "error".
   j["failures"] = ordered_json::parse(result.failures.dump());
   j["stragglers"] = result.stragglers;
