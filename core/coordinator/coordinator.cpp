@@ -16,6 +16,7 @@
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/memory.hpp"
 #include "base/net.hpp"
 #include "base/random.hpp"
 #include "base/resources.hpp"
@@ -417,7 +418,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       session.evaluation().set_model(models::make_model({config.model,
                                             static_cast<int>(data::input_width(plan.source)),
                                             static_cast<int>(finalize.classes.size())}));
-      params.assign(session.model().parameter_count(), 0.0);
+      memory::assign_huge(params, session.model().parameter_count(), 0.0);
       check_message_size(config, params.size());
       if (options.init != nullptr) {
         initial_parameters(*options.init, params);

@@ -2,6 +2,7 @@
 #include "core/models/optim_detail.hpp"
 
 #include "base/error.hpp"
+#include "base/memory.hpp"
 
 #include <cmath>
 #include <utility>
@@ -65,7 +66,10 @@ using detail::restore;
 class Sgd final : public Optimizer {
  public:
   Sgd(double lr, double momentum, std::size_t size) : lr_(lr), momentum_(momentum), size_(size) {
-    if (momentum_ > 0.0) state_.slots.assign(1, std::vector<double>(size_, 0.0));
+    if (momentum_ > 0.0) {
+      state_.slots.resize(1);
+      memory::assign_huge(state_.slots[0], size_, 0.0);
+    }
   }
 
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
@@ -136,7 +140,8 @@ class Adam final : public Optimizer {
  public:
   Adam(const config::OptimizerConfig& c, std::size_t size)
       : lr_(c.lr), beta1_(c.beta1), beta2_(c.beta2), epsilon_(c.epsilon), size_(size) {
-    state_.slots.assign(2, std::vector<double>(size_, 0.0));
+    state_.slots.resize(2);
+    for (auto& slot : state_.slots) memory::assign_huge(slot, size_, 0.0);
   }
 
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,

@@ -7,6 +7,7 @@
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/memory.hpp"
 
 #include <algorithm>
 
@@ -74,9 +75,11 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
         o.start_completed = start_steps_;
       }
     }
-    servers_.push_back(std::make_unique<ParameterServer>(
-        session.transport(), std::move(o),
-        std::vector<double>(params.begin() + first, params.begin() + last)));
+    std::vector<double> slice;  // on huge pages: a wide model's slice is reached at random keys
+    memory::assign_huge(slice, static_cast<std::size_t>(last - first), 0.0);
+    std::copy(params.begin() + first, params.begin() + last, slice.begin());
+    servers_.push_back(
+        std::make_unique<ParameterServer>(session.transport(), std::move(o), std::move(slice)));
   }
   for (const auto& s : servers_) {
     log::info("parameter server {} owns keys [{}, {}) on {}", s->options().index,
