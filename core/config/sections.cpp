@@ -339,6 +339,7 @@ TrainingConfig parse_training(const Section& s) {
     }
   }
   c.optimizer = parse_optimizer(s.section("optimizer"));
+  parse_training_controls(s, c.optimizer);
   c.shuffle = s.boolean("shuffle", c.shuffle);
   return c;
 }
@@ -382,6 +383,7 @@ void check_combinations(const Section& root, const Config& c) {
   check_fault_tolerance(root, c);
   check_transport(root, c);
   check_optimizer(root, c);
+  check_training_controls(root, c);
   const Section shards = root.section("shards");
   const Section aggregation = root.section("aggregation");
   const Section parallelism = root.section("parallelism");

@@ -437,10 +437,12 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         // Every completed step is kept: the checkpoint of the last one, while the workers (and
         // the ring's replicas) are still there to ask.
         if (options.checkpointer != nullptr) options.checkpointer->save_on_stop(session);
+        result.planned_steps = session.schedule().total_steps();
         throw;
       }
       if (options.checkpointer != nullptr) options.checkpointer->flush(session);
       result.train_seconds = static_cast<double>(steady_ms() - train_start) / 1000.0;
+      result.planned_steps = session.schedule().total_steps();
       result.params = params;
 
       // Rows of workers lost late in the run (continue) are still part of the final evaluation.
