@@ -304,6 +304,18 @@ def test_resume_is_exact(tmp):
         summary = run_ok(cfg, "--resume", "--set", "training.epochs=4")
         assert summary["checkpoint"]["resumed_from_step"] > 0, summary["checkpoint"]
         assert (cut / "model.json").read_bytes() == (ref / "model.json").read_bytes(), mode
+    # The ring's rmsprop has a momentum slot: resuming without momentum is refused (exit 2); a
+    # changed schedule resumes with a warning.
+    _, cfg = synthetic(tmp, "ring-cut", "ring", "{type: rmsprop, lr: 0.05}", controls, epochs=2,
+                       extra="fault_tolerance: {checkpoint_every: {steps: 40}}")
+    r = h.run("run", cfg, "--resume", "--set", "training.epochs=6", timeout=60)
+    assert r.code == 2, r
+    assert "training.optimizer.type was rmsprop with momentum, is now rmsprop" in r.stderr, r
+    _, cfg = synthetic(tmp, "star-cut", "star", "{type: adamw, lr: 0.2}", controls, epochs=2,
+                       extra="fault_tolerance: {checkpoint_every: {steps: 40}}")
+    summary = run_ok(cfg, "--resume", "--set", "training.epochs=6", "--set",
+                     "training.lr_schedule.t_max=100")
+    assert any("training.lr_schedule was cosine" in w for w in summary["warnings"]), summary
 
 
 def test_bad_values_exit_2(tmp):
