@@ -3,7 +3,8 @@ real worker processes: the lr column and summary's final_lr at chosen steps are 
 closed form; a full-batch run of adamw, rmsprop and sgd under a schedule and clip_norm gives the
 weights of the same steps done here in Python (PyTorch's algorithms, and torch.optim itself when
 torch is installed) to 1e-12; a tiny clip_norm gives the hand-computed first step; every mode
-trains under a schedule and clip_norm, synchronous reruns give the same bytes; a checkpoint and
+trains under a schedule and clip_norm (sparse rows too: the lazy steps, the norm over the
+touched keys), synchronous reruns give the same bytes; a checkpoint and
 --resume give the bytes of a run that never stopped. docs/optimizers.md."""
 
 import csv
@@ -318,6 +319,26 @@ def test_resume_is_exact(tmp):
     assert any("training.lr_schedule was cosine" in w for w in summary["warnings"]), summary
 
 
+def test_sparse_rows(tmp):
+    # Sparse rows (the lazy steps, clip_norm over the touched keys): bags of words over a star,
+    # the keyed click log in async mode over one server.
+    def sparse_run(name, config, *sets):
+        out = tmp / name
+        summary = run_ok(h.source("configs", config), "--set", f"output.dir={out}", *sets)
+        return out, summary
+    controls = ("--set", "training.optimizer.type=adamw", "--set", "training.clip_norm=0.01",
+                "--set", "training.lr_schedule.type=cosine")
+    a, summary = sparse_run("words", "sparse_libsvm.yaml", *controls)
+    assert summary["final_metrics"]["accuracy"] > 0.9, summary
+    b, _ = sparse_run("words-again", "sparse_libsvm.yaml", *controls)
+    assert (a / "model.json").read_bytes() == (b / "model.json").read_bytes()
+    c, _ = sparse_run("words-noclip", "sparse_libsvm.yaml", *controls[:2], *controls[4:])
+    assert (a / "model.json").read_bytes() != (c / "model.json").read_bytes()
+    _, summary = sparse_run("clicks", "clicks.yaml", "--set", "aggregation.mode=async", "--set",
+                            "training.optimizer.type=rmsprop", "--set", "training.clip_norm=0.5")
+    assert summary["final_metrics"]["auc"] > 0.9, summary
+
+
 def test_bad_values_exit_2(tmp):
     for controls, expected in [
         ("  lr_schedule: {type: step}", "missing required key 'training.lr_schedule.step_size'"),
@@ -332,4 +353,4 @@ def test_bad_values_exit_2(tmp):
 if __name__ == "__main__":
     h.main([test_schedule_lr_at_chosen_steps, test_adamw_and_rmsprop_match_pytorch,
             test_tiny_clip_norm_first_step, test_every_mode, test_clip_norm_changes_the_model,
-            test_resume_is_exact, test_bad_values_exit_2])
+            test_resume_is_exact, test_sparse_rows, test_bad_values_exit_2])
