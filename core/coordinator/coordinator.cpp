@@ -440,6 +440,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         // Every completed step is kept: the checkpoint of the last one, while the workers (and
         // the ring's replicas) are still there to ask.
         if (options.checkpointer != nullptr) options.checkpointer->save_on_stop(session);
+        result.planned_steps = session.schedule().total_steps();
         throw;
       }
       if (options.checkpointer != nullptr) options.checkpointer->flush(session);
@@ -447,6 +448,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       // training.early_stopping: the best check's parameters are the ones evaluated and written.
       session.evaluation().early_stop().restore_best(params);
       result.early_stopping = session.evaluation().early_stop().summary();
+      result.planned_steps = session.schedule().total_steps();
       progress::phase("evaluating the final model");
       result.params = params;
 

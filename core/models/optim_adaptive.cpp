@@ -54,6 +54,7 @@ class Adagrad final : public Optimizer {
   void set_state(OptimizerState state) override {
     restore(state_, std::move(state), 1, size_, "adagrad");
   }
+  void set_lr(double lr) override { lr_ = lr; }
 
  private:
   // g == 0 adds 0 to sum (>= 0) and subtracts lr * 0 from p: both unchanged, bit for bit.
@@ -116,6 +117,7 @@ class Ftrl final : public Optimizer {
   void set_state(OptimizerState state) override {
     restore(state_, std::move(state), 2, size_, "ftrl");
   }
+  void set_lr(double lr) override { c_.alpha = lr; }
 
  private:
   struct Constants {

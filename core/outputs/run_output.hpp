@@ -45,7 +45,7 @@ namespace dt::output {
 [[nodiscard]] nlohmann::ordered_json summary_json(const config::Config& config,
                                                   const roles::RunResult& result,
                                                   const std::vector<std::string>& expect_failures);
-[[nodiscard]] std::string loss_csv(const roles::RunResult& result, int workers);
+[[nodiscard]] std::string loss_csv(const config::Config& config, const roles::RunResult& result);
 [[nodiscard]] std::string loss_svg(const roles::RunResult& result, const std::string& title);
 
 // Writes config.resolved.yaml (at the start of a run).

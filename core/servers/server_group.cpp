@@ -49,6 +49,7 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     o.workers = session.ranks();
     o.asynchronous = async.has_value();
     o.optimizer = config.training.optimizer;
+    o.schedule_steps = session.schedule().total_steps();
     o.l2.assign(l2.begin() + first, l2.begin() + last);
     o.job_id = session.job_id();
     for (const auto& f : config.faults) {
@@ -56,6 +57,8 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     }
     if (async) {
       o.worker_steps = async->worker_steps;
+      o.schedule_steps = 0;  // every worker's pushes: each is one update
+      for (const auto steps : async->worker_steps) o.schedule_steps += steps;
       o.max_staleness = async->max_staleness;
       o.staleness_lr = async->staleness_lr;
       o.keep_log = k == 0;
