@@ -46,6 +46,10 @@ void add_compare(CLI::App& app, Action& action, const Globals& globals);
 // Before CLI11 parses: with no subcommand, the usage on stderr; with an unknown one, that said,
 // a "did you mean" and the list (usage.cpp). Returns the exit code (2) then, nullopt to go on.
 [[nodiscard]] std::optional<int> check_subcommand(const CLI::App& app, int argc, const char* const* argv);
+// After a failed parse: an option the subcommand does not have ("--jsn") named with the one
+// meant and where the options are listed, exit 2; nullopt for any other error (CLI11 says it).
+[[nodiscard]] std::optional<int> explain_unknown_option(const CLI::App& app,
+                                                        const CLI::ParseError& error);
 
 // A worker that joins a coordinator by itself (`disttrain worker --connect`, or a rank > 0 of
 // `disttrain run` under a launcher). job_id 0: learned from the coordinator.

@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const auto code = cli::explain_unknown_option(app, e)) return *code;
     const int code = app.exit(e);
     return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
   }

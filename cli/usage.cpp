@@ -49,4 +49,29 @@ std::optional<int> check_subcommand(const CLI::App& app, int argc, const char* c
   return static_cast<int>(ExitCode::kBadInput);
 }
 
+std::optional<int> explain_unknown_option(const CLI::App& app, const CLI::ParseError& error) {
+  // (CLI11 names an ExtrasError after the app that threw it: its exit code says what it is.)
+  if (error.get_exit_code() != static_cast<int>(CLI::ExitCodes::ExtrasError)) return std::nullopt;
+  // The subcommand given (the one whose options count) and what was left over.
+  const auto parsed = app.get_subcommands();
+  const CLI::App& sub = parsed.empty() ? app : *parsed.front();
+  std::vector<std::string> names;
+  for (const CLI::App* level : {&app, &sub}) {
+    for (const auto* option : level->get_options()) {
+      for (const auto& name : option->get_lnames()) names.push_back("--" + name);
+    }
+  }
+  const std::vector<std::string> extras = app.remaining(true);
+  const std::string command =
+      &sub == &app ? std::string("disttrain") : "disttrain " + sub.get_name();
+  for (const auto& extra : extras) {
+    if (!extra.starts_with("-")) continue;
+    const std::string name = extra.substr(0, extra.find('='));
+    log::plain(fmt::format("{}: unknown option '{}'{}; '{} --help' lists the options\n", command,
+                           name, text::suggestion_suffix(name, names), command));
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  return std::nullopt;
+}
+
 }  // namespace dt::cli

@@ -235,6 +235,18 @@ def test_subcommand_messages(tmp):
         assert "SUBCOMMANDS:" in r.stderr.upper() and "compare" in r.stderr, r.stderr
         assert r.stderr.rstrip().endswith("disttrain: give a subcommand (disttrain run config.yaml to train)")
     assert h.run("--version").code == 0
+    # An option the subcommand does not have: named, with the one meant and where they are.
+    cfg = h.source("configs", "quickstart.yaml")
+    r = h.run("run", str(cfg), "--jsn")
+    assert r.code == 2 and r.stdout == "", r
+    assert r.stderr == ("disttrain run: unknown option '--jsn' (did you mean '--json'?); "
+                        "'disttrain run --help' lists the options\n"), r.stderr
+    r = h.run("run", str(cfg), "--sett=training.epochs=2")
+    assert r.code == 2, r
+    assert "unknown option '--sett' (did you mean '--set'?)" in r.stderr, r.stderr
+    r = h.run("predict", "--frobnicate", "model.json", "x.csv")
+    assert r.code == 2, r
+    assert r.stderr.startswith("disttrain predict: unknown option '--frobnicate'; "), r.stderr
 
 
 if __name__ == "__main__":
