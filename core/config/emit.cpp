@@ -316,7 +316,11 @@ std::string to_yaml(const Config& c) {
   w.begin("log_every");
   w.put("steps", c.output.log_every_steps);
   w.end();
-  if (c.output.timeline_steps > 0) {  // only when set: configs without it emit as before
+  // output.timeline only when on (configs without it emit as before): `true` for the default
+  // window, else the window's steps.
+  if (c.output.timeline_steps == kTimelineDefaultSteps) {
+    w.put("timeline", true);
+  } else if (c.output.timeline_steps > 0) {
     w.begin("timeline");
     w.put("steps", c.output.timeline_steps);
     w.end();

@@ -48,6 +48,8 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
         "training: {optimizer: {type: adam}}\n",
         "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: adagrad}}\n",
         "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: ftrl}}\n",
+        "version: 1\ndata: {path: a.csv}\noutput: {timeline: true}\n",
+        "version: 1\ndata: {path: a.csv}\noutput: {timeline: {steps: 50}}\n",
         "version: 1\ndata: {path: a.csv, validation: 0.1}\ntraining: {early_stopping: {}}\n",
         "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
         "shards: {strategy: by_label}\naggregation: {mode: async, async: {max_staleness: 2}}\n"
