@@ -38,6 +38,7 @@ struct RunArgs {
   std::string listen;       // --listen HOST:PORT: tcp, where workers that join connect
   int expect_workers = -1;  // --expect-workers N: transport.remote_workers
   std::string advertise;    // --advertise HOST: transport.advertise
+  bool timeline = false;    // --timeline: output.timeline (its default window unless set)
 };
 
 // Under a launcher (rendezvous.hpp) every rank runs this same command line. The overrides
@@ -199,6 +200,9 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
                      args.resume_dir);
   }
   auto config = config::load(config_path, overrides);
+  if (args.timeline && config.output.timeline_steps == 0) {
+    config.output.timeline_steps = config::kTimelineDefaultSteps;
+  }
   // The live line on a terminal, plain lines in a log, nothing under -q or -v (progress.hpp).
   roles::progress::set_form(roles::progress::choose_form(globals.log_level()));
   roles::progress::phase(config.data.synthetic ? std::string("generating the synthetic rows")
@@ -334,6 +338,8 @@ void add_run(CLI::App& app, Action& action, const Globals& globals) {
                   "(appends to the config's faults list)")
       ->type_name("SPEC");
   cmd->add_flag("--json", args->json, "print exactly one JSON object (the summary) on stdout");
+  cmd->add_flag("--timeline", args->timeline,
+                "write timeline.json (Chrome trace of every step's phases; output.timeline)");
   auto* resume = cmd->add_option("--resume", args->resume_dir,
                                  "continue from the latest checkpoint of the config's output.dir, "
                                  "or of the run folder DIR")

@@ -170,7 +170,10 @@ struct FaultConfig {
 struct OutputConfig {
   std::filesystem::path dir;  // "{name}" substituted, resolved against the working directory
   std::int64_t log_every_steps = 10;
+  // output.timeline: timeline.json keeps the spans of this many last steps; 0: no timeline.
+  std::uint64_t timeline_steps = 0;
 };
+inline constexpr std::uint64_t kTimelineDefaultSteps = 1000;  // output.timeline: true
 
 struct Bound {
   std::optional<double> min;

@@ -353,6 +353,15 @@ std::string to_yaml(const Config& c) {
   w.begin("log_every");
   w.put("steps", c.output.log_every_steps);
   w.end();
+  // output.timeline only when on (configs without it emit as before): `true` for the default
+  // window, else the window's steps.
+  if (c.output.timeline_steps == kTimelineDefaultSteps) {
+    w.put("timeline", true);
+  } else if (c.output.timeline_steps > 0) {
+    w.begin("timeline");
+    w.put("steps", c.output.timeline_steps);
+    w.end();
+  }
   w.end();
 
   if (!c.expect.empty()) {
@@ -378,6 +387,7 @@ std::string config_hash(const Config& config) {
   same.transport.authorized_keys.clear();
   same.transport.server_key.clear();
   same.output.dir.clear();
+  same.output.timeline_steps = 0;  // recorded or not, the ranks train the same
   same.data.path = same.data.path.filename();
   for (auto& file : same.shards.files) file = file.filename();
   std::uint64_t h = 0xcbf29ce484222325ULL;

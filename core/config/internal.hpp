@@ -54,6 +54,9 @@ void check_training_controls(const Section& root, const Config& c);
 [[nodiscard]] EarlyStoppingConfig parse_early_stopping(const Section& s);
 void check_early_stopping(const Section& root, const Config& c);
 
+// output.timeline (sections_timeline.cpp): `true`, `false` or `{steps: N}`; the steps kept.
+[[nodiscard]] std::uint64_t parse_timeline(const Section& output);
+
 // `path` against `base_dir`, absolute and normal.
 [[nodiscard]] std::filesystem::path resolve(const std::filesystem::path& base_dir,
                                             const std::string& path);

@@ -364,6 +364,14 @@ std::vector<Key> build_keys() {
        "config's); `{name}` becomes `name`."},
       {"output.log_every.steps", "integer >= 1", "10", "",
        "Log progress (and evaluate the validation rows) every this many steps."},
+      {"output.timeline", "`true`, `false` or a map", "", "`false`",
+       "Write `timeline.json` (Chrome trace format, for Perfetto or chrome://tracing): the phases "
+       "of every step on every worker, server and the coordinator. `true` keeps the last 1000 "
+       "steps; `{steps: N}` the last N. `disttrain run --timeline` is `true`. See "
+       "docs/outputs.md."},
+      {"output.timeline.steps", "integer in [1, 1000000]", "", "`1000`",
+       "The rolling window: only the last this many steps are kept (memory and file size stay "
+       "bounded on a long run)."},
       // expect
       {"expect.<metric>.min", "number", "", "none",
        "Fail the run (exit code 1) when the metric ends below this."},

@@ -2,6 +2,7 @@
 // with the configured mode, evaluate, stop. Every wait is supervised (worker exits, heartbeats,
 // Ctrl-C) and bounded.
 
+#include "core/coordinator/timeline_recording.hpp"
 #include "core/coordinator/coordinator.hpp"
 #include "core/coordinator/session.hpp"
 
@@ -428,6 +429,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       session.share_peer_endpoints(session.gather(protocol::Type::kReady));
 
       const auto mode = modes::make_mode(config);
+      TimelineRecording recording(config, result);  // output.timeline
       if (options.checkpointer != nullptr) {
         options.checkpointer->set_mode(mode.get());
         session.set_checkpointer(options.checkpointer);
@@ -473,6 +475,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         // By the report's rank: under `continue` lost ranks send none.
         result.workers[reports[r].rank].report = protocol::read_report(reports[r]);
       }
+      recording.finish();
       if (!pool->wait_all(kExitTimeout)) {
         log::warn("some workers did not exit within {} ms of the stop; stopping them",
                   kExitTimeout.count());

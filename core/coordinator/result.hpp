@@ -4,6 +4,7 @@
 
 #include "core/data/dataset.hpp"
 #include "core/protocol/protocol.hpp"
+#include "base/timeline.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -78,6 +79,8 @@ struct RunResult {
   // Workers lost during the run, one object each (rank, pid, host, cause, step, action), and
   // what was done about them (summary.json "failures").
   nlohmann::json failures = nlohmann::json::array();
+  // output.timeline: every recording thread's spans (timeline_recording.hpp); empty when off.
+  std::vector<timeline::Track> timeline;
   // training.early_stopping: {metric, patience, min_delta, stopped_at, best_step, best_metric}
   // (core/coordinator/early_stop.hpp); null without it.
   nlohmann::json early_stopping;

@@ -3,6 +3,7 @@
 #include "core/coordinator/tensor_plan.hpp"
 #include "core/coordinator/worker_pool.hpp"
 #include "core/protocol/timing.hpp"
+#include "base/timeline.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "base/signals.hpp"
@@ -355,7 +356,9 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
   row.train_loss = window_.train_loss();
   check_explosion(config_, window_, step, row.train_loss);
   row.worker_loss = window_.worker_loss();
+  const auto span_start = timeline::start();
   const auto v = evaluation_.validate(params_);
+  timeline::span_at(timeline::Phase::kEvaluation, step, span_start);
   if (v) {
     row.validation_loss = v->loss;
     row.validation_metric = v->accuracy ? v->accuracy : v->mse;

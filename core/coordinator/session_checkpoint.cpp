@@ -3,6 +3,7 @@
 #include "core/coordinator/session.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/protocol/timing.hpp"
+#include "base/timeline.hpp"
 #include "base/error.hpp"
 #include "transports/transport.hpp"
 
@@ -14,7 +15,11 @@ std::uint64_t CoordinatorSession::first_step() const {
 
 void CoordinatorSession::step_boundary(std::uint64_t step) {
   completed_step_ = step;
-  if (checkpointer_ != nullptr && checkpointer_->due(step)) checkpointer_->save(*this, step);
+  if (checkpointer_ != nullptr && checkpointer_->due(step)) {
+    const auto span_start = timeline::start();
+    checkpointer_->save(*this, step);
+    timeline::span_at(timeline::Phase::kCheckpoint, step, span_start);
+  }
 }
 
 bool CoordinatorSession::checkpoint_due(std::uint64_t step) const {

@@ -14,6 +14,7 @@
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"
+#include "base/timeline.hpp"
 #include "transports/transport.hpp"
 
 #include <chrono>
@@ -42,10 +43,15 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
     for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
+      timeline::set_step(step + 1);
+      auto span_start = timeline::start();
       protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
       request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
       session.broadcast(std::move(request));
+      timeline::span(timeline::Phase::kBroadcast, span_start);
+      span_start = timeline::start();
       const auto replies = session.gather(protocol::Type::kGradient);
+      timeline::span(timeline::Phase::kGather, span_start);
 
       // Summed in rank order (the gather's order), so a run gives the same bits every time.
       sum_in_order(replies, grad);
@@ -74,12 +80,14 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     const std::span<double> grad(reinterpret_cast<double*>(frame.data()), p);
 
     session.begin_step(message.step);
+    const auto span_start = timeline::start();
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;
     if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
     session.add_compute_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    timeline::span(timeline::Phase::kCompute, span_start);
 
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", batch.rows()}, {"loss_sum", result.loss_sum}};

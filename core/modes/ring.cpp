@@ -37,6 +37,7 @@
 #include "base/log.hpp"
 #include "base/signals.hpp"
 #include "base/text.hpp"
+#include "base/timeline.hpp"
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"
 
@@ -390,6 +391,8 @@ class RingMode final : public Mode {
     std::fill(buffer_.begin(), buffer_.end(), 0.0);
 
     session.begin_step(index);
+    timeline::set_step(index + 1);
+    auto span_start = timeline::start();
     auto start = Clock::now();
     const auto batch = session.batch(index);
     models::BatchResult result;
@@ -397,6 +400,7 @@ class RingMode final : public Mode {
     buffer_[p] = static_cast<double>(batch.rows());
     buffer_[p + 1] = result.loss_sum;
     double compute = seconds_since(start);
+    timeline::span(timeline::Phase::kCompute, span_start);
 
     try {
       ring_->allreduce_sum(buffer_);
@@ -411,6 +415,7 @@ class RingMode final : public Mode {
     }
 
     start = Clock::now();
+    span_start = timeline::start();
     const double rows = buffer_[p];
     // The star skips an empty step, and a diverged one fails the run before its update: the
     // replicas do the same (the coordinator reports the divergence).
@@ -431,6 +436,7 @@ class RingMode final : public Mode {
       apply_gradient_sum(model, *optimizer_, params_, grad, rows);
     }
     done_ = index + 1;
+    timeline::span(timeline::Phase::kApply, span_start);
     compute += seconds_since(start);
     session.add_compute_seconds(compute);
     rows_out = static_cast<double>(batch.rows());

@@ -34,6 +34,7 @@
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"
+#include "base/timeline.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -81,8 +82,11 @@ class ShardedGradientsMode final : public ServerGroupMode {
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
       round = step;
       in_step = true;
+      timeline::set_step(step + 1);
+      const auto span_start = timeline::start();
       session.broadcast({.type = protocol::Type::kStep, .step = step});
       const auto replies = session.gather(protocol::Type::kGradient, [&] { servers.check(); });
+      timeline::span(timeline::Phase::kGather, span_start);
       // The survivors' only, after a continue.
       const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
       check_batch_loss(config, step + 1, loss_sum, rows);
@@ -146,21 +150,27 @@ class ShardedGradientsMode final : public ServerGroupMode {
     // step (the servers stop then, and a slice still on its way may never arrive), and the
     // wait is only ever for a round every server has applied (the coordinator broadcasts a
     // step after that).
+    auto span_start = timeline::start();
     if (owed_) {
       client_->receive(params_, *owed_);
       owed_.reset();
     }
+    timeline::span(timeline::Phase::kPull, span_start);
     std::fill(grad_.begin(), grad_.end(), 0.0);
     session.begin_step(message.step);
+    span_start = timeline::start();
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;
     if (batch.rows() > 0) result = model.batch_loss_and_gradient(params_, batch, grad_);
     session.add_compute_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    timeline::span(timeline::Phase::kCompute, span_start);
 
     const auto rows = static_cast<std::uint64_t>(batch.rows());
+    span_start = timeline::start();
     client_->push(grad_, message.step, rows, result.loss_sum);
+    timeline::span(timeline::Phase::kPush, span_start);
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
     session.send(std::move(reply));

@@ -4,6 +4,7 @@
 #include "core/coordinator/resume.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"
+#include "base/timeline.hpp"
 
 #include <cmath>
 
@@ -59,8 +60,10 @@ void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimize
                  const std::vector<std::uint64_t>& worker_rows) {
   if (rows > 0) {  // else an empty step (only possible with tiny shards)
     check_batch_loss(session.config(), step, loss_sum, rows);
+    const auto span_start = timeline::start();
     apply_gradient_sum(session.model(), optimizer, session.params(), grad,
                        static_cast<double>(rows));
+    timeline::span_at(timeline::Phase::kApply, step, span_start);
     session.add_samples(rows);
     session.record_step(step, loss_sum, rows, worker_loss, worker_rows);
   }

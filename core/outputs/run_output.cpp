@@ -1,4 +1,5 @@
 #include "core/outputs/run_output.hpp"
+#include "core/outputs/timeline_file.hpp"
 
 #include "core/models/optim_controls.hpp"
 
@@ -41,7 +42,7 @@ std::filesystem::path prepare_run_dir(const config::Config& config, bool resume)
   // A previous run's files must not pass for this run's (an old model.json beside a new
   // "failed" summary). Only the files a run writes are removed, nothing else in the folder.
   for (const char* name : {"model.json", "summary.json", "loss.csv", "loss.svg",
-                           "config.resolved.yaml"}) {
+                           "config.resolved.yaml", "timeline.json"}) {
     std::filesystem::remove(dir / name, ec);
     // What remove leaves (a folder with files in it) would fail the run at its very end.
     const auto left = std::filesystem::symlink_status(dir / name, ec).type();
@@ -291,6 +292,7 @@ void write_results(const std::filesystem::path& dir, const config::Config& confi
       files::write_atomic(dir / "model.json",
                           json_text(model_json(config, result, *model), 1) + "\n");
     }
+    if (!result.timeline.empty()) write_timeline(dir, result);  // output.timeline
   } catch (const IoError& e) {
     roles::RunResult failed = result;
     failed.status = "failed";

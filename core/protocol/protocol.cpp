@@ -430,6 +430,10 @@ Envelope make_report(const Report& r) {
               {"bytes_received", r.bytes_received},
               {"step_seconds_percentiles", r.step_seconds_percentiles},
               {"max_rss_bytes", r.max_rss_bytes}};
+  if (!r.timeline.empty()) {  // output.timeline: one frame more, only when recorded
+    e.fields["clock_ns"] = r.clock_ns;
+    e.arrays.push_back(r.timeline);
+  }
   return e;
 }
 
@@ -443,6 +447,10 @@ Report read_report(const Envelope& e) {
   r.step_seconds_percentiles = get<std::vector<double>>(e, "step_seconds_percentiles");
   // Optional: a report without it (from a build before it) reads as 0, "not known".
   if (e.fields.contains("max_rss_bytes")) r.max_rss_bytes = get<std::uint64_t>(e, "max_rss_bytes");
+  if (e.fields.contains("clock_ns") && !e.arrays.empty()) {
+    r.clock_ns = get<std::int64_t>(e, "clock_ns");
+    r.timeline = e.arrays.front();
+  }
   return r;
 }
 

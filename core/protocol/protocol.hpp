@@ -176,6 +176,10 @@ struct Report {
   std::uint64_t bytes_received = 0;
   std::vector<double> step_seconds_percentiles;  // p50, p90, p99, max of per-step compute time
   std::uint64_t max_rss_bytes = 0;               // the worker's peak resident set size
+  // output.timeline: the worker's spans (base/timeline.hpp's encoding; empty when off) and its
+  // CLOCK_MONOTONIC when it sent the report (the coordinator's estimate of a remote clock).
+  std::vector<std::byte> timeline;
+  std::int64_t clock_ns = 0;
 };
 [[nodiscard]] Envelope make_report(const Report& report);
 [[nodiscard]] Report read_report(const Envelope& e);

@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "base/resources.hpp"
+#include "base/timeline.hpp"
 
 #include <algorithm>
 
@@ -137,6 +138,7 @@ ServerStats ParameterServer::stats() const {
 
 void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
   log::set_thread_prefix(fmt::format("server {}", options_.index));
+  const timeline::Scope recording(options_.recorder.get());  // output.timeline
   listener_ = listener.get();
   DropLog drops;  // strangers' and malformed messages: the first few peers named, then counts
   try {
@@ -266,6 +268,7 @@ void ParameterServer::apply_round() {
     apply_keyed_round();
     return;
   }
+  const auto span_start = timeline::start();
   std::fill(grad_.begin(), grad_.end(), 0.0);
   std::uint64_t rows = 0;
   const auto n = grad_.size();
@@ -284,6 +287,7 @@ void ParameterServer::apply_round() {
     optimizer_->step(slice_, grad_);
   }
   ++stats_.version;
+  timeline::span_at(timeline::Phase::kServerApply, stats_.version, span_start);
   std::fill(have_.begin(), have_.end(), false);
   received_ = 0;
   stats_.missing.clear();

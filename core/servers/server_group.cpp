@@ -3,6 +3,7 @@
 #include "core/coordinator/resume.hpp"
 
 #include "core/coordinator/session.hpp"
+#include "core/coordinator/timeline_recording.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
@@ -52,6 +53,9 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     o.schedule_steps = session.schedule().total_steps();
     o.l2.assign(l2.begin() + first, l2.begin() + last);
     o.job_id = session.job_id();
+    if (config.output.timeline_steps > 0) {
+      o.recorder = std::make_shared<timeline::Recorder>(config.output.timeline_steps);
+    }
     for (const auto& f : config.faults) {
       if (f.server == static_cast<int>(k)) o.faults.push_back(f);
     }
@@ -200,6 +204,17 @@ std::vector<ServerStats> ServerGroup::stats() const {
 
 void ServerGroup::stop() {
   for (auto& s : servers_) s->stop();
+  // output.timeline: each server's spans, now that its thread has ended (replacements of a
+  // failed server do not record: server_recovery.cpp).
+  for (const auto& s : servers_) {
+    if (timeline_taken_) break;
+    if (!s->options().recorder || s->options().incarnation != 0) continue;
+    const int k = s->options().index;
+    session_.result().timeline.push_back({coordinator_timeline_pid(session_.config()),
+                                          "coordinator", k + 1, fmt::format("server {}", k), 0,
+                                          s->options().recorder->spans()});
+  }
+  timeline_taken_ = true;
 }
 
 nlohmann::json ServerGroup::servers_json() const {

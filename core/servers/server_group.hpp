@@ -114,6 +114,7 @@ class ServerGroup {
 
  private:
   CoordinatorSession& session_;
+  bool timeline_taken_ = false;  // stop() added the servers' tracks to the run's timeline
   std::vector<KeyRange> ranges_;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::vector<std::uint64_t> start_steps_;  // a resumed async run: each worker's steps done

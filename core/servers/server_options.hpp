@@ -6,6 +6,7 @@
 // push as the loss log sees it) and ServerStats (what summary.json reports of it).
 
 #include "core/config/config.hpp"
+#include "base/timeline.hpp"
 #include "core/models/optim.hpp"
 #include "core/servers/server_state.hpp"
 #include "transports/transport.hpp"
@@ -33,6 +34,8 @@ struct ServerOptions {
   std::uint64_t schedule_steps = 0;
   std::vector<double> l2;  // per key of the range: the L2 coefficient (0 for biases)
   std::uint64_t job_id = 0;
+  // output.timeline: the server thread's recorder (owned with its group); null: not recorded.
+  std::shared_ptr<timeline::Recorder> recorder;
   // async only
   std::vector<std::uint64_t> worker_steps;  // steps each worker will push
   std::optional<int> max_staleness;

@@ -99,6 +99,7 @@ void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
 
   ServerOptions o = failed.options();
   o.faults.clear();  // as a replacement worker, it runs without the injected faults
+  o.recorder.reset();  // output.timeline: a failed server's thread may still hold its recorder
   o.incarnation = ++incarnations_[k];
   o.start_version = copy.version;
   o.optimizer_state = copy.optimizer;

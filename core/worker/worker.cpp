@@ -12,6 +12,7 @@
 #include "base/log.hpp"
 #include "base/random.hpp"
 #include "base/resources.hpp"
+#include "base/timeline.hpp"
 #include "transports/transport.hpp"
 
 #include <unistd.h>
@@ -255,6 +256,8 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     WorkerSession session(options, config, *connection, heartbeat, *model, shard,
                           finalize.train_rows, finalize.steps_per_epoch);
     session.set_peer_links(peers.get());
+    timeline::Recorder recorder(config.output.timeline_steps);  // output.timeline, reported
+    const timeline::Scope recording(config.output.timeline_steps > 0 ? &recorder : nullptr);
     if (replacement) session.disarm_faults();
     session.set_transport(transport);
     // Share k of m of a lost worker's rows (continue): rows k, k + m, ... of its shard.
@@ -298,7 +301,12 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
           (void)expect(message, protocol::Type::kStop);  // throws with its words
           break;
         case protocol::Type::kStop: {
-          auto report = protocol::make_report(session.report());
+          auto stats = session.report();
+          if (timeline::current() != nullptr) {
+            stats.timeline = timeline::encode(recorder.spans());
+            stats.clock_ns = timeline::now_ns();
+          }
+          auto report = protocol::make_report(stats);
           report.rank = options.rank;
           session.send(std::move(report));
           log::info("done");
@@ -357,6 +365,7 @@ WorkerSession::WorkerSession(const WorkerOptions& options, const config::Config&
 
 protocol::Envelope WorkerSession::receive() {
   const auto start = Clock::now();
+  const auto span_start = timeline::start();
   for (;;) {
     protocol::Envelope e;
     if (!early_.empty()) {
@@ -371,6 +380,10 @@ protocol::Envelope WorkerSession::receive() {
       continue;
     }
     comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    if (e.type == protocol::Type::kStep) {  // the wait for a step's request (and parameters)
+      timeline::set_step(e.step + 1);
+      timeline::span(timeline::Phase::kWait, span_start);
+    }
     return e;
   }
 }
@@ -405,6 +418,9 @@ bool WorkerSession::poll_coordinator(protocol::Type type) {
 
 void WorkerSession::send(protocol::Envelope envelope) {
   const auto start = Clock::now();
+  const auto span_start = timeline::start();
+  const bool step_reply = envelope.type == protocol::Type::kGradient ||
+                          envelope.type == protocol::Type::kRingLoss;
   envelope.rank = options_.rank;
   // A reply belongs to the attempt of the request it answers (the coordinator drops replies to
   // an abandoned one).
@@ -414,6 +430,7 @@ void WorkerSession::send(protocol::Envelope envelope) {
   last_reply_ = protocol::encode(std::move(envelope), options_.job_id);
   if (faults_.before_send(true)) connection_.send(*last_reply_, deadline_in(kSendDeadline));
   comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+  if (step_reply) timeline::span(timeline::Phase::kSend, span_start);
 }
 
 bool WorkerSession::answer_repeat(const protocol::Envelope& request) {

@@ -1,6 +1,7 @@
 #include "transports/collectives/ring.hpp"
 
 #include "base/error.hpp"
+#include "base/timeline.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -79,6 +80,7 @@ void Ring::allreduce_sum(std::span<double> values) {
     const Segment in = segment(length, n, in_k);
     const std::uint64_t chunks = std::max(chunks_of(out, chunk), chunks_of(in, chunk));
     const char* what = gather ? "ring all-reduce (all-gather)" : "ring all-reduce (reduce-scatter)";
+    const auto span_start = timeline::start();  // output.timeline: one span per segment
     for (std::uint64_t c = 0; c < chunks; ++c) {
       const ChunkKey sent{id_, links_.rank(), seq, static_cast<std::uint32_t>(phase),
                           static_cast<std::uint32_t>(c)};
@@ -102,6 +104,8 @@ void Ring::allreduce_sum(std::span<double> values) {
         stats_.values_received += count;
       }
     }
+    timeline::span(gather ? timeline::Phase::kAllGather : timeline::Phase::kReduceScatter,
+                   span_start, static_cast<std::uint32_t>(s));
   }
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
