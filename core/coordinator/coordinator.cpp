@@ -439,8 +439,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       try {
         mode->coordinate(session);
       } catch (const Error&) {
-        // Every completed step is kept: the checkpoint of the last one, while the workers (and
-        // the ring's replicas) are still there to ask.
+        // The checkpoint of the last completed step, while the workers (and replicas) can be asked.
         if (options.checkpointer != nullptr) options.checkpointer->save_on_stop(session);
         result.planned_steps = session.schedule().total_steps();
         throw;
@@ -453,7 +452,6 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       result.planned_steps = session.schedule().total_steps();
       progress::phase("evaluating the final model");
       result.params = params;
-
       // Rows of workers lost late in the run (continue) are still part of the final evaluation.
       session.reassign_lost_rows(static_cast<std::uint64_t>(config.training.epochs));
       protocol::Envelope evaluate{.type = protocol::Type::kEvaluate, .step = result.steps};

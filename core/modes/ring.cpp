@@ -75,9 +75,7 @@ class RingMode final : public Mode {
     const bool grow =
         session.config().fault_tolerance.on_worker_failure == config::FailurePolicy::kAbort;
     ring::BatchPlanner planner(session, grow);
-    const bool stops_early = session.config().training.early_stopping.has_value();
-    // Whatever ends the loop, no batch is in flight after it: a stop checkpoint may then ask
-    // the leader for its state (save_state).
+    // Whatever ends the loop, no batch is left in flight: a stop checkpoint may ask the leader.
     struct Landed {
       std::optional<ring::Batch>& batch;
       ~Landed() { batch.reset(); }
@@ -103,7 +101,8 @@ class RingMode final : public Mode {
         // checkpointed, so the workers never wait on the coordinator's files. Not after
         // Ctrl-C: the stop checkpoint is then of this batch's last step, which the leader holds.
         // Nor with early stopping: a stop at this batch's log row must find no batch in flight.
-        if (grow && done.end < steps && !signals::interrupted() && !stops_early) {
+        if (grow && done.end < steps && !signals::interrupted() &&
+            !session.config().training.early_stopping) {
           reformer.before_step(done.end, per_epoch);
           in_flight_ = sent(session, planner.batch(done.end));
         }
@@ -300,8 +299,7 @@ class RingMode final : public Mode {
     const std::size_t p = model.parameter_count();
     params_.assign(p, 0.0);
     model.init(params_, session.config().seed);
-    // A schedule counts the ring's global steps, each replica's optimizer steps.
-    optimizer_ = models::make_optimizer(
+    optimizer_ = models::make_optimizer(  // a schedule counts the ring's global steps
         session.config().training.optimizer, p,
         static_cast<std::uint64_t>(session.config().training.epochs) * session.steps_per_epoch());
     buffer_.assign(p + 2, 0.0);
