@@ -151,6 +151,7 @@ struct FaultConfig {
 struct OutputConfig {
   std::filesystem::path dir;  // "{name}" substituted, resolved against the working directory
   std::int64_t log_every_steps = 10;
+  bool plot_per_worker = false;  // output.plot.per_worker: each worker's loss in loss.svg
 };
 
 struct Bound {

@@ -316,6 +316,9 @@ std::string to_yaml(const Config& c) {
   w.begin("log_every");
   w.put("steps", c.output.log_every_steps);
   w.end();
+  w.begin("plot");
+  w.put("per_worker", c.output.plot_per_worker);
+  w.end();
   w.end();
 
   if (!c.expect.empty()) {

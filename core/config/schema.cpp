@@ -333,6 +333,9 @@ std::vector<Key> build_keys() {
        "config's); `{name}` becomes `name`."},
       {"output.log_every.steps", "integer >= 1", "10", "",
        "Log progress (and evaluate the validation rows) every this many steps."},
+      {"output.plot.per_worker", "`true` or `false`", "false", "",
+       "Also draw each worker's own training loss in `loss.svg` (thin lines under the merged "
+       "curve), to spot a worker whose shard trains differently."},
       // expect
       {"expect.<metric>.min", "number", "", "none",
        "Fail the run (exit code 1) when the metric ends below this."},
