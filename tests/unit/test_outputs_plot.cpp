@@ -2,6 +2,7 @@
 
 #include "core/outputs/plot_scale.hpp"
 #include "core/outputs/run_output.hpp"
+#include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>
 
@@ -97,4 +98,15 @@ TEST_CASE("plot: per-worker curves only when asked, the title escaped") {
   const auto on = dt::output::loss_svg(run, {"a<b", 10, true});
   CHECK(count(on, "data-series=\"worker_0_loss\"") == 1);
   CHECK(count(on, "data-series=\"worker_1_loss\"") == 1);
+}
+
+TEST_CASE("plot: output.plot.per_worker parses and survives the resolved config") {
+  const char* base = "version: 1\ndata: {synthetic: {kind: linear}}\n";
+  const auto off = dt::test::parse_text(base);
+  CHECK_FALSE(off.output.plot_per_worker);
+  CHECK(dt::config::to_yaml(off).find("  plot:\n    per_worker: false\n") != std::string::npos);
+  const auto on = dt::test::parse_text(std::string(base) + "output: {plot: {per_worker: true}}\n");
+  CHECK(on.output.plot_per_worker);
+  const auto again = dt::test::parse_text(dt::config::to_yaml(on));
+  CHECK(again.output.plot_per_worker);
 }
