@@ -1,7 +1,9 @@
 #pragma once
 // Hints to the kernel about large, long-lived buffers.
 
+#include <algorithm>
 #include <cstddef>
+#include <vector>
 
 namespace dt::memory {
 
@@ -12,5 +14,25 @@ namespace dt::memory {
 // virtual machine). A no-op where the kernel offers none (THP "never", other systems) or the buffer is
 // small; never fails.
 void advise_huge_pages(void* data, std::size_t bytes) noexcept;
+
+// `out` = `count` copies of `value` in a fresh buffer given huge pages before it is written: a
+// wide model's weights and optimizer state, which a sparse step reaches at random keys (at 2^24
+// keys, 128 MB a vector: a TLB miss and, the first time, a page fault per key otherwise).
+template <class T>
+void assign_huge(std::vector<T>& out, std::size_t count, const T& value) {
+  std::vector<T> fresh;
+  fresh.reserve(count);  // allocated, not yet written
+  advise_huge_pages(fresh.data(), count * sizeof(T));
+  fresh.assign(count, value);
+  out = std::move(fresh);
+}
+
+// `to` = `from`, in `to`'s buffer when it has the size already, else in a fresh one on huge
+// pages (assign_huge): a copy of a wide model's state that is later written at random keys.
+template <class T>
+void copy_huge(std::vector<T>& to, const std::vector<T>& from) {
+  if (to.size() != from.size()) assign_huge(to, from.size(), T{});
+  std::copy(from.begin(), from.end(), to.begin());
+}
 
 }  // namespace dt::memory

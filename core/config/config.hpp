@@ -69,6 +69,18 @@ struct ParallelismConfig {
   int tensor = 1;  // ranks each model is split over
 };
 
+// training.lr_schedule: the learning rate as a pure function of the optimizer's step count
+// (core/models/lr_schedule.hpp; docs/optimizers.md has the formulas).
+struct LrScheduleConfig {
+  LrScheduleType type = LrScheduleType::kConstant;
+  std::uint64_t step_size = 0;    // step: decay every this many steps
+  double gamma = 0.1;             // step, exponential: the factor
+  double min_lr = 0.0;            // cosine: the lr reached at t_max
+  std::uint64_t t_max = 0;        // cosine: steps of the half cosine; 0: the run's, after warmup
+  std::uint64_t warmup_steps = 0; // linear warmup from warmup_start * lr to lr
+  double warmup_start = 0.0;
+};
+
 struct OptimizerConfig {
   OptimizerType type = OptimizerType::kSgd;
   double lr = 0.05;       // ftrl: alpha (the file may name it either way)
@@ -80,6 +92,13 @@ struct OptimizerConfig {
   double beta = 1.0;                       // ftrl only: the paper's beta
   double l1 = 0.0;                         // ftrl only: the paper's lambda_1
   double l2 = 0.0;                         // ftrl only: the paper's lambda_2
+  double weight_decay = 0.01;              // adamw only: decoupled decay
+  double rms_alpha = 0.99;                 // rmsprop only: the file's `alpha`
+  bool centered = false;                   // rmsprop only
+  // Read from training.lr_schedule and training.clip_norm (not training.optimizer) but kept
+  // here: every place that makes an optimizer (coordinator, replicas, servers) gets them.
+  LrScheduleConfig schedule;
+  double clip_norm = 0.0;  // 0: off; else the global L2 norm the gradient is clipped to
 };
 // Adagrad's epsilon when the file gives none (PyTorch's default).
 inline constexpr double kAdagradEpsilon = 1e-10;

@@ -215,6 +215,28 @@ void write_aggregation(Writer& w, const AggregationConfig& a) {
   w.end();
 }
 
+// training.lr_schedule and training.clip_norm, only when set: a config without them emits
+// what it did before they existed.
+void write_training_controls(Writer& w, const OptimizerConfig& o) {
+  const LrScheduleConfig& l = o.schedule;
+  if (l.type != LrScheduleType::kConstant || l.warmup_steps > 0) {
+    w.begin("lr_schedule");
+    w.put("type", name_of(l.type));
+    if (l.type == LrScheduleType::kStep) w.put("step_size", l.step_size);
+    if (l.type == LrScheduleType::kStep || l.type == LrScheduleType::kExponential) {
+      w.put("gamma", l.gamma);
+    }
+    if (l.type == LrScheduleType::kCosine) {
+      w.put("min_lr", l.min_lr);
+      if (l.t_max > 0) w.put("t_max", l.t_max);
+    }
+    w.put("warmup_steps", l.warmup_steps);
+    w.put("warmup_start", l.warmup_start);
+    w.end();
+  }
+  if (o.clip_norm > 0.0) w.put("clip_norm", o.clip_norm);
+}
+
 void write_training(Writer& w, const TrainingConfig& t) {
   w.begin("training");
   w.put("epochs", t.epochs);
@@ -248,8 +270,23 @@ void write_training(Writer& w, const TrainingConfig& t) {
       w.put("l1", o.l1);
       w.put("l2", o.l2);
       break;
+    case OptimizerType::kAdamw:
+      w.put("lr", o.lr);
+      w.put("beta1", o.beta1);
+      w.put("beta2", o.beta2);
+      w.put("epsilon", o.epsilon);
+      w.put("weight_decay", o.weight_decay);
+      break;
+    case OptimizerType::kRmsprop:
+      w.put("lr", o.lr);
+      w.put("alpha", o.rms_alpha);
+      w.put("epsilon", o.epsilon);
+      w.put("momentum", o.momentum);
+      w.put("centered", o.centered);
+      break;
   }
   w.end();
+  write_training_controls(w, o);
   w.put("shuffle", t.shuffle);
   if (t.early_stopping) {  // only when set: configs without it emit (and hash) as before
     w.begin("early_stopping");

@@ -37,7 +37,11 @@ inline constexpr std::array kMergeRules{MergeRule::kWeightedAverage, MergeRule::
                                         MergeRule::kBest,            MergeRule::kValidationWeighted};
 inline constexpr std::array kOptimizerStates{OptimizerState::kReset, OptimizerState::kKeep};
 inline constexpr std::array kOptimizerTypes{OptimizerType::kSgd, OptimizerType::kAdam,
-                                             OptimizerType::kAdagrad, OptimizerType::kFtrl};
+                                             OptimizerType::kAdagrad, OptimizerType::kFtrl,
+                                             OptimizerType::kAdamw, OptimizerType::kRmsprop};
+inline constexpr std::array kLrScheduleTypes{LrScheduleType::kConstant, LrScheduleType::kStep,
+                                              LrScheduleType::kExponential,
+                                              LrScheduleType::kCosine};
 inline constexpr std::array kTransportTypes{TransportType::kInproc, TransportType::kIpc,
                                             TransportType::kTcp};
 inline constexpr std::array kSecurityModes{SecurityMode::kNone, SecurityMode::kCurve};

@@ -189,6 +189,24 @@ const char* name_of(OptimizerType v) {
       return "adagrad";
     case OptimizerType::kFtrl:
       return "ftrl";
+    case OptimizerType::kAdamw:
+      return "adamw";
+    case OptimizerType::kRmsprop:
+      return "rmsprop";
+  }
+  return "?";
+}
+
+const char* name_of(LrScheduleType v) {
+  switch (v) {
+    case LrScheduleType::kConstant:
+      return "constant";
+    case LrScheduleType::kStep:
+      return "step";
+    case LrScheduleType::kExponential:
+      return "exponential";
+    case LrScheduleType::kCosine:
+      return "cosine";
   }
   return "?";
 }

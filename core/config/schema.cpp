@@ -31,7 +31,7 @@ std::vector<Key> build_keys() {
       detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes,
       detail::kSecurityModes, detail::kMergeRules, detail::kOptimizerStates,
       detail::kFailurePolicies, detail::kFaultActions, detail::kCompressions, detail::kDataFormats,
-      detail::kMissings;
+      detail::kMissings, detail::kLrScheduleTypes;
   return {
       // top level
       {"version", "integer", "", "required", "Schema version of this file; must be `1`."},
@@ -229,17 +229,26 @@ std::vector<Key> build_keys() {
       {"training.optimizer.lr", "number > 0", "0.05", "",
        "Learning rate (with `ftrl` the same as `alpha`: give one of the two)."},
       {"training.optimizer.momentum", "number in [0, 1)", "0", "",
-       "Momentum (`sgd` only); `0` is plain SGD."},
+       "Momentum (`sgd` and `rmsprop`); `0` is none."},
       {"training.optimizer.beta1", "number in [0, 1)", "0.9", "",
-       "Decay of the first-moment estimate (`adam` only)."},
+       "Decay of the first-moment estimate (`adam` and `adamw`)."},
       {"training.optimizer.beta2", "number in [0, 1)", "0.999", "",
-       "Decay of the second-moment estimate (`adam` only)."},
-      {"training.optimizer.epsilon", "number > 0", "", "1e-8 (`adam`), 1e-10 (`adagrad`)",
-       "Added to the denominator for stability (`adam` and `adagrad`)."},
+       "Decay of the second-moment estimate (`adam` and `adamw`)."},
+      {"training.optimizer.epsilon", "number > 0", "",
+       "1e-8 (`adam`, `adamw`, `rmsprop`), 1e-10 (`adagrad`)",
+       "Added to the denominator for stability (`adam`, `adamw`, `adagrad` and `rmsprop`)."},
+      {"training.optimizer.weight_decay", "number >= 0", "0.01", "",
+       "Decoupled weight decay, p -= lr * weight_decay * p before the Adam step, on every "
+       "parameter (`adamw` only; PyTorch's AdamW)."},
+      {"training.optimizer.centered", "`true` or `false`", "false", "",
+       "Divide by the gradient's estimated variance instead of its second moment (`rmsprop` "
+       "only)."},
       {"training.optimizer.initial_accumulator_value", "number >= 0", "0", "",
        "Starting value of each coordinate's sum of squared gradients (`adagrad` only)."},
-      {"training.optimizer.alpha", "number > 0", "0.05", "",
-       "FTRL-Proximal's learning rate, the paper's alpha; `lr` is the same key (`ftrl` only)."},
+      {"training.optimizer.alpha", "number > 0", "", "0.05 (`ftrl`), 0.99 (`rmsprop`)",
+       "`ftrl`: FTRL-Proximal's learning rate, the paper's alpha (`lr` is the same key); "
+       "`rmsprop`: the smoothing constant of the squared-gradient average, in [0, 1) "
+       "(PyTorch's name)."},
       {"training.optimizer.beta", "number >= 0", "1", "",
        "FTRL-Proximal's beta: per-coordinate rate alpha / (beta + sqrt(n)) (`ftrl` only)."},
       {"training.optimizer.l1", "number >= 0", "0", "",
@@ -248,6 +257,28 @@ std::vector<Key> build_keys() {
       {"training.optimizer.l2", "number >= 0", "0", "",
        "FTRL-Proximal's L2 strength (lambda_2), in the proximal step, apart from `model.l2` "
        "(`ftrl` only)."},
+      {"training.lr_schedule.type", one_of(kLrScheduleTypes), "constant", "",
+       "How the learning rate changes over the optimizer's steps (see docs/optimizers.md for "
+       "where each mode counts them): `step` multiplies it by `gamma` every `step_size` steps, "
+       "`exponential` by `gamma` every step, `cosine` follows a half cosine to `min_lr`."},
+      {"training.lr_schedule.step_size", "integer >= 1", "", "required (`step`)",
+       "Steps between two decays (`step` only)."},
+      {"training.lr_schedule.gamma", "number > 0", "", "0.1 (`step`), required (`exponential`)",
+       "The decay factor (`step` and `exponential`)."},
+      {"training.lr_schedule.min_lr", "number >= 0", "0", "",
+       "The learning rate at the end of the cosine, at most `training.optimizer.lr` (`cosine` "
+       "only)."},
+      {"training.lr_schedule.t_max", "integer >= 1", "", "the run's steps after the warmup",
+       "Steps of the half cosine; after them the rate stays at `min_lr` (`cosine` only)."},
+      {"training.lr_schedule.warmup_steps", "integer >= 0", "0", "",
+       "Steps of linear warmup before the schedule, from `warmup_start` x lr up to lr; the "
+       "schedule counts its steps from the warmup's end."},
+      {"training.lr_schedule.warmup_start", "number in [0, 1]", "0", "",
+       "The warmup's first rate, a fraction of lr (with `warmup_steps` only)."},
+      {"training.clip_norm", "number > 0", "", "none",
+       "Clip the gradient the optimizer steps on (the mean over the batch, with `model.l2`'s "
+       "term) to this global L2 norm over all parameters, as PyTorch's clip_grad_norm_ does; in "
+       "`async` mode each push's gradient. Not with `aggregation.servers` > 1."},
       {"training.shuffle", "`true` or `false`", "true", "",
        "Reshuffle each worker's rows every epoch (seeded)."},
       {"training.early_stopping.metric",

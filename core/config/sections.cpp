@@ -339,6 +339,7 @@ TrainingConfig parse_training(const Section& s) {
     }
   }
   c.optimizer = parse_optimizer(s.section("optimizer"));
+  parse_training_controls(s, c.optimizer);
   c.shuffle = s.boolean("shuffle", c.shuffle);
   if (s.has("early_stopping")) c.early_stopping = parse_early_stopping(s.section("early_stopping"));
   return c;
@@ -384,6 +385,7 @@ void check_combinations(const Section& root, const Config& c) {
   check_fault_tolerance(root, c);
   check_transport(root, c);
   check_optimizer(root, c);
+  check_training_controls(root, c);
   const Section shards = root.section("shards");
   const Section aggregation = root.section("aggregation");
   const Section parallelism = root.section("parallelism");

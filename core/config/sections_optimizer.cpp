@@ -19,14 +19,20 @@ struct OwnedKey {
 };
 
 constexpr OwnedKey kOwnedKeys[] = {
-    {"momentum", "sgd", [](OptimizerType t) { return t == OptimizerType::kSgd; }},
-    {"beta1", "adam", [](OptimizerType t) { return t == OptimizerType::kAdam; }},
-    {"beta2", "adam", [](OptimizerType t) { return t == OptimizerType::kAdam; }},
-    {"epsilon", "adam and adagrad",
-     [](OptimizerType t) { return t == OptimizerType::kAdam || t == OptimizerType::kAdagrad; }},
+    {"momentum", "sgd and rmsprop",
+     [](OptimizerType t) { return t == OptimizerType::kSgd || t == OptimizerType::kRmsprop; }},
+    {"beta1", "adam and adamw",
+     [](OptimizerType t) { return t == OptimizerType::kAdam || t == OptimizerType::kAdamw; }},
+    {"beta2", "adam and adamw",
+     [](OptimizerType t) { return t == OptimizerType::kAdam || t == OptimizerType::kAdamw; }},
+    {"epsilon", "adam, adamw, adagrad and rmsprop",
+     [](OptimizerType t) { return t != OptimizerType::kSgd && t != OptimizerType::kFtrl; }},
+    {"weight_decay", "adamw", [](OptimizerType t) { return t == OptimizerType::kAdamw; }},
+    {"centered", "rmsprop", [](OptimizerType t) { return t == OptimizerType::kRmsprop; }},
     {"initial_accumulator_value", "adagrad",
      [](OptimizerType t) { return t == OptimizerType::kAdagrad; }},
-    {"alpha", "ftrl", [](OptimizerType t) { return t == OptimizerType::kFtrl; }},
+    {"alpha", "ftrl and rmsprop",
+     [](OptimizerType t) { return t == OptimizerType::kFtrl || t == OptimizerType::kRmsprop; }},
     {"beta", "ftrl", [](OptimizerType t) { return t == OptimizerType::kFtrl; }},
     {"l1", "ftrl", [](OptimizerType t) { return t == OptimizerType::kFtrl; }},
     {"l2", "ftrl", [](OptimizerType t) { return t == OptimizerType::kFtrl; }},
@@ -48,9 +54,20 @@ OptimizerConfig parse_optimizer(const Section& s) {
       c.momentum = s.number("momentum", c.momentum, Range::kFraction);
       break;
     case OptimizerType::kAdam:
+    case OptimizerType::kAdamw:
       c.beta1 = s.number("beta1", c.beta1, Range::kFraction);
       c.beta2 = s.number("beta2", c.beta2, Range::kFraction);
       c.epsilon = s.number("epsilon", c.epsilon, Range::kPositive);
+      if (c.type == OptimizerType::kAdamw) {
+        c.weight_decay = s.number("weight_decay", c.weight_decay, Range::kNonNegative);
+      }
+      break;
+    case OptimizerType::kRmsprop:
+      // alpha is PyTorch's name of the smoothing constant (ftrl's alpha is its lr).
+      c.rms_alpha = s.number("alpha", c.rms_alpha, Range::kFraction);
+      c.epsilon = s.number("epsilon", c.epsilon, Range::kPositive);
+      c.momentum = s.number("momentum", c.momentum, Range::kFraction);
+      c.centered = s.boolean("centered", c.centered);
       break;
     case OptimizerType::kAdagrad:
       c.epsilon = s.number("epsilon", kAdagradEpsilon, Range::kPositive);

@@ -16,6 +16,7 @@
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/memory.hpp"
 #include "base/net.hpp"
 #include "base/random.hpp"
 #include "base/resources.hpp"
@@ -417,7 +418,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       session.evaluation().set_model(models::make_model({config.model,
                                             static_cast<int>(data::input_width(plan.source)),
                                             static_cast<int>(finalize.classes.size())}));
-      params.assign(session.model().parameter_count(), 0.0);
+      memory::assign_huge(params, session.model().parameter_count(), 0.0);
       check_message_size(config, params.size());
       if (options.init != nullptr) {
         initial_parameters(*options.init, params);
@@ -439,6 +440,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         // Every completed step is kept: the checkpoint of the last one, while the workers (and
         // the ring's replicas) are still there to ask.
         if (options.checkpointer != nullptr) options.checkpointer->save_on_stop(session);
+        result.planned_steps = session.schedule().total_steps();
         throw;
       }
       if (options.checkpointer != nullptr) options.checkpointer->flush(session);
@@ -446,6 +448,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       // training.early_stopping: the best check's parameters are the ones evaluated and written.
       session.evaluation().early_stop().restore_best(params);
       result.early_stopping = session.evaluation().early_stop().summary();
+      result.planned_steps = session.schedule().total_steps();
       progress::phase("evaluating the final model");
       result.params = params;
 

@@ -59,6 +59,7 @@ struct RunResult {
   std::optional<Metrics> final;       // the final model over all training rows
   std::optional<Metrics> validation;  // over the validation split
   std::uint64_t steps = 0;
+  std::uint64_t planned_steps = 0;  // the steps training was to take, as `steps` counts them
   std::uint64_t train_rows = 0;
   std::uint64_t validation_rows = 0;
   std::uint64_t samples = 0;  // rows processed in training (for samples per second)

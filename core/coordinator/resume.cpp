@@ -15,7 +15,13 @@ namespace dt::roles {
 namespace {
 
 
+// The rule and the slots its state has (sgd and rmsprop have more with momentum, rmsprop with
+// centered).
 std::string optimizer_kind(const config::OptimizerConfig& o) {
+  if (o.type == config::OptimizerType::kRmsprop) {
+    return fmt::format("{}rmsprop{}", o.centered ? "centered " : "",
+                       o.momentum > 0.0 ? " with momentum" : "");
+  }
   if (o.type != config::OptimizerType::kSgd) return config::name_of(o.type);
   return o.momentum > 0.0 ? "sgd with momentum" : "sgd";
 }
@@ -72,6 +78,19 @@ nlohmann::json soft_keys(const config::Config& c) {
     j["training.optimizer.l1"] = num(o.l1);
     j["training.optimizer.l2"] = num(o.l2);
   }
+  if (o.type == config::OptimizerType::kAdamw) {
+    j["training.optimizer.weight_decay"] = num(o.weight_decay);
+  }
+  if (o.type == config::OptimizerType::kRmsprop) j["training.optimizer.alpha"] = num(o.rms_alpha);
+  // Only when set, as above: a schedule or clipping changed on resume gives other steps.
+  const auto& l = o.schedule;
+  if (l.type != config::LrScheduleType::kConstant || l.warmup_steps > 0) {
+    j["training.lr_schedule"] =
+        fmt::format("{} step_size {} gamma {} min_lr {} t_max {} warmup_steps {} warmup_start {}",
+                    config::name_of(l.type), l.step_size, num(l.gamma), num(l.min_lr), l.t_max,
+                    l.warmup_steps, num(l.warmup_start));
+  }
+  if (o.clip_norm > 0.0) j["training.clip_norm"] = num(o.clip_norm);
   j["model.l2"] = num(c.model.l2);
   j["data.normalize"] = config::name_of(c.data.normalize);
   j["data.validation"] = num(c.data.validation_fraction);

@@ -1,7 +1,9 @@
 #include "core/models/optim.hpp"
+#include "core/models/optim_controls.hpp"
 #include "core/models/optim_detail.hpp"
 
 #include "base/error.hpp"
+#include "base/memory.hpp"
 
 #include <cmath>
 #include <utility>
@@ -65,7 +67,10 @@ using detail::restore;
 class Sgd final : public Optimizer {
  public:
   Sgd(double lr, double momentum, std::size_t size) : lr_(lr), momentum_(momentum), size_(size) {
-    if (momentum_ > 0.0) state_.slots.assign(1, std::vector<double>(size_, 0.0));
+    if (momentum_ > 0.0) {
+      state_.slots.resize(1);
+      memory::assign_huge(state_.slots[0], size_, 0.0);
+    }
   }
 
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
@@ -104,6 +109,7 @@ class Sgd final : public Optimizer {
     restore(state_, std::move(state), momentum_ > 0.0 ? 1 : 0, size_,
             momentum_ > 0.0 ? "sgd (momentum)" : "sgd");
   }
+  void set_lr(double lr) override { lr_ = lr; }
 
  private:
   // The gradient is g[i] * scale. `to` is `from` or does not overlap it, so reading from[i]
@@ -136,7 +142,8 @@ class Adam final : public Optimizer {
  public:
   Adam(const config::OptimizerConfig& c, std::size_t size)
       : lr_(c.lr), beta1_(c.beta1), beta2_(c.beta2), epsilon_(c.epsilon), size_(size) {
-    state_.slots.assign(2, std::vector<double>(size_, 0.0));
+    state_.slots.resize(2);
+    for (auto& slot : state_.slots) memory::assign_huge(slot, size_, 0.0);
   }
 
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
@@ -167,6 +174,7 @@ class Adam final : public Optimizer {
   void set_state(OptimizerState state) override {
     restore(state_, std::move(state), 2, size_, "adam");
   }
+  void set_lr(double lr) override { lr_ = lr; }
 
  private:
   struct Corrections {
@@ -214,7 +222,7 @@ void validate(const config::OptimizerConfig& c) {
   if (c.type == config::OptimizerType::kSgd && !(c.momentum >= 0.0 && c.momentum < 1.0)) {
     fail<TrainingError>("sgd momentum must be in [0, 1), got {}", c.momentum);
   }
-  if (c.type == config::OptimizerType::kAdam) {
+  if (c.type == config::OptimizerType::kAdam || c.type == config::OptimizerType::kAdamw) {
     if (!(c.beta1 >= 0.0 && c.beta1 < 1.0)) {
       fail<TrainingError>("adam beta1 must be in [0, 1), got {}", c.beta1);
     }
@@ -223,6 +231,22 @@ void validate(const config::OptimizerConfig& c) {
     }
     if (!(c.epsilon > 0.0) || !std::isfinite(c.epsilon)) {
       fail<TrainingError>("adam epsilon must be a finite number > 0, got {}", c.epsilon);
+    }
+  }
+  if (c.type == config::OptimizerType::kAdamw &&
+      (!(c.weight_decay >= 0.0) || !std::isfinite(c.weight_decay))) {
+    fail<TrainingError>("adamw weight_decay must be a finite number >= 0, got {}",
+                        c.weight_decay);
+  }
+  if (c.type == config::OptimizerType::kRmsprop) {
+    if (!(c.rms_alpha >= 0.0 && c.rms_alpha < 1.0)) {
+      fail<TrainingError>("rmsprop alpha must be in [0, 1), got {}", c.rms_alpha);
+    }
+    if (!(c.momentum >= 0.0 && c.momentum < 1.0)) {
+      fail<TrainingError>("rmsprop momentum must be in [0, 1), got {}", c.momentum);
+    }
+    if (!(c.epsilon > 0.0) || !std::isfinite(c.epsilon)) {
+      fail<TrainingError>("rmsprop epsilon must be a finite number > 0, got {}", c.epsilon);
     }
   }
   if (c.type == config::OptimizerType::kAdagrad) {
@@ -246,9 +270,10 @@ void validate(const config::OptimizerConfig& c) {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
-                                          std::size_t parameter_count) {
-  validate(config);
+namespace {
+
+std::unique_ptr<Optimizer> make_rule(const config::OptimizerConfig& config,
+                                     std::size_t parameter_count) {
   switch (config.type) {
     case config::OptimizerType::kSgd:
       return std::make_unique<Sgd>(config.lr, config.momentum, parameter_count);
@@ -258,8 +283,23 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
       return detail::make_adagrad(config, parameter_count);
     case config::OptimizerType::kFtrl:
       return detail::make_ftrl(config, parameter_count);
+    case config::OptimizerType::kAdamw:
+      return detail::make_adamw(config, parameter_count);
+    case config::OptimizerType::kRmsprop:
+      return detail::make_rmsprop(config, parameter_count);
   }
   fail<TrainingError>("unknown optimizer type {}", static_cast<int>(config.type));
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
+                                          std::size_t parameter_count,
+                                          std::uint64_t total_steps) {
+  validate(config);
+  auto rule = make_rule(config, parameter_count);
+  if (!has_lr_schedule(config) && !(config.clip_norm > 0.0)) return rule;
+  return detail::make_controlled(std::move(rule), config, total_steps);
 }
 
 }  // namespace dt::models

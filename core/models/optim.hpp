@@ -1,8 +1,10 @@
 #pragma once
 // Optimizers: sgd (with optional momentum, the PyTorch form v = m*v + g; p -= lr*v), adam
-// (Kingma & Ba with bias correction), adagrad (Duchi et al., PyTorch's form) and ftrl
-// (FTRL-Proximal, McMahan et al. 2013, with L1 and L2). Their state is plain vectors so a
-// checkpoint can save and restore it exactly. docs/optimizers.md has the formulas.
+// (Kingma & Ba with bias correction), adagrad (Duchi et al., PyTorch's form), ftrl
+// (FTRL-Proximal, McMahan et al. 2013, with L1 and L2), adamw (PyTorch's AdamW: decoupled
+// weight decay) and rmsprop (PyTorch's RMSprop). Their state is plain vectors so a checkpoint
+// can save and restore it exactly. docs/optimizers.md has the formulas. training.lr_schedule
+// and training.clip_norm wrap one of them (optim_controls.hpp).
 
 #include "core/config/config.hpp"
 
@@ -16,7 +18,9 @@ namespace dt::models {
 
 struct OptimizerState {
   std::uint64_t steps = 0;
-  // sgd momentum: [velocity]; adam: [m, v]; adagrad: [sum of g^2]; ftrl: [z, n]
+  // sgd momentum: [velocity]; adam, adamw: [m, v]; adagrad: [sum of g^2]; ftrl: [z, n];
+  // rmsprop: [square average], then [momentum buffer] with momentum, then [gradient average]
+  // when centered
   std::vector<std::vector<double>> slots;
 };
 
@@ -54,9 +58,24 @@ class Optimizer {
                             std::span<double> params) = 0;
   [[nodiscard]] virtual const OptimizerState& state() const noexcept = 0;
   virtual void set_state(OptimizerState state) = 0;  // TrainingError when the sizes do not fit
+  // The learning rate of the next steps (ftrl: alpha). A schedule sets it before each step.
+  virtual void set_lr(double lr) = 0;
+  // The step count a learning-rate schedule reads for the next step, when it is not the
+  // optimizer's own state().steps (a parameters-mode worker's local step, which goes on across
+  // rounds whose optimizer may start afresh), and the run's total of such steps; the count goes
+  // on by one per step. No effect without a schedule.
+  virtual void set_schedule_step(std::uint64_t step, std::uint64_t total_steps) {
+    (void)step;
+    (void)total_steps;
+  }
 };
 
+// The optimizer of `config`, wrapped by its lr schedule and clip_norm when it has them (else the
+// bare rule, the same bits as before those existed). `total_steps`: the steps of the whole run
+// as the schedule counts them, which a cosine schedule without t_max needs (TrainingError at
+// its first step when 0).
 [[nodiscard]] std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& config,
-                                                        std::size_t parameter_count);
+                                                        std::size_t parameter_count,
+                                                        std::uint64_t total_steps = 0);
 
 }  // namespace dt::models

@@ -6,6 +6,7 @@
 #include "core/models/optim_detail.hpp"
 
 #include "base/error.hpp"
+#include "base/memory.hpp"
 
 #include <cmath>
 #include <utility>
@@ -21,7 +22,8 @@ class Adagrad final : public Optimizer {
  public:
   Adagrad(const config::OptimizerConfig& c, std::size_t size)
       : lr_(c.lr), epsilon_(c.epsilon), size_(size) {
-    state_.slots.assign(1, std::vector<double>(size_, c.initial_accumulator_value));
+    state_.slots.resize(1);
+    memory::assign_huge(state_.slots[0], size_, c.initial_accumulator_value);
   }
 
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
@@ -52,6 +54,7 @@ class Adagrad final : public Optimizer {
   void set_state(OptimizerState state) override {
     restore(state_, std::move(state), 1, size_, "adagrad");
   }
+  void set_lr(double lr) override { lr_ = lr; }
 
  private:
   // g == 0 adds 0 to sum (>= 0) and subtracts lr * 0 from p: both unchanged, bit for bit.
@@ -80,7 +83,8 @@ class Ftrl final : public Optimizer {
  public:
   Ftrl(const config::OptimizerConfig& c, std::size_t size)
       : c_{c.lr, c.beta, c.l1, c.l2}, size_(size) {
-    state_.slots.assign(2, std::vector<double>(size_, 0.0));
+    state_.slots.resize(2);
+    for (auto& slot : state_.slots) memory::assign_huge(slot, size_, 0.0);
   }
 
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
@@ -113,6 +117,7 @@ class Ftrl final : public Optimizer {
   void set_state(OptimizerState state) override {
     restore(state_, std::move(state), 2, size_, "ftrl");
   }
+  void set_lr(double lr) override { c_.alpha = lr; }
 
  private:
   struct Constants {

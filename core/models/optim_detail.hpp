@@ -39,5 +39,13 @@ inline void prefetch_indices_ahead(std::span<const std::uint64_t> indices, std::
                                                       std::size_t size);
 [[nodiscard]] std::unique_ptr<Optimizer> make_ftrl(const config::OptimizerConfig& config,
                                                    std::size_t size);
+[[nodiscard]] std::unique_ptr<Optimizer> make_adamw(const config::OptimizerConfig& config,
+                                                    std::size_t size);
+[[nodiscard]] std::unique_ptr<Optimizer> make_rmsprop(const config::OptimizerConfig& config,
+                                                      std::size_t size);
+// `inner` under the config's lr schedule and clip_norm (optim_controls.cpp).
+[[nodiscard]] std::unique_ptr<Optimizer> make_controlled(std::unique_ptr<Optimizer> inner,
+                                                         const config::OptimizerConfig& config,
+                                                         std::uint64_t total_steps);
 
 }  // namespace dt::models::detail

@@ -203,8 +203,11 @@ class AsyncMode final : public ServerGroupMode {
     serving.max_staleness = async.max_staleness;
     serving.staleness_lr = async.staleness_lr;
     // The loss log evaluates validation at every log_every-th update: the servers keep the
-    // parameters of those updates, as they have moved on by the time the log is drained.
-    serving.snapshot_every = static_cast<std::uint64_t>(config.output.log_every_steps);
+    // parameters of those updates, as they have moved on by the time the log is drained (whole
+    // copies of the model: none without a split, which has nothing to score).
+    const bool scored = session.evaluation().validation() != nullptr;
+    serving.snapshot_every =
+        scored ? static_cast<std::uint64_t>(config.output.log_every_steps) : 0;
     // Checkpoints take the servers' state at each multiple of checkpoint_every updates.
     serving.checkpoint_every =
         static_cast<std::uint64_t>(config.fault_tolerance.checkpoint_every_steps);
@@ -243,7 +246,7 @@ class AsyncMode final : public ServerGroupMode {
                               text::format_double(u.loss_sum / static_cast<double>(u.rows)),
                               text::format_double(config.training.optimizer.lr));
         }
-        if (applied / every != before / every || applied == total) {
+        if (scored && (applied / every != before / every || applied == total)) {
           servers.copy_params_at(applied, params);
         }
         worker_loss[ri(u.rank)] = u.loss_sum;

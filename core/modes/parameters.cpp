@@ -45,6 +45,7 @@
 #include "core/protocol/step_messages.hpp"
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
+#include "core/models/optim_controls.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/coordinator/evaluate.hpp"
 #include "core/coordinator/resume.hpp"
@@ -233,6 +234,10 @@ class ParametersMode final : public Mode {
         protocol::Envelope request{.type = protocol::Type::kRound, .step = r};
         request.fields = {{"round", r}, {"local_step", positions_[static_cast<std::size_t>(c)]}};
         if (keep_state) request.fields["send_optimizer"] = true;
+        // A schedule counts each worker's local steps over the whole run (docs/optimizers.md).
+        if (models::has_lr_schedule(config.training.optimizer)) {
+          request.fields["schedule_steps"] = schedule.total_steps;
+        }
         request.fields[schedule.sync_steps > 0 ? "steps" : "epochs"] = schedule.amount(r);
         request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
         session.send_to(c, std::move(request));
@@ -366,10 +371,15 @@ class ParametersMode final : public Mode {
                                     : protocol::count(message, "epochs") *
                                           session.local_steps_per_epoch();
 
+    const std::uint64_t schedule_steps = message.fields.contains("schedule_steps")
+                                             ? protocol::count(message, "schedule_steps")
+                                             : 0;
+
     double loss_sum = 0;
     std::uint64_t rows = 0;
     for (std::uint64_t s = 0; s < steps; ++s) {
       session.begin_step(local_step_);
+      optimizer_->set_schedule_step(local_step_, schedule_steps);
       const auto start = std::chrono::steady_clock::now();
       const auto batch = session.local_batch(local_step_++);
       const auto n = static_cast<std::uint64_t>(batch.rows());

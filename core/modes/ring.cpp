@@ -299,7 +299,10 @@ class RingMode final : public Mode {
     const std::size_t p = model.parameter_count();
     params_.assign(p, 0.0);
     model.init(params_, session.config().seed);
-    optimizer_ = models::make_optimizer(session.config().training.optimizer, p);
+    // A schedule counts the ring's global steps, each replica's optimizer steps.
+    optimizer_ = models::make_optimizer(
+        session.config().training.optimizer, p,
+        static_cast<std::uint64_t>(session.config().training.epochs) * session.steps_per_epoch());
     buffer_.assign(p + 2, 0.0);
     if (members_.empty()) {
       members_.resize(session.world_size());

@@ -72,6 +72,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);
+    const bool scored = session.evaluation().validation() != nullptr;
     const auto timeout = 2 * config.fault_tolerance.worker_timeout_ms;
     const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
     session.schedule().start_clock();
@@ -91,7 +92,9 @@ class ShardedGradientsMode final : public ServerGroupMode {
       in_step = false;
       round = step + 1;
       if (rows > 0) {  // else an empty step (only possible with tiny shards)
-        if ((step + 1) % every == 0 || step + 1 == steps) servers.copy_params(params);
+        // A log row scores the held-out rows with the servers' parameters, a whole copy of the
+        // model: without a split there is nothing to score (the last copy follows the loop).
+        if (scored && ((step + 1) % every == 0 || step + 1 == steps)) servers.copy_params(params);
         session.add_samples(rows);
         session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
       }

@@ -76,7 +76,8 @@ void save_coordinator_state(roles::CoordinatorSession& session, const models::Op
 std::unique_ptr<models::Optimizer> coordinator_optimizer(roles::CoordinatorSession& session,
                                                          const checkpoint::Checkpoint* from) {
   auto optimizer = models::make_optimizer(session.config().training.optimizer,
-                                          session.params().size());
+                                          session.params().size(),
+                                          session.schedule().total_steps());
   if (from != nullptr) optimizer->set_state(roles::get_optimizer(*from, "optimizer"));
   return optimizer;
 }

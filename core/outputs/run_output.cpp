@@ -1,5 +1,7 @@
 #include "core/outputs/run_output.hpp"
 
+#include "core/models/optim_controls.hpp"
+
 #include "core/coordinator/resume.hpp"
 #include "core/outputs/run_rotation.hpp"
 #include "core/outputs/sparse_model_file.hpp"
@@ -152,6 +154,24 @@ ordered_json metrics_json(const roles::Metrics& m) {
   return j;
 }
 
+namespace {
+
+// The rate training.lr_schedule gave the last of the first `steps` steps (the first step's
+// for 0); none without a schedule, or when a cosine's span is unknown (a run stopped before
+// its mode planned the steps).
+std::optional<double> scheduled_lr_of(const config::Config& config, const roles::RunResult& result,
+                                      std::uint64_t steps) {
+  const auto& o = config.training.optimizer;
+  if (!models::has_lr_schedule(o)) return std::nullopt;
+  if (o.schedule.type == config::LrScheduleType::kCosine && o.schedule.t_max == 0 &&
+      result.planned_steps == 0) {
+    return std::nullopt;
+  }
+  return models::scheduled_lr(o, steps > 0 ? steps - 1 : 0, result.planned_steps);
+}
+
+}  // namespace
+
 ordered_json summary_json(const config::Config& config, const roles::RunResult& result,
                           const std::vector<std::string>& expect_failures) {
   ordered_json j;
@@ -174,6 +194,8 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   }
   j["validation"] = result.validation ? metrics_json(*result.validation) : ordered_json(nullptr);
   j["steps"] = result.steps;
+  // The rate of the last step taken, when training.lr_schedule moves it.
+  if (const auto lr = scheduled_lr_of(config, result, result.steps)) j["final_lr"] = *lr;
   if (!result.checkpoint.empty()) j["checkpoint"] = result.checkpoint;
   j["epochs"] = config.training.epochs;
   j["train_rows"] = result.train_rows;
@@ -219,11 +241,15 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   return j;
 }
 
-std::string loss_csv(const roles::RunResult& result, int workers) {
+std::string loss_csv(const config::Config& config, const roles::RunResult& result) {
+  const int workers = config::worker_count(config);
+  // With a schedule, a last column `lr`: the rate of the row's last step.
+  const bool lr_column = scheduled_lr_of(config, result, 0).has_value();
   std::string out =
       "step,epoch,seconds,train_loss,validation_loss,validation_metric,validation_log_loss,"
       "validation_auc";
   for (int r = 0; r < workers; ++r) out += fmt::format(",worker_{}_loss", r);
+  if (lr_column) out += ",lr";
   out += '\n';
   const auto opt = [](const std::optional<double>& v) {
     return v ? text::format_double(*v) : std::string();
@@ -236,6 +262,10 @@ std::string loss_csv(const roles::RunResult& result, int workers) {
     for (double w : row.worker_loss) {
       out += ',';
       out += text::format_double(w);
+    }
+    if (lr_column) {
+      out += ',';
+      out += text::format_double(*scheduled_lr_of(config, result, row.step));
     }
     out += '\n';
   }
@@ -252,7 +282,7 @@ void write_results(const std::filesystem::path& dir, const config::Config& confi
   // A file that cannot be written (a full disk) fails the run, but summary.json still says so
   // where it can: it is small, and it is what a CI job reads first.
   try {
-    files::write_atomic(dir / "loss.csv", loss_csv(result, config::worker_count(config)));
+    files::write_atomic(dir / "loss.csv", loss_csv(config, result));
     files::write_atomic(dir / "loss.svg", loss_svg(result, {config.name, config.output.log_every_steps,
                                                        config.output.plot_per_worker}));
     if (result.status == "ok") {

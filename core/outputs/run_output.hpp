@@ -45,7 +45,7 @@ namespace dt::output {
 [[nodiscard]] nlohmann::ordered_json summary_json(const config::Config& config,
                                                   const roles::RunResult& result,
                                                   const std::vector<std::string>& expect_failures);
-[[nodiscard]] std::string loss_csv(const roles::RunResult& result, int workers);
+[[nodiscard]] std::string loss_csv(const config::Config& config, const roles::RunResult& result);
 // loss.svg (plot.cpp): the config's name as title, output.log_every.steps (to tell the last
 // row's partial window) and output.plot.per_worker.
 struct PlotOptions {

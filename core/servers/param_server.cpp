@@ -25,7 +25,7 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
     fail<TrainingError>("internal error: server {} owns {} keys but got {} values and {} L2 "
                         "coefficients", options_.index, n, slice_.size(), options_.l2.size());
   }
-  optimizer_ = models::make_optimizer(options_.optimizer, n);
+  optimizer_ = models::make_optimizer(options_.optimizer, n, options_.schedule_steps);
   if (options_.optimizer_state) optimizer_->set_state(*options_.optimizer_state);
   stats_.version = options_.start_version;
   const auto workers = static_cast<std::size_t>(options_.workers);

@@ -9,6 +9,7 @@
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/memory.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -64,6 +65,22 @@ std::optional<std::string> ParameterServer::failure(std::int64_t timeout_ms) con
   return std::nullopt;
 }
 
+namespace {
+
+// A whole copy of a server's state into `out`, reusing its buffers (huge pages the first time:
+// the partial copies after it write at random keys).
+void copy_whole(const std::vector<double>& slice, const models::OptimizerState& optimizer,
+                ServerState& out) {
+  memory::copy_huge(out.slice, slice);
+  out.optimizer.steps = optimizer.steps;
+  out.optimizer.slots.resize(optimizer.slots.size());
+  for (std::size_t s = 0; s < optimizer.slots.size(); ++s) {
+    memory::copy_huge(out.optimizer.slots[s], optimizer.slots[s]);
+  }
+}
+
+}  // namespace
+
 void ParameterServer::capture(ServerState& out) const {
   std::lock_guard lock(mu_);
   const auto& state = optimizer_->state();
@@ -81,8 +98,7 @@ void ParameterServer::capture(ServerState& out) const {
   if (stepped_from_ == out.version && stats_.version == out.version + 1 && same_shape()) {
     copy_at(std::span<const std::uint64_t>(stepped_), slice_, state, out);
   } else {
-    out.slice = slice_;  // assignments reuse out's buffers
-    out.optimizer = state;
+    copy_whole(slice_, state, out);
   }
   out.version = stats_.version;
   out.worker_steps = stats_.worker_steps;
@@ -101,8 +117,7 @@ void ParameterServer::leave_copy() {
     // Keyed pushes step only their offsets: the rest of the copy is still this server's state.
     copy_at(std::span<const std::uint32_t>(changed_), slice_, optimizer, state);
   } else {
-    state.slice = slice_;  // assignments reuse the copy's buffers
-    state.optimizer = optimizer;
+    copy_whole(slice_, optimizer, state);
     copy_in_part_ = keyed_;
   }
   changed_.clear();

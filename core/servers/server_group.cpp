@@ -7,6 +7,7 @@
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/memory.hpp"
 
 #include <algorithm>
 
@@ -48,6 +49,7 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     o.workers = session.ranks();
     o.asynchronous = async.has_value();
     o.optimizer = config.training.optimizer;
+    o.schedule_steps = session.schedule().total_steps();
     o.l2.assign(l2.begin() + first, l2.begin() + last);
     o.job_id = session.job_id();
     for (const auto& f : config.faults) {
@@ -55,6 +57,8 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     }
     if (async) {
       o.worker_steps = async->worker_steps;
+      o.schedule_steps = 0;  // every worker's pushes: each is one update
+      for (const auto steps : async->worker_steps) o.schedule_steps += steps;
       o.max_staleness = async->max_staleness;
       o.staleness_lr = async->staleness_lr;
       o.keep_log = k == 0;
@@ -74,9 +78,11 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
         o.start_completed = start_steps_;
       }
     }
-    servers_.push_back(std::make_unique<ParameterServer>(
-        session.transport(), std::move(o),
-        std::vector<double>(params.begin() + first, params.begin() + last)));
+    std::vector<double> slice;  // on huge pages: a wide model's slice is reached at random keys
+    memory::assign_huge(slice, static_cast<std::size_t>(last - first), 0.0);
+    std::copy(params.begin() + first, params.begin() + last, slice.begin());
+    servers_.push_back(
+        std::make_unique<ParameterServer>(session.transport(), std::move(o), std::move(slice)));
   }
   for (const auto& s : servers_) {
     log::info("parameter server {} owns keys [{}, {}) on {}", s->options().index,

@@ -29,6 +29,8 @@ struct ServerOptions {
   int workers = 0;
   bool asynchronous = false;
   config::OptimizerConfig optimizer;
+  // The updates of the whole run (sync: steps; async: pushes), for an lr schedule's total.
+  std::uint64_t schedule_steps = 0;
   std::vector<double> l2;  // per key of the range: the L2 coefficient (0 for biases)
   std::uint64_t job_id = 0;
   // async only

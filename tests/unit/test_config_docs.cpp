@@ -49,6 +49,12 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
         "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: adagrad}}\n",
         "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: ftrl}}\n",
         "version: 1\ndata: {path: a.csv, validation: 0.1}\ntraining: {early_stopping: {}}\n",
+        "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: adamw}, "
+        "lr_schedule: {type: cosine, t_max: 9}, clip_norm: 1}\n",
+        "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: rmsprop}, "
+        "lr_schedule: {type: step, step_size: 5, warmup_steps: 2}}\n",
+        "version: 1\ndata: {path: a.csv}\ntraining: {lr_schedule: {type: constant, "
+        "warmup_steps: 2}}\n",
         "version: 1\nmodel: {type: softmax_regression}\ndata: {path: a.csv}\n"
         "shards: {strategy: by_label}\naggregation: {mode: async, async: {max_staleness: 2}}\n"
         "faults: [{server: 0, at_step: 3, action: hang}]\n",

@@ -264,10 +264,10 @@ TEST_CASE("config errors: keys that do not apply to the chosen type") {
        "test.yaml:2:42: data.label: names a column of the data.path file; remove it with "
        "data.synthetic"},
       {with_header("training: {optimizer: {type: adam, momentum: 0.9}}\n"),
-       "test.yaml:3:46: training.optimizer.momentum: applies to sgd only, but "
+       "test.yaml:3:46: training.optimizer.momentum: applies to sgd and rmsprop only, but "
        "training.optimizer.type is adam; remove it"},
       {with_header("training: {optimizer: {beta1: 0.9}}\n"),
-       "test.yaml:3:31: training.optimizer.beta1: applies to adam only, but "
+       "test.yaml:3:31: training.optimizer.beta1: applies to adam and adamw only, but "
        "training.optimizer.type is sgd; remove it"},
   });
 }

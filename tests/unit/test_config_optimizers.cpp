@@ -84,16 +84,16 @@ TEST_CASE("config optimizers: to_yaml writes each rule's keys and reads back the
 TEST_CASE("config optimizers: each error names the key, the rule and what to write") {
   const std::pair<std::string, std::string> cases[] = {
       {optimizer_yaml("    type: adagrad\n    momentum: 0.9\n"),
-       "test.yaml:6:15: training.optimizer.momentum: applies to sgd only, but "
+       "test.yaml:6:15: training.optimizer.momentum: applies to sgd and rmsprop only, but "
        "training.optimizer.type is adagrad; remove it"},
       {optimizer_yaml("    type: adam\n    l1: 0.1\n"),
        "test.yaml:6:9: training.optimizer.l1: applies to ftrl only, but "
        "training.optimizer.type is adam; remove it"},
       {optimizer_yaml("    alpha: 0.1\n"),
-       "test.yaml:5:12: training.optimizer.alpha: applies to ftrl only, but "
+       "test.yaml:5:12: training.optimizer.alpha: applies to ftrl and rmsprop only, but "
        "training.optimizer.type is sgd; remove it"},
       {optimizer_yaml("    type: ftrl\n    epsilon: 1e-8\n"),
-       "test.yaml:6:14: training.optimizer.epsilon: applies to adam and adagrad only, "
+       "test.yaml:6:14: training.optimizer.epsilon: applies to adam, adamw, adagrad and rmsprop only, "
        "but training.optimizer.type is ftrl; remove it"},
       {optimizer_yaml("    type: adagrad\n    beta: 1\n"),
        "test.yaml:6:11: training.optimizer.beta: applies to ftrl only, but "
@@ -117,7 +117,7 @@ TEST_CASE("config optimizers: each error names the key, the rule and what to wri
        "got 0"},
       {optimizer_yaml("    type: ftrls\n"),
        "test.yaml:5:11: training.optimizer.type: unknown value 'ftrls' (expected sgd, "
-       "adam, adagrad or ftrl; did you mean 'ftrl'?)"},
+       "adam, adagrad, ftrl, adamw or rmsprop; did you mean 'ftrl'?)"},
       {optimizer_yaml("    type: ftrl\naggregation:\n  mode: parameters\n  parameters:\n"
                       "    optimizer_state: keep\n"),
        "test.yaml:9:22: aggregation.parameters.optimizer_state: keep with "

@@ -132,11 +132,18 @@ TEST_CASE("models: the training hot path allocates nothing once warmed up") {
 
 TEST_CASE("optim: steps allocate nothing") {
   for (const auto type : {dt::config::OptimizerType::kSgd, dt::config::OptimizerType::kAdam,
-                          dt::config::OptimizerType::kAdagrad, dt::config::OptimizerType::kFtrl}) {
+                          dt::config::OptimizerType::kAdagrad, dt::config::OptimizerType::kFtrl,
+                          dt::config::OptimizerType::kAdamw, dt::config::OptimizerType::kRmsprop}) {
     dt::config::OptimizerConfig config;
     config.type = type;
     config.momentum = 0.9;
+    config.centered = true;
     auto opt = dt::models::make_optimizer(config, 1000);
+    // The same rule under a cosine schedule with warmup and clip_norm.
+    config.schedule.type = dt::config::LrScheduleType::kCosine;
+    config.schedule.warmup_steps = 1;
+    config.clip_norm = 1.0;
+    auto controlled = dt::models::make_optimizer(config, 1000, 10);
     std::vector<double> p(1000, 1.0);
     const std::vector<double> g(1000, 0.5);
     const std::vector<std::uint64_t> keys{3, 10, 999};
@@ -145,6 +152,9 @@ TEST_CASE("optim: steps allocate nothing") {
             opt->step(p, g);
             opt->step(p, g);
             opt->step_indices(keys, values, 0.5, p);
+            controlled->step(p, g);
+            controlled->step(p, g);
+            controlled->step_indices(keys, values, 0.5, p);
           }) == 0);
   }
 }
