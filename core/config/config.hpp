@@ -172,6 +172,7 @@ struct OutputConfig {
   std::int64_t log_every_steps = 10;
   // output.timeline: timeline.json keeps the spans of this many last steps; 0: no timeline.
   std::uint64_t timeline_steps = 0;
+  bool plot_per_worker = false;  // output.plot.per_worker: each worker's loss in loss.svg
 };
 inline constexpr std::uint64_t kTimelineDefaultSteps = 1000;  // output.timeline: true
 

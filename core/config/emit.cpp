@@ -362,6 +362,9 @@ std::string to_yaml(const Config& c) {
     w.put("steps", c.output.timeline_steps);
     w.end();
   }
+  w.begin("plot");
+  w.put("per_worker", c.output.plot_per_worker);
+  w.end();
   w.end();
 
   if (!c.expect.empty()) {

@@ -372,6 +372,9 @@ std::vector<Key> build_keys() {
       {"output.timeline.steps", "integer in [1, 1000000]", "", "`1000`",
        "The rolling window: only the last this many steps are kept (memory and file size stay "
        "bounded on a long run)."},
+      {"output.plot.per_worker", "`true` or `false`", "false", "",
+       "Also draw each worker's own training loss in `loss.svg` (thin lines under the merged "
+       "curve), to spot a worker whose shard trains differently."},
       // expect
       {"expect.<metric>.min", "number", "", "none",
        "Fail the run (exit code 1) when the metric ends below this."},

@@ -358,6 +358,7 @@ OutputConfig parse_output(const Section& s, const fs::path& base_dir, const std:
   c.dir = fs::absolute(dir).lexically_normal();
   c.log_every_steps = s.section("log_every").integer("steps", c.log_every_steps, 1, INT64_MAX);
   c.timeline_steps = parse_timeline(s);
+  c.plot_per_worker = s.section("plot").boolean("per_worker", c.plot_per_worker);
   return c;
 }
 

@@ -284,7 +284,8 @@ void write_results(const std::filesystem::path& dir, const config::Config& confi
   // where it can: it is small, and it is what a CI job reads first.
   try {
     files::write_atomic(dir / "loss.csv", loss_csv(config, result));
-    files::write_atomic(dir / "loss.svg", loss_svg(result, config.name));
+    files::write_atomic(dir / "loss.svg", loss_svg(result, {config.name, config.output.log_every_steps,
+                                                       config.output.plot_per_worker}));
     if (result.status == "ok") {
       const auto model = models::make_model({config.model,
                                              static_cast<int>(data::input_width(result.source)),

@@ -46,7 +46,14 @@ namespace dt::output {
                                                   const roles::RunResult& result,
                                                   const std::vector<std::string>& expect_failures);
 [[nodiscard]] std::string loss_csv(const config::Config& config, const roles::RunResult& result);
-[[nodiscard]] std::string loss_svg(const roles::RunResult& result, const std::string& title);
+// loss.svg (plot.cpp): the config's name as title, output.log_every.steps (to tell the last
+// row's partial window) and output.plot.per_worker.
+struct PlotOptions {
+  std::string title;
+  std::int64_t log_every = 10;
+  bool per_worker = false;
+};
+[[nodiscard]] std::string loss_svg(const roles::RunResult& result, const PlotOptions& options);
 
 // Writes config.resolved.yaml (at the start of a run).
 void write_resolved_config(const std::filesystem::path& dir, const config::Config& config);

@@ -349,6 +349,8 @@ output:
   dir: /tmp/runs/demo
   log_every:
     steps: 10
+  plot:
+    per_worker: false
 expect:
   final_loss: {max: 3000}
 )");
