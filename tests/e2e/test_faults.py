@@ -95,7 +95,15 @@ def run_until_lost(cfg, rank, gone):
     proc = h.start(cfg)
     try:
         workers = h.worker_processes(proc, 4)
-        victim = h.wait_for(lambda: rank_pid(workers, rank), 10, f"worker {rank} to start")
+        def victim_pid():
+            pid = rank_pid(workers, rank)
+            if pid is not None:
+                return pid
+            # A fault that struck before every command line was read (a fast machine reaches
+            # step 2000 in well under a second): the one worker already dead is the victim.
+            dead = [p for p in workers if not h.alive(p)]
+            return dead[0] if len(dead) == 1 else None
+        victim = h.wait_for(victim_pid, 10, f"worker {rank} to start")
         h.wait_for(lambda: gone(victim), 30, f"worker {rank}'s injected fault")
         lost_at = time.monotonic()
         _, err = h.finish(proc, 2 * TIMEOUT_MS / 1000 + 2, "the run after the fault")
