@@ -144,6 +144,11 @@ void ServerClient::await_owed(std::uint64_t min_version, const SliceTaker& take)
       continue;
     }
     auto e = protocol::decode(std::move(*message), session_.job_id());
+    if (e.type == protocol::Type::kEnd && asynchronous_ && protocol::count(e, "server") == k) {
+      ended_ = true;  // training.early_stopping: this server answers no more with slices
+      awaiting_[k] = false;
+      continue;
+    }
     if (e.type != protocol::Type::kSlice || protocol::count(e, "server") != k) {
       fail<ProtocolError>("parameter server {} at {} sent a {} message, expected its slice", k,
                           endpoints_[k], protocol::name_of(e.type));
