@@ -381,10 +381,6 @@ class AsyncMode final : public ServerGroupMode {
       } else {
         client.receive(params);
       }
-      if (client.ended()) {  // training.early_stopping: a server answered with the end
-        steps = step;
-        break;
-      }
       if (auto notice = client.take_notice()) {
         // A share of a lost worker's rows, from the next local epoch (this one keeps its order).
         const auto from = epoch + 1;
@@ -392,6 +388,10 @@ class AsyncMode final : public ServerGroupMode {
         steps = plan_from(std::min(from, epochs));
         took.push_back({{"lost_rank", protocol::count(*notice, "lost_rank")}, {"rows", rows},
                         {"from_epoch", from}});
+      }
+      if (client.ended()) {  // training.early_stopping: a server answered with the end
+        steps = step;
+        break;
       }
       session.begin_step(step);
       const auto start = std::chrono::steady_clock::now();

@@ -12,13 +12,9 @@
 #include "core/servers/param_server.hpp"
 
 #include "core/protocol/step_messages.hpp"
-#include "core/protocol/timing.hpp"
-#include "base/error.hpp"
 #include "base/log.hpp"
 
 namespace dt::roles {
-
-using transport::deadline_in;
 
 void ParameterServer::take_end() {
   if (training_ended_ || !options_.asynchronous || !end_asked_.load()) return;
@@ -54,13 +50,10 @@ void ParameterServer::send_end(int rank) {
   }
   protocol::Envelope end{.type = protocol::Type::kEnd, .step = version};
   end.fields = {{"server", options_.index}, {"version", version}};
-  try {
-    listener_->send(protocol::peer_name(static_cast<std::uint32_t>(rank)),
-                    protocol::encode(std::move(end), options_.job_id), deadline_in(kSendDeadline));
-  } catch (const TransportError& err) {
-    // A worker gone meanwhile is the coordinator's to notice (exits, heartbeats), as for slices.
-    log::debug("no end for worker {}: {}", rank, err.what());
-  }
+  // As a slice is sent: with a share of a lost worker's rows dealt to `rank` before the end
+  // (async continue), which it takes in for the final evaluation, and no error for a worker
+  // gone meanwhile (the coordinator's to notice).
+  send_slice(rank, std::move(end));
 }
 
 }  // namespace dt::roles

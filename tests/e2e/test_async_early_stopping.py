@@ -4,7 +4,8 @@ to overfit, the check that runs out of patience ends training well before the pl
 summary.json's early_stopping follows from loss.csv's validation column as Keras counts it, and
 the model written is the best check's (eval on the held-out rows scores the best metric). Also
 over two servers with a staleness bound, on the keyed exchange of sparse rows, and resumed from
-a checkpoint (the best check and the count since are kept). Without early stopping the same run
+a checkpoint (the best check and the count since are kept; resumed from the stop, it ends at
+once). Without early stopping the same run
 trains every planned update. Async runs differ from run to run, so nothing here compares bytes:
 every expected value comes from the run's own loss.csv or from its planned updates."""
 
@@ -127,6 +128,26 @@ def test_two_servers_with_a_staleness_bound(tmp):
     assert len(r.json()["aggregation"]["servers"]) == 2
 
 
+def test_a_worker_restarted_before_the_stop(tmp):
+    # Worker 1 is killed at its step 5 and restarted (the staleness bound holds worker 0 until
+    # the replacement catches up, so the kill comes before any stop): the run still stops at
+    # the check loss.csv says and writes the best check, and the replacement, which has pushed
+    # fewer steps than its plan, ends as the others do.
+    train, held = overfit_files(tmp)
+    cfg = config(tmp, train, held, "restart", aggregation="{mode: async, async: {max_staleness: 2}}")
+    cfg.write_text(cfg.read_text().replace("worker_timeout_ms: 5000}",
+                                           "worker_timeout_ms: 5000, on_worker_failure: restart}"))
+    r = h.run("run", cfg, "--json", "--fault", "rank=1,at_step=5,action=kill")
+    assert r.code == 0, r
+    s = r.json()
+    assert [(f["rank"], f["action"]) for f in s["failures"]] == [(1, "restart")], s["failures"]
+    stopped_at, best_step, best, _ = expected_stop(tmp / "restart", 4)
+    es = s["early_stopping"]
+    assert (es["stopped_at"], es["best_step"], es["best_metric"]) == (stopped_at, best_step, best), es
+    assert s["steps"] == stopped_at < PLANNED // 4 and s["validation"]["loss"] == best, s
+    assert s["aggregation"]["updates"] < PLANNED // 2, s["aggregation"]
+
+
 def test_keyed_exchange_of_sparse_rows(tmp):
     train, held = overfit_files(tmp, sparse=True)
     r = h.run("run", config(tmp, train, held, "keyed", aggregation="{mode: async, servers: 2}",
@@ -143,7 +164,7 @@ def test_resume_keeps_the_best_check_and_the_count(tmp):
     # A resume that forgot the state would take its first check as the best.
     train, held = overfit_files(tmp)
     patience = 40
-    first = 70  # epochs: 140 updates, past the best check (about update 80) by fewer than 40 checks
+    first = 90  # epochs: 180 updates, past the best check (about update 80) by fewer than 40 checks
     cfg = config(tmp, train, held, "parts", epochs=first, patience=patience,
                  extra="fault_tolerance: {heartbeat_ms: 100, worker_timeout_ms: 5000, "
                        "checkpoint_every: {steps: 5}}")
@@ -166,8 +187,19 @@ def test_resume_keeps_the_best_check_and_the_count(tmp):
     assert (es2["best_step"], es2["best_metric"]) == (best_step, best), (es2, es1)
     assert es2["stopped_at"] == 2 * first + (patience - since) * 5, (es2, since)
     assert two["validation"]["loss"] == best, (two["validation"], best)
+    # Resumed again, from the checkpoint of the stop: the servers end training at once (every
+    # worker's pull gets the end), and the run writes the same best check.
+    r = h.run("run", cfg, "--resume", "--set", f"training.epochs={EPOCHS}", "--json")
+    assert r.code == 0, r
+    three = r.json()
+    assert three["checkpoint"]["resumed_from_step"] == es2["stopped_at"], three["checkpoint"]
+    assert three["early_stopping"] == es2 and three["steps"] == es2["stopped_at"], three
+    assert three["aggregation"]["updates"] == es2["stopped_at"], three["aggregation"]
+    assert [w["steps"] for w in three["worker_stats"]] == [0, 0], three["worker_stats"]
+    assert three["validation"]["loss"] == best and three["failures"] == [], three
 
 
 if __name__ == "__main__":
     h.main([test_stops_early_and_writes_the_best_check, test_two_servers_with_a_staleness_bound,
-            test_keyed_exchange_of_sparse_rows, test_resume_keeps_the_best_check_and_the_count])
+            test_a_worker_restarted_before_the_stop, test_keyed_exchange_of_sparse_rows,
+            test_resume_keeps_the_best_check_and_the_count])
