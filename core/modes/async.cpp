@@ -80,6 +80,10 @@
 namespace dt::modes {
 namespace {
 
+// Early stopping: how long the coordinator follows server 0 with no update before it leaves the
+// run to the gather of the workers' kDone (see coordinate).
+constexpr std::chrono::milliseconds kFollowStall{1000};
+
 // Every push's staleness as the largest over the servers (each server measures its own).
 roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& stats) {
   roles::StalenessStats out;
@@ -277,20 +281,29 @@ class AsyncMode final : public ServerGroupMode {
     };
     // With early stopping the coordinator follows server 0 to each log step as it gets there
     // (the gather below drains once a poll slice, ~50 ms: many async updates), so that the end
-    // reaches the workers soon after the check that stops. Supervised as every wait is.
-    auto supervised = std::chrono::steady_clock::now();
-    std::uint64_t waited_for = 0;
-    while (early_stop.enabled() && !early_stop.stopped() && applied < lost.total()) {
-      auto next = std::min((applied / every + 1) * every, lost.total());
-      // A replacement of server 0 counts the pushes it lost as done, unlogged: wait past them.
-      if (next <= waited_for) next = waited_for + 1;
-      waited_for = next;
-      (void)servers.wait_update(next, roles::kPollSlice);
-      if (std::chrono::steady_clock::now() - supervised >= roles::kPollSlice) {
+    // reaches the workers soon after the check that stops. Supervised as every wait is; a run
+    // with no update for a while is left to the gather, which also re-sends a lost kServers.
+    using Clock = std::chrono::steady_clock;
+    auto supervised = Clock::now();
+    auto progressed = supervised;
+    std::uint64_t past = 0;  // server 0 reached a version it has not logged: wait beyond it
+    while (early_stop.enabled() && !early_stop.stopped() && applied < lost.total() &&
+           Clock::now() - progressed < kFollowStall) {
+      const auto next = std::max(std::min((applied / every + 1) * every, lost.total()), past);
+      const bool reached = servers.wait_update(next, roles::kPollSlice);
+      if (Clock::now() - supervised >= roles::kPollSlice) {
         session.supervise();
-        supervised = std::chrono::steady_clock::now();
+        supervised = Clock::now();
       }
+      const auto before = applied;
       drain();
+      // A replacement of server 0 counts the pushes it lost as done, unlogged.
+      if (applied > before) {
+        progressed = Clock::now();
+        past = 0;
+      } else if (reached) {
+        past = next + 1;
+      }
     }
     const auto done = session.gather(protocol::Type::kDone, drain);
     if (!servers.ended()) servers.wait_all_applied(config.fault_tolerance.worker_timeout_ms);
