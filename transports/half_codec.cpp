@@ -106,6 +106,20 @@ std::uint16_t to_half(double value, HalfCodec codec) {
   const int biased = static_cast<int>((bits >> 52) & 0x7ffu);
   const std::uint64_t mantissa = bits & ((std::uint64_t{1} << 52) - 1);
   const std::uint16_t inf = half_inf_bits(f);
+  const int drop_normal = 52 - f.mantissa;
+  const std::uint64_t magnitude = bits & ~(std::uint64_t{1} << 63);
+  const std::uint64_t smallest_normal = static_cast<std::uint64_t>(1023 + 1 - f.bias) << 52;
+  if (magnitude >= smallest_normal && biased != 0x7ff) {
+    // The common case, a normal half (or an overflow): round the double's exponent and
+    // mantissa bits together, so the carry moves into the exponent by itself. Adding
+    // halfway - 1, plus the kept part's lowest bit, rounds up above the halfway point and, at
+    // it, only an odd kept part: ties to even.
+    const std::uint64_t rounded =
+        magnitude + ((std::uint64_t{1} << (drop_normal - 1)) - 1) + ((magnitude >> drop_normal) & 1);
+    const std::uint64_t half = (rounded >> drop_normal) -
+                               (static_cast<std::uint64_t>(1023 - f.bias) << f.mantissa);
+    return static_cast<std::uint16_t>(sign | (half >= inf ? inf : half));
+  }
   if (biased == 0x7ff) {  // infinity, or NaN (kept quiet)
     return static_cast<std::uint16_t>(sign | inf |
                                       (mantissa != 0 ? (1u << (f.mantissa - 1)) : 0u));
@@ -136,21 +150,22 @@ std::uint16_t to_half(double value, HalfCodec codec) {
 
 double from_half(std::uint16_t half, HalfCodec codec) {
   const HalfFormat f = half_format(codec);
-  const bool negative = (half & 0x8000u) != 0;
-  const unsigned field = (half & 0x7fffu) >> f.mantissa;
-  const std::uint64_t mantissa = half & ((1u << f.mantissa) - 1u);
-  const unsigned all_ones = (1u << (15 - f.mantissa)) - 1u;
-  double v = 0;
-  if (field == all_ones) {
-    v = mantissa != 0 ? std::numeric_limits<double>::quiet_NaN()
-                      : std::numeric_limits<double>::infinity();
-  } else if (field == 0) {
-    v = std::ldexp(static_cast<double>(mantissa), 1 - f.bias - f.mantissa);
-  } else {
-    const auto exponent = static_cast<std::uint64_t>(static_cast<int>(field) - f.bias + 1023);
-    v = std::bit_cast<double>((exponent << 52) | (mantissa << (52 - f.mantissa)));
+  const std::uint64_t sign = static_cast<std::uint64_t>(half & 0x8000u) << 48;
+  const std::uint64_t magnitude = half & 0x7fffu;
+  const std::uint64_t inf = half_inf_bits(f);
+  if (magnitude >= (std::uint64_t{1} << f.mantissa) && magnitude < inf) {
+    // A normal half: its exponent and mantissa bits move up into the double's, rebiased.
+    return std::bit_cast<double>(sign | ((magnitude << (52 - f.mantissa)) +
+                                         (static_cast<std::uint64_t>(1023 - f.bias) << 52)));
   }
-  return negative ? -v : v;
+  double v = 0;
+  if (magnitude >= inf) {
+    v = magnitude > inf ? std::numeric_limits<double>::quiet_NaN()
+                        : std::numeric_limits<double>::infinity();
+  } else {  // a subnormal or zero: exact, a small integer times a power of two
+    v = static_cast<double>(magnitude) * (codec == HalfCodec::kFp16 ? 0x1p-24 : 0x1p-133);
+  }
+  return sign != 0 ? -v : v;
 }
 
 Bytes encode_half(std::span<const double> values, HalfCodec codec) {
