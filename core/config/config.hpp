@@ -61,6 +61,7 @@ struct AggregationConfig {
   AggregationMode mode = AggregationMode::kGradients;
   Topology topology = Topology::kStar;
   int servers = 1;
+  WireCompression compression = WireCompression::kNone;  // sections_compression.cpp
   ParametersConfig parameters;
   AsyncConfig async;
 };

@@ -32,6 +32,8 @@ inline constexpr std::array kShardStrategies{
 inline constexpr std::array kAggregationModes{AggregationMode::kGradients,
                                               AggregationMode::kParameters, AggregationMode::kAsync};
 inline constexpr std::array kTopologies{Topology::kStar, Topology::kRing};
+inline constexpr std::array kWireCompressions{WireCompression::kNone, WireCompression::kFp16,
+                                              WireCompression::kBf16};
 inline constexpr std::array kMergeRules{MergeRule::kWeightedAverage, MergeRule::kAverage,
                                         MergeRule::kMedian,          MergeRule::kTrimmedMean,
                                         MergeRule::kBest,            MergeRule::kValidationWeighted};

@@ -54,6 +54,10 @@ void check_training_controls(const Section& root, const Config& c);
 [[nodiscard]] EarlyStoppingConfig parse_early_stopping(const Section& s);
 void check_early_stopping(const Section& root, const Config& c);
 
+// aggregation.compression (sections_compression.cpp), and the setups it is not available with.
+[[nodiscard]] WireCompression parse_compression(const Section& aggregation);
+void check_compression(const Section& root, const Config& c);
+
 // output.timeline (sections_timeline.cpp): `true`, `false` or `{steps: N}`; the steps kept.
 [[nodiscard]] std::uint64_t parse_timeline(const Section& output);
 

@@ -141,6 +141,18 @@ const char* name_of(AggregationMode v) {
   return "?";
 }
 
+const char* name_of(WireCompression v) {
+  switch (v) {
+    case WireCompression::kNone:
+      return "none";
+    case WireCompression::kFp16:
+      return "fp16";
+    case WireCompression::kBf16:
+      return "bf16";
+  }
+  return "?";
+}
+
 const char* name_of(Topology v) {
   switch (v) {
     case Topology::kStar:
@@ -266,6 +278,9 @@ std::string describe_aggregation(const Config& config) {
   std::string out = name_of(a.mode);
   if (a.topology != Topology::kStar) out += fmt::format(", {}", name_of(a.topology));
   if (a.servers > 1) out += fmt::format(", {} servers", a.servers);
+  if (a.compression != WireCompression::kNone) {
+    out += fmt::format(", {} compression", name_of(a.compression));
+  }
   if (a.mode == AggregationMode::kParameters) {
     out += fmt::format(", merge {}", name_of(a.parameters.merge));
   }

@@ -15,6 +15,8 @@ enum class SyntheticKind { kLinear, kLogistic, kBlobs };
 enum class ShardStrategy { kContiguous, kRoundRobin, kRandom, kByLabel, kDirichlet, kFiles };
 enum class AggregationMode { kGradients, kParameters, kAsync };
 enum class Topology { kStar, kRing };
+// aggregation.compression: how gradients travel (transports/half_codec.hpp).
+enum class WireCompression { kNone, kFp16, kBf16 };
 enum class MergeRule { kWeightedAverage, kAverage, kMedian, kTrimmedMean, kBest, kValidationWeighted };
 enum class OptimizerState { kReset, kKeep };
 enum class OptimizerType { kSgd, kAdam, kAdagrad, kFtrl, kAdamw, kRmsprop };
@@ -38,6 +40,7 @@ enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
 [[nodiscard]] const char* name_of(ShardStrategy v);
 [[nodiscard]] const char* name_of(AggregationMode v);
 [[nodiscard]] const char* name_of(Topology v);
+[[nodiscard]] const char* name_of(WireCompression v);
 [[nodiscard]] const char* name_of(MergeRule v);
 [[nodiscard]] const char* name_of(OptimizerState v);
 [[nodiscard]] const char* name_of(OptimizerType v);

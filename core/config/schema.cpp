@@ -31,7 +31,7 @@ std::vector<Key> build_keys() {
       detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes,
       detail::kSecurityModes, detail::kMergeRules, detail::kOptimizerStates,
       detail::kFailurePolicies, detail::kFaultActions, detail::kCompressions, detail::kDataFormats,
-      detail::kMissings, detail::kLrScheduleTypes;
+      detail::kMissings, detail::kLrScheduleTypes, detail::kWireCompressions;
   return {
       // top level
       {"version", "integer", "", "required", "Schema version of this file; must be `1`."},
@@ -193,6 +193,11 @@ std::vector<Key> build_keys() {
       {"aggregation.servers", "integer >= 1", "1", "",
        "Parameter-server shards: the parameter vector is split into this many key ranges, each "
        "held by its own server (`star` topology, `gradients` and `async` modes)."},
+      {"aggregation.compression", one_of(kWireCompressions), "", "`none`",
+       "How the workers' gradients travel: `none` as float64; `fp16` or `bf16` in 16 bits a "
+       "value (rounded to nearest even, one power-of-two scale a message so nothing overflows); "
+       "the sum and the optimizer stay float64. `gradients` mode (star, servers, ring). See "
+       "docs/compression.md."},
       {"aggregation.parameters.sync_every.steps", "integer >= 1", "", "none",
        "Merge after this many local steps (`parameters` only; set `steps` or `epochs`)."},
       {"aggregation.parameters.sync_every.epochs", "integer >= 1", "1", "",

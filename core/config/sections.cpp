@@ -285,6 +285,7 @@ AggregationConfig parse_aggregation(const Section& s) {
   c.mode = s.choice("mode", c.mode, kAggregationModes);
   c.topology = s.choice("topology", c.topology, kTopologies);
   c.servers = to_int(s.integer("servers", c.servers, 1));
+  c.compression = parse_compression(s);
   const char* mode = name_of(c.mode);
   if (c.mode == AggregationMode::kParameters) {
     c.parameters = parse_parameters(s.section("parameters"));
@@ -463,6 +464,7 @@ Config build(const Section& root, const fs::path& base_dir) {
   c.expect = parse_expect(root.section("expect"));
   check_combinations(root, c);
   check_early_stopping(root, c);
+  check_compression(root, c);
   return c;
 }
 

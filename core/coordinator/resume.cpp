@@ -91,6 +91,10 @@ nlohmann::json soft_keys(const config::Config& c) {
                     l.warmup_steps, num(l.warmup_start));
   }
   if (o.clip_norm > 0.0) j["training.clip_norm"] = num(o.clip_norm);
+  // Only when set, as above: rounded gradients give other steps; fp16 and bf16 keep no state.
+  if (c.aggregation.compression != config::WireCompression::kNone) {
+    j["aggregation.compression"] = config::name_of(c.aggregation.compression);
+  }
   j["model.l2"] = num(c.model.l2);
   j["data.normalize"] = config::name_of(c.data.normalize);
   j["data.validation"] = num(c.data.validation_fraction);

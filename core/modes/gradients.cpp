@@ -4,11 +4,14 @@
 // every run), divides by the total rows, adds the L2 term and takes one optimizer step. The new
 // parameters go out with the next step.
 //
-// Wire per step: parameters down to every worker, one gradient up from each.
+// Wire per step: parameters down to every worker, one gradient up from each (float64, or fp16 /
+// bf16 frames with aggregation.compression: the worker rounds its float64 sum, the coordinator
+// decodes and adds in float64; core/protocol/compression.hpp).
 
 #include "core/modes/mode.hpp"
 #include "core/modes/sparse_star.hpp"
 #include "core/modes/step.hpp"
+#include "core/protocol/compression.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/worker/worker.hpp"
@@ -26,7 +29,15 @@ namespace {
 class GradientsMode final : public CoordinatorOptimizerMode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
+    const auto codec = protocol::half_codec(session.config());
     if (session.plan().source.sparse) {
+      if (codec) {
+        fail<ConfigError>("aggregation.compression {} compresses dense gradients, but {} is read "
+                          "as sparse rows (exchanged as keyed gradients, not compressed yet); use "
+                          "compression none with this data",
+                          config::name_of(session.config().aggregation.compression),
+                          session.config().data.path.string());
+      }
       sparse_.coordinate(session, optimizer(session));
       return;
     }
@@ -41,6 +52,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     session.schedule().start_clock();
     const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
+    protocol::CompressionTally tally;  // aggregation.compression: bytes sent and saved
     for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
       timeline::set_step(step + 1);
@@ -54,10 +66,15 @@ class GradientsMode final : public CoordinatorOptimizerMode {
       timeline::span(timeline::Phase::kGather, span_start);
 
       // Summed in rank order (the gather's order), so a run gives the same bits every time.
-      sum_in_order(replies, grad);
+      if (codec) {
+        sum_half_in_order(replies, *codec, grad, tally);
+      } else {
+        sum_in_order(replies, grad);
+      }
       const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
       finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
     }
+    if (codec) session.result().aggregation["compression"] = tally.to_json(session.config());
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
@@ -75,9 +92,14 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     const auto params = protocol::doubles(message, 0, p);
     // The gradient is summed straight into the reply's frame (zeroed here), which then moves
     // into the message: no copy of it on the way out. The frame of the step before lives on in
-    // the worker's cached reply until this one replaces it.
-    wire::Bytes frame(p * sizeof(double));
-    const std::span<double> grad(reinterpret_cast<double*>(frame.data()), p);
+    // the worker's cached reply until this one replaces it. Compressed: summed into a reused
+    // float64 vector, then rounded into the frame.
+    const auto codec = protocol::half_codec(session.config());
+    wire::Bytes frame(codec ? 0 : p * sizeof(double));
+    if (codec) compress_from_.assign(p, 0.0);
+    const std::span<double> grad =
+        codec ? std::span<double>(compress_from_)
+              : std::span<double>(reinterpret_cast<double*>(frame.data()), p);
 
     session.begin_step(message.step);
     const auto span_start = timeline::start();
@@ -88,6 +110,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     session.add_compute_seconds(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     timeline::span(timeline::Phase::kCompute, span_start);
+    if (codec) frame = wire::encode_half(grad, *codec);
 
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", batch.rows()}, {"loss_sum", result.loss_sum}};
@@ -97,6 +120,20 @@ class GradientsMode final : public CoordinatorOptimizerMode {
 
  private:
   SparseStar sparse_;  // sparse rows: the keyed exchange (sparse_star.hpp)
+  std::vector<double> compress_from_;  // worker side, compressed: the step's float64 gradient
+
+  // aggregation.compression: grad = the replies' decoded gradients added in their order from 0
+  // (as sum_in_order adds), and the frames counted in `tally`.
+  static void sum_half_in_order(const std::vector<protocol::Envelope>& replies,
+                                wire::HalfCodec codec, std::vector<double>& grad,
+                                protocol::CompressionTally& tally) {
+    std::fill(grad.begin(), grad.end(), 0.0);
+    for (const auto& reply : replies) {
+      const auto frame = protocol::frame_of(reply, 0);
+      wire::add_half(frame, codec, grad);
+      tally.add(grad.size(), frame.size());
+    }
+  }
 
   // grad = the replies' gradients added in their order, starting from 0 (so the same bits as
   // zeroing grad and adding each in turn), the first two in one pass over memory.

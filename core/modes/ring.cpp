@@ -27,6 +27,7 @@
 #include "core/modes/mode.hpp"
 #include "core/protocol/step_messages.hpp"
 #include "core/modes/ring_batches.hpp"
+#include "core/modes/ring_compress.hpp"
 #include "core/modes/ring_reform.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
@@ -43,7 +44,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 #include <optional>
 
@@ -199,6 +199,7 @@ class RingMode final : public Mode {
         {"step_requests", requests_},  // batches of steps the coordinator sent (resent ones once)
         {"replicas_agree", true},
         {"workers", std::move(workers)}};
+    ring::put_compression_summary(session, results);  // aggregation.compression
   }
 
   [[nodiscard]] ring::Batch sent(roles::CoordinatorSession& session, const ring::Batch& batch) {
@@ -339,8 +340,7 @@ class RingMode final : public Mode {
       done_ = step;
     } else if (!is_fresh && done_ != step) {
       fail<ProtocolError>("the ring re-forms at step {}, but this replica has done {} steps and "
-                          "cannot go back there",
-                          step, done_);
+                          "cannot go back there", step, done_);
     }
     retired_ += ring_->stats();
     session.peers().retire(*ring_);
@@ -401,7 +401,7 @@ class RingMode final : public Mode {
     timeline::span(timeline::Phase::kCompute, span_start);
 
     try {
-      ring_->allreduce_sum(buffer_);
+      ring::allreduce_step(*ring_, buffer_, protocol::half_codec(session.config()));
     } catch (const GroupAbandoned&) {
       // A member was lost: the coordinator's re-form message waits to be read next.
       log::info("step {} abandoned: a ring member was lost", index + 1);
@@ -451,9 +451,9 @@ class RingMode final : public Mode {
     reply.fields = {{"digest", ring::digest(params_)},
                     {"allreduces", ring.allreduces},
                     {"allreduce_seconds", ring.seconds},
-                    {"values_sent", ring.values_sent},
+                    {"values_sent", ring.values_sent}, {"half_values", ring.half_values_sent},
                     {"values_received", ring.values_received},
-                    {"peer_bytes_sent", peer.bytes_sent},
+                    {"peer_bytes_sent", peer.bytes_sent}, {"half_bytes", ring.half_bytes_sent},
                     {"peer_bytes_received", peer.bytes_received},
                     {"peer_messages_dropped", peer.messages_dropped}};
     if (leader(session)) reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));

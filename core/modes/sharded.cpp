@@ -29,6 +29,7 @@
 #include "core/modes/sparse_sharded.hpp"
 #include "core/modes/step.hpp"
 #include "core/coordinator/session.hpp"
+#include "core/protocol/compression.hpp"
 #include "core/servers/server_group.hpp"
 #include "core/worker/server_client.hpp"
 #include "core/worker/worker.hpp"
@@ -108,6 +109,11 @@ class ShardedGradientsMode final : public ServerGroupMode {
     servers.stop();
     session.result().aggregation["servers"] = servers.servers_json();
     session.result().aggregation["server_copy_seconds"] = servers.keep_seconds();
+    if (protocol::half_codec(session.config())) {  // aggregation.compression: what was saved
+      protocol::CompressionTally tally;
+      for (const auto& s : servers.stats()) tally.add(s.half_values, s.half_bytes);
+      session.result().aggregation["compression"] = tally.to_json(session.config());
+    }
   }
 
   // Checkpoints (ServerGroupMode): the servers hold the parameters and optimizer state, each

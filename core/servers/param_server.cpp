@@ -1,6 +1,7 @@
 #include "core/servers/param_server.hpp"
 
 #include "core/models/optim.hpp"
+#include "core/protocol/compression.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/drop_log.hpp"
 #include "core/protocol/step_messages.hpp"
@@ -248,6 +249,12 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
   if (have_[r]) fail<ProtocolError>("worker {} pushed step {} twice", e.rank, e.step + 1);
   if (e.fields.contains("keyed")) {
     take_keyed_push(e);  // param_server_keyed.cpp
+  } else if (options_.codec) {  // aggregation.compression: decoded into float64
+    const auto frame = protocol::frame_of(e, 0);
+    wire::decode_half(frame, *options_.codec, pending_[r]);
+    std::lock_guard lock(mu_);
+    stats_.half_values += pending_[r].size();
+    stats_.half_bytes += frame.size();
   } else {
     const auto g = protocol::doubles(e, 0, options_.range.size());
     std::copy(g.begin(), g.end(), pending_[r].begin());

@@ -4,6 +4,7 @@
 
 #include "core/coordinator/session.hpp"
 #include "core/coordinator/timeline_recording.hpp"
+#include "core/protocol/compression.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
@@ -49,6 +50,7 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     o.range = range;
     o.workers = session.ranks();
     o.asynchronous = async.has_value();
+    o.codec = protocol::half_codec(config);
     o.optimizer = config.training.optimizer;
     o.schedule_steps = session.schedule().total_steps();
     o.l2.assign(l2.begin() + first, l2.begin() + last);

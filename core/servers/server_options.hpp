@@ -9,6 +9,7 @@
 #include "base/timeline.hpp"
 #include "core/models/optim.hpp"
 #include "core/servers/server_state.hpp"
+#include "transports/half_codec.hpp"
 #include "transports/transport.hpp"
 
 #include <cstdint>
@@ -29,6 +30,8 @@ struct ServerOptions {
   KeyRange range;
   int workers = 0;
   bool asynchronous = false;
+  // aggregation.compression (sync only): the workers' pushes arrive as this codec's frames.
+  std::optional<wire::HalfCodec> codec;
   config::OptimizerConfig optimizer;
   // The updates of the whole run (sync: steps; async: pushes), for an lr schedule's total.
   std::uint64_t schedule_steps = 0;
@@ -98,6 +101,8 @@ struct ServerStats {
   transport::Counters traffic;
   StalenessStats staleness;
   std::uint64_t max_clock_gap = 0;
+  std::uint64_t half_values = 0;  // aggregation.compression: values pushed compressed,
+  std::uint64_t half_bytes = 0;   // and the bytes of their frames
   std::vector<std::uint64_t> worker_steps;                 // completed, per rank
   std::vector<int> missing;  // sync: ranks whose push of a started round has not arrived
   std::vector<std::vector<std::uint64_t>> staleness_of;    // per rank, per local step

@@ -3,6 +3,7 @@
 
 #include "core/worker/server_client.hpp"
 
+#include "core/protocol/compression.hpp"
 #include "core/protocol/timing.hpp"
 #include "core/protocol/step_messages.hpp"
 #include "core/worker/worker.hpp"
@@ -82,12 +83,14 @@ void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
   // Async continue: rows taken over from a lost worker lengthen the plan, and with it the
   // step whose push is the last (the one no slice answers).
   if (planned > 0) steps_ = planned;
+  const auto codec = protocol::half_codec(session_.config());  // aggregation.compression
   for (std::size_t k = 0; k < connections_.size(); ++k) {
     const auto& range = ranges_[k];
     protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};
     e.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"version", versions_[k]}};
     if (planned > 0) e.fields["steps"] = planned;
-    e.arrays.push_back(wire::to_bytes(grad_sum.subspan(range.begin, range.size())));
+    const auto part = grad_sum.subspan(range.begin, range.size());
+    e.arrays.push_back(codec ? wire::encode_half(part, *codec) : wire::to_bytes(part));
     last_sent_[k] = protocol::encode(std::move(e), session_.job_id());
     last_push_step_[k] = step;
     pushed_[k] = true;

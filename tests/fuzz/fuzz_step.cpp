@@ -3,7 +3,8 @@
 // - a peer chunk (worker -> worker, a piece of a ring all-reduce or a tensor-parallel
 //   collective): collectives::parse_chunk, which PeerLinks runs on every arrival at a member's
 //   listener, on the binary control frame; an accepted chunk must place its values inside its
-//   vector and encode back to the same control frame;
+//   vector and encode back to the same control frame; a compressed one (fp16 / bf16 frame)
+//   decodes or is refused;
 // - the step-path messages whose fields are lists, flags or records (core/protocol/
 //   step_messages.hpp: a ring or group re-formed, the parameter servers and a moved server, the
 //   rows an async survivor took over), and the number-and-array messages (a gradient, a push to
@@ -16,6 +17,9 @@
 #include "tests/fuzz/harness.hpp"
 #include "tests/fuzz/wire_frames.hpp"
 #include "transports/collectives/chunk_frames.hpp"
+#include "transports/half_codec.hpp"
+
+#include <vector>
 
 namespace {
 
@@ -29,9 +33,17 @@ void chunk(const dt::wire::Message& message) {
   const auto& place = parsed.place;
   dt::fuzz::expect(place.offset <= place.length && place.count <= place.length - place.offset,
                    "an accepted chunk lies inside its vector");
-  dt::fuzz::expect(message.payload[1].size() == place.count * sizeof(double),
-                   "an accepted chunk carries count doubles");
-  (void)dt::wire::as_doubles(message.payload[1], place.count);
+  const bool doubles = message.payload[1].size() == place.count * sizeof(double);
+  dt::fuzz::expect(doubles || message.payload[1].size() == dt::wire::half_frame_size(place.count),
+                   "an accepted chunk carries count doubles or a half frame of count values");
+  if (doubles) {
+    (void)dt::wire::as_doubles(message.payload[1], place.count);
+  } else {  // aggregation.compression: decoded as either codec, or refused (ProtocolError)
+    std::vector<double> out(place.count);
+    for (const auto codec : {dt::wire::HalfCodec::kFp16, dt::wire::HalfCodec::kBf16}) {
+      dt::fuzz::refusal_is_fine([&] { dt::wire::add_half(message.payload[1], codec, out); });
+    }
+  }
   dt::wire::Bytes control(collectives::kChunkControlSize);
   collectives::encode_chunk_control(control, parsed.key, place);
   dt::fuzz::expect(control == message.payload[0], "the control frame encodes back the same");

@@ -1,4 +1,5 @@
 #include "transports/collectives/chunk_frames.hpp"
+#include "transports/half_codec.hpp"
 
 #include <fmt/format.h>
 
@@ -51,7 +52,7 @@ ParsedChunk parse_chunk(const wire::Message& message, std::uint64_t job_id,
     return out;
   }
   const auto& p = message.payload;
-  if (p.size() != 2 || p[0].size() != kChunkControlSize || p[1].size() % sizeof(double) != 0) {
+  if (p.size() != 2 || p[0].size() != kChunkControlSize) {
     out.why = "malformed chunk frames";
     return out;
   }
@@ -60,7 +61,12 @@ ParsedChunk parse_chunk(const wire::Message& message, std::uint64_t job_id,
   out.place = {get_at<std::uint64_t>(p[0], 16), get_at<std::uint64_t>(p[0], 24),
                get_at<std::uint64_t>(p[0], 32)};
   // Compared as counts: count * 8 would wrap for a count of 2^61 and match an empty frame.
-  if (out.place.count != p[1].size() / sizeof(double)) {
+  const bool doubles =
+      p[1].size() % sizeof(double) == 0 && out.place.count == p[1].size() / sizeof(double);
+  const bool halves = p[1].size() >= wire::kHalfFrameHeader &&
+                      (p[1].size() - wire::kHalfFrameHeader) % 2 == 0 &&
+                      out.place.count == (p[1].size() - wire::kHalfFrameHeader) / 2;
+  if (!doubles && !halves) {
     out.why = "chunk size disagrees with its count";
     return out;
   }

@@ -8,7 +8,9 @@
 //                                 step = the collective's sequence number in its group
 //   frame 0, 40 bytes, little-endian:
 //     0 group u64 | 8 phase u32 | 12 chunk u32 | 16 length u64 | 24 offset u64 | 32 count u64
-//   frame 1: `count` doubles
+//   frame 1: `count` doubles, or (aggregation.compression) a half frame of `count` values
+//            (transports/half_codec.hpp: 8 + 2 * count bytes); the receiver decodes the one it
+//            expects and refuses the other
 
 #include "transports/wire.hpp"
 

@@ -122,21 +122,27 @@ transport::Connection& PeerLinks::link(std::uint32_t to) {
   return *links_.emplace(to, std::move(connection)).first->second;
 }
 
-void PeerLinks::send_chunk(std::uint32_t to, const ChunkKey& key, const ChunkPlace& place,
-                           std::span<const double> values) {
+std::size_t PeerLinks::send_chunk(std::uint32_t to, const ChunkKey& key, const ChunkPlace& place,
+                                  std::span<const double> values,
+                                  std::optional<wire::HalfCodec> codec) {
   kill_points::reach("send", "peer chunk");
   outgoing_.header.step = key.seq;
   encode_chunk_control(outgoing_.payload[0], key, place);
   auto& data = outgoing_.payload[1];
-  data.resize(values.size_bytes());  // keeps its capacity: no allocation once warm
-  if (!values.empty()) std::memcpy(data.data(), values.data(), values.size_bytes());
+  if (codec) {
+    wire::encode_half(values, *codec, data);  // keeps its capacity too
+  } else {
+    data.resize(values.size_bytes());  // keeps its capacity: no allocation once warm
+    if (!values.empty()) std::memcpy(data.data(), values.data(), values.size_bytes());
+  }
+  const std::size_t frame_bytes = data.size();
   // A send waits only when the link is full (or has no peer yet): in slices, so that the
   // owner's checks (coordinator lost, the collective abandoned) end it as they end a receive.
   const auto deadline = transport::Clock::now() + options_.timeout;
   for (;;) {
     try {
       link(to).send(outgoing_, std::min(deadline, deadline_in(kPollSlice)));
-      return;
+      return frame_bytes;
     } catch (TimeoutError& e) {
       if (transport::Clock::now() >= deadline) {
         e.add_context(fmt::format("send to {}", describe(to)));
@@ -224,17 +230,34 @@ PeerLinks::Pending PeerLinks::take(const ChunkKey& key, const ChunkPlace& place,
 }
 
 void PeerLinks::receive_chunk(const ChunkKey& key, const ChunkPlace& place, std::span<double> out,
-                              const char* what) {
+                              const char* what, std::optional<wire::HalfCodec> codec) {
   const auto pending = take(key, place, what);
+  if (codec) return decode_chunk(pending, key, out, what, *codec, false);
   const auto values = wire::as_doubles(pending.message.payload[1], out.size());
   std::copy(values.begin(), values.end(), out.begin());
 }
 
 void PeerLinks::receive_chunk_add(const ChunkKey& key, const ChunkPlace& place,
-                                  std::span<double> out, const char* what) {
+                                  std::span<double> out, const char* what,
+                                  std::optional<wire::HalfCodec> codec) {
   const auto pending = take(key, place, what);
+  if (codec) return decode_chunk(pending, key, out, what, *codec, true);
   const auto values = wire::as_doubles(pending.message.payload[1], out.size());
   for (std::size_t i = 0; i < out.size(); ++i) out[i] += values[i];
+}
+
+void PeerLinks::decode_chunk(const Pending& pending, const ChunkKey& key, std::span<double> out,
+                             const char* what, wire::HalfCodec codec, bool add) {
+  try {
+    if (add) {
+      wire::add_half(pending.message.payload[1], codec, out);
+    } else {
+      wire::decode_half(pending.message.payload[1], codec, out);
+    }
+  } catch (Error& e) {
+    e.add_context(fmt::format("{}: chunk from {}", what, describe(key.from)));
+    throw;
+  }
 }
 
 PeerStats PeerLinks::stats() const {

@@ -30,6 +30,7 @@
 // May use: base/, transports/ (the interface only: never ZeroMQ).
 
 #include "transports/collectives/chunk_frames.hpp"
+#include "transports/half_codec.hpp"
 #include "transports/transport.hpp"
 
 #include <chrono>
@@ -37,6 +38,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -119,13 +121,17 @@ class PeerLinks {
   // Building blocks for collectives. send_chunk queues one message to `to` (waits only when
   // the link is full, up to `timeout`); receive_chunk returns the values of the message `key`
   // names, checked against `place`, and copies them to `out` (out.size() == place.count).
-  void send_chunk(std::uint32_t to, const ChunkKey& key, const ChunkPlace& place,
-                  std::span<const double> values);
+  // With a codec the values travel as its frame (transports/half_codec.hpp), and a receive
+  // wants that codec's frame. send_chunk returns the bytes of the values' frame.
+  std::size_t send_chunk(std::uint32_t to, const ChunkKey& key, const ChunkPlace& place,
+                         std::span<const double> values,
+                         std::optional<wire::HalfCodec> codec = std::nullopt);
   void receive_chunk(const ChunkKey& key, const ChunkPlace& place, std::span<double> out,
-                     const char* what);
-  // The same with `out[i] += value[i]`, in index order.
+                     const char* what, std::optional<wire::HalfCodec> codec = std::nullopt);
+  // The same with `out[i] += value[i]`, in index order (in float64).
   void receive_chunk_add(const ChunkKey& key, const ChunkPlace& place, std::span<double> out,
-                         const char* what);
+                         const char* what,
+                         std::optional<wire::HalfCodec> codec = std::nullopt);
   // Messages of `group` older than `seq` are stale from now on: dropped on arrival, and any
   // already waiting are discarded.
   void begin(std::uint64_t group, std::uint64_t seq);
@@ -141,6 +147,9 @@ class PeerLinks {
   };
   [[nodiscard]] transport::Connection& link(std::uint32_t to);
   [[nodiscard]] Pending take(const ChunkKey& key, const ChunkPlace& place, const char* what);
+  // A chunk's half frame into (add: added to) `out`; errors name the collective and the peer.
+  void decode_chunk(const Pending& pending, const ChunkKey& key, std::span<double> out,
+                    const char* what, wire::HalfCodec codec, bool add);
   void file(transport::Incoming incoming);  // stash or drop one arrival
   void drop(const std::string& peer, const std::string& why);
 

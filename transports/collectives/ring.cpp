@@ -51,7 +51,7 @@ Ring::Ring(PeerLinks& links, std::vector<std::uint32_t> members, std::uint64_t e
       std::find(members_.begin(), members_.end(), links_.rank()) - members_.begin());
 }
 
-void Ring::allreduce_sum(std::span<double> values) {
+void Ring::allreduce_sum(std::span<double> values, std::optional<wire::HalfCodec> codec) {
   const std::size_t n = members_.size();
   const std::uint64_t seq = seq_++;
   const auto start = std::chrono::steady_clock::now();
@@ -87,8 +87,15 @@ void Ring::allreduce_sum(std::span<double> values) {
       const std::uint64_t out_at = out.begin + c * chunk;
       if (out_at < out.end) {
         const std::uint64_t count = std::min(chunk, out.end - out_at);
-        links_.send_chunk(next, sent, {length, out_at, count}, slice(out_at, count));
+        // The segment's sum is complete here: kept as the others will decode it.
+        if (codec && gather && s == 0) wire::round_half(slice(out_at, count), *codec);
+        const std::size_t bytes =
+            links_.send_chunk(next, sent, {length, out_at, count}, slice(out_at, count), codec);
         stats_.values_sent += count;
+        if (codec) {
+          stats_.half_values_sent += count;
+          stats_.half_bytes_sent += bytes;
+        }
       }
       const std::uint64_t in_at = in.begin + c * chunk;
       if (in_at < in.end) {
@@ -97,9 +104,9 @@ void Ring::allreduce_sum(std::span<double> values) {
         want.from = prev;
         const ChunkPlace place{length, in_at, count};
         if (gather) {
-          links_.receive_chunk(want, place, slice(in_at, count), what);
+          links_.receive_chunk(want, place, slice(in_at, count), what, codec);
         } else {
-          links_.receive_chunk_add(want, place, slice(in_at, count), what);
+          links_.receive_chunk_add(want, place, slice(in_at, count), what, codec);
         }
         stats_.values_received += count;
       }

@@ -17,6 +17,7 @@
 // per segment. It differs from one in the last place, not more.)
 
 #include "transports/collectives/peer_links.hpp"
+#include "transports/half_codec.hpp"
 
 #include <cstdint>
 #include <span>
@@ -28,11 +29,16 @@ struct RingStats {
   std::uint64_t allreduces = 0;
   std::uint64_t values_sent = 0;      // doubles sent to the successor, over all all-reduces
   std::uint64_t values_received = 0;  // doubles received from the predecessor
+  // Of values_sent, those sent compressed, and the bytes of their frames (a codec given).
+  std::uint64_t half_values_sent = 0;
+  std::uint64_t half_bytes_sent = 0;
   double seconds = 0;                 // wall time inside allreduce_sum (waits included)
   RingStats& operator+=(const RingStats& other) noexcept {
     allreduces += other.allreduces;
     values_sent += other.values_sent;
     values_received += other.values_received;
+    half_values_sent += other.half_values_sent;
+    half_bytes_sent += other.half_bytes_sent;
     seconds += other.seconds;
     return *this;
   }
@@ -54,7 +60,12 @@ class Ring {
   // Length 0 and N = 1 return at once. Throws TransportError (TimeoutError when a peer is
   // silent past the timeout) naming the peer, the phase and the collective; after a throw the
   // ring is unusable (peers are mid-collective) and the run should end.
-  void allreduce_sum(std::span<double> values);
+  //
+  // With a codec (aggregation.compression) every chunk travels as its 16-bit frame; each hop
+  // adds what it decodes to its own values in float64, and the member that completes a segment
+  // rounds its own copy as it sends it, so every member still ends with the same bits.
+  void allreduce_sum(std::span<double> values,
+                     std::optional<wire::HalfCodec> codec = std::nullopt);
 
   // The id a group of these members has: a hash of the ordered member list (and of the
   // group's incarnation, when not 0: see PeerLinks::ring).

@@ -1,0 +1,29 @@
+#include "core/modes/ring_compress.hpp"
+
+#include "core/protocol/compression.hpp"
+#include "core/protocol/step_messages.hpp"
+
+namespace dt::modes::ring {
+
+void allreduce_step(collectives::Ring& ring, std::span<double> buffer,
+                    std::optional<wire::HalfCodec> codec) {
+  if (!codec || buffer.size() < 2) {
+    ring.allreduce_sum(buffer);
+    return;
+  }
+  const std::size_t p = buffer.size() - 2;
+  ring.allreduce_sum(buffer.first(p), codec);
+  ring.allreduce_sum(buffer.subspan(p));
+}
+
+void put_compression_summary(roles::CoordinatorSession& session,
+                             const std::vector<protocol::Envelope>& results) {
+  if (!protocol::half_codec(session.config())) return;
+  protocol::CompressionTally tally;
+  for (const auto& r : results) {
+    tally.add(protocol::count_or(r, "half_values", 0), protocol::count_or(r, "half_bytes", 0));
+  }
+  session.result().aggregation["compression"] = tally.to_json(session.config());
+}
+
+}  // namespace dt::modes::ring

@@ -1,0 +1,30 @@
+#pragma once
+// aggregation.compression over the ring (core/modes/ring.cpp). A step all-reduces
+// [gradient (P values), rows, loss sum]; compressed, the gradient goes round in fp16 / bf16
+// frames (transports/collectives/ring.hpp: each hop adds what it decodes to its own values in
+// float64, so the partial sums are rounded once a hop, and the finished segments once; every
+// replica ends with the same bits), then rows and loss in a second all-reduce of 2 values in
+// float64: the row count divides the sum and must stay exact, the loss is logged as it is.
+
+#include "core/coordinator/session.hpp"
+#include "core/protocol/compression.hpp"
+#include "transports/collectives/ring.hpp"
+#include "transports/half_codec.hpp"
+
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace dt::modes::ring {
+
+// One step's all-reduce of `buffer` ([gradient, rows, loss]).
+void allreduce_step(collectives::Ring& ring, std::span<double> buffer,
+                    std::optional<wire::HalfCodec> codec);
+
+// summary.json's aggregation.compression from the workers' kRingResult fields "half_values"
+// and "half_bytes" (the values each sent compressed and their frames' bytes); nothing when
+// the run is not compressed.
+void put_compression_summary(roles::CoordinatorSession& session,
+                             const std::vector<protocol::Envelope>& results);
+
+}  // namespace dt::modes::ring

@@ -1,0 +1,39 @@
+#include "core/protocol/compression.hpp"
+
+#include "base/error.hpp"
+
+namespace dt::protocol {
+
+std::optional<wire::HalfCodec> half_codec(const config::Config& config) {
+  switch (config.aggregation.compression) {
+    case config::WireCompression::kNone:
+      return std::nullopt;
+    case config::WireCompression::kFp16:
+      return wire::HalfCodec::kFp16;
+    case config::WireCompression::kBf16:
+      return wire::HalfCodec::kBf16;
+  }
+  return std::nullopt;
+}
+
+std::span<const std::byte> frame_of(const Envelope& e, std::size_t index) {
+  if (index >= e.arrays.size()) {
+    fail<ProtocolError>("{} message from rank {} has {} arrays, expected at least {}",
+                        name_of(e.type), e.rank, e.arrays.size(), index + 1);
+  }
+  return e.arrays[index];
+}
+
+nlohmann::json CompressionTally::to_json(const config::Config& config) const {
+  const std::uint64_t raw = values_ * sizeof(double);
+  nlohmann::json j = nlohmann::json::object();
+  j["codec"] = config::name_of(config.aggregation.compression);
+  j["values"] = values_;
+  j["bytes"] = bytes_;
+  j["float64_bytes"] = raw;
+  j["saved_bytes"] = raw >= bytes_ ? raw - bytes_ : 0;
+  j["ratio"] = bytes_ > 0 ? static_cast<double>(raw) / static_cast<double>(bytes_) : 1.0;
+  return j;
+}
+
+}  // namespace dt::protocol
