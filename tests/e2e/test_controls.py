@@ -248,11 +248,7 @@ def test_every_mode(tmp):
                             ("tensor", "{type: rmsprop, lr: 0.05, momentum: 0.5}"),
                             ("parameters", "{type: adamw, lr: 0.2}"),
                             ("async", "{type: rmsprop, lr: 0.05}")]:
-        if mode == "servers":  # clip_norm needs the whole gradient in one place
-            run_controls = "  lr_schedule: {type: cosine, min_lr: 0.02, warmup_steps: 5}"
-        else:
-            run_controls = controls
-        out, cfg = synthetic(tmp, mode, mode, optimizer, run_controls)
+        out, cfg = synthetic(tmp, mode, mode, optimizer, controls)
         summary = run_ok(cfg)
         assert summary["final_metrics"]["accuracy"] > 0.8, (mode, summary)
         rows = log_rows(out)
@@ -266,7 +262,7 @@ def test_every_mode(tmp):
         assert int(rows[-1]["step"]) == steps, (mode, rows[-1])
         assert float(rows[0]["train_loss"]) > float(rows[-1]["train_loss"]), mode
         if mode != "async":
-            again, cfg = synthetic(tmp, f"{mode}-again", mode, optimizer, run_controls)
+            again, cfg = synthetic(tmp, f"{mode}-again", mode, optimizer, controls)
             run_ok(cfg)
             assert (again / "model.json").read_bytes() == (out / "model.json").read_bytes(), mode
     # Across transports: tcp gives the star's bytes.
