@@ -288,6 +288,7 @@ def test_resume_is_exact(tmp):
     # span, which would otherwise follow the raised epochs).
     controls = "  lr_schedule: {type: cosine, t_max: 160, warmup_steps: 10}\n  clip_norm: 1.0"
     for mode, optimizer in [("star", "{type: adamw, lr: 0.2}"),
+                            ("servers", "{type: adamw, lr: 0.2}"),  # clip_norm's exchange
                             ("ring", "{type: rmsprop, lr: 0.05, momentum: 0.5}"),
                             ("parameters", "{type: adamw, lr: 0.2}")]:
         # parameters mode: 28 local steps in 2 epochs, a checkpoint at each 4-step round.
