@@ -128,9 +128,10 @@ TEST_CASE("servers: a server waiting for the other's norm keeps beating and take
   w0a.push(0, 0, 1, {3.0});
   w1a.push(0, 0, 1, {3.0});  // a's round is complete: it posts and waits for b's norm
   w0b.push(0, 0, 1, {4.0});  // b's waits for worker 1
-  CHECK(w0a.quiet(std::chrono::milliseconds(1000)));
-  // A second without a message: a server that blocked in the exchange would be hung by now.
-  CHECK(a.failure(500) == std::nullopt);
+  CHECK(w0a.quiet(std::chrono::milliseconds(1500)));
+  // 1.5 s without a message: a server that blocked in the exchange would be hung for 1 s by now
+  // (a waiting server beats every poll slice, 50 ms).
+  CHECK(a.failure(1000) == std::nullopt);
   CHECK(a.drop_worker(1, kLong) == 0);  // taken in while it waits
   CHECK(b.drop_worker(1, kLong) == 0);  // b's round completes without worker 1: b posts
   const double f = clip_coefficient(3.0 * 3.0 + 4.0 * 4.0, 1.0);  // (3 + 3) / 2 rows, 4 / 1
