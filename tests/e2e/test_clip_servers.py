@@ -167,7 +167,8 @@ def test_async_worker_factor_matches_one_server(tmp):
         out = tmp / name
         run_ok(h.source("configs", "clicks.yaml"), "--set", f"output.dir={out}", "--set",
                "aggregation.mode=async", "--set", "shards.count=1", "--set",
-               f"aggregation.servers={servers}", "--set", "expect.auc.min=0.5", *sets)
+               f"aggregation.servers={servers}", "--set", "expect.auc.min=0.5", "--set",
+               "data.hash.bits=16", *sets)  # a small model.json: 2^16 keys, not 2^22
         return out
     clip = ("--set", "training.clip_norm=0.05")
     one = clicks("clicks-one", 1, *clip)
