@@ -46,8 +46,6 @@ void check_optimizer(const Section& root, const Config& c);
 // training.lr_schedule and training.clip_norm (sections_controls.cpp), into `c` (parsed
 // after training.optimizer: cosine's min_lr is checked against its lr).
 void parse_training_controls(const Section& training, OptimizerConfig& c);
-// clip_norm where the whole gradient is not in one place (several servers).
-void check_training_controls(const Section& root, const Config& c);
 
 // training.early_stopping (sections_early_stopping.cpp): its keys, then what it needs of the
 // rest of the config (a validation split, a metric the model has).

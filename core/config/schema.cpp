@@ -283,7 +283,8 @@ std::vector<Key> build_keys() {
       {"training.clip_norm", "number > 0", "", "none",
        "Clip the gradient the optimizer steps on (the mean over the batch, with `model.l2`'s "
        "term) to this global L2 norm over all parameters, as PyTorch's clip_grad_norm_ does; in "
-       "`async` mode each push's gradient. Not with `aggregation.servers` > 1."},
+       "`async` mode each push's gradient. With `aggregation.servers` > 1 the servers exchange "
+       "their slices' partial norms (async: the worker sends its gradient's factor)."},
       {"training.shuffle", "`true` or `false`", "true", "",
        "Reshuffle each worker's rows every epoch (seeded)."},
       {"training.early_stopping.metric",

@@ -387,7 +387,6 @@ void check_combinations(const Section& root, const Config& c) {
   check_fault_tolerance(root, c);
   check_transport(root, c);
   check_optimizer(root, c);
-  check_training_controls(root, c);
   const Section shards = root.section("shards");
   const Section aggregation = root.section("aggregation");
   const Section parallelism = root.section("parallelism");

@@ -71,15 +71,4 @@ void parse_training_controls(const Section& training, OptimizerConfig& c) {
   }
 }
 
-void check_training_controls(const Section& root, const Config& c) {
-  if (c.training.optimizer.clip_norm > 0.0 && c.aggregation.servers > 1) {
-    root.section("training")
-        .fail("clip_norm",
-              fmt::format("is not supported with aggregation.servers {} yet: each server holds "
-                          "a part of the gradient and the global norm would need an exchange "
-                          "between them; use aggregation.servers: 1 with clip_norm",
-                          c.aggregation.servers));
-  }
-}
-
 }  // namespace dt::config::detail

@@ -56,7 +56,12 @@ double clip_factor(std::span<const double> grad, double scale, double clip) {
     const double v = g * scale;
     sum += v * v;
   }
-  const double coef = clip / (std::sqrt(sum) + 1e-6);
+  return clip_coefficient(sum, clip);
+}
+
+double clip_coefficient(double sum_of_squares, double clip) {
+  if (!(clip > 0.0)) return 1.0;
+  const double coef = clip / (std::sqrt(sum_of_squares) + 1e-6);
   return coef < 1.0 ? coef : 1.0;
 }
 

@@ -27,5 +27,8 @@ namespace dt::models {
 // The factor clip_grad_norm_ multiplies the gradient grad[i] * scale by: min(1, clip /
 // (norm + 1e-6)) with norm its L2 norm (summed in index order: deterministic). 1 when clip <= 0.
 [[nodiscard]] double clip_factor(std::span<const double> grad, double scale, double clip);
+// The same factor from the squared norm (a sum of squares gathered elsewhere: the parameter
+// servers' partial sums, core/servers/norm_exchange.hpp).
+[[nodiscard]] double clip_coefficient(double sum_of_squares, double clip);
 
 }  // namespace dt::models

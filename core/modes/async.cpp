@@ -359,6 +359,10 @@ class AsyncMode final : public ServerGroupMode {
     // replacement so (ServerClient::on_moved).
     client_ = std::make_unique<roles::ServerClient>(session, message);
     auto& client = *client_;
+    // clip_norm over several servers: this worker's factor rides on each push (push_clip.hpp).
+    std::optional<PushClip> clip;
+    const double clip_norm = session.config().training.optimizer.clip_norm;
+    if (clip_norm > 0.0 && client.ranges().size() > 1) clip.emplace(model, clip_norm);
     std::vector<double> params(p, 0.0);
     std::vector<double> grad(p, 0.0);
     const auto& training = session.config().training;
@@ -415,7 +419,7 @@ class AsyncMode final : public ServerGroupMode {
         const auto result = keyed->compute(step + 1 < steps ? std::optional(next) : std::nullopt);
         session.add_compute_seconds(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        keyed->push(client, step, result, plan);
+        keyed->push(client, step, result, plan, clip ? &*clip : nullptr);
       } else {
         std::fill(grad.begin(), grad.end(), 0.0);
         const auto batch = session.local_batch_at(epoch, in_epoch);
@@ -423,7 +427,10 @@ class AsyncMode final : public ServerGroupMode {
         if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
         session.add_compute_seconds(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        client.push(grad, step, static_cast<std::uint64_t>(batch.rows()), result.loss_sum, plan);
+        const auto rows = static_cast<std::uint64_t>(batch.rows());
+        std::optional<double> factor;
+        if (clip) factor = clip->factor(params, grad, rows);
+        client.push(grad, step, rows, result.loss_sum, plan, factor);
       }
       std::tie(epoch, in_epoch) = next;
     }

@@ -38,8 +38,12 @@ models::BatchResult AsyncKeyedWorker::compute(std::optional<At> next) {
 }
 
 void AsyncKeyedWorker::push(roles::ServerClient& client, std::uint64_t step,
-                            const models::BatchResult& result, std::uint64_t planned) {
-  client.push_keyed(indices_, grad_, next_indices_, step, rows(), result.loss_sum, planned);
+                            const models::BatchResult& result, std::uint64_t planned,
+                            const PushClip* clip) {
+  std::optional<double> factor;
+  if (clip != nullptr) factor = clip->factor_at(indices_, local_, grad_, rows());
+  client.push_keyed(indices_, grad_, next_indices_, step, rows(), result.loss_sum, planned,
+                    factor);
   std::swap(current_, next_);
   std::swap(indices_, next_indices_);
 }

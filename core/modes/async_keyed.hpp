@@ -13,6 +13,7 @@
 // would make at step s + 1: every share it can contain arrived with an answer before.
 
 #include "core/models/sparse_model.hpp"
+#include "core/modes/push_clip.hpp"
 #include "core/modes/sparse_star.hpp"
 
 #include <cstdint>
@@ -44,9 +45,10 @@ class AsyncKeyedWorker {
   [[nodiscard]] std::uint64_t rows() const noexcept {
     return static_cast<std::uint64_t>(current_.batch.rows());
   }
-  // Pushes the gradient with the next batch's indices; the next batch becomes the current one.
+  // Pushes the gradient with the next batch's indices (and its clip factor with `clip`: clip_norm
+  // over several servers); the next batch becomes the current one.
   void push(roles::ServerClient& client, std::uint64_t step, const models::BatchResult& result,
-            std::uint64_t planned);
+            std::uint64_t planned, const PushClip* clip);
 
  private:
   void read(At at, PreparedBatch& into, std::vector<std::uint64_t>& indices);

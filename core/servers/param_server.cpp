@@ -27,7 +27,10 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
     fail<TrainingError>("internal error: server {} owns {} keys but got {} values and {} L2 "
                         "coefficients", options_.index, n, slice_.size(), options_.l2.size());
   }
-  optimizer_ = models::make_optimizer(options_.optimizer, n, options_.schedule_steps);
+  // clip_norm over several servers: the factor comes from the norm exchange, not the slice.
+  auto rule = options_.optimizer;
+  if (options_.norms || options_.clip_from_push) rule.clip_norm = 0.0;
+  optimizer_ = models::make_optimizer(rule, n, options_.schedule_steps);
   if (options_.optimizer_state) optimizer_->set_state(*options_.optimizer_state);
   stats_.version = options_.start_version;
   const auto workers = static_cast<std::size_t>(options_.workers);
@@ -147,6 +150,10 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
       beat_ms_.store(steady_ms());
       take_news();  // lost workers the coordinator told of
       take_end();   // training.early_stopping: the coordinator ended training
+      if (round_.waits) {  // clip_norm: the round waits for the other servers' partial norms
+        exchange_norm(kPollSlice);
+        continue;
+      }
       auto in = listener->receive(deadline_in(kPollSlice));
       drops.tick();
       {
@@ -265,42 +272,68 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
   note_missing();
   if (!round_complete()) return;
   apply_round();
-  for (int rank = 0; rank < options_.workers; ++rank) {
-    if (!gone_[static_cast<std::size_t>(rank)]) reply(rank);
-  }
 }
 
 // Exactly the arithmetic of the single-server path (gradients.cpp), restricted to the slice:
-// rank-order sum, times 1/rows, plus l2 * w on regularized keys, one optimizer step.
+// rank-order sum, times 1/rows, plus l2 * w on regularized keys, one optimizer step; then the
+// new slice to every worker. Under clip_norm (options_.norms) the step waits for the round's
+// global norm: param_server_clip.cpp.
 void ParameterServer::apply_round() {
+  round_.start = timeline::start();
   if (keyed_) {
-    apply_keyed_round();
+    sum_keyed_round();
+  } else {
+    std::fill(grad_.begin(), grad_.end(), 0.0);
+    std::uint64_t rows = 0;
+    const auto n = grad_.size();
+    for (std::size_t r = 0; r < pending_.size(); ++r) {
+      if (!have_[r]) continue;  // a worker lost (continue) before its push of this round
+      for (std::size_t i = 0; i < n; ++i) grad_[i] += pending_[r][i];
+      rows += pending_rows_[r];
+    }
+    round_.rows = rows;
+    if (rows > 0) {  // an empty round (tiny shards) changes nothing, as on the single server
+      const double inv = 1.0 / static_cast<double>(rows);
+      for (double& g : grad_) g *= inv;
+      // slice_ changes on this thread only: read without the lock.
+      for (std::size_t i = 0; i < n; ++i) {
+        if (options_.l2[i] != 0.0) grad_[i] += options_.l2[i] * slice_[i];
+      }
+    }
+  }
+  if (options_.norms) {
+    exchange_norm(std::chrono::milliseconds(0));  // finish_round once every server has posted
     return;
   }
-  const auto span_start = timeline::start();
-  std::fill(grad_.begin(), grad_.end(), 0.0);
-  std::uint64_t rows = 0;
-  const auto n = grad_.size();
-  for (std::size_t r = 0; r < pending_.size(); ++r) {
-    if (!have_[r]) continue;  // a worker lost (continue) before its push of this round
-    for (std::size_t i = 0; i < n; ++i) grad_[i] += pending_[r][i];
-    rows += pending_rows_[r];
-  }
-  std::lock_guard lock(mu_);
-  if (rows > 0) {  // an empty round (tiny shards) changes nothing, as on the single server
-    const double inv = 1.0 / static_cast<double>(rows);
-    for (double& g : grad_) g *= inv;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (options_.l2[i] != 0.0) grad_[i] += options_.l2[i] * slice_[i];
+  finish_round(1.0);
+}
+
+void ParameterServer::finish_round(double factor) {
+  {
+    std::lock_guard lock(mu_);
+    // An empty round (rows 0: tiny shards) changes nothing. factor 1 (no clip_norm): a step
+    // scaled by 1.0 is step(), the same bits.
+    if (keyed_) {
+      stepped_.clear();  // what capture() brings up to date (param_server_keyed.cpp)
+      if (round_.rows > 0) {
+        optimizer_->step_indices(touched_index_, sums_, factor, slice_);
+        stepped_.assign(touched_index_.begin(), touched_index_.end());
+      }
+      stepped_from_ = stats_.version;
+      ++stats_.version;
+    } else {
+      if (round_.rows > 0) optimizer_->step_scaled(slice_, grad_, factor, slice_);
+      ++stats_.version;
+      timeline::span_at(timeline::Phase::kServerApply, stats_.version, round_.start);
     }
-    optimizer_->step(slice_, grad_);
+    std::fill(have_.begin(), have_.end(), false);
+    received_ = 0;
+    stats_.missing.clear();
+    cv_.notify_all();
   }
-  ++stats_.version;
-  timeline::span_at(timeline::Phase::kServerApply, stats_.version, span_start);
-  std::fill(have_.begin(), have_.end(), false);
-  received_ = 0;
-  stats_.missing.clear();
-  cv_.notify_all();
+  for (int rank = 0; rank < options_.workers; ++rank) {
+    if (!gone_[static_cast<std::size_t>(rank)]) reply(rank);
+  }
 }
 
 void ParameterServer::on_async_push(const protocol::Envelope& e) {
@@ -316,6 +349,8 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   const auto from = protocol::count(e, "version");
   const auto rows = protocol::count(e, "rows");
   const double loss_sum = protocol::number(e, "loss_sum");
+  // clip_norm over several servers: the worker's factor for its whole gradient (1: none).
+  const double clip = options_.clip_from_push && rows > 0 ? protocol::number(e, "clip") : 1.0;
   // Keyed (sparse rows): the gradient at the push's offsets only (param_server_keyed.cpp).
   const bool keyed = e.fields.contains("keyed");
   const auto g = keyed ? take_async_keyed_push(e) : protocol::doubles(e, 0, options_.range.size());
@@ -327,7 +362,7 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   }
   const std::uint64_t staleness = stats_.version - from;
   if (rows > 0 && keyed) {
-    apply_keyed_push(g, rows, staleness);
+    apply_keyed_push(g, rows, staleness, clip);
   } else if (rows > 0) {
     copy_in_part_ = false;  // a dense step: the next copy is whole
     const double inv = 1.0 / static_cast<double>(rows);
@@ -340,11 +375,11 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
       // Divide the STEP (not the gradient: adam would undo that) by 1 + staleness; the
       // optimizer's state still sees the whole gradient.
       before_ = slice_;
-      optimizer_->step(slice_, grad_);
+      optimizer_->step_scaled(slice_, grad_, clip, slice_);
       const double scale = 1.0 / (1.0 + static_cast<double>(staleness));
       for (std::size_t i = 0; i < n; ++i) slice_[i] = before_[i] + (slice_[i] - before_[i]) * scale;
     } else {
-      optimizer_->step(slice_, grad_);
+      optimizer_->step_scaled(slice_, grad_, clip, slice_);  // clip 1: step(), the same bits
     }
   }
   ++stats_.version;

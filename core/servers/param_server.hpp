@@ -129,7 +129,12 @@ class ParameterServer {
   void on_pull(const protocol::Envelope& e);
   void on_sync_push(const protocol::Envelope& e);
   void on_async_push(const protocol::Envelope& e);
+  // Sync: sums the round; finish_round steps by `factor` (clip_norm: param_server_clip.cpp).
   void apply_round();
+  void finish_round(double factor);
+  void exchange_norm(std::chrono::milliseconds wait);
+  // The summed round: waiting for its clip factor (clip_norm), its rows, its span's start.
+  struct { bool waits = false; std::uint64_t rows = 0; std::int64_t start = 0; } round_;
   void release_held();
   void reply(int rank);
   // Sends `rank` a slice message (whole or keyed), with its dealt share when one waits.
@@ -168,22 +173,19 @@ class ParameterServer {
   // True when the message was handled as (or dropped for) a lost or replaced worker.
   [[nodiscard]] bool screen_lost(const protocol::Envelope& e);
 
-  // Keyed exchange (sparse rows; param_server_keyed.cpp): pulls and pushes name offsets into
-  // the slice (key frames). Sync: the round sums the pushes at their offsets, steps the touched
-  // ones, and answers each rank with the values of the offsets its push named for its next step.
-  // Async: each push is stepped at its offsets at once; the answer (held as a dense one would
-  // be) carries the values of the offsets its push (or pull, or rejoin) named.
+  // Keyed exchange (sparse rows): pulls and pushes name offsets into the slice (key frames);
+  // param_server_keyed.cpp says how sync rounds and async pushes step and answer them.
   void start_keyed();
   void on_keyed_pull(const protocol::Envelope& e);
   void take_keyed_push(const protocol::Envelope& e);  // on_sync_push's part for a keyed push
-  void apply_keyed_round();
+  void sum_keyed_round();                 // into sums_ at touched_list_ (finish_round steps)
   void reply_keyed(int rank);
   void take_next_offsets(const protocol::Envelope& e);  // a keyed push's, for reply_keyed
   void take_pull_offsets(const protocol::Envelope& e);  // async: a keyed pull's or rejoin's
   // Async: a keyed push's offsets (into touched_list_) and its gradient sum at them.
   [[nodiscard]] std::span<const double> take_async_keyed_push(const protocol::Envelope& e);
-  // Async, under mu_: the dense async apply restricted to touched_list_ (rows > 0).
-  void apply_keyed_push(std::span<const double> g, std::uint64_t rows, std::uint64_t staleness);
+  // Async, under mu_: the dense async apply at touched_list_ (rows > 0); f: the clip factor.
+  void apply_keyed_push(std::span<const double> g, std::uint64_t rows, std::uint64_t s, double f);
   void send_values(int rank, std::span<const std::uint32_t> offsets);
   bool keyed_ = false;                                  // a keyed message has come
   std::vector<std::vector<std::uint32_t>> pending_offsets_;

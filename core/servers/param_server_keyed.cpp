@@ -11,13 +11,16 @@
 //
 // A round adds the pushes in rank order at their offsets (the same bits as the dense round's
 // sums), lists the touched offsets in order, divides by the round's rows, adds the L2 term at
-// them (lazy L2) and steps only them (Optimizer::step_indices).
+// them (lazy L2) and steps only them (Optimizer::step_indices; under clip_norm with several
+// servers by the factor of their exchanged norm, param_server_clip.cpp).
 //
 // Asynchronous (async mode), the same messages with the dense async fields:
 //   keyed pull   {keyed, steps} (or a rejoin's {keyed, steps, rejoin, awaiting}), array 0: the
 //                offsets of the worker's next step
-//   keyed push   {keyed, rows, loss_sum, version[, steps]}, arrays as above; array 2 (the next
-//                step's offsets) on every push but the worker's last
+//   keyed push   {keyed, rows, loss_sum, version[, steps][, clip]}, arrays as above; array 2
+//                (the next step's offsets) on every push but the worker's last; clip: the
+//                factor of the worker's whole gradient (clip_norm over several servers,
+//                core/modes/push_clip.hpp), which scales the step, as in the dense push
 //   keyed slice  as above, with a "reassign" notice (async continue) and its second array
 // Each push is applied at once as the dense async apply does, at its offsets only: sum / rows,
 // lazy L2, step_indices, staleness_lr's scaled step. The answer is held by the staleness bound
@@ -80,7 +83,7 @@ void ParameterServer::take_keyed_push(const protocol::Envelope& e) {
   take_next_offsets(e);
 }
 
-void ParameterServer::apply_keyed_round() {
+void ParameterServer::sum_keyed_round() {
   std::uint64_t rows = 0;
   parts_.clear();
   for (std::size_t r = 0; r < pending_.size(); ++r) {
@@ -90,25 +93,14 @@ void ParameterServer::apply_keyed_round() {
   }
   models::sum_parts(parts_, 1, touched_list_, sums_);  // in rank order
   touched_index_.assign(touched_list_.begin(), touched_list_.end());
-  std::lock_guard lock(mu_);
-  if (rows > 0) {  // an empty round changes nothing, as in the dense round
-    const double inv = 1.0 / static_cast<double>(rows);
-    for (std::size_t i = 0; i < sums_.size(); ++i) {
-      sums_[i] *= inv;
-      const double l2 = options_.l2[touched_list_[i]];
-      if (l2 != 0.0) sums_[i] += l2 * slice_[touched_list_[i]];
-    }
-    optimizer_->step_indices(touched_index_, sums_, 1.0, slice_);
-    stepped_.assign(touched_index_.begin(), touched_index_.end());
-  } else {
-    stepped_.clear();
+  round_.rows = rows;
+  if (rows == 0) return;  // an empty round changes nothing, as in the dense round
+  const double inv = 1.0 / static_cast<double>(rows);
+  for (std::size_t i = 0; i < sums_.size(); ++i) {  // slice_: this thread is its only writer
+    sums_[i] *= inv;
+    const double l2 = options_.l2[touched_list_[i]];
+    if (l2 != 0.0) sums_[i] += l2 * slice_[touched_list_[i]];
   }
-  stepped_from_ = stats_.version;
-  ++stats_.version;
-  std::fill(have_.begin(), have_.end(), false);
-  received_ = 0;
-  stats_.missing.clear();
-  cv_.notify_all();
 }
 
 void ParameterServer::reply_keyed(int rank) {
@@ -141,7 +133,7 @@ std::span<const double> ParameterServer::take_async_keyed_push(const protocol::E
 // gradient there, which moves neither it nor its state for sgd without momentum, adagrad and
 // ftrl (the same bits); L2 and momentum/adam are lazy, as in the keyed rounds.
 void ParameterServer::apply_keyed_push(std::span<const double> g, std::uint64_t rows,
-                                       std::uint64_t staleness) {
+                                       std::uint64_t staleness, double clip) {
   const double inv = 1.0 / static_cast<double>(rows);
   const auto n = touched_list_.size();
   touched_index_.assign(touched_list_.begin(), touched_list_.end());
@@ -155,13 +147,13 @@ void ParameterServer::apply_keyed_push(std::span<const double> g, std::uint64_t 
     if (options_.l2[o] != 0.0) sums_[i] += options_.l2[o] * slice_[o];
   }
   if (!options_.staleness_lr || staleness == 0) {
-    optimizer_->step_indices(touched_index_, sums_, 1.0, slice_);
+    optimizer_->step_indices(touched_index_, sums_, clip, slice_);
     return;
   }
   // As the dense apply: the STEP is divided by 1 + staleness, the optimizer sees the whole
   // gradient. before_ (the slice's size) holds the touched values.
   for (std::size_t i = 0; i < n; ++i) before_[i] = slice_[touched_list_[i]];
-  optimizer_->step_indices(touched_index_, sums_, 1.0, slice_);
+  optimizer_->step_indices(touched_index_, sums_, clip, slice_);
   const double scale = 1.0 / (1.0 + static_cast<double>(staleness));
   for (std::size_t i = 0; i < n; ++i) {
     double& w = slice_[touched_list_[i]];

@@ -85,12 +85,7 @@ std::uint64_t ParameterServer::forget_worker(int rank) {
     }
     note_missing();
     // The round may be waiting for this worker only.
-    if (round_complete()) {
-      apply_round();
-      for (int other = 0; other < options_.workers; ++other) {
-        if (!gone_[static_cast<std::size_t>(other)]) reply(other);
-      }
-    }
+    if (round_complete()) apply_round();
     return round;
   }
   std::erase(waiting_, rank);
@@ -151,6 +146,7 @@ void ParameterServer::update_plan(const protocol::Envelope& e) {
 }
 
 bool ParameterServer::round_complete() const {
+  if (round_.waits) return false;  // taken already: it waits for the global norm (clip_norm)
   bool anyone = false;
   for (std::size_t r = 0; r < have_.size(); ++r) {
     if (gone_[r]) continue;

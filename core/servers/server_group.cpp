@@ -1,4 +1,5 @@
 #include "core/servers/server_group.hpp"
+#include "core/servers/norm_exchange.hpp"
 
 #include "core/coordinator/resume.hpp"
 
@@ -41,6 +42,10 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
   const auto& params = session.params();
   ranges_ = split_keys(params.size(), config.aggregation.servers);
   const auto l2 = l2_per_key(session.model());
+  const double clip = config.training.optimizer.clip_norm;
+  if (!async && clip > 0.0 && ranges_.size() > 1) {
+    norms_ = std::make_shared<NormExchange>(static_cast<int>(ranges_.size()), clip);
+  }
   for (std::size_t k = 0; k < ranges_.size(); ++k) {
     const auto& range = ranges_[k];
     const auto first = static_cast<std::ptrdiff_t>(range.begin);
@@ -54,6 +59,8 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     o.optimizer = config.training.optimizer;
     o.schedule_steps = session.schedule().total_steps();
     o.l2.assign(l2.begin() + first, l2.begin() + last);
+    o.norms = norms_;
+    o.clip_from_push = async.has_value() && clip > 0.0 && ranges_.size() > 1;
     o.job_id = session.job_id();
     if (config.output.timeline_steps > 0) {
       o.recorder = std::make_shared<timeline::Recorder>(config.output.timeline_steps);
@@ -205,6 +212,7 @@ std::vector<ServerStats> ServerGroup::stats() const {
 }
 
 void ServerGroup::stop() {
+  if (norms_) norms_->close();  // a server waiting for a round's norm stops at once
   for (auto& s : servers_) s->stop();
   // output.timeline: each server's spans, now that its thread has ended (replacements of a
   // failed server do not record: server_recovery.cpp).

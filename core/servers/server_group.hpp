@@ -124,6 +124,7 @@ class ServerGroup {
   bool timeline_taken_ = false;  // stop() added the servers' tracks to the run's timeline
   std::vector<KeyRange> ranges_;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::shared_ptr<NormExchange> norms_;  // sync clip_norm: the servers' partial norms
   std::vector<std::uint64_t> start_steps_;  // a resumed async run: each worker's steps done
 
   // Failed servers (server_recovery.cpp).

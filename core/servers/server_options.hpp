@@ -23,6 +23,7 @@
 namespace dt::roles {
 
 struct ServerCopy;
+class NormExchange;
 
 // How one server is set up: its keys, its workers, its optimizer and what it keeps.
 struct ServerOptions {
@@ -39,6 +40,14 @@ struct ServerOptions {
   std::uint64_t job_id = 0;
   // output.timeline: the server thread's recorder (owned with its group); null: not recorded.
   std::shared_ptr<timeline::Recorder> recorder;
+  // Sync with training.clip_norm and several servers: the exchange of the round's partial norms
+  // (norm_exchange.hpp), shared by the group's servers; the server's optimizer then clips not
+  // on its own. Null otherwise.
+  std::shared_ptr<NormExchange> norms;
+  // Async with training.clip_norm and several servers: each push carries its clip factor, which
+  // its worker computed over the whole gradient (core/modes/push_clip.hpp); the server's
+  // optimizer then clips not on its own.
+  bool clip_from_push = false;
   // async only
   std::vector<std::uint64_t> worker_steps;  // steps each worker will push
   std::optional<int> max_staleness;

@@ -77,7 +77,8 @@ void ServerClient::pull(std::uint64_t steps) {
 }
 
 void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
-                        std::uint64_t rows, double loss_sum, std::uint64_t planned) {
+                        std::uint64_t rows, double loss_sum, std::uint64_t planned,
+                        std::optional<double> clip) {
   const auto start = Clock::now();
   session_.before_server_push();
   // Async continue: rows taken over from a lost worker lengthen the plan, and with it the
@@ -89,6 +90,7 @@ void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
     protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};
     e.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"version", versions_[k]}};
     if (planned > 0) e.fields["steps"] = planned;
+    if (clip) e.fields["clip"] = *clip;
     const auto part = grad_sum.subspan(range.begin, range.size());
     e.arrays.push_back(codec ? wire::encode_half(part, *codec) : wire::to_bytes(part));
     last_sent_[k] = protocol::encode(std::move(e), session_.job_id());

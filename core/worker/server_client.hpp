@@ -41,8 +41,10 @@ class ServerClient {
   // version of that server's slice the gradient was computed from.
   // `planned` (async, when not 0): this worker's planned steps in all, which grow when it takes
   // over rows of a lost worker.
+  // `clip` (async, clip_norm over several servers): the factor of the whole gradient
+  // (core/modes/push_clip.hpp), sent to every server.
   void push(std::span<const double> grad_sum, std::uint64_t step, std::uint64_t rows,
-            double loss_sum, std::uint64_t planned = 0);
+            double loss_sum, std::uint64_t planned = 0, std::optional<double> clip = {});
   // Waits for one slice from every server and writes it into params; supervised by
   // WorkerSession::check_alive (a wait the stale-synchronous bound holds is not a failure).
   // Slices older than `min_version` are skipped: a replacement for a lost worker (restart) may
@@ -58,7 +60,7 @@ class ServerClient {
   void pull_keyed(std::span<const std::uint64_t> indices, std::uint64_t steps = 0);
   void push_keyed(std::span<const std::uint64_t> indices, std::span<const double> grad,
                   std::span<const std::uint64_t> next, std::uint64_t step, std::uint64_t rows,
-                  double loss_sum, std::uint64_t planned = 0);
+                  double loss_sum, std::uint64_t planned = 0, std::optional<double> clip = {});
   void receive_keyed(std::span<double> local, std::uint64_t min_version);
 
   // Async, training.early_stopping: a server answered with kEnd instead of a slice (the

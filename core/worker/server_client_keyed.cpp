@@ -72,7 +72,7 @@ void ServerClient::pull_keyed(std::span<const std::uint64_t> indices, std::uint6
 void ServerClient::push_keyed(std::span<const std::uint64_t> indices,
                               std::span<const double> grad, std::span<const std::uint64_t> next,
                               std::uint64_t step, std::uint64_t rows, double loss_sum,
-                              std::uint64_t planned) {
+                              std::uint64_t planned, std::optional<double> clip) {
   const auto start = Clock::now();
   session_.before_server_push();
   const auto k_count = connections_.size();
@@ -86,6 +86,7 @@ void ServerClient::push_keyed(std::span<const std::uint64_t> indices,
     protocol::Envelope e{.type = protocol::Type::kPush, .rank = session_.rank(), .step = step};
     e.fields = {{"keyed", true}, {"rows", rows}, {"loss_sum", loss_sum}, {"version", versions_[k]}};
     if (planned > 0) e.fields["steps"] = planned;
+    if (clip) e.fields["clip"] = *clip;
     e.arrays.push_back(offsets_frame(mine, k));
     e.arrays.push_back(wire::to_bytes(grad.subspan(at, mine.size())));
     if (!next.empty()) {

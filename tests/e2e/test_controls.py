@@ -248,11 +248,7 @@ def test_every_mode(tmp):
                             ("tensor", "{type: rmsprop, lr: 0.05, momentum: 0.5}"),
                             ("parameters", "{type: adamw, lr: 0.2}"),
                             ("async", "{type: rmsprop, lr: 0.05}")]:
-        if mode == "servers":  # clip_norm needs the whole gradient in one place
-            run_controls = "  lr_schedule: {type: cosine, min_lr: 0.02, warmup_steps: 5}"
-        else:
-            run_controls = controls
-        out, cfg = synthetic(tmp, mode, mode, optimizer, run_controls)
+        out, cfg = synthetic(tmp, mode, mode, optimizer, controls)
         summary = run_ok(cfg)
         assert summary["final_metrics"]["accuracy"] > 0.8, (mode, summary)
         rows = log_rows(out)
@@ -266,7 +262,7 @@ def test_every_mode(tmp):
         assert int(rows[-1]["step"]) == steps, (mode, rows[-1])
         assert float(rows[0]["train_loss"]) > float(rows[-1]["train_loss"]), mode
         if mode != "async":
-            again, cfg = synthetic(tmp, f"{mode}-again", mode, optimizer, run_controls)
+            again, cfg = synthetic(tmp, f"{mode}-again", mode, optimizer, controls)
             run_ok(cfg)
             assert (again / "model.json").read_bytes() == (out / "model.json").read_bytes(), mode
     # Across transports: tcp gives the star's bytes.
@@ -292,6 +288,7 @@ def test_resume_is_exact(tmp):
     # span, which would otherwise follow the raised epochs).
     controls = "  lr_schedule: {type: cosine, t_max: 160, warmup_steps: 10}\n  clip_norm: 1.0"
     for mode, optimizer in [("star", "{type: adamw, lr: 0.2}"),
+                            ("servers", "{type: adamw, lr: 0.2}"),  # clip_norm's exchange
                             ("ring", "{type: rmsprop, lr: 0.05, momentum: 0.5}"),
                             ("parameters", "{type: adamw, lr: 0.2}")]:
         # parameters mode: 28 local steps in 2 epochs, a checkpoint at each 4-step round.

@@ -49,6 +49,12 @@ fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 1000, on_worker_failure
 output: {{dir: {out}, log_every: {{steps: 100}}}}
 """
 
+# The same run with its gradient clipped (training.clip_norm): the servers exchange their
+# slices' partial norms every round (core/servers/norm_exchange.hpp).
+CLIPPED = SHARDED.replace("optimizer: {{type: adam, lr: 0.01}}}}",
+                          "optimizer: {{type: adam, lr: 0.01}}, clip_norm: 0.05}}")
+assert CLIPPED != SHARDED
+
 RNG = random.Random(11)
 TIMEOUT_S = 1.0  # worker_timeout_ms above
 
@@ -208,6 +214,23 @@ def test_async_finishes_at_the_loss_of_an_unfailed_run(tmp):
             (s["final_loss"], clean["final_loss"])
 
 
+def test_clip_norm_survives_a_killed_and_a_hung_server(tmp):
+    # The replacement redoes the round, posts its partial norm again and scales by the same
+    # factor: the same bits as without the failure. While server 0 hangs, server 1 waits for its
+    # norm and keeps its heartbeat: only server 0 is found hung (one failure in the summary).
+    clean = tmp / "clip-clean"
+    r = h.run("run", config(tmp, CLIPPED, clean), "--json")
+    assert r.code == 0, r
+    for fault, transport in (("server=1,at_step=1777,action=kill", "tcp"),
+                             ("server=0,at_step=1234,action=hang", "ipc")):
+        out = tmp / f"clip-{fault.split('=')[-1]}"
+        code, err, _ = run(tmp, config(tmp, CLIPPED, out, transport=transport), out, fault)
+        assert code == 0, err
+        [f] = summary(out)["failures"]
+        assert f["server"] == int(fault[7]) and f["action"] == "restart", f
+        assert (out / "model.json").read_bytes() == (clean / "model.json").read_bytes(), fault
+
+
 def test_server_faults_that_make_no_sense_are_refused(tmp):
     cases = [
         ("{server: 2, at_step: 5, action: kill}", "",
@@ -234,4 +257,5 @@ if __name__ == "__main__":
             test_abort_of_a_hung_async_server_in_time,
             test_no_restart_left_aborts,
             test_async_finishes_at_the_loss_of_an_unfailed_run,
+            test_clip_norm_survives_a_killed_and_a_hung_server,
             test_server_faults_that_make_no_sense_are_refused])

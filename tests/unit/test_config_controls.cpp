@@ -7,6 +7,8 @@
 #include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 
+#include <fmt/format.h>
+
 #include <string>
 
 using namespace dt::config;
@@ -62,6 +64,15 @@ TEST_CASE("config controls: schedules, clip_norm, adamw and rmsprop read back fr
   CHECK(o.clip_norm == 1.0);
   const Config w = dt::test::parse_text(training_yaml("  optimizer: {type: adamw}\n"));
   CHECK(w.training.optimizer.weight_decay == 0.01);
+  // With several parameter servers, sync and async (refused before the servers exchanged norms).
+  for (const char* mode : {"gradients", "async"}) {
+    CAPTURE(mode);
+    const Config s = dt::test::parse_text(
+        fmt::format("version: 1\ndata: {{path: a.csv}}\naggregation: {{mode: {}, servers: 2}}\n"
+                    "training: {{clip_norm: 1}}\n", mode));
+    CHECK(s.aggregation.servers == 2);
+    CHECK(s.training.optimizer.clip_norm == 1.0);
+  }
 }
 
 TEST_CASE("config controls: each error names the key and what to write") {
@@ -94,8 +105,6 @@ TEST_CASE("config controls: each error names the key and what to write") {
        "training.optimizer.centered: applies to rmsprop only"},
       {training_yaml("  optimizer: {type: rmsprop, alpha: 1}\n"),
        "training.optimizer.alpha: expected a number in [0, 1), got 1"},
-      {"version: 1\ndata: {path: a.csv}\naggregation: {servers: 2}\ntraining: {clip_norm: 1}\n",
-       "training.clip_norm: is not supported with aggregation.servers 2 yet"},
   };
   for (const auto& [text, expected] : cases) {
     CAPTURE(text);
