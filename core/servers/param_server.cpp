@@ -264,11 +264,12 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
 // Exactly the arithmetic of the single-server path (gradients.cpp), restricted to the slice:
 // rank-order sum, times 1/rows, plus l2 * w on regularized keys, one optimizer step.
 void ParameterServer::apply_round() {
+  const auto span_start = timeline::start();
   if (keyed_) {
     apply_keyed_round();
+    timeline::span_at(timeline::Phase::kServerApply, stats_.version, span_start);
     return;
   }
-  const auto span_start = timeline::start();
   std::fill(grad_.begin(), grad_.end(), 0.0);
   std::uint64_t rows = 0;
   const auto n = grad_.size();
@@ -295,6 +296,7 @@ void ParameterServer::apply_round() {
 }
 
 void ParameterServer::on_async_push(const protocol::Envelope& e) {
+  const auto span_start = timeline::start();  // output.timeline: an `apply push` span
   update_plan(e);  // before the clock judges this step: rows taken over lengthen the plan
   const auto rank = static_cast<int>(e.rank);
   const auto r = static_cast<std::size_t>(rank);
@@ -356,6 +358,9 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
     kept_.emplace(stats_.version,
                   ServerState{stats_.version, slice_, optimizer_->state(), stats_.worker_steps});
   }
+  timeline::span_at(timeline::Phase::kApplyPush, stats_.version, span_start,
+                    static_cast<std::uint32_t>(std::min<std::uint64_t>(staleness, UINT32_MAX)),
+                    static_cast<std::uint16_t>(rank));
   cv_.notify_all();
   }
   if (!clock_->finished(rank)) waiting_.push_back(rank);  // the push asks for the next step too
