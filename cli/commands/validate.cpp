@@ -224,7 +224,7 @@ int validate(const ValidateArgs& args) {
   for (std::size_t r = 0; r < ranks; ++r) {
     const auto& source = plan.source_of(r);
     for (const auto& piece : data::chunk_segments(plan.segments[r], piece_rows, source.csv,
-                                                  config.data.synthetic.has_value())) {
+                                                  data::rows_by_number(config, source))) {
       const auto shard = data::load_shard(config, source, piece, kind);
       if (mean_fill) data::merge_into(present, data::column_stats(shard.x));
       tallies[r].add(shard, kind);

@@ -286,7 +286,8 @@ std::vector<Key> build_keys() {
        "Stop training when this validation metric (measured at each log step, on the rows "
        "`data.validation` holds out) stops improving; the parameters of its best check are the "
        "ones written. `val_acc` and `val_log_loss`: classification; `val_auc`: binary; "
-       "`val_mse`: regression. Needs `data.validation` > 0; not with `aggregation.mode` `async`."},
+       "`val_mse`: regression. Needs `data.validation` > 0. In `async` mode a check's step counts "
+       "the updates applied."},
       {"training.early_stopping.patience", "integer >= 1", "5", "",
        "Log steps in a row without improvement that end training."},
       {"training.early_stopping.min_delta", "number >= 0", "0", "",

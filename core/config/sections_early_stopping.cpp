@@ -53,12 +53,6 @@ void check_early_stopping(const Section& root, const Config& c) {
                 "data.validation (e.g. 0.1: the rows held out for it), or remove "
                 "training.early_stopping");
   }
-  if (c.aggregation.mode == AggregationMode::kAsync) {
-    // Async workers train on their own until their planned steps are done; there is no
-    // message yet that ends them at a log step.
-    s.fail_here("is not available with aggregation.mode async yet; use mode gradients or "
-                "parameters, or remove training.early_stopping");
-  }
   const Task task = task_of(c.model);
   const auto mine = metrics_of(task);
   const std::string& metric = c.training.early_stopping->metric;

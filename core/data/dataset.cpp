@@ -144,6 +144,49 @@ Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
   return r;
 }
 
+// Whether every one of `n` values is finite: x * 0 is NaN for a NaN or an infinity and ±0
+// otherwise. Eight sums at once: one would wait on each addition (its latency, not the
+// adder's throughput, would set the pace of an .npy load).
+constexpr std::uint64_t kFiniteLanes = 8;
+
+bool npy_block_finite(const double* values, std::uint64_t n) {
+  double sums[kFiniteLanes] = {};
+  std::uint64_t i = 0;
+  for (; i + kFiniteLanes <= n; i += kFiniteLanes) {
+    for (std::uint64_t k = 0; k < kFiniteLanes; ++k) sums[k] += values[i + k] * 0.0;
+  }
+  double total = 0.0;
+  for (; i < n; ++i) total += values[i] * 0.0;
+  for (const double s : sums) total += s;
+  return total == 0.0;
+}
+
+// The first `p` values of each of `n` rows of `cols` values into `out` (p a row), checking all
+// `cols` finite on the way (npy_block_finite's test): one pass over the rows, which come
+// straight from the page cache. Rows with a bad value are copied too: the caller reads the
+// block again value by value, to name it.
+bool npy_copy_finite(const double* in, std::uint64_t cols, std::uint64_t p, std::uint64_t n,
+                     double* out) {
+  double sums[kFiniteLanes] = {};
+  double total = 0.0;
+  for (std::uint64_t k = 0; k < n; ++k, in += cols, out += p) {
+    std::uint64_t c = 0;
+    for (; c + kFiniteLanes <= p; c += kFiniteLanes) {
+      for (std::uint64_t l = 0; l < kFiniteLanes; ++l) {
+        out[c + l] = in[c + l];
+        sums[l] += in[c + l] * 0.0;
+      }
+    }
+    for (; c < p; ++c) {
+      out[c] = in[c];
+      total += in[c] * 0.0;
+    }
+    for (; c < cols; ++c) total += in[c] * 0.0;
+  }
+  for (const double s : sums) total += s;
+  return total == 0.0;
+}
+
 // An .npy data.path (npy.hpp): each segment's rows read at their byte offset, a block at a time,
 // every value checked finite; labels from the label column or the data.labels file, turned into
 // text for classes as a CSV's would be (1.0 is class "1").
@@ -186,23 +229,29 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
     for (std::uint64_t done = 0; done < seg.count; done += block) {
       const std::uint64_t n = std::min(block, seg.count - done);
       const std::uint64_t first = seg.first_row + done;
-      double* values = shard.x.data() + r * shard.x.cols();
-      if (!direct) {
+      // Features alone in float64: read straight into the shard. Else the rows where they lie
+      // in the page cache (a float64 array), or widened into a buffer.
+      const double* values = direct ? nullptr : x_reader.view(first, n);
+      if (direct) {
+        double* rows = shard.x.data() + r * shard.x.cols();
+        x_reader.read(first, n, rows);
+        values = rows;
+      } else if (values == nullptr) {
         buf.resize(n * x.cols);
+        x_reader.read(first, n, buf.data());
         values = buf.data();
       }
-      x_reader.read(first, n, values);
       if (y) {
         labels.resize(n);
         y->read(first, n, labels.data());
       }
-      double nonfinite = 0.0;  // x * 0 is NaN for a NaN or an infinity, 0 otherwise
-      for (std::uint64_t i = 0; i < n * x.cols; ++i) nonfinite += values[i] * 0.0;
-      const bool fast = leading && nonfinite == 0.0;
+      // A block with a NaN or an infinity is read again value by value below.
+      const bool fast =
+          leading && (direct ? npy_block_finite(values, n * x.cols)
+                             : npy_copy_finite(values, x.cols, p, n, shard.x.data() + r * p));
       for (std::uint64_t k = 0; k < n; ++k, ++r) {
         const double* in = values + k * x.cols;
         double* row = shard.x.data() + r * shard.x.cols();
-        if (fast && !direct) std::memcpy(row, in, p * sizeof(double));
         for (std::size_t c = 0; !fast && c < x.cols; ++c) {
           if (target[c] < 0 && (!has_label || c != source.label_index)) continue;
           if (std::isnan(in[c]) && target[c] >= 0) {  // a missing feature value
@@ -228,6 +277,7 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
           return fmt::format("{}: row {}", y ? data.labels.string() : name, first + k);
         });
       }
+      if (!direct) x_reader.release(first, n);
     }
   }
 }
@@ -370,6 +420,13 @@ LabelKind label_kind(config::Task task) {
     case config::Task::kMulticlass: return LabelKind::kCategorical;
   }
   return LabelKind::kNumeric;
+}
+
+bool rows_by_number(const config::Config& config, const SourceInfo& source) {
+  if (source.sparse || source.csv) return false;  // the index finds them (chunk_segments)
+  if (!source.file.empty()) return source.file.extension() == ".npy";
+  if (!config.data.path.empty()) return reads_npy(config.data);
+  return config.data.synthetic.has_value();
 }
 
 Shard load_shard(const config::Config& config, const SourceInfo& source,

@@ -125,10 +125,14 @@ void use_local_copy(const std::filesystem::path& file, const config::DataConfig&
 
 // `segments` in consecutive pieces of at most `max_rows` rows, for reading a shard a piece at a
 // time in bounded memory. A segment is cut inside only where a piece's start can be found: in a
-// CSV with its index (`csv`), or in synthetic rows (`synthetic`); otherwise it stays whole.
+// CSV with its index (`csv`), or where a row is found by its number alone (`by_number`:
+// rows_by_number); otherwise it stays whole.
 [[nodiscard]] std::vector<std::vector<Segment>> chunk_segments(
     const std::vector<Segment>& segments, std::uint64_t max_rows,
-    const std::optional<CsvIndex>& csv, bool synthetic);
+    const std::optional<CsvIndex>& csv, bool by_number);
+// Whether load_shard finds any row of `source` by its number alone, with no index: synthetic
+// rows (generated from the row number) and NumPy arrays (at a fixed byte offset).
+[[nodiscard]] bool rows_by_number(const config::Config& config, const SourceInfo& source);
 
 // How labels are read for a model's task.
 enum class LabelKind {

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -178,22 +180,50 @@ NpyArray read_npy_header(const std::filesystem::path& path) {
 }
 
 NpyReader::NpyReader(NpyArray array)
-    : array_(std::move(array)), file_(std::make_unique<detail::FileHandle>(array_.path)) {}
+    : array_(std::move(array)), file_(std::make_unique<detail::FileHandle>(array_.path)) {
+  if (array_.kind == 'f' && array_.item == 8 && array_.data_offset % 8 == 0) {
+    map_ = std::make_unique<detail::MappedFile>(file_->fd(), file_->size());
+    if (!map_->ok()) map_.reset();
+  }
+}
 
 NpyReader::~NpyReader() = default;
+
+void NpyReader::short_file(std::uint64_t end) const {
+  fail<DataError>("{}: the file ends before row {}; did it change after it was read?",
+                  array_.path.string(), end);
+}
+
+const double* NpyReader::view(std::uint64_t first, std::uint64_t count) {
+  if (!map_) return nullptr;
+  const std::uint64_t from = array_.data_offset + first * array_.row_bytes();
+  const std::uint64_t to = from + count * array_.row_bytes();
+  // Mapped in before it is read: a file that shrank since its header was read is an error
+  // here, not a SIGBUS at the first row past its end.
+  if (to > from && !map_->populate(from, to)) short_file(first + count);
+  return reinterpret_cast<const double*>(map_->data() + from);
+}
+
+void NpyReader::release(std::uint64_t first, std::uint64_t count) noexcept {
+  if (!map_) return;
+  // The pages the rows share with their neighbours too: a shard with held-out rows is read a
+  // few rows at a time, and a page read again is mapped again from the page cache.
+  static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t from = array_.data_offset + first * array_.row_bytes();
+  const std::uint64_t to = from + count * array_.row_bytes();
+  map_->drop(from - from % page, (to + page - 1) / page * page);
+}
 
 void NpyReader::read(std::uint64_t first, std::uint64_t count, double* out) {
   const NpyArray& a = array_;
   const detail::FileHandle& file = *file_;
   const std::uint64_t values = count * a.cols;
   const std::uint64_t offset = a.data_offset + first * a.row_bytes();
-  const auto short_file = [&] {
-    fail<DataError>("{}: the file ends before row {}; did it change after it was read?",
-                    a.path.string(), first + count);
-  };
   if (a.kind == 'f' && a.item == 8) {  // the common case: straight into the rows
     const std::size_t bytes = values * 8;
-    if (file.read_at(offset, reinterpret_cast<char*>(out), bytes) != bytes) short_file();
+    if (file.read_at(offset, reinterpret_cast<char*>(out), bytes) != bytes) {
+      short_file(first + count);
+    }
     return;
   }
   constexpr std::uint64_t kChunk = std::uint64_t{1} << 16;  // values per read
@@ -202,7 +232,9 @@ void NpyReader::read(std::uint64_t first, std::uint64_t count, double* out) {
   for (std::uint64_t done = 0; done < values; done += kChunk) {
     const std::uint64_t n = std::min(kChunk, values - done);
     const std::size_t bytes = n * a.item;
-    if (file.read_at(offset + done * a.item, buf.data(), bytes) != bytes) short_file();
+    if (file.read_at(offset + done * a.item, buf.data(), bytes) != bytes) {
+      short_file(first + count);
+    }
     double* to = out + done;
     if (a.kind == 'f') {
       a.item == 4 ? widen<float>(buf.data(), n, to) : widen<double>(buf.data(), n, to);

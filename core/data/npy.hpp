@@ -37,6 +37,7 @@ struct NpyArray {
 
 namespace detail {
 class FileHandle;
+class MappedFile;
 }
 
 // Reads rows of an array from its file, open as long as the reader lives.
@@ -50,10 +51,19 @@ class NpyReader {
   // Rows [first, first + count) as doubles, row-major into `out` (count * cols values), read
   // with pread at the rows' offset; DataError when the file is shorter than the header said.
   void read(std::uint64_t first, std::uint64_t count, double* out);
+  // Rows [first, first + count) where they lie in the page cache, for a float64 array that can
+  // be mapped (else nullptr: read() them): no copy into a buffer of this process. Valid until
+  // release() of those rows. DataError when the file is shorter than the header said.
+  [[nodiscard]] const double* view(std::uint64_t first, std::uint64_t count);
+  // The rows of a view() are read: their pages leave this process (the page cache keeps
+  // them), so resident memory stays at a block whatever the array's size.
+  void release(std::uint64_t first, std::uint64_t count) noexcept;
 
  private:
+  [[noreturn]] void short_file(std::uint64_t end) const;
   NpyArray array_;
   std::unique_ptr<detail::FileHandle> file_;
+  std::unique_ptr<detail::MappedFile> map_;  // float64 arrays at an aligned offset only
   std::vector<char> buffer_;  // the values of a dtype other than float64, before widening
 };
 

@@ -195,9 +195,9 @@ std::vector<std::vector<Segment>> contiguous_segments(std::uint64_t rows,
 std::vector<std::vector<Segment>> chunk_segments(const std::vector<Segment>& segments,
                                                  std::uint64_t max_rows,
                                                  const std::optional<CsvIndex>& csv,
-                                                 bool synthetic) {
+                                                 bool by_number) {
   max_rows = std::max<std::uint64_t>(1, max_rows);
-  const bool cut = csv.has_value() || synthetic;
+  const bool cut = csv.has_value() || by_number;
   std::vector<std::vector<Segment>> chunks(1);
   std::uint64_t in_chunk = 0;
   for (const auto& whole : segments) {

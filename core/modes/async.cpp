@@ -31,6 +31,15 @@
 // when the row is written), checks each batch loss for divergence, and gathers the final
 // parameters once every push has been applied.
 //
+// training.early_stopping: a check is a log row's validation pass, on the servers' snapshot of
+// the update that row ends at; its step (loss.csv's, stopped_at, best_step) counts the updates
+// server 0 has applied. The coordinator follows server 0 from log step to log step; once
+// patience runs out it ends training (ServerGroup::end_training): each server answers the next
+// push or pull of every worker with kEnd instead of a slice and applies nothing more, and the
+// workers send kDone with the steps they pushed. The pushes applied between the stopping check
+// and the end (those on their way: a few) are in aggregation.updates, not in the log; model.json
+// holds the best check's parameters, as in every mode.
+//
 // Lost workers (fault_tolerance.on_worker_failure): the coordinator tells the servers (threads
 // of its process) directly.
 //   restart: the replacement resumes at the fewest of the lost worker's pushes any server has
@@ -50,6 +59,7 @@
 #include "core/modes/mode.hpp"
 #include "core/modes/async_keyed.hpp"
 #include "core/protocol/step_messages.hpp"
+#include "core/protocol/timing.hpp"
 #include "core/modes/server_mode.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
@@ -70,6 +80,10 @@
 
 namespace dt::modes {
 namespace {
+
+// Early stopping: how long the coordinator follows server 0 with no update before it leaves the
+// run to the gather of the workers' kDone (see coordinate).
+constexpr std::chrono::milliseconds kFollowStall{1000};
 
 // Every push's staleness as the largest over the servers (each server measures its own).
 roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& stats) {
@@ -219,6 +233,10 @@ class AsyncMode final : public ServerGroupMode {
     servers_ = std::make_unique<roles::ServerGroup>(session, serving, from_);
     auto& servers = *servers_;
     LostWorkers lost(session, servers, serving.worker_steps);  // sets the schedule
+    // training.early_stopping: a check is each log row's validation pass (on the servers'
+    // snapshot of that update); once patience runs out the servers answer with an end.
+    const auto& early_stop = session.evaluation().early_stop();
+    if (early_stop.stopped()) servers.end_training();  // resumed from a checkpoint of the stop
     const LossHandlerScope scope(session, [&](int rank, config::FailurePolicy action) {
       lost.on_loss(rank, action);
     });
@@ -235,9 +253,11 @@ class AsyncMode final : public ServerGroupMode {
         // Server 0's replacement numbers its updates on from its copy, and counts the pushes
         // it lost as done: an update already logged is not logged twice, lost ones not at all.
         if (u.version <= applied) continue;
+        lost.replan(static_cast<std::uint32_t>(u.rank), u.planned);
+        // After an early stop the updates still applied are not logged (stopped_at is the last).
+        if (early_stop.stopped()) continue;
         const auto before = applied;
         applied = u.version;
-        lost.replan(static_cast<std::uint32_t>(u.rank), u.planned);
         const auto total = lost.total();
         if (u.rows > 0 && !std::isfinite(u.loss_sum)) {
           fail<TrainingError>("training diverged at update {} (worker {}, its step {}): the "
@@ -257,14 +277,42 @@ class AsyncMode final : public ServerGroupMode {
         worker_loss[ri(u.rank)] = 0.0;
         worker_rows[ri(u.rank)] = 0;
         session.step_boundary(applied);
+        if (early_stop.stopped()) servers.end_training();
       }
     };
+    // With early stopping the coordinator follows server 0 to each log step as it gets there
+    // (the gather below drains once a poll slice, ~50 ms: many async updates), so that the end
+    // reaches the workers soon after the check that stops. Supervised as every wait is; a run
+    // with no update for a while is left to the gather, which also re-sends a lost kServers.
+    using Clock = std::chrono::steady_clock;
+    auto supervised = Clock::now();
+    auto progressed = supervised;
+    std::uint64_t past = 0;  // server 0 reached a version it has not logged: wait beyond it
+    while (early_stop.enabled() && !early_stop.stopped() && applied < lost.total() &&
+           Clock::now() - progressed < kFollowStall) {
+      const auto next = std::max(std::min((applied / every + 1) * every, lost.total()), past);
+      const bool reached = servers.wait_update(next, roles::kPollSlice);
+      if (Clock::now() - supervised >= roles::kPollSlice) {
+        session.supervise();
+        supervised = Clock::now();
+      }
+      const auto before = applied;
+      drain();
+      // A replacement of server 0 counts the pushes it lost as done, unlogged.
+      if (applied > before) {
+        progressed = Clock::now();
+        past = 0;
+      } else if (reached) {
+        past = next + 1;
+      }
+    }
     const auto done = session.gather(protocol::Type::kDone, drain);
-    servers.wait_all_applied(config.fault_tolerance.worker_timeout_ms);
+    if (!servers.ended()) servers.wait_all_applied(config.fault_tolerance.worker_timeout_ms);
     drain();  // every plan a push stated is known now
     for (const auto& d : done) {  // the survivors' only, after a continue
       const auto steps = protocol::count(d, "steps");
-      if (steps != lost.plan(d.rank)) {
+      // Ended early (training.early_stopping): fewer steps than planned.
+      if (steps != lost.plan(d.rank) && !(servers.ended() && steps < lost.plan(d.rank))) {
         fail<ProtocolError>("worker {} finished after {} steps, {} were planned", d.rank, steps,
                             lost.plan(d.rank));
       }
@@ -287,7 +335,8 @@ class AsyncMode final : public ServerGroupMode {
     }
     out["max_clock_gap"] = gap;
     out["worker_steps"] = stats.front().worker_steps;
-    out["updates"] = lost.total();
+    // Ended early: the updates server 0 applied (stopped_at, and those on their way then).
+    out["updates"] = servers.ended() ? stats.front().version : lost.total();
     out["server_copy_seconds"] = servers.keep_seconds();
     if (!lost.lost().empty()) out["lost_steps"] = lost.lost();
   }
@@ -357,6 +406,10 @@ class AsyncMode final : public ServerGroupMode {
         steps = plan_from(std::min(from, epochs));
         took.push_back({{"lost_rank", protocol::count(*notice, "lost_rank")}, {"rows", rows},
                         {"from_epoch", from}});
+      }
+      if (client.ended()) {  // training.early_stopping: a server answered with the end
+        steps = step;
+        break;
       }
       session.begin_step(step);
       const auto start = std::chrono::steady_clock::now();

@@ -1,188 +1,52 @@
-// loss.svg: the training and validation loss against the step, and below it the validation
-// metric (accuracy and AUC, or MSE), as one self-contained SVG that any browser shows. The axes
-// come from plot_scale.hpp (round ticks, a log scale when the range asks for it). The same
-// rows give the same bytes: no clock, no randomness, fixed number formats.
+// loss.svg: the training and validation loss against the step, below it the validation metric
+// (accuracy and AUC, or MSE) and, with training.lr_schedule, the learning rate, as one
+// self-contained SVG that any browser shows. The axes come from plot_scale.hpp (round ticks, a
+// log scale when the range asks for it), the drawing from plot_svg.hpp (curves thinned to the
+// pixel columns, so a log of 10^7 rows makes a plot as small as one of 3,000). The same rows give
+// the same bytes: no clock, no randomness, fixed number formats.
 //
 // The last row of a run usually averages fewer steps than log_every (the steps since the last
 // full window): its training loss is drawn apart, as a hollow marker on a dashed segment and
 // named in the legend, so a short window is not read as a drop of the curve. Its validation loss
 // is a full evaluation of the final parameters and is drawn as any other point.
+//
+// training.early_stopping: a dashed vertical line at the best check (the parameters model.json
+// holds) and a dotted one where training stopped, across every panel, named in the loss legend.
+//
+// The learning rate has a panel of its own under the others rather than a second y axis on the
+// loss panel: the loss axis is often logarithmic and the rate's is linear, and two scales on one
+// frame make a reader match curves to axes. Its axis is always linear: schedules are read in
+// linear terms (a warmup ramp, a cosine), and a cosine down to 0 has no place on a log axis.
 
 #include "core/outputs/plot_scale.hpp"
+#include "core/outputs/plot_svg.hpp"
 #include "core/outputs/run_output.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 
 namespace dt::output {
 namespace {
 
-constexpr double kWidth = 800, kLeft = 80, kRight = 20, kTop = 38, kLegendLine = 16;
+using plot::Entry;
+using plot::kLeft;
+using plot::kPlotWidth;
+using plot::kTop;
+using plot::Marker;
+using plot::Panel;
+using plot::Series;
+using plot::SvgPlot;
+
 constexpr double kLossHeight = 300, kLossAloneHeight = 340, kMetricHeight = 140, kGap = 12;
+constexpr double kLrHeight = 100;
 constexpr double kBottom = 48;  // x tick labels and the "step" label under the lowest panel
-constexpr double kPlotWidth = kWidth - kLeft - kRight;
 constexpr std::size_t kMaxWorkerLegend = 6;
 constexpr const char* kWorkerColors[] = {"#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                                          "#17becf", "#9467bd", "#2ca02c", "#d62728"};
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// One curve: a value (or none) per loss-log row.
-struct Series {
-  std::string id;     // data-series="..." (what tests and scripts find it by)
-  std::string label;  // the legend's text
-  const char* color;
-  double width;
-  std::vector<std::optional<double>> values;
-};
-
-struct Entry {
-  const Series* series;
-  bool dashed;
-};
-
-struct Panel {
-  std::string id;
-  double top, height;
-  plot::Axis y;
-  std::string y_label;
-};
-
-class SvgPlot {
- public:
-  SvgPlot(const std::vector<roles::LogRow>& rows, const plot::Axis& x) : rows_(rows), x_(x) {}
-
-  std::string& out() { return svg_; }
-
-  double px(double step) const { return kLeft + kPlotWidth * x_.fraction(step); }
-  static double py(const Panel& p, double v) { return p.top + p.height * (1 - p.y.fraction(v)); }
-
-  // The frame, the grid at every tick, the y tick labels and the y axis' name; the x tick
-  // labels only when `x_labels` (the lowest panel).
-  void frame(const Panel& p, bool x_labels) {
-    svg_ += fmt::format("<g id=\"{}\">\n", p.id);
-    for (const auto& t : p.y.ticks) {
-      const double y = py(p, t.value);
-      svg_ += fmt::format("<line class=\"grid {}\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" "
-                          "y2=\"{:.1f}\" stroke=\"{}\"/>\n",
-                          t.label.empty() ? "minor" : "major", kLeft, kLeft + kPlotWidth, y, y,
-                          t.label.empty() ? "#f0f0f0" : "#dddddd");
-      if (!t.label.empty()) {
-        svg_ += fmt::format("<text class=\"ytick\" x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}"
-                            "</text>\n", kLeft - 6, y + 4, t.label);
-      }
-    }
-    for (const auto& t : x_.ticks) {
-      const double x = px(t.value);
-      svg_ += fmt::format("<line class=\"grid major\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" "
-                          "y2=\"{}\" stroke=\"#dddddd\"/>\n", x, x, p.top, p.top + p.height);
-      if (x_labels) {
-        svg_ += fmt::format("<text class=\"xtick\" x=\"{:.1f}\" y=\"{}\" "
-                            "text-anchor=\"middle\">{}</text>\n", x, p.top + p.height + 16,
-                            t.label);
-      }
-    }
-    svg_ += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
-                        "stroke=\"#888888\"/>\n", kLeft, p.top, kPlotWidth, p.height);
-    const double ly = p.top + p.height / 2;
-    svg_ += fmt::format("<text class=\"ylabel\" x=\"22\" y=\"{}\" text-anchor=\"middle\" "
-                        "transform=\"rotate(-90 22 {})\">{}</text>\n", ly, ly, p.y_label);
-    if (x_labels) {
-      svg_ += fmt::format("<text class=\"xlabel\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">"
-                          "step</text>\n", kLeft + kPlotWidth / 2, p.top + p.height + 36);
-    }
-  }
-
-  // The polyline of rows [0, end); a lone point becomes a dot (a one-point polyline shows
-  // nothing). False when it has no point.
-  bool curve(const Panel& p, const Series& s, std::size_t end) {
-    std::string points;
-    std::size_t count = 0;
-    for (std::size_t i = 0; i < end; ++i) {
-      const auto& v = s.values[i];
-      if (!v || !std::isfinite(*v) || (p.y.log && *v <= 0)) continue;
-      points += fmt::format("{}{:.1f},{:.1f}", count == 0 ? "" : " ",
-                            px(static_cast<double>(rows_[i].step)), py(p, *v));
-      ++count;
-    }
-    if (count == 0) return false;
-    if (count == 1) {
-      const auto comma = points.find(',');
-      svg_ += fmt::format("<circle data-series=\"{}\" cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\">"
-                          "<title>{}</title></circle>\n", s.id, points.substr(0, comma),
-                          points.substr(comma + 1), s.color, xml_escape(s.label));
-      return true;
-    }
-    svg_ += fmt::format("<polyline data-series=\"{}\" fill=\"none\" stroke=\"{}\" "
-                        "stroke-width=\"{}\" stroke-linejoin=\"round\" points=\"{}\">"
-                        "<title>{}</title></polyline>\n",
-                        s.id, s.color, s.width, points, xml_escape(s.label));
-    return true;
-  }
-
-  // The legend: above its panel, never over a curve; entries left to right, wrapping into
-  // rows of kLegendLine. Returns its height.
-  double legend(double top, const std::vector<Entry>& entries) {
-    if (entries.empty()) return 0;
-    svg_ += "<g class=\"legend\">\n";
-    double x = kLeft, y = top + kLegendLine / 2;
-    for (const auto& e : entries) {
-      const double w = legend_width(e);
-      if (x > kLeft && x + w > kLeft + kPlotWidth) {
-        x = kLeft;
-        y += kLegendLine;
-      }
-      svg_ += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" "
-                          "stroke-width=\"{}\"{}/>\n", x, x + 22, y, y, e.series->color,
-                          std::max(2.0, e.series->width),
-                          e.dashed ? " stroke-dasharray=\"4 3\"" : "");
-      svg_ += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", x + 28, y + 4,
-                          xml_escape(e.series->label));
-      x += w;
-    }
-    svg_ += "</g>\n";
-    return legend_height(entries);
-  }
-
-  // The legend's height before it is drawn (the panel goes below it). The text's width is
-  // estimated (7 px a character at font-size 12): the SVG has no layout engine to ask.
-  static double legend_width(const Entry& e) {
-    return 28 + 7 * static_cast<double>(e.series->label.size()) + 18;
-  }
-  static double legend_height(const std::vector<Entry>& entries) {
-    if (entries.empty()) return 0;
-    double x = kLeft, rows = 1;
-    for (const auto& e : entries) {
-      const double w = legend_width(e);
-      if (x > kLeft && x + w > kLeft + kPlotWidth) {
-        x = kLeft;
-        ++rows;
-      }
-      x += w;
-    }
-    return rows * kLegendLine + 4;
-  }
-
- private:
-  const std::vector<roles::LogRow>& rows_;
-  const plot::Axis& x_;
-  std::string svg_;
-};
 
 std::vector<double> finite_values(const std::vector<const Series*>& series, std::size_t end) {
   std::vector<double> out;
@@ -198,6 +62,30 @@ std::vector<double> finite_values(const std::vector<const Series*>& series, std:
 bool has_any(const Series& s, std::size_t end) {
   return std::any_of(s.values.begin(), s.values.begin() + static_cast<std::ptrdiff_t>(end),
                      [](const auto& v) { return v && std::isfinite(*v); });
+}
+
+// training.early_stopping's steps from summary.json's object (early_stop.hpp): none when the
+// run has no early stopping or no check was made.
+struct EarlyStop {
+  std::string metric;
+  std::optional<std::uint64_t> best_step, stopped_at;
+};
+
+EarlyStop early_stop_of(const nlohmann::json& j) {
+  EarlyStop out;
+  if (!j.is_object()) return out;
+  const auto step = [&](const char* key) -> std::optional<std::uint64_t> {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0) {
+      return std::nullopt;
+    }
+    return it->get<std::uint64_t>();
+  };
+  const auto metric = j.find("metric");
+  out.metric = metric != j.end() && metric->is_string() ? metric->get<std::string>() : "metric";
+  out.best_step = step("best_step");
+  out.stopped_at = step("stopped_at");
+  return out;
 }
 
 }  // namespace
@@ -238,6 +126,22 @@ std::string loss_svg(const roles::RunResult& result, const PlotOptions& options)
     }
   }
 
+  // training.lr_schedule: each row's rate (loss.csv's lr column).
+  Series lr{"lr", "learning rate (each row's last step)", "#8c564b", 2, {}};
+  for (std::size_t i = 0; i < std::min(n, options.lr.size()); ++i) lr.values.emplace_back(options.lr[i]);
+  const bool lr_panel = has_any(lr, lr.values.size());
+  const EarlyStop stop = early_stop_of(result.early_stopping);
+  Series best_style{"", stop.best_step ? fmt::format("best {} at step {} (the model written)",
+                                                     stop.metric, *stop.best_step)
+                                       : std::string(),
+                    "#d62728", 2, {}};
+  Series stop_style{"", stop.stopped_at ? fmt::format("early stop at step {}", *stop.stopped_at)
+                                        : std::string(),
+                    "#555555", 2, {}};
+  std::vector<Marker> markers;
+  if (stop.best_step) markers.push_back({"best_step", *stop.best_step, &best_style, "6 3"});
+  if (stop.stopped_at) markers.push_back({"stopped_at", *stop.stopped_at, &stop_style, "2 3"});
+
   const bool metric_panel = has_any(metric, n) || has_any(auc, n);
   std::uint64_t max_step = 1;
   for (const auto& r : rows) max_step = std::max(max_step, r.step);
@@ -254,24 +158,26 @@ std::string loss_svg(const roles::RunResult& result, const PlotOptions& options)
                                       workers == 0 ? 0 : workers - 1),
                       kWorkerColors[2], 1, {}};
   std::vector<Entry> entries;
-  if (has_any(train, full)) entries.push_back({&train, false});
-  if (partial_drawn) entries.push_back({&partial, true});
-  if (has_any(validation, n)) entries.push_back({&validation, false});
+  if (has_any(train, full)) entries.push_back({&train, nullptr});
+  if (partial_drawn) entries.push_back({&partial, "4 3"});
+  if (has_any(validation, n)) entries.push_back({&validation, nullptr});
   if (worker_series.size() > kMaxWorkerLegend) {
-    entries.push_back({&many_workers, false});
+    entries.push_back({&many_workers, nullptr});
   } else {
     for (const auto& s : worker_series) {
-      if (has_any(s, full)) entries.push_back({&s, false});
+      if (has_any(s, full)) entries.push_back({&s, nullptr});
     }
   }
+  for (const auto& m : markers) entries.push_back({m.style, m.dash});
   std::vector<Entry> metric_entries;
-  if (has_any(metric, n)) metric_entries.push_back({&metric, false});
-  if (has_any(auc, n)) metric_entries.push_back({&auc, false});
+  if (has_any(metric, n)) metric_entries.push_back({&metric, nullptr});
+  if (has_any(auc, n)) metric_entries.push_back({&auc, nullptr});
+  const std::vector<Entry> lr_entries{{&lr, nullptr}};
 
   std::vector<const Series*> loss_series{&train, &validation};
   for (const auto& s : worker_series) loss_series.push_back(&s);
   Panel loss{"loss-panel", kTop + SvgPlot::legend_height(entries),
-             metric_panel ? kLossHeight : kLossAloneHeight,
+             metric_panel || lr_panel ? kLossHeight : kLossAloneHeight,
              plot::value_axis(finite_values(loss_series, n)), "loss"};
   if (loss.y.log) loss.y_label = "loss (log scale)";
   // Accuracy and AUC stay linear (they live between 0 and 1); MSE follows the log rule.
@@ -285,7 +191,18 @@ std::string loss_svg(const roles::RunResult& result, const PlotOptions& options)
   if (panel.y.log) panel.y_label = "MSE (log scale)";
   const double metric_legend_top = loss.top + loss.height + kGap;
   panel.top = metric_legend_top + SvgPlot::legend_height(metric_entries);
-  const double height = (metric_panel ? panel.top + panel.height : loss.top + loss.height) + kBottom;
+  double bottom = metric_panel ? panel.top + panel.height : loss.top + loss.height;
+  Panel rate{"lr-panel", 0, kLrHeight, plot::linear_axis(0, 1), "learning rate"};
+  const double lr_legend_top = bottom + kGap;
+  if (lr_panel) {
+    const auto lr_values = finite_values({&lr}, lr.values.size());
+    // From 0 (a rate is never below): the curve's height is proportional to the rate, so a
+    // warmup from 0.1 x lr or a decay by 10 looks like one. Few ticks: the panel is short.
+    rate.y = plot::linear_axis(0, *std::max_element(lr_values.begin(), lr_values.end()), 4);
+    rate.top = lr_legend_top + SvgPlot::legend_height(lr_entries);
+    bottom = rate.top + rate.height;
+  }
+  const double height = bottom + kBottom;
 
   SvgPlot plot(rows, x);
   std::string& svg = plot.out();
@@ -294,11 +211,14 @@ std::string loss_svg(const roles::RunResult& result, const PlotOptions& options)
       "viewBox=\"0 0 {} {}\" font-family=\"sans-serif\" font-size=\"12\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text id=\"title\" x=\"{}\" y=\"24\" font-size=\"16\">{}</text>\n",
-      kWidth, height, kWidth, height, kLeft, xml_escape(options.title));
-  plot.frame(loss, !metric_panel);
+      plot::kWidth, height, plot::kWidth, height, kLeft, plot::xml_escape(options.title));
+  plot.frame(loss, !metric_panel && !lr_panel);
   plot.legend(kTop, entries);
-  // Workers first, so the merged curves are drawn over them.
-  for (const auto& s : worker_series) (void)plot.curve(loss, s, full);
+  for (const auto& m : markers) plot.marker(loss, m);
+  // Workers first, so the merged curves are drawn over them. The workers' lines share the
+  // thinning budget of 2 curves: their columns widen with their number.
+  const double worker_columns = std::max(1.0, std::ceil(static_cast<double>(workers) / 2));
+  for (const auto& s : worker_series) (void)plot.curve(loss, s, full, worker_columns);
   (void)plot.curve(loss, validation, n);
   (void)plot.curve(loss, train, full);
   if (partial_drawn) {
@@ -325,10 +245,18 @@ std::string loss_svg(const roles::RunResult& result, const PlotOptions& options)
   svg += "</g>\n";
 
   if (metric_panel) {
-    plot.frame(panel, true);
+    plot.frame(panel, !lr_panel);
     plot.legend(metric_legend_top, metric_entries);
+    for (const auto& m : markers) plot.marker(panel, m);
     (void)plot.curve(panel, metric, n);
     (void)plot.curve(panel, auc, n);
+    svg += "</g>\n";
+  }
+  if (lr_panel) {
+    plot.frame(rate, true);
+    plot.legend(lr_legend_top, lr_entries);
+    for (const auto& m : markers) plot.marker(rate, m);
+    (void)plot.curve(rate, lr, lr.values.size());
     svg += "</g>\n";
   }
   svg += "</svg>\n";

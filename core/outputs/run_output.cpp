@@ -171,6 +171,16 @@ std::optional<double> scheduled_lr_of(const config::Config& config, const roles:
   return models::scheduled_lr(o, steps > 0 ? steps - 1 : 0, result.planned_steps);
 }
 
+// loss.svg's options: with a schedule, each log row's rate as loss.csv writes it.
+PlotOptions plot_options(const config::Config& config, const roles::RunResult& result) {
+  PlotOptions o{config.name, config.output.log_every_steps, config.output.plot_per_worker, {}};
+  if (scheduled_lr_of(config, result, 0)) {
+    o.lr.reserve(result.log.size());
+    for (const auto& row : result.log) o.lr.push_back(*scheduled_lr_of(config, result, row.step));
+  }
+  return o;
+}
+
 }  // namespace
 
 ordered_json summary_json(const config::Config& config, const roles::RunResult& result,
@@ -284,8 +294,7 @@ void write_results(const std::filesystem::path& dir, const config::Config& confi
   // where it can: it is small, and it is what a CI job reads first.
   try {
     files::write_atomic(dir / "loss.csv", loss_csv(config, result));
-    files::write_atomic(dir / "loss.svg", loss_svg(result, {config.name, config.output.log_every_steps,
-                                                       config.output.plot_per_worker}));
+    files::write_atomic(dir / "loss.svg", loss_svg(result, plot_options(config, result)));
     if (result.status == "ok") {
       const auto model = models::make_model({config.model,
                                              static_cast<int>(data::input_width(result.source)),

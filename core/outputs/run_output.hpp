@@ -47,11 +47,14 @@ namespace dt::output {
                                                   const std::vector<std::string>& expect_failures);
 [[nodiscard]] std::string loss_csv(const config::Config& config, const roles::RunResult& result);
 // loss.svg (plot.cpp): the config's name as title, output.log_every.steps (to tell the last
-// row's partial window) and output.plot.per_worker.
+// row's partial window), output.plot.per_worker and, with training.lr_schedule, each log row's
+// rate (loss.csv's lr column; empty: no learning-rate panel). training.early_stopping's steps
+// come from the result.
 struct PlotOptions {
   std::string title;
   std::int64_t log_every = 10;
   bool per_worker = false;
+  std::vector<double> lr;
 };
 [[nodiscard]] std::string loss_svg(const roles::RunResult& result, const PlotOptions& options);
 

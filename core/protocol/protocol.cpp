@@ -54,6 +54,7 @@ const char* name_of(Type type) {
     case Type::kResumeState: return "resume state";
     case Type::kStateRequest: return "state request";
     case Type::kServerMoved: return "server moved";
+    case Type::kEnd: return "end";
   }
   return "unknown";
 }

@@ -73,6 +73,8 @@ enum class Type : std::uint16_t {
   // Parameter-server failures (50-54).
   kServerMoved = 50,  // coordinator -> worker (a notice, not a request): server k was replaced;
                       // its new endpoint and the update it was restored at
+  kEnd = 51,  // server -> worker (async, training.early_stopping): training is over; answers a
+              // push or pull instead of the slice: push no more, send the coordinator kDone
 };
 
 [[nodiscard]] const char* name_of(Type type);

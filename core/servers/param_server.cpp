@@ -145,6 +145,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
     while (!stop_.load()) {
       beat_ms_.store(steady_ms());
       take_news();  // lost workers the coordinator told of
+      take_end();   // training.early_stopping: the coordinator ended training
       auto in = listener->receive(deadline_in(kPollSlice));
       drops.tick();
       {
@@ -167,6 +168,7 @@ void ParameterServer::loop(std::unique_ptr<transport::Listener> listener) {
       }
       if (injected_fault(e)) break;
       if (screen_lost(e)) continue;
+      if (screen_ended(e)) continue;
       handle(e);
     }
   } catch (const Error& e) {

@@ -49,7 +49,6 @@
 #include <thread>
 #include <vector>
 
-
 namespace dt::roles {
 
 class CoordinatorSession;
@@ -64,30 +63,26 @@ class ParameterServer {
 
   [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
   [[nodiscard]] const ServerOptions& options() const noexcept { return options_; }
-  // Waits up to `wait` for the version to reach `version`; true when it has. TrainingError
-  // when the server thread has failed.
+  // Waits up to `wait` for the version to reach `version`; true when it has.
   [[nodiscard]] bool wait_version(std::uint64_t version, std::chrono::milliseconds wait);
-  // Writes this server's keys of the current parameters into params[range]; false (nothing
-  // written) when an injected kill has wiped them.
+  // Writes its keys of the current parameters into params[range]; false when killed (wiped).
   bool copy_slice(std::span<double> params) const;
   // Writes this server's keys as they were right after update `version` (a snapshot kept by
   // options().snapshot_every) into params[range] and drops the snapshots up to it; false when
   // there is no such snapshot (or the server was killed).
   [[nodiscard]] bool take_snapshot(std::uint64_t version, std::span<double> params);
-  // TrainingError naming the server when its thread has failed.
-  void check() const;
+  void check() const;  // TrainingError naming the server when its thread has failed
   // The state after `version` updates. Sync: the current one (the one before the latest round,
   // which a checkpoint after a stop may ask for while a round is being applied, is the
   // coordinator's copy: ServerGroup::keep). Async: the one kept at that version
   // (options().checkpoint_every), older ones dropped. nullopt otherwise.
   [[nodiscard]] std::optional<ServerState> state_at(std::uint64_t version) const;
-  // The same state read where it lies, under the lock (a checkpoint of a wide model copies
-  // only what it keeps); false when there is none.
+  // The same state read where it lies, under the lock (a wide model's checkpoint copies only
+  // what it keeps); false when there is none.
   bool read_state_at(std::uint64_t version, const StateReader& read) const;
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] ServerStats stats() const;
-  // Stops the thread and joins it (idempotent).
-  void stop();
+  void stop();  // stops the thread and joins it (idempotent)
 
   // ---- Failure (param_server_failure.cpp). Why this server can serve no more, or nullopt:
   // its thread failed (an error), ended without being stopped (a crash; the injected kill), or
@@ -95,9 +90,8 @@ class ParameterServer {
   // The text says what happened, not which server ("stopped: its thread ended without a word").
   [[nodiscard]] std::optional<std::string> failure(std::int64_t timeout_ms) const;
   [[nodiscard]] std::string name() const;  // "parameter server 1 (keys [6, 11))"
-  // The state now, consistent (taken under the lock the updates hold): the coordinator's copy
-  // a replacement would start from.
-  // Into `out`, whose buffers are reused (no allocation once sized): one memory copy.
+  // The state now, consistent (taken under the lock the updates hold), into `out` (its buffers
+  // reused: one memory copy): the coordinator's copy a replacement would start from.
   void capture(ServerState& out) const;
   // ---- Lost workers (fault_tolerance.on_worker_failure; param_server_workers.cpp). Called by
   // the coordinator thread: the server thread takes the news in at its next poll slice, and
@@ -119,15 +113,15 @@ class ParameterServer {
   // or with a step to push that is not their last): share k of those m rides on the next slice
   // each is sent ("reassign" fields, the segments as a second array). Returns the rank's
   // applied pushes and the ranks dealt to, ascending (none: no survivor will ask again).
-  struct Dealt {
-    std::uint64_t applied = 0;
-    std::vector<int> to;
-  };
+  struct Dealt { std::uint64_t applied = 0; std::vector<int> to; };
   [[nodiscard]] Dealt drop_worker_dealing(int rank, protocol::Envelope deal,
                                           std::chrono::milliseconds wait);
   // Async: the pushes this server will have applied at the end (every worker's plan, less the
   // steps lost workers left undone).
   [[nodiscard]] std::uint64_t total_steps() const;
+  // Async, training.early_stopping (param_server_end.cpp), any thread: training is over; held
+  // pulls, then every push (not applied) or pull awaiting an answer, get kEnd, not a slice.
+  void end_training() noexcept { end_asked_.store(true); }
 
  private:
   void loop(std::unique_ptr<transport::Listener> listener);
@@ -153,6 +147,13 @@ class ParameterServer {
   // most copy_every pushes' keys), and whether the copy is this server's state but at them.
   std::vector<std::uint32_t> changed_;
   bool copy_in_part_ = false;
+  // end_training on the server thread: take_end answers the held pulls, screen_ended (true:
+  // answered) every message after.
+  void take_end();
+  [[nodiscard]] bool screen_ended(const protocol::Envelope& e);
+  void send_end(int rank);
+  std::atomic<bool> end_asked_{false};
+  bool training_ended_ = false;  // thread-only
   // Lost workers (param_server_workers.cpp), on the server thread.
   [[nodiscard]] Dealt post_news(int rank, bool replaced, std::optional<protocol::Envelope> deal,
                                 std::chrono::milliseconds wait);

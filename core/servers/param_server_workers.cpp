@@ -121,6 +121,7 @@ std::vector<int> ParameterServer::deal_rows(protocol::Envelope deal) {
   // Only to survivors sure to hear from this server again: a share promised to one that has
   // just pushed its last step would never reach it, and its rows would be in no one's hands.
   std::vector<int> to;
+  if (end_asked_.load()) return to;  // training is over: no one will be sent a slice again
   for (int rank = 0; rank < options_.workers; ++rank) {
     const auto r = static_cast<std::size_t>(rank);
     if (gone_[r] || clock_->finished(rank)) continue;

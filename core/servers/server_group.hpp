@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <span>
@@ -108,6 +109,12 @@ class ServerGroup {
   // Async: waits until every server has applied its total_steps() (which lost workers lower),
   // supervising the workers meanwhile; TimeoutError after `timeout_ms`.
   void wait_all_applied(std::int64_t timeout_ms);
+  // Async, training.early_stopping: every server (and any replacement started later) answers
+  // the workers with kEnd from now on (ParameterServer::end_training). Idempotent.
+  void end_training();
+  [[nodiscard]] bool ended() const noexcept { return ended_; }
+  // Async: waits up to `wait` for server 0 (whose log the coordinator reads) to reach `version`.
+  [[nodiscard]] bool wait_update(std::uint64_t version, std::chrono::milliseconds wait);
   // [{"index", "keys": [begin, end], "bytes_received", "bytes_sent", "messages_received",
   //   "messages_sent", "version"}, ...]
   [[nodiscard]] nlohmann::json servers_json() const;
@@ -130,6 +137,7 @@ class ServerGroup {
   double keep_seconds_ = 0;
   int replacements_ = 0;
   std::vector<int> dropped_;                // lost under continue
+  bool ended_ = false;                      // end_training() was called
 };
 
 }  // namespace dt::roles

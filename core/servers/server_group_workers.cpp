@@ -1,5 +1,5 @@
-// ServerGroup's lost workers (fault_tolerance.on_worker_failure continue and restart), apart
-// from the group's start and end.
+// ServerGroup's lost workers (fault_tolerance.on_worker_failure continue and restart) and the
+// end of async training (training.early_stopping), apart from the group's start and stop.
 
 #include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
@@ -55,6 +55,16 @@ void ServerGroup::copy_params_of_round(std::uint64_t round, std::vector<double>&
     std::copy(state->slice.begin(), state->slice.end(),
               params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
   }
+}
+
+void ServerGroup::end_training() {
+  if (ended_) return;
+  ended_ = true;
+  for (const auto& s : servers_) s->end_training();
+}
+
+bool ServerGroup::wait_update(std::uint64_t version, std::chrono::milliseconds wait) {
+  return servers_.front()->wait_version(version, wait);
 }
 
 void ServerGroup::wait_all_applied(std::int64_t timeout_ms) {

@@ -115,6 +115,7 @@ void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
   auto& now = *servers_[k];
   // Workers lost under `continue` before the failure: the new server must not wait for them.
   for (const int rank : dropped_) (void)now.drop_worker(rank, std::chrono::milliseconds(5000));
+  if (ended_) now.end_training();  // training.early_stopping: the end stands for it too
 
   failure["action"] = "restart";
   failure["restored_update"] = copy.version;

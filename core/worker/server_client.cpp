@@ -112,10 +112,12 @@ void ServerClient::receive(std::span<double> params, std::uint64_t min_version) 
 }
 
 void ServerClient::take_reassign(protocol::Envelope& slice) {
+  // The share's segments follow the slice's values; an end (kEnd) has none before them.
+  const std::size_t at = slice.type == protocol::Type::kEnd ? 0 : 1;
   if (const auto it = slice.fields.find("reassign");
-      it != slice.fields.end() && slice.arrays.size() > 1) {
+      it != slice.fields.end() && slice.arrays.size() > at) {
     notice_ = protocol::Envelope{.type = protocol::Type::kReassign, .fields = *it};
-    notice_->arrays.push_back(std::move(slice.arrays[1]));
+    notice_->arrays.push_back(std::move(slice.arrays[at]));
   }
 }
 
@@ -144,6 +146,12 @@ void ServerClient::await_owed(std::uint64_t min_version, const SliceTaker& take)
       continue;
     }
     auto e = protocol::decode(std::move(*message), session_.job_id());
+    if (e.type == protocol::Type::kEnd && asynchronous_ && protocol::count(e, "server") == k) {
+      ended_ = true;  // training.early_stopping: this server answers no more with slices
+      awaiting_[k] = false;
+      take_reassign(e);  // a share dealt before the end rides on it (its rows are evaluated)
+      continue;
+    }
     if (e.type != protocol::Type::kSlice || protocol::count(e, "server") != k) {
       fail<ProtocolError>("parameter server {} at {} sent a {} message, expected its slice", k,
                           endpoints_[k], protocol::name_of(e.type));

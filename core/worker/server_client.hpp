@@ -61,6 +61,10 @@ class ServerClient {
                   double loss_sum, std::uint64_t planned = 0);
   void receive_keyed(std::span<double> local, std::uint64_t min_version);
 
+  // Async, training.early_stopping: a server answered with kEnd instead of a slice (the
+  // receive still waited for every server's answer): push no more.
+  [[nodiscard]] bool ended() const noexcept { return ended_; }
+
   // A share of a lost worker's rows a server sent along with a slice (async continue): the
   // kReassign message to act on, once.
   [[nodiscard]] std::optional<protocol::Envelope> take_notice() { return std::exchange(notice_, {}); }
@@ -109,6 +113,7 @@ class ServerClient {
   std::uint64_t retired_sent_ = 0;      // bytes of connections closed for a replacement
   std::uint64_t retired_received_ = 0;
   std::optional<protocol::Envelope> notice_;
+  bool ended_ = false;
 };
 
 }  // namespace dt::roles

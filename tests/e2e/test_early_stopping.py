@@ -1,7 +1,8 @@
 """training.early_stopping on a run made to overfit: the stop step and the best step follow from
 loss.csv's validation column, the written model is the best check's (its validation loss is
 that row's), in every mode that has it; a resumed run keeps the best-so-far state; the config
-errors (no validation split, a metric the model lacks, async) exit 2."""
+errors (no validation split, a metric the model lacks) exit 2. Async mode:
+test_async_early_stopping.py."""
 
 import csv
 import json
@@ -155,8 +156,6 @@ def test_config_errors(tmp):
          "(task binary); use one of val_loss, val_acc, val_auc, val_log_loss"),
         ("{mode: gradients}", "metric: val_loss", "metric: accuracy",
          "expected one of val_loss, val_acc, val_auc, val_log_loss, val_mse, got 'accuracy'"),
-        ("{mode: async}", "", "",
-         "training.early_stopping: is not available with aggregation.mode async yet"),
     ]
     for aggregation, old, new, message in cases:
         text = config(tmp, data, aggregation=aggregation).read_text().replace(old, new, 1)

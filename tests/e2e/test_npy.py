@@ -5,6 +5,7 @@ them print what they print on the CSV (a pipe and a gzip file of the .npy too); 
 The files are written in the test with Debian's numpy."""
 
 import gzip
+import json
 import subprocess
 
 import numpy as np
@@ -104,6 +105,9 @@ def test_bad_arrays(tmp):
     nan = good.copy()
     nan[17, 2] = np.nan
     np.save(tmp / "nan.npy", nan)
+    inf = good.copy()
+    inf[40, 4] = -np.inf  # in the label column, after the features a block copies
+    np.save(tmp / "inf.npy", inf)
     np.savez(tmp / "arch.npz", a=x, b=y)
     rows = good.shape[0]
     cases = [
@@ -114,6 +118,7 @@ def test_bad_arrays(tmp):
         ("big.npy", "", "big-endian"),
         ("feat.npy", f", labels: {tmp / 'short.npy'}", f"{rows - 1} labels, but data.path"),
         ("nan.npy", "", "nan.npy: row 17, column 2 ('x2'): missing value (NaN); fill it in the file, or set data.missing: mean or zero"),
+        ("inf.npy", "", "inf.npy: row 40, column 4 ('y'): -inf is not a finite number; replace or drop it"),
         ("arch.npz", "", "arch.npz: no array 'x'; the arrays are: a, b (set data.arrays.x"),
         ("good.npy", ", format: csv", "data.format is csv, but the file looks like a NumPy .npy file"),
         ("good.npy", ", label: x9", "data.label 'x9' is not a column of the array"),
@@ -134,5 +139,26 @@ def test_bad_arrays(tmp):
     assert r.code == 0, r
 
 
+def test_validate_reads_a_large_array_in_pieces(tmp):
+    # 25,000 rows of 201 float64 (40 MB): validate reads a shard 16 MiB at a time (about 10,000
+    # rows here), around the held-out rows. Every row is counted once: the labels of the shards
+    # and of the validation split add up to the array's.
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 5, (25000, 200)).astype(np.float64)
+    y = (rng.random(25000) < 0.3).astype(np.float64)
+    np.save(tmp / "wide.npy", np.column_stack([x, y]))
+    cfg = h.write_config(tmp, "version: 1\nmodel: {type: logistic_regression}\n"
+                         f"data: {{path: {tmp / 'wide.npy'}, validation: 0.1}}\n"
+                         "shards: {count: 2}\n", "wide.yaml")
+    r = h.run("validate", cfg, "--json")
+    assert r.code == 0, r
+    report = json.loads(r.stdout)
+    shards = report["shards"]
+    assert sum(s["rows"] for s in shards) + report["validation_rows"] == 25000, report
+    ones = sum(s["labels"].get("1", 0) for s in shards) + report["validation_labels"].get("1", 0)
+    assert ones == int(y.sum()), (ones, int(y.sum()))
+
+
 if __name__ == "__main__":
-    h.main([test_arrays_train_as_the_csv, test_bad_arrays])
+    h.main([test_arrays_train_as_the_csv, test_bad_arrays,
+            test_validate_reads_a_large_array_in_pieces])

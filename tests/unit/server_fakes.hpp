@@ -55,6 +55,18 @@ struct FakeWorker {
   }
 };
 
+// A server of keys [0, 2) for `workers`, stepping plain SGD at lr 1 with no L2.
+dt::roles::ServerOptions two_key_options(int workers, bool asynchronous) {
+  dt::roles::ServerOptions o;
+  o.range = {0, 2};
+  o.workers = workers;
+  o.asynchronous = asynchronous;
+  o.optimizer.lr = 1.0;
+  o.l2 = {0.0, 0.0};
+  o.job_id = kJob;
+  return o;
+}
+
 std::unique_ptr<dt::transport::Transport> inproc() {
   dt::transport::TransportOptions o;
   o.kind = dt::transport::TransportOptions::Kind::kInproc;

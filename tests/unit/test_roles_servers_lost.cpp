@@ -8,24 +8,12 @@
 #include <doctest/doctest.h>
 
 using dt::roles::ParameterServer;
-using dt::roles::ServerOptions;
 using dt::roles::StepClock;
 using Slice = std::pair<std::uint64_t, std::vector<double>>;
 
 namespace {
 
 constexpr std::chrono::milliseconds kWait{5000};
-
-ServerOptions options(int workers, bool asynchronous) {
-  ServerOptions o;
-  o.range = {0, 2};
-  o.workers = workers;
-  o.asynchronous = asynchronous;
-  o.optimizer.lr = 1.0;
-  o.l2 = {0.0, 0.0};
-  o.job_id = kJob;
-  return o;
-}
 
 }  // namespace
 
@@ -57,7 +45,7 @@ TEST_CASE("servers: a worker that takes rows over plans more steps, and can be u
 TEST_CASE("servers: a synchronous round completes without a dropped worker, divided by the rows "
           "that came, and its later pushes are ignored") {
   auto transport = inproc();
-  ParameterServer server(*transport, options(3, false), {0.0, 0.0});
+  ParameterServer server(*transport, two_key_options(3, false), {0.0, 0.0});
   FakeWorker w0(*transport, server.endpoint(), 0), w1(*transport, server.endpoint(), 1),
       w2(*transport, server.endpoint(), 2);
   for (auto* w : {&w0, &w1, &w2}) w->pull(0);
@@ -81,7 +69,7 @@ TEST_CASE("servers: a synchronous round completes without a dropped worker, divi
 TEST_CASE("servers: a replacement's push of a round is applied once, whether or not the lost "
           "worker's push of it arrived") {
   auto transport = inproc();
-  ParameterServer server(*transport, options(2, false), {0.0, 0.0});
+  ParameterServer server(*transport, two_key_options(2, false), {0.0, 0.0});
   FakeWorker w0(*transport, server.endpoint(), 0);
   auto w1 = std::make_unique<FakeWorker>(*transport, server.endpoint(), 1);
   w0.pull(0);
@@ -109,7 +97,7 @@ TEST_CASE("servers: a replacement's push of a round is applied once, whether or 
 TEST_CASE("servers: async stops waiting for a dropped worker: the lock-step hold is released "
           "and its steps not done leave the total") {
   auto transport = inproc();
-  auto o = options(2, true);
+  auto o = two_key_options(2, true);
   o.worker_steps = {3, 3};
   o.max_staleness = 0;
   ParameterServer server(*transport, o, {0.0, 0.0});
@@ -139,7 +127,7 @@ TEST_CASE("servers: async stops waiting for a dropped worker: the lock-step hold
 TEST_CASE("servers: async deals a dropped worker's rows on the next slice to the survivors sure to "
           "get one, and a push that states a longer plan lengthens the run") {
   auto transport = inproc();
-  auto o = options(3, true);
+  auto o = two_key_options(3, true);
   o.worker_steps = {3, 1, 3};
   ParameterServer server(*transport, o, {0.0, 0.0});
   FakeWorker w0(*transport, server.endpoint(), 0), w1(*transport, server.endpoint(), 1),
@@ -178,7 +166,7 @@ TEST_CASE("servers: async deals a dropped worker's rows on the next slice to the
 TEST_CASE("servers: an async replacement pulls first, and its push of a step this server has "
           "applied already is dropped and taken as the pull of its next step") {
   auto transport = inproc();
-  auto o = options(2, true);
+  auto o = two_key_options(2, true);
   o.worker_steps = {2, 2};
   o.keep_log = true;
   ParameterServer server(*transport, o, {0.0, 0.0});
