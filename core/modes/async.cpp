@@ -69,6 +69,7 @@
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "base/text.hpp"
+#include "base/timeline.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -392,12 +393,16 @@ class AsyncMode final : public ServerGroupMode {
       client.pull(steps);
     }
     for (std::uint64_t step = first; step < steps; ++step) {
+      // output.timeline: pull, compute and push end to end, on this worker's own step axis.
+      timeline::set_step(step + 1);
+      timeline::Lap lap;
       // Held by the server while the staleness bound says wait.
       if (keyed) {
         keyed->receive(client);
       } else {
         client.receive(params);
       }
+      lap.mark(timeline::Phase::kPull);
       if (auto notice = client.take_notice()) {
         // A share of a lost worker's rows, from the next local epoch (this one keeps its order).
         const auto from = epoch + 1;
@@ -415,23 +420,27 @@ class AsyncMode final : public ServerGroupMode {
       AsyncKeyedWorker::At next{epoch, in_epoch + 1};  // the next step's place
       if (next.second == per_epoch[epoch]) next = {epoch + 1, 0};
       const auto plan = steps == planned ? 0 : steps;
+      models::BatchResult result;
+      std::uint64_t rows = 0;  // dense: the batch's rows (keyed: the worker keeps them)
       if (keyed) {
-        const auto result = keyed->compute(step + 1 < steps ? std::optional(next) : std::nullopt);
-        session.add_compute_seconds(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        keyed->push(client, step, result, plan, clip ? &*clip : nullptr);
+        result = keyed->compute(step + 1 < steps ? std::optional(next) : std::nullopt);
       } else {
         std::fill(grad.begin(), grad.end(), 0.0);
         const auto batch = session.local_batch_at(epoch, in_epoch);
-        models::BatchResult result;
         if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
-        session.add_compute_seconds(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        const auto rows = static_cast<std::uint64_t>(batch.rows());
-        std::optional<double> factor;
+        rows = static_cast<std::uint64_t>(batch.rows());
+      }
+      const auto end = std::chrono::steady_clock::now();
+      session.add_compute_seconds(std::chrono::duration<double>(end - start).count());
+      lap.mark(timeline::Phase::kCompute, end);
+      if (keyed) {
+        keyed->push(client, step, result, plan, clip ? &*clip : nullptr);
+      } else {
+        std::optional<double> factor;  // clip_norm over several servers: the worker's factor
         if (clip) factor = clip->factor(params, grad, rows);
         client.push(grad, step, rows, result.loss_sum, plan, factor);
       }
+      lap.mark(timeline::Phase::kPush);
       std::tie(epoch, in_epoch) = next;
     }
     protocol::Envelope done{.type = protocol::Type::kDone, .step = steps};

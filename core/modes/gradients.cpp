@@ -56,14 +56,13 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
       timeline::set_step(step + 1);
-      auto span_start = timeline::start();
+      timeline::Lap lap;  // output.timeline: the gather starts where the broadcast ends
       protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
       request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
       session.broadcast(std::move(request));
-      timeline::span(timeline::Phase::kBroadcast, span_start);
-      span_start = timeline::start();
+      lap.mark(timeline::Phase::kBroadcast);
       const auto replies = session.gather(protocol::Type::kGradient);
-      timeline::span(timeline::Phase::kGather, span_start);
+      lap.mark(timeline::Phase::kGather);
 
       // Summed in rank order (the gather's order), so a run gives the same bits every time.
       if (codec) {
@@ -72,7 +71,8 @@ class GradientsMode final : public CoordinatorOptimizerMode {
         sum_in_order(replies, grad);
       }
       const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
-      finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
+      finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows,
+                  lap);
     }
     if (codec) session.result().aggregation["compression"] = tally.to_json(session.config());
   }
@@ -102,14 +102,11 @@ class GradientsMode final : public CoordinatorOptimizerMode {
               : std::span<double>(reinterpret_cast<double*>(frame.data()), p);
 
     session.begin_step(message.step);
-    const auto span_start = timeline::start();
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;
     if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
-    session.add_compute_seconds(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    timeline::span(timeline::Phase::kCompute, span_start);
+    session.add_compute_seconds(timeline::seconds_since(timeline::Phase::kCompute, start));
     if (codec) frame = wire::encode_half(grad, *codec);
 
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};

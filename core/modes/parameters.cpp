@@ -53,6 +53,7 @@
 #include "base/error.hpp"
 #include "base/random.hpp"
 #include "base/text.hpp"
+#include "base/timeline.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -228,6 +229,9 @@ class ParametersMode final : public Mode {
         session.step_boundary(schedule.end_step(r));
         continue;
       }
+      // output.timeline: the round's spans carry the step it ends at (its loss.csv row).
+      timeline::set_step(schedule.end_step(r));
+      timeline::Lap lap;
       // Each client is told where it is in its own data, so a replacement resumes its shard
       // where the lost worker left it.
       for (const int c : clients) {
@@ -239,10 +243,14 @@ class ParametersMode final : public Mode {
           request.fields["schedule_steps"] = schedule.total_steps;
         }
         request.fields[schedule.sync_steps > 0 ? "steps" : "epochs"] = schedule.amount(r);
+        // output.timeline: a worker's local steps go on the log's axis from the round's start.
+        if (timeline::on()) request.fields["timeline_step"] = r == 0 ? 0 : schedule.end_step(r - 1);
         request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
         session.send_to(c, std::move(request));
       }
+      lap.mark(timeline::Phase::kBroadcast);
       const auto replies = session.gather_from(protocol::Type::kRoundResult, clients);
+      lap.mark(timeline::Phase::kGather);
       if (replies.empty()) {  // every client of the round was lost (continue)
         session.record_step(schedule.end_step(r), 0, 0, worker_loss, worker_rows);
         continue;
@@ -283,6 +291,7 @@ class ParametersMode final : public Mode {
         throw;
       }
       params = merged;
+      lap.mark(timeline::Phase::kMerge);  // the candidates scored (best, validation_weighted)
       // The clients' positions (and kept optimizer states) move with the merge, so that a
       // checkpoint never holds half a round.
       for (const auto& reply : replies) {
@@ -375,10 +384,12 @@ class ParametersMode final : public Mode {
                                              ? protocol::count(message, "schedule_steps")
                                              : 0;
 
+    const std::uint64_t first = protocol::count_or(message, "timeline_step", 0);
     double loss_sum = 0;
     std::uint64_t rows = 0;
     for (std::uint64_t s = 0; s < steps; ++s) {
       session.begin_step(local_step_);
+      timeline::set_step(first + s + 1);  // output.timeline: this local step on the log's axis
       optimizer_->set_schedule_step(local_step_, schedule_steps);
       const auto start = std::chrono::steady_clock::now();
       const auto batch = session.local_batch(local_step_++);
@@ -393,8 +404,7 @@ class ParametersMode final : public Mode {
         loss_sum += result.loss_sum;
         rows += n;
       }
-      session.add_compute_seconds(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      session.add_compute_seconds(timeline::seconds_since(timeline::Phase::kLocalStep, start));
       // Diverged: the coordinator fails the run on this loss; the remaining steps would only
       // spend time on NaNs.
       if (!std::isfinite(loss_sum)) break;

@@ -390,15 +390,13 @@ class RingMode final : public Mode {
 
     session.begin_step(index);
     timeline::set_step(index + 1);
-    auto span_start = timeline::start();
     auto start = Clock::now();
     const auto batch = session.batch(index);
     models::BatchResult result;
     if (batch.rows() > 0) result = model.batch_loss_and_gradient(params_, batch, grad);
     buffer_[p] = static_cast<double>(batch.rows());
     buffer_[p + 1] = result.loss_sum;
-    double compute = seconds_since(start);
-    timeline::span(timeline::Phase::kCompute, span_start);
+    double compute = timeline::seconds_since(timeline::Phase::kCompute, start);
 
     try {
       ring::allreduce_step(*ring_, buffer_, protocol::half_codec(session.config()));
@@ -413,7 +411,6 @@ class RingMode final : public Mode {
     }
 
     start = Clock::now();
-    span_start = timeline::start();
     const double rows = buffer_[p];
     // The star skips an empty step, and a diverged one fails the run before its update: the
     // replicas do the same (the coordinator reports the divergence).
@@ -434,8 +431,7 @@ class RingMode final : public Mode {
       apply_gradient_sum(model, *optimizer_, params_, grad, rows);
     }
     done_ = index + 1;
-    timeline::span(timeline::Phase::kApply, span_start);
-    compute += seconds_since(start);
+    compute += timeline::seconds_since(timeline::Phase::kApply, start);
     session.add_compute_seconds(compute);
     rows_out = static_cast<double>(batch.rows());
     loss_out = result.loss_sum;

@@ -156,27 +156,25 @@ class ShardedGradientsMode final : public ServerGroupMode {
     // step (the servers stop then, and a slice still on its way may never arrive), and the
     // wait is only ever for a round every server has applied (the coordinator broadcasts a
     // step after that).
-    auto span_start = timeline::start();
+    timeline::Lap lap;  // output.timeline: pull, compute and push end to end
     if (owed_) {
       client_->receive(params_, *owed_);
       owed_.reset();
     }
-    timeline::span(timeline::Phase::kPull, span_start);
+    lap.mark(timeline::Phase::kPull);
     std::fill(grad_.begin(), grad_.end(), 0.0);
     session.begin_step(message.step);
-    span_start = timeline::start();
     const auto start = std::chrono::steady_clock::now();
     const auto batch = session.batch(message.step);
     models::BatchResult result;
     if (batch.rows() > 0) result = model.batch_loss_and_gradient(params_, batch, grad_);
-    session.add_compute_seconds(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    timeline::span(timeline::Phase::kCompute, span_start);
+    const auto end = std::chrono::steady_clock::now();
+    session.add_compute_seconds(std::chrono::duration<double>(end - start).count());
+    lap.mark(timeline::Phase::kCompute, end);
 
     const auto rows = static_cast<std::uint64_t>(batch.rows());
-    span_start = timeline::start();
     client_->push(grad_, message.step, rows, result.loss_sum);
-    timeline::span(timeline::Phase::kPush, span_start);
+    lap.mark(timeline::Phase::kPush);
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
     session.send(std::move(reply));

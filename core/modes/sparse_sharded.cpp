@@ -4,6 +4,7 @@
 
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
+#include "base/timeline.hpp"
 
 #include <chrono>
 
@@ -34,6 +35,7 @@ void SparseShardedWorker::step(roles::WorkerSession& session, roles::ServerClien
   const std::uint64_t step = message.step;
   session.begin_step(step);
   const auto start = std::chrono::steady_clock::now();
+  timeline::Lap lap(start);  // output.timeline: [pull], compute, push; the next step's pull
   if (current_.step != step) {
     if (next_.step == step) {
       std::swap(current_, next_);
@@ -50,6 +52,7 @@ void SparseShardedWorker::step(roles::WorkerSession& session, roles::ServerClien
     } else {
       client.pull_keyed(indices_);
       client.receive_keyed(local_, step);
+      lap.mark(timeline::Phase::kPull);  // with the batch's keys read
     }
   }
   start_.clear();
@@ -65,18 +68,22 @@ void SparseShardedWorker::step(roles::WorkerSession& session, roles::ServerClien
     prepare_batch(session, step + 1, next_);
     parameter_indices(next_.batch, width_, outputs_, next_indices_);
   }
-  session.add_compute_seconds(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  const auto end = std::chrono::steady_clock::now();
+  session.add_compute_seconds(std::chrono::duration<double>(end - start).count());
+  lap.mark(timeline::Phase::kCompute, end);
   const auto rows = static_cast<std::uint64_t>(current_.batch.rows());
   client.push_keyed(indices_, grad_, next_indices_, step, rows, result.loss_sum);
+  lap.mark(timeline::Phase::kPush);
   protocol::Envelope reply{.type = protocol::Type::kGradient, .step = step};
   reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
   session.send(std::move(reply));
   values_step_ = UINT64_MAX;
   if (ahead) {
+    timeline::Lap pull;
     next_local_.resize(next_indices_.size());
     client.receive_keyed(next_local_, step + 1);
     values_step_ = step + 1;
+    pull.mark(timeline::Phase::kPull);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "core/protocol/key_frames.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
+#include "base/timeline.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -49,11 +50,15 @@ void SparseStar::coordinate(roles::CoordinatorSession& session, models::Optimize
   const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
   for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
     if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
+    timeline::set_step(step + 1);
+    timeline::Lap lap;  // output.timeline: broadcast (with any keys asked), gather, apply
     ask_keys(session, step);
     for (const int r : std::vector<int>(session.alive())) {
       session.send_to(r, step_message(params, r, step));
     }
+    lap.mark(timeline::Phase::kBroadcast);
     const auto replies = session.gather(protocol::Type::kGradient);
+    lap.mark(timeline::Phase::kGather);
     const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
     sum_replies(replies, step);
     if (rows > 0) {  // else an empty step (only possible with tiny shards)
@@ -70,6 +75,7 @@ void SparseStar::coordinate(roles::CoordinatorSession& session, models::Optimize
         }
         optimizer.step_indices(indices_, sums_, 1.0, params);
       }
+      lap.mark(timeline::Phase::kApply);  // the replies summed by key, the optimizer's step
       session.add_samples(rows);
       session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
     }
@@ -196,8 +202,7 @@ void SparseStar::work(roles::WorkerSession& session, const protocol::Envelope& m
     prepare_batch(session, step + 1, next_);
     reply.arrays.push_back(protocol::encode_keys(next_.batch.keys));
   }
-  session.add_compute_seconds(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  session.add_compute_seconds(timeline::seconds_since(timeline::Phase::kCompute, start));
   session.send(std::move(reply));
 }
 

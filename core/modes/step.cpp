@@ -57,13 +57,12 @@ StepTotals tally_replies(const std::vector<protocol::Envelope>& replies,
 void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,
                  std::vector<double>& grad, std::uint64_t step, double loss_sum,
                  std::uint64_t rows, const std::vector<double>& worker_loss,
-                 const std::vector<std::uint64_t>& worker_rows) {
+                 const std::vector<std::uint64_t>& worker_rows, timeline::Lap& lap) {
   if (rows > 0) {  // else an empty step (only possible with tiny shards)
     check_batch_loss(session.config(), step, loss_sum, rows);
-    const auto span_start = timeline::start();
     apply_gradient_sum(session.model(), optimizer, session.params(), grad,
                        static_cast<double>(rows));
-    timeline::span_at(timeline::Phase::kApply, step, span_start);
+    lap.mark(timeline::Phase::kApply);
     session.add_samples(rows);
     session.record_step(step, loss_sum, rows, worker_loss, worker_rows);
   }

@@ -6,6 +6,7 @@
 #include "core/models/model.hpp"
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
+#include "base/timeline.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -50,11 +51,12 @@ struct StepTotals {
 
 // The end of a coordinator-side synchronous step (star, tensor): skips an empty step, checks the
 // loss, applies the mean gradient to the session's parameters, records the step's losses, and
-// reports the step boundary (a checkpoint when one is due).
+// reports the step boundary (a checkpoint when one is due). output.timeline: `lap` (the step's,
+// last marked at the gather's end) marks the `apply` span, which includes summing the replies.
 void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,
                  std::vector<double>& grad, std::uint64_t step, double loss_sum,
                  std::uint64_t rows, const std::vector<double>& worker_loss,
-                 const std::vector<std::uint64_t>& worker_rows);
+                 const std::vector<std::uint64_t>& worker_rows, timeline::Lap& lap);
 
 // The state of a mode whose coordinator holds the parameters and the one optimizer (star,
 // tensor): "parameters" and "optimizer" of the last completed step.

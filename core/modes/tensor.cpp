@@ -35,12 +35,14 @@
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "base/text.hpp"
+#include "base/timeline.hpp"
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 namespace dt::modes {
 namespace {
@@ -136,6 +138,8 @@ class TensorMode final : public CoordinatorOptimizerMode {
     while (step < steps && !early_stop.stopped()) {
       try {
         reformer.before_step(step, session.plan().steps_per_epoch);
+        timeline::set_step(step + 1);
+        timeline::Lap lap;  // output.timeline: the slices out (broadcast), the replies in
         for (int t = 0; t < tensor; ++t) {
           const auto ut = static_cast<std::size_t>(t);
           slices[ut]->gather(params, slice_params[ut]);
@@ -146,7 +150,9 @@ class TensorMode final : public CoordinatorOptimizerMode {
               std::span<const double>(slice_params[static_cast<std::size_t>(r % tensor)])));
           session.send_to(r, std::move(request));
         }
+        lap.mark(timeline::Phase::kBroadcast);
         const auto replies = session.gather(protocol::Type::kGradient);
+        lap.mark(timeline::Phase::kGather);
         std::fill(by_rank.begin(), by_rank.end(), nullptr);
         for (const auto& reply : replies) by_rank[reply.rank] = &reply;
 
@@ -172,7 +178,8 @@ class TensorMode final : public CoordinatorOptimizerMode {
             worker_rows[r] = group_rows;
           }
         }
-        finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows);
+        finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows,
+                    lap);
         ++step;
       } catch (const RingReform&) {
         reformer.arm(true);
@@ -201,6 +208,7 @@ class TensorMode final : public CoordinatorOptimizerMode {
     session.begin_step(message.step);
     peer_seconds_ = 0;
     const auto start = std::chrono::steady_clock::now();
+    piece_ = start;  // output.timeline: compute pieces between the group's all-reduces
     const auto batch = session.gathered(session.batch(message.step));
     // Every rank of the group computes, even on an empty batch: the all-reduces must match up.
     models::BatchResult result;
@@ -209,12 +217,15 @@ class TensorMode final : public CoordinatorOptimizerMode {
     } catch (const GroupAbandoned&) {
       // A rank was lost: the coordinator's re-form message waits to be read next.
       log::info("step {} abandoned: a rank of this run was lost", message.step + 1);
+      piece_.reset();
       return;
     }
     // An all-reduce waits for the slowest member of the group: that is communication, or one
     // slow rank would make its whole group look slow (the straggler check compares step times).
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto end = std::chrono::steady_clock::now();
+    timeline::span_between(timeline::Phase::kCompute, *piece_, end);
+    piece_.reset();
+    const double seconds = std::chrono::duration<double>(end - start).count();
     session.add_comm_seconds(peer_seconds_);
     session.add_compute_seconds(std::max(0.0, seconds - peer_seconds_));
 
@@ -291,9 +302,18 @@ class TensorMode final : public CoordinatorOptimizerMode {
     ring_ = &session.peers().ring(members_, generation_);
     all_reduce_ = [this](std::span<double> values) {
       const auto start = std::chrono::steady_clock::now();
-      ring_->allreduce_sum(values);
-      peer_seconds_ +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      {
+        const timeline::Scope quiet(nullptr);  // one span for the exchange, not the ring's two
+        ring_->allreduce_sum(values);
+      }
+      const auto end = std::chrono::steady_clock::now();
+      peer_seconds_ += std::chrono::duration<double>(end - start).count();
+      if (piece_) {  // a training step's (not the final evaluation's)
+        timeline::span_between(timeline::Phase::kCompute, *piece_, start);
+        timeline::span_between(timeline::Phase::kTensorExchange, start, end,
+                               static_cast<std::uint32_t>(values.size()));
+        piece_ = end;
+      }
     };
     // A re-form message ends a collective that waits on a lost rank (ring_reform.hpp); under
     // abort none comes, but the coordinator's word that the run ended does (poll_coordinator).
@@ -324,6 +344,8 @@ class TensorMode final : public CoordinatorOptimizerMode {
   std::vector<double> grad_;  // reused every step
   models::GroupAllReduce all_reduce_;
   double peer_seconds_ = 0;  // in all_reduce_ since the step began
+  // output.timeline: where the step's compute piece in progress began (none outside a step).
+  std::optional<std::chrono::steady_clock::time_point> piece_;
   std::vector<std::uint32_t> members_;  // this rank's group
   std::uint64_t generation_ = 0;        // of the group's ring (the coordinator's, at a re-form)
   collectives::Ring* ring_ = nullptr;

@@ -21,6 +21,19 @@ void metadata(std::string& out, const char* what, int pid, int tid, const std::s
   out += '\n';
 }
 
+// What a phase counts, after its step: a ring half's segments, an async push's worker and
+// staleness, a tensor exchange's values.
+std::string more_args(const timeline::Span& s) {
+  switch (s.phase) {
+    case timeline::Phase::kReduceScatter:
+    case timeline::Phase::kAllGather: return fmt::format(R"(,"segments":{})", s.detail);
+    case timeline::Phase::kApplyPush:
+      return fmt::format(R"(,"worker":{},"staleness":{})", s.peer, s.detail);
+    case timeline::Phase::kTensorExchange: return fmt::format(R"(,"values":{})", s.detail);
+    default: return {};
+  }
+}
+
 }  // namespace
 
 std::string timeline_json(const roles::RunResult& result) {
@@ -48,13 +61,11 @@ std::string timeline_json(const roles::RunResult& result) {
                        return a.start_ns < b.start_ns;
                      });
     for (const auto& s : spans) {
-      const bool segment = s.phase == timeline::Phase::kReduceScatter ||
-                           s.phase == timeline::Phase::kAllGather;
       out += fmt::format(
           R"({{"name":"{}","cat":"step","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},"args":{{"step":{}{}}}}},)",
           timeline::name_of(s.phase), micros(s.start_ns + track.offset_ns - origin),
           micros(std::max<std::int64_t>(0, s.end_ns - s.start_ns)), track.pid, track.tid, s.step,
-          segment ? fmt::format(R"(,"segment":{})", s.detail) : std::string());
+          more_args(s));
       out += '\n';
     }
   }

@@ -320,12 +320,11 @@ void ParameterServer::finish_round(double factor) {
         stepped_.assign(touched_index_.begin(), touched_index_.end());
       }
       stepped_from_ = stats_.version;
-      ++stats_.version;
-    } else {
-      if (round_.rows > 0) optimizer_->step_scaled(slice_, grad_, factor, slice_);
-      ++stats_.version;
-      timeline::span_at(timeline::Phase::kServerApply, stats_.version, round_.start);
+    } else if (round_.rows > 0) {
+      optimizer_->step_scaled(slice_, grad_, factor, slice_);
     }
+    ++stats_.version;
+    timeline::span_at(timeline::Phase::kServerApply, stats_.version, round_.start);
     std::fill(have_.begin(), have_.end(), false);
     received_ = 0;
     stats_.missing.clear();
@@ -337,6 +336,7 @@ void ParameterServer::finish_round(double factor) {
 }
 
 void ParameterServer::on_async_push(const protocol::Envelope& e) {
+  const auto span_start = timeline::start();  // output.timeline: an `apply push` span
   update_plan(e);  // before the clock judges this step: rows taken over lengthen the plan
   const auto rank = static_cast<int>(e.rank);
   const auto r = static_cast<std::size_t>(rank);
@@ -400,6 +400,9 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
     kept_.emplace(stats_.version,
                   ServerState{stats_.version, slice_, optimizer_->state(), stats_.worker_steps});
   }
+  timeline::span_at(timeline::Phase::kApplyPush, stats_.version, span_start,
+                    static_cast<std::uint32_t>(std::min<std::uint64_t>(staleness, UINT32_MAX)),
+                    static_cast<std::uint16_t>(rank));
   cv_.notify_all();
   }
   if (!clock_->finished(rank)) waiting_.push_back(rank);  // the push asks for the next step too

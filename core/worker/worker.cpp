@@ -12,7 +12,7 @@
 #include "base/log.hpp"
 #include "base/random.hpp"
 #include "base/resources.hpp"
-#include "base/timeline.hpp"
+#include "core/worker/worker_timeline.hpp"
 #include "transports/transport.hpp"
 
 #include <unistd.h>
@@ -365,7 +365,6 @@ WorkerSession::WorkerSession(const WorkerOptions& options, const config::Config&
 
 protocol::Envelope WorkerSession::receive() {
   const auto start = Clock::now();
-  const auto span_start = timeline::start();
   for (;;) {
     protocol::Envelope e;
     if (!early_.empty()) {
@@ -379,11 +378,9 @@ protocol::Envelope WorkerSession::receive() {
       h->second(e);
       continue;
     }
-    comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-    if (e.type == protocol::Type::kStep) {  // the wait for a step's request (and parameters)
-      timeline::set_step(e.step + 1);
-      timeline::span(timeline::Phase::kWait, span_start);
-    }
+    const auto end = Clock::now();
+    comm_seconds_ += std::chrono::duration<double>(end - start).count();
+    note_request(e, start, end);  // output.timeline: the wait for a step's (or round's) request
     return e;
   }
 }
@@ -418,9 +415,7 @@ bool WorkerSession::poll_coordinator(protocol::Type type) {
 
 void WorkerSession::send(protocol::Envelope envelope) {
   const auto start = Clock::now();
-  const auto span_start = timeline::start();
-  const bool step_reply = envelope.type == protocol::Type::kGradient ||
-                          envelope.type == protocol::Type::kRingLoss;
+  const bool step_reply = is_step_reply(envelope.type);  // output.timeline: a `send` span
   envelope.rank = options_.rank;
   // A reply belongs to the attempt of the request it answers (the coordinator drops replies to
   // an abandoned one).
@@ -429,8 +424,9 @@ void WorkerSession::send(protocol::Envelope envelope) {
   // message is kept too: it was lost on the way, the work behind it was done.
   last_reply_ = protocol::encode(std::move(envelope), options_.job_id);
   if (faults_.before_send(true)) connection_.send(*last_reply_, deadline_in(kSendDeadline));
-  comm_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-  if (step_reply) timeline::span(timeline::Phase::kSend, span_start);
+  const auto end = Clock::now();
+  comm_seconds_ += std::chrono::duration<double>(end - start).count();
+  if (step_reply) timeline::span_between(timeline::Phase::kSend, start, end);
 }
 
 bool WorkerSession::answer_repeat(const protocol::Envelope& request) {

@@ -58,6 +58,8 @@ void Ring::allreduce_sum(std::span<double> values, std::optional<wire::HalfCodec
   ++stats_.allreduces;
   if (n == 1 || values.empty()) return;
   links_.begin(id_, seq);
+  timeline::Lap lap(start);
+  const auto halves = static_cast<std::uint32_t>(n - 1);  // the segments of each half
 
   const std::uint64_t length = values.size();
   const std::uint64_t chunk = links_.options().chunk_doubles;
@@ -80,7 +82,9 @@ void Ring::allreduce_sum(std::span<double> values, std::optional<wire::HalfCodec
     const Segment in = segment(length, n, in_k);
     const std::uint64_t chunks = std::max(chunks_of(out, chunk), chunks_of(in, chunk));
     const char* what = gather ? "ring all-reduce (all-gather)" : "ring all-reduce (reduce-scatter)";
-    const auto span_start = timeline::start();  // output.timeline: one span per segment
+    // output.timeline: one span per half, the reduce-scatter's ending where the all-gather's
+    // starts (one clock read more than the seconds below need).
+    if (phase == n - 1) lap.mark(timeline::Phase::kReduceScatter, halves);
     for (std::uint64_t c = 0; c < chunks; ++c) {
       const ChunkKey sent{id_, links_.rank(), seq, static_cast<std::uint32_t>(phase),
                           static_cast<std::uint32_t>(c)};
@@ -111,10 +115,10 @@ void Ring::allreduce_sum(std::span<double> values, std::optional<wire::HalfCodec
         stats_.values_received += count;
       }
     }
-    timeline::span(gather ? timeline::Phase::kAllGather : timeline::Phase::kReduceScatter,
-                   span_start, static_cast<std::uint32_t>(s));
   }
-  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto end = std::chrono::steady_clock::now();
+  lap.mark(timeline::Phase::kAllGather, end, halves);
+  stats_.seconds += std::chrono::duration<double>(end - start).count();
 }
 
 }  // namespace dt::collectives
