@@ -148,12 +148,11 @@ class ParameterServer {
   // Async: after an update, under mu_: writes options().copy when one is due. Keyed pushes
   // only: after this server's first copy, only the offsets changed since the last one.
   void leave_copy();
-  // Keyed async: the offsets stepped since the last copy (a push's each, repeats and all: at
-  // most copy_every pushes' keys), and whether the copy is this server's state but at them.
+  // Keyed async: the offsets stepped since the last copy (at most copy_every pushes' keys,
+  // repeats and all), and whether the copy is this server's state but at them.
   std::vector<std::uint32_t> changed_;
   bool copy_in_part_ = false;
-  // end_training on the server thread: take_end answers the held pulls, screen_ended (true:
-  // answered) every message after.
+  // end_training on the server thread: take_end answers held pulls, screen_ended the rest.
   void take_end();
   [[nodiscard]] bool screen_ended(const protocol::Envelope& e);
   void send_end(int rank);
@@ -195,9 +194,8 @@ class ParameterServer {
   std::vector<std::uint32_t> touched_list_;
   std::vector<std::uint64_t> touched_index_;
   std::vector<double> sums_;
-  // Under mu_: the coordinates the last keyed round stepped, and the version it started from.
-  // capture() into a copy of that version copies only these (keep() at every round would copy
-  // the whole slice and its optimizer state otherwise: the width, not the keys, a round).
+  // Under mu_: the coordinates the last keyed round stepped and the version it started from:
+  // all capture() copies into a copy of that version (not the width, the keys, a round).
   std::vector<std::uint64_t> stepped_;
   std::uint64_t stepped_from_ = UINT64_MAX;
 

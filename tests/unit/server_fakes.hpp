@@ -56,7 +56,7 @@ struct FakeWorker {
 };
 
 // A server of keys [0, 2) for `workers`, stepping plain SGD at lr 1 with no L2.
-dt::roles::ServerOptions two_key_options(int workers, bool asynchronous) {
+[[maybe_unused]] dt::roles::ServerOptions two_key_options(int workers, bool asynchronous) {
   dt::roles::ServerOptions o;
   o.range = {0, 2};
   o.workers = workers;
@@ -67,7 +67,7 @@ dt::roles::ServerOptions two_key_options(int workers, bool asynchronous) {
   return o;
 }
 
-std::unique_ptr<dt::transport::Transport> inproc() {
+[[maybe_unused]] std::unique_ptr<dt::transport::Transport> inproc() {
   dt::transport::TransportOptions o;
   o.kind = dt::transport::TransportOptions::Kind::kInproc;
   o.job_id = kJob;
