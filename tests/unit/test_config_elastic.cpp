@@ -52,7 +52,7 @@ TEST_CASE("config: fault_tolerance.elastic refusals name the key and what to do"
         "test.yaml:4:42: fault_tolerance.elastic.max_workers: is 3, below the 4 workers the run "
         "starts with (shards.count); set max_workers >= 4");
   CHECK(elastic_error("fault_tolerance: {elastic: {min_workers: 0}}\n") ==
-        "test.yaml:4:42: fault_tolerance.elastic.min_workers: expected an integer >= 1, got 0");
+        "test.yaml:4:42: fault_tolerance.elastic.min_workers: expected a positive integer, got 0");
   CHECK(elastic_error("aggregation: {mode: parameters}\nfault_tolerance: {elastic: {}}\n") ==
         "test.yaml:5:28: fault_tolerance.elastic: is available with aggregation.mode gradients "
         "over topology star with one server and parallelism.tensor 1 only, not with "
