@@ -101,6 +101,7 @@ int run_joining_worker(const JoinOptions& join) {
   }
   auto transport = transport::make_zmq_transport(options);
   roles::WorkerOptions worker{join.connect, join.rank, join.job_id, nullptr};
+  worker.own_process = true;  // its signals are its own (a SIGTERM may be a planned leave)
   if (join.job_id == 0) {
     // Joining by itself: an identity of its own, so that a second worker claiming the same
     // rank is refused by name instead of taking this one's connection over.

@@ -9,6 +9,7 @@
 // May use: base/.
 
 #include "core/config/data_config.hpp"
+#include "core/config/fault_config.hpp"
 #include "core/config/names.hpp"
 
 #include <cstdint>
@@ -141,31 +142,6 @@ struct TransportConfig {
   std::filesystem::path authorized_keys;  // keys.authorized: the client keys the coordinator admits
   std::filesystem::path server_key;       // keys.server: the coordinator's PREFIX.pub (workers)
   std::uint64_t max_message_bytes = std::uint64_t{1} << 32;  // larger messages are dropped
-};
-
-struct FaultToleranceConfig {
-  int heartbeat_ms = 200;
-  int worker_timeout_ms = 3000;
-  FailurePolicy on_worker_failure = FailurePolicy::kAbort;
-  int max_restarts = 3;                       // restart: replacements over the whole run
-  std::int64_t checkpoint_every_steps = 100;  // 0: only when a run stops early
-  double straggler_factor = 2.0;              // warn at k x the median step time; 0: never
-};
-
-// `faults:` (and --fault): injected failures, a testing feature. Exactly one of at_step and
-// probability says when: at_step fires at that worker step (kill, hang: once; slow, drop,
-// delay: every step from then on); probability p fires independently at each step (kill,
-// hang, slow) or each message (drop, delay), drawn from (seed, rank, step).
-struct FaultConfig {
-  int rank = 0;
-  // A parameter server's fault instead of a worker's (`server: k`, kill or hang): the server
-  // thread of key range k; -1 for a worker fault (`rank`). Its steps are the server's updates.
-  int server = -1;
-  FaultAction action = FaultAction::kKill;
-  std::optional<std::uint64_t> at_step;
-  double probability = 0;  // used when at_step is absent
-  int ms = 100;            // slow: extra milliseconds per step; delay: per message
-  std::uint64_t seed = 0;  // defaults to the run's seed
 };
 
 struct OutputConfig {

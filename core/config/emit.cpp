@@ -346,6 +346,13 @@ std::string to_yaml(const Config& c) {
   w.put("steps", c.fault_tolerance.checkpoint_every_steps);
   w.end();
   w.put("straggler_factor", c.fault_tolerance.straggler_factor);
+  if (const auto& e = c.fault_tolerance.elastic) {  // only when set: other configs hash as before
+    w.begin("elastic");
+    w.put("min_workers", e->min_workers);
+    w.put("max_workers", e->max_workers);
+    w.put("join_timeout_ms", e->join_timeout_ms);
+    w.end();
+  }
   w.end();
 
   if (!c.faults.empty()) w.put("faults", c.faults);

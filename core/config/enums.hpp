@@ -51,7 +51,7 @@ inline constexpr std::array kFailurePolicies{FailurePolicy::kAbort, FailurePolic
                                              FailurePolicy::kRestart};
 inline constexpr std::array kFaultActions{FaultAction::kKill, FaultAction::kHang,
                                           FaultAction::kSlow, FaultAction::kDrop,
-                                          FaultAction::kDelay};
+                                          FaultAction::kDelay, FaultAction::kLeave};
 
 template <class E, std::size_t N>
 [[nodiscard]] std::vector<std::string> names_of(const std::array<E, N>& values) {

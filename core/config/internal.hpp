@@ -25,6 +25,10 @@ void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides, R
 [[nodiscard]] std::vector<FaultConfig> parse_faults(const Section& root, std::uint64_t seed);
 // Faults that cannot hit (rank, inproc) and policies not available with the chosen mode.
 void check_fault_tolerance(const Section& root, const Config& c);
+// fault_tolerance.elastic (sections_elastic.cpp): its keys, then what it needs of the rest of
+// the config (the worker count, a mode that can re-plan, worker processes).
+[[nodiscard]] ElasticConfig parse_elastic(const Section& s);
+void check_elastic(const Section& root, const Config& c);
 
 // transport (sections_transport.cpp), and what it needs of the rest of the config.
 [[nodiscard]] TransportConfig parse_transport(const Section& s, const std::filesystem::path& base_dir);

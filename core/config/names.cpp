@@ -269,6 +269,8 @@ const char* name_of(FaultAction v) {
       return "drop";
     case FaultAction::kDelay:
       return "delay";
+    case FaultAction::kLeave:
+      return "leave";
   }
   return "?";
 }

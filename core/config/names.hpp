@@ -24,7 +24,7 @@ enum class LrScheduleType { kConstant, kStep, kExponential, kCosine };
 enum class TransportType { kInproc, kIpc, kTcp };
 enum class SecurityMode { kNone, kCurve };
 enum class FailurePolicy { kAbort, kContinue, kRestart };
-enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay };
+enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay, kLeave };
 
 // Names used in messages, model.json and summaries ("linear_regression", "relu", ...).
 [[nodiscard]] const char* name_of(ModelType v);

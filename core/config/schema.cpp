@@ -347,6 +347,16 @@ std::vector<Key> build_keys() {
        "Write `checkpoint/` every this many steps (`0`: only when the run stops early)."},
       {"fault_tolerance.straggler_factor", "number >= 0", "2", "",
        "Warn when a worker's step time stays above this many times the median (`0`: never)."},
+      {"fault_tolerance.elastic.min_workers", "integer >= 1", "1", "",
+       "Elastic membership (docs/elastic.md): workers may leave during the run (SIGTERM to a "
+       "worker: it finishes its step and exits 0; its rows are dealt to the others from the "
+       "next epoch). Below this many workers the run waits `join_timeout_ms` for joiners, then "
+       "fails (exit 3). Joining a running job is not available yet. Gradients mode over star "
+       "with one server only, worker processes (not `inproc`), `parallelism.tensor` 1."},
+      {"fault_tolerance.elastic.max_workers", "integer >= `shards.count`", "", "`shards.count`",
+       "The most workers the run may have (joiners above it will be refused)."},
+      {"fault_tolerance.elastic.join_timeout_ms", "integer >= 0", "60000", "",
+       "How long a run below `min_workers` waits for joiners before it fails."},
       // faults (a testing feature)
       {"faults.rank", "integer >= 0", "", "or `server`",
        "The worker rank the fault hits."},
@@ -355,7 +365,8 @@ std::vector<Key> build_keys() {
        "`hang`); its steps are the server's updates."},
       {"faults.action", one_of(kFaultActions), "", "required",
        "`kill`: SIGKILL itself; `hang`: SIGSTOP itself; `slow`: sleep `ms` per step; `drop`: "
-       "lose its messages to the coordinator; `delay`: hold each for `ms`."},
+       "lose its messages to the coordinator; `delay`: hold each for `ms`; `leave`: SIGTERM itself "
+       "(a planned leave; needs `fault_tolerance.elastic`)."},
       {"faults.at_step", "integer >= 0", "", "or `probability`",
        "The worker step it fires at (`slow`, `drop`, `delay`: every step from then on)."},
       {"faults.probability", "number in (0, 1]", "", "or `at_step`",

@@ -459,6 +459,9 @@ Config build(const Section& root, const fs::path& base_dir) {
   c.transport = parse_transport(root.section("transport"), base_dir);
   c.fault_tolerance = parse_fault_tolerance(root.section("fault_tolerance"));
   c.faults = parse_faults(root, c.seed);
+  if (auto& e = c.fault_tolerance.elastic; e && e->max_workers == 0) {
+    e->max_workers = worker_count(c);  // elastic.max_workers' default: the starting count
+  }
   c.output = parse_output(root.section("output"), base_dir, c.name);
   c.expect = parse_expect(root.section("expect"));
   check_combinations(root, c);

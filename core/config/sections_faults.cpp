@@ -39,6 +39,7 @@ FaultToleranceConfig parse_fault_tolerance(const Section& s) {
                        text::format_double(c.straggler_factor),
                        text::format_double(c.straggler_factor)));
   }
+  if (s.has("elastic")) c.elastic = parse_elastic(s.section("elastic"));
   return c;
 }
 
@@ -61,7 +62,7 @@ std::vector<FaultConfig> parse_faults(const Section& root, std::uint64_t seed) {
       s.fail_missing("rank", "the worker rank the fault hits, e.g. rank: 1; or server: k for a "
                              "parameter server");
     }
-    if (!s.has("action")) s.fail_missing("action", "one of kill, hang, slow, drop, delay");
+    if (!s.has("action")) s.fail_missing("action", "one of kill, hang, slow, drop, delay, leave");
     if (s.has("server")) {
       f.rank = -1;
       f.server = to_int(s.integer("server", 0, 0));
@@ -117,6 +118,7 @@ void check_server_fault(const Section& s, const Config& c, const FaultConfig& f)
 }  // namespace
 
 void check_fault_tolerance(const Section& root, const Config& c) {
+  check_elastic(root, c);
   const int workers = worker_count(c);
   for (std::size_t i = 0; i < c.faults.size(); ++i) {
     const Section s = root.item("faults", i);

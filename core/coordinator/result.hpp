@@ -84,6 +84,9 @@ struct RunResult {
   // training.early_stopping: {metric, patience, min_delta, stopped_at, best_step, best_metric}
   // (core/coordinator/early_stop.hpp); null without it.
   nlohmann::json early_stopping;
+  // fault_tolerance.elastic: the membership record (core/coordinator/membership.hpp); null
+  // without it.
+  nlohmann::json membership;
   // The mode's own statistics, written into summary.json as "aggregation" when not empty.
   nlohmann::json aggregation = nlohmann::json::object();
 };

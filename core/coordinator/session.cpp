@@ -1,4 +1,5 @@
 #include "core/coordinator/session.hpp"
+#include "core/coordinator/membership.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/coordinator/tensor_plan.hpp"
 #include "core/coordinator/worker_pool.hpp"
@@ -62,6 +63,7 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       last_request_generation_(plan.shard_rows.size(), 0),
       answered_(plan.shard_rows.size()) {
   evaluation_.early_stop() = EarlyStopper(config.training.early_stopping);
+  if (config.fault_tolerance.elastic) result_.membership = start_membership(config, ranks());
 }
 
 void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelope>& ready) {
@@ -245,6 +247,10 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       const auto r = static_cast<int>(e.rank);
       const auto i = static_cast<std::size_t>(r);
       if (!alive_flag_[i]) continue;  // the last words of a worker already given up
+      if (e.type == protocol::Type::kLeave) {  // a planned leave (elastic)
+        worker_left(r, got[i].has_value() && type == protocol::Type::kGradient);
+        continue;
+      }
       if (e.type == protocol::Type::kError) {
         raise_worker_error(r, protocol::read_error(e));
         continue;
@@ -342,6 +348,10 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
     window_.set_first_loss(loss_sum / static_cast<double>(rows));
   }
   window_.add(loss_sum, rows, worker_loss_sum, worker_rows);
+  if (!result_.membership.is_null() && step > 0) {  // elastic: the rows each epoch saw
+    const auto per_epoch = std::max<std::uint64_t>(1, plan_.steps_per_epoch);
+    count_epoch_rows(result_.membership, (step - 1) / per_epoch, rows);
+  }
   const auto every = static_cast<std::uint64_t>(config_.output.log_every_steps);
   // A row when the step crosses a multiple of log_every (modes that advance several steps per
   // call, as parameters mode does per round, still log at the cadence asked for), and at the end.

@@ -30,7 +30,6 @@
 #include <vector>
 
 namespace dt::roles {
-
 class Checkpointer;
 class HeartbeatServer;
 class WorkerPool;
@@ -57,8 +56,8 @@ class CoordinatorSession {
   [[nodiscard]] const Schedule& schedule() const noexcept { return schedule_; }
 
   // ---- Lost workers (fault_tolerance.on_worker_failure). A worker that exits, reports an
-  // error or stops heartbeating is reported in one line (rank, pid, host, cause, last completed
-  // step, the tail of its log), then:
+  // error or stops heartbeating is reported in one line (rank, pid, host, cause, last
+  // completed step, the tail of its log), then (a planned leave, elastic: like continue):
   //   abort:    the wait throws TrainingError (exit 3);
   //   restart:  a replacement is started under the same rank (up to max_restarts over the run),
   //             set up as at the start, and sent the rank's last request again: the wait goes on;
@@ -127,8 +126,7 @@ class CoordinatorSession {
   // For modes that wait on something other than the workers' messages (parameter servers).
   void supervise();
 
-  // The run's transport (for modes that open sockets of their own, such as parameter servers).
-  [[nodiscard]] transport::Transport& transport() const;
+  [[nodiscard]] transport::Transport& transport() const;  // for sockets of a mode's own (servers)
   void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
   [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
   // Each rank's identity on the coordinator's listener and its peer endpoint (addresses.hpp).
@@ -147,20 +145,19 @@ class CoordinatorSession {
                    const std::vector<double>& worker_loss_sum,
                    const std::vector<std::uint64_t>& worker_rows);
   void add_samples(std::uint64_t rows) noexcept { result_.samples += rows; }
-  // From now on a worker that exits is finishing, not failing (a bad exit is a warning).
+  // From now on a worker that exits is finishing, not failing (a bad exit is a warning), and
+  // note_late_exit records one that exited badly after its work was done, as a warning.
   void expect_exits() noexcept { exits_expected_ = true; }
-  // Records a worker that exited badly after its work was done, as a warning.
   void note_late_exit(const ChildExit& exit);
 
   // Checkpoints (core/coordinator/resume.hpp); none in unit tests that build a session by hand.
   void set_checkpointer(Checkpointer* checkpointer) noexcept { checkpointer_ = checkpointer; }
   // Steps already done when training starts: the checkpoint's step on a resumed run, else 0.
   [[nodiscard]] std::uint64_t first_step() const;
-  // A mode reports the end of every step (`step` = steps completed, empty steps included) at
-  // the point where it holds that step's state: writes a checkpoint when one is due.
+  // A mode reports the end of every step (`step` = steps completed, empty ones included) where
+  // it holds that step's state: writes a checkpoint when due.
   void step_boundary(std::uint64_t step);
-  // Will step_boundary(step) write a checkpoint? For modes that must fetch their state from the
-  // workers during the step (ring: rank 0 sends its optimizer state along).
+  // Will step_boundary(step) write a checkpoint? (ring: rank 0 sends its optimizer state along)
   [[nodiscard]] bool checkpoint_due(std::uint64_t step) const;
   [[nodiscard]] std::uint64_t completed_step() const noexcept { return completed_step_; }
   // After a stop (Ctrl-C, a failure): the next `type` message from `rank`, skipping any other
@@ -168,16 +165,19 @@ class CoordinatorSession {
   // it serves the checkpoint written because of it.
   [[nodiscard]] std::optional<protocol::Envelope> receive_from(int rank, protocol::Type type,
                                                               std::chrono::milliseconds timeout);
-  // The log row in progress (its loss sums), for a checkpoint, and back.
+  // The log row in progress (loss sums), for a checkpoint, and back.
   [[nodiscard]] const LossWindow& loss_window() const noexcept { return window_; }
   void restore_log_window(const nlohmann::json& window, std::uint64_t step, double seconds,
                           const std::string& where);
 
  private:
   // Applies the failure policy to `rank`, lost for `cause` ("was killed by signal 9 (SIGKILL)").
-  // Throws under abort (and when nothing can be done); returns once the rank is replaced or
-  // dropped.
+  // Throws under abort (and when nothing can be done); returns once replaced or dropped.
   void lose_worker(int rank, const std::string& cause);
+  // fault_tolerance.elastic (session_membership.cpp): `rank` left on purpose (kLeave), after the
+  // step in hand when `after_step`; below min_workers, waits for joiners, then throws.
+  void worker_left(int rank, bool after_step);
+  void check_min_workers(const std::string& why);
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers

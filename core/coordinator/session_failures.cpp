@@ -2,6 +2,7 @@
 // replacement, dealing a lost worker's rows to the survivors, and reading worker exits.
 
 #include "core/coordinator/session.hpp"
+#include "core/coordinator/membership.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/coordinator/tensor_plan.hpp"
 #include "core/protocol/timing.hpp"
@@ -83,6 +84,7 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
   if (alive_.empty()) throw TrainingError(fmt::format("{}; no worker is left", line));
   log::warn("{}; continuing with {} workers", line, alive_.size());
   lost_unassigned_.push_back(rank);
+  check_min_workers(fmt::format("worker {} was lost", rank));  // elastic only
   if (loss_handler_) loss_handler_(rank, policy);
 }
 
@@ -283,6 +285,9 @@ void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
         f["reassigned"] = {{"from_epoch", epoch}, {"rows", plan_.shard_rows[l]}, {"to", to}};
       }
     }
+    if (!result_.membership.is_null()) {
+      note_rows_dealt(result_.membership, lost, epoch, plan_.shard_rows[l], to);
+    }
     log::warn("worker {}'s {} rows are dealt to workers {} from epoch {}", lost,
               plan_.shard_rows[l], fmt::join(survivors, ", "), epoch + 1);
   }
@@ -329,14 +334,20 @@ void CoordinatorSession::check_exit(const ChildExit& exit) {
     note_late_exit(exit);
     return;
   }
-  if (!is_alive(exit.rank) || exit.pid != pool_.pid_of(exit.rank)) return;  // handled
+  if (!is_alive(exit.rank) || exit.pid != pool_.pid_of(exit.rank)) {  // handled
+    if (has_left(result_.membership, exit.rank)) note_late_exit(exit);  // a leaver exits 0
+    return;
+  }
   // Give an error report the worker sent just before exiting a moment to arrive: it says more
   // than the exit code. Other workers' messages read meanwhile wait for their gather.
   std::optional<protocol::WorkerError> error;
+  bool left = false;  // its planned leave (elastic), read after its exit
   const auto is_its_error = [&](const transport::Incoming& in) {
     try {
       const auto e = protocol::decode(in.message, job_id_);
-      if (e.type != protocol::Type::kError || static_cast<int>(e.rank) != exit.rank) return false;
+      if (static_cast<int>(e.rank) != exit.rank) return false;
+      left = left || e.type == protocol::Type::kLeave;
+      if (e.type != protocol::Type::kError) return left;
       error = protocol::read_error(e);
       return true;
     } catch (const ProtocolError&) {
@@ -345,10 +356,14 @@ void CoordinatorSession::check_exit(const ChildExit& exit) {
   };
   std::erase_if(stash_, is_its_error);
   const auto until = deadline_in(std::chrono::milliseconds(200));
-  while (!error) {
+  while (!error && !left) {
     auto in = listener_.receive(until);
     if (!in) break;
     if (!is_its_error(*in)) stash_.push_back(std::move(*in));
+  }
+  if (left) {
+    worker_left(exit.rank, false);
+    return;
   }
   if (error) {
     raise_worker_error(exit.rank, *error);

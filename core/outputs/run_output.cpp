@@ -244,6 +244,8 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   if (!result.aggregation.empty()) j["aggregation"] = result.aggregation;
   // training.early_stopping: where it stopped and which check's parameters were written.
   if (!result.early_stopping.is_null()) j["early_stopping"] = result.early_stopping;
+  // fault_tolerance.elastic: who left (and joined) at which step, and the rows of each epoch.
+  if (!result.membership.is_null()) j["membership"] = ordered_json::parse(result.membership.dump());
   // Workers lost and what was done about them; the run's own error, if any, is "error".
   j["failures"] = ordered_json::parse(result.failures.dump());
   j["stragglers"] = result.stragglers;

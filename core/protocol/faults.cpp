@@ -51,8 +51,9 @@ bool FaultInjector::fires_at_step(const Armed& a, std::uint64_t step) const {
   const auto& f = a.fault;
   if (f.at_step) {
     // kill and hang once, at that step; the others at every step from then on.
-    return f.action == FaultAction::kKill || f.action == FaultAction::kHang ? step == *f.at_step
-                                                                            : step >= *f.at_step;
+    const bool once = f.action == FaultAction::kKill || f.action == FaultAction::kHang ||
+                      f.action == FaultAction::kLeave;
+    return once ? step == *f.at_step : step >= *f.at_step;
   }
   return draw(f, rank_, a.index, step, kStepDraw, 0) < f.probability;
 }
@@ -65,6 +66,7 @@ StepFaults FaultInjector::step_faults(std::uint64_t step) const {
       case FaultAction::kKill: out.kill = true; break;
       case FaultAction::kHang: out.hang = true; break;
       case FaultAction::kSlow: out.slow_ms += a.fault.ms; break;
+      case FaultAction::kLeave: out.leave = true; break;
       case FaultAction::kDrop:
       case FaultAction::kDelay: break;
     }
@@ -123,6 +125,12 @@ double FaultInjector::begin_step(std::uint64_t step) {
     (void)log::flush();
     std::raise(SIGSTOP);
     log::warn("resumed after the injected hang (SIGCONT)");
+  }
+  if (fired.leave) {
+    // The handler (signals::install_leave_handler) only raises a flag: the step goes on, and
+    // the worker leaves when it next waits for the coordinator.
+    log::warn("injected fault: leave at step {} (SIGTERM)", step);
+    std::raise(SIGTERM);
   }
   if (fired.slow_ms <= 0) return 0;
   for (auto& a : faults_) {

@@ -10,8 +10,10 @@
 //   slow   sleeps `ms` at the start of the step; counted in the step's compute time.
 //   drop   the message is not sent (its reply is still cached for a repeated request).
 //   delay  sleeps `ms` before the message is sent.
+//   leave  raise(SIGTERM) on itself: with fault_tolerance.elastic, a planned leave (the worker
+//          finishes the step, tells the coordinator and exits 0; docs/elastic.md).
 //
-// When: `at_step` fires kill and hang once, at that step, and slow, drop and delay at every step
+// When: `at_step` fires kill, hang and leave once, at that step, and slow, drop and delay at every step
 // from then on (drop and delay: every message of those steps). `probability` draws per step
 // (kill, hang, slow) or per message (drop, delay) from the counter-based generator keyed by
 // (fault seed, rank, fault index, step, message index): a run's faults are the same on every
@@ -33,6 +35,7 @@ namespace dt::roles {
 struct StepFaults {
   bool kill = false;
   bool hang = false;
+  bool leave = false;
   int slow_ms = 0;  // summed over the slow faults that fire
 };
 struct MessageFaults {

@@ -43,6 +43,7 @@ const char* name_of(Type type) {
     case Type::kTensorReady: return "tensor ready";
     case Type::kReassign: return "reassign";
     case Type::kReassigned: return "reassigned";
+    case Type::kLeave: return "leave";
     case Type::kRingReform: return "ring reform";
     case Type::kKeyRequest: return "key request";
     case Type::kKeys: return "keys";

@@ -65,6 +65,7 @@ enum class Type : std::uint16_t {
   // Failure handling (35-39).
   kReassign = 35,    // coordinator -> survivor (continue): load share k of m of a lost shard
   kReassigned = 36,  // survivor -> coordinator: loaded; the rows it adds from the next epoch
+  kLeave = 37,       // worker -> coordinator (elastic): I leave on purpose after my last reply
   // Re-forming peer groups after a lost worker (40-44, see core/modes/ring_reform.hpp).
   kRingReform = 40,  // coordinator -> worker: abandon the step; the ring is now these members
   // The sparse star (45-46, see core/modes/sparse_star.hpp).

@@ -4,6 +4,7 @@
 #include "core/coordinator/evaluate.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/keys.hpp"
+#include "core/worker/leave.hpp"
 #include "core/worker/peers.hpp"
 #include "core/data/non_iid.hpp"
 #include "core/data/npy.hpp"
@@ -30,8 +31,7 @@ namespace {
 
 std::string host_name() {
   char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
 }
 
 void check_cancel(const WorkerOptions& options) {
@@ -40,10 +40,9 @@ void check_cancel(const WorkerOptions& options) {
   }
 }
 
-// Waits for the coordinator's next message. Without heartbeats (during start-up) the wait ends
-// at `startup_deadline`; with them, when the coordinator has been silent for `timeout_ms`.
-// `joining`: the job id of a worker that joined by itself, 0 until the coordinator's first
-// message tells it.
+// Waits for the coordinator's next message: until `startup_deadline` without heartbeats (start-
+// up), else while the coordinator is not silent for `timeout_ms`. `joining`: the job id of a
+// worker that joined by itself, 0 until the coordinator's first message tells it.
 protocol::Envelope receive_from(transport::Connection& connection, const WorkerOptions& options,
                                 const HeartbeatClient* heartbeat, std::int64_t timeout_ms,
                                 Clock::time_point startup_deadline,
@@ -51,6 +50,7 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
   bool last_look = false;  // the coordinator seemed silent once: one more, longer look
   for (;;) {
     check_cancel(options);
+    if (leave_due(options)) throw LeaveRequest{};  // between steps (leave.hpp)
     auto message = connection.receive(deadline_in(last_look ? kPollSlice * 4 : kPollSlice));
     if (message) {
       std::uint64_t job = options.job_id;
@@ -94,9 +94,9 @@ protocol::Envelope receive_from(transport::Connection& connection, const WorkerO
   }
 }
 
-// The coordinator's first message (the setup). A worker that joins by itself says hello again
-// every second until it comes: a coordinator busy with something else (noticing the lost worker
-// this one replaces) may have dropped the first one.
+// The coordinator's first message (the setup). A worker that joins by itself says hello every
+// second until it comes: a busy coordinator (noticing the lost worker this one replaces) may
+// have dropped the first one.
 protocol::Envelope await_setup(transport::Connection& connection, WorkerOptions& options,
                                const wire::Message& hello) {
   constexpr std::chrono::milliseconds kHelloEvery{1000};
@@ -190,8 +190,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
     const auto startup_deadline = Clock::now() + options.startup_timeout;
     const auto setup_message =
         expect(await_setup(*connection, options, hello), protocol::Type::kSetup);
-    // A replacement for a lost worker (restart policy) is set up in a later generation.
-    const bool replacement = setup_message.generation != 0;
+    const bool replacement = setup_message.generation != 0;  // a lost worker's (restart)
     auto setup = protocol::read_setup(setup_message);
     const auto config = config::parse(setup.config_yaml, "<config from the coordinator>", "/");
     const auto timeout_ms = static_cast<std::int64_t>(config.fault_tolerance.worker_timeout_ms);
@@ -279,11 +278,13 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
       return rows;
     });
     const auto mode = modes::make_mode(config);
+    options.may_leave = arm_leave(config, options);
     for (;;) {
       const auto message = session.receive();
       if (session.answer_repeat(message)) continue;
       switch (message.type) {
         case protocol::Type::kEvaluate:
+          options.may_leave = false;  // training is over: a leave would lose rows unevaluated
           session.adopt_all();  // rows dealt too late to train on are still evaluated
           if (!mode->evaluate(session, message)) session.send(evaluate_shard(session, message));
           break;
@@ -316,6 +317,8 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
           mode->work(session, message);
       }
     }
+  } catch (const LeaveRequest&) {
+    return leave_run(*connection, options);
   } catch (const Error& e) {
     if (e.exit_code() == ExitCode::kInterrupted) {
       log::info("{}", e.what());
@@ -328,8 +331,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
         auto msg = protocol::make_error({kind, e.what(), static_cast<int>(e.exit_code())});
         msg.rank = options.rank;
         connection->send(protocol::encode(msg, options.job_id), deadline_in(kPollSlice * 20));
-      } catch (const Error&) {
-        // The coordinator is gone: it will learn of this failure from the exit status.
+      } catch (const Error&) {  // the coordinator is gone: it learns of this from the exit
       }
     }
     return static_cast<int>(e.exit_code());
@@ -342,8 +344,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
         auto msg = protocol::make_error({"internal", what, static_cast<int>(ExitCode::kTrainingFailed)});
         msg.rank = options.rank;
         connection->send(protocol::encode(msg, options.job_id), deadline_in(kPollSlice * 20));
-      } catch (const Error&) {
-      }
+      } catch (const Error&) {}
     }
     return static_cast<int>(ExitCode::kTrainingFailed);
   }
@@ -417,8 +418,7 @@ void WorkerSession::send(protocol::Envelope envelope) {
   const auto start = Clock::now();
   const bool step_reply = is_step_reply(envelope.type);  // output.timeline: a `send` span
   envelope.rank = options_.rank;
-  // A reply belongs to the attempt of the request it answers (the coordinator drops replies to
-  // an abandoned one).
+  // A reply belongs to the attempt of the request it answers (replies to abandoned ones drop).
   if (last_request_) envelope.generation = last_request_->generation;
   // Kept until the next request: the answer to a repeat of this one (answer_repeat). A dropped
   // message is kept too: it was lost on the way, the work behind it was done.

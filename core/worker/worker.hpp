@@ -40,7 +40,6 @@ class Ring;
 }  // namespace dt::collectives
 
 namespace dt::roles {
-
 class HeartbeatClient;
 
 struct WorkerOptions {
@@ -61,6 +60,10 @@ struct WorkerOptions {
   // Whether this worker connects with CURVE keys: a coordinator that refuses its key, or does
   // not use CURVE, looks like silence from here, and the timeout says what to check.
   bool curve = false;
+  // A process of its own (`disttrain worker`), whose signals are its own; and whether SIGTERM
+  // is now a planned leave (fault_tolerance.elastic, during training: leave.hpp).
+  bool own_process = false;
+  bool may_leave = false;
 };
 
 // Whether a run's workers open peer links (core/worker/peers.hpp): aggregation.topology ring or
@@ -87,8 +90,8 @@ class WorkerSession {
   [[nodiscard]] std::uint64_t train_rows() const noexcept { return train_rows_; }
   [[nodiscard]] std::uint64_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
 
-  // The next message from the coordinator. Waits while the coordinator heartbeats; a
-  // coordinator silent for worker_timeout_ms (or a cancel) ends the wait with an error.
+  // The next message from the coordinator. Waits while the coordinator heartbeats; a silent
+  // coordinator (or a cancel) ends the wait with an error, a planned leave with LeaveRequest.
   [[nodiscard]] protocol::Envelope receive();
   void send(protocol::Envelope envelope);
   // Reads what the coordinator has sent so far without waiting (receive serves it first, in
@@ -137,8 +140,7 @@ class WorkerSession {
   void update_peer_endpoints(std::vector<std::string> endpoints,
                              const std::vector<std::uint32_t>& replaced);
 
-  // The run's transport (for modes that connect to more than the coordinator: parameter
-  // servers) and the job id their messages carry.
+  // The run's transport (for modes that connect to parameter servers) and the job id.
   [[nodiscard]] transport::Transport& transport() const;
   void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
   [[nodiscard]] std::uint64_t job_id() const noexcept { return options_.job_id; }
@@ -146,7 +148,7 @@ class WorkerSession {
   // this worker (inproc) or has been silent for worker_timeout_ms (it hosts the servers, so
   // while it answers heartbeats a long wait is the run's pace, not a failure).
   void check_alive() const;
-  // Traffic on sockets other than the coordinator connection, for the report.
+  // Traffic on other sockets than the coordinator's, for the report.
   void add_bytes(std::uint64_t sent, std::uint64_t received) noexcept {
     extra_bytes_sent_ += sent;
     extra_bytes_received_ += received;
@@ -163,8 +165,7 @@ class WorkerSession {
   // `continue`: rows of a lost worker this worker trains on from `from_epoch` on (normalized,
   // classes assigned). They join the shard when that epoch's order is prepared.
   void adopt_rows(data::Shard rows, std::uint64_t from_epoch);
-  // Training is over: every adopted row joins the shard now (for the final evaluation).
-  void adopt_all();
+  void adopt_all();  // training is over: every adopted row joins the shard (final evaluation)
   // Loads share k of m of a lost worker's rows (a kReassign message) to train on from
   // `from_epoch` (adopt_rows); returns how many. Set up by run_worker, which holds the
   // normalization and classes the rows need.
@@ -177,8 +178,8 @@ class WorkerSession {
   [[nodiscard]] std::uint64_t rows_in_epoch(std::uint64_t epoch) const;
   [[nodiscard]] Batch local_batch_at(std::uint64_t epoch, std::uint64_t s);
 
-  // Timing: compute sections are measured by the mode, communication by receive/send.
-  // Each call is one step; it also tells the heartbeat (the coordinator's straggler check).
+  // Compute time, measured by the mode: each call is one step; it also tells the heartbeat
+  // (the coordinator's straggler check). Communication is measured by receive/send.
   void add_compute_seconds(double seconds);
 
   // ---- Fault injection (core/protocol/faults.hpp) and repeated requests.
@@ -191,9 +192,8 @@ class WorkerSession {
   // the reply cached by send has then been sent again, and the request must not be worked on
   // twice (a second ring all-reduce, a second round of local training).
   [[nodiscard]] bool answer_repeat(const protocol::Envelope& request);
-  // A replacement for a lost worker runs without the faults (restart policy).
-  void disarm_faults();
-  // Before a push to a parameter server: delay faults only (a dropped push has no retry path).
+  void disarm_faults();  // a replacement for a lost worker runs without faults (restart)
+  // Before a push to a parameter server: delay faults only (a dropped push has no retry).
   void before_server_push() { (void)faults_.before_send(false); }
   [[nodiscard]] protocol::Report report() const;
 

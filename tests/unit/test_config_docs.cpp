@@ -73,6 +73,7 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
         "version: 1\ndata: {path: a.svm, index_base: 1, feature_count: 10, max_dense_gib: 2}\n",
         "version: 1\ndata: {path: a.csv}\nfaults: [{rank: 0, at_step: 3, action: kill}, {rank: 0, probability: 0.5, "
         "action: drop}]\n",
+        "version: 1\ndata: {path: a.csv}\nshards: {count: 2}\nfault_tolerance: {elastic: {}}\n",
         "version: 1\ndata: {path: a.csv}\ntransport: {type: tcp, advertise: node7, security: curve, keys: {secret: a.key, "
         "authorized: b.pub, server: c.pub}}\n"}) {
     collect(YAML::Load(to_yaml(parse(text, "t.yaml", "/tmp"))), "", out);

@@ -409,7 +409,7 @@ TEST_CASE("config errors: fault tolerance and injected faults") {
       {with_header("shards: {count: 2}\nfaults:\n  - {rank: 1, at_step: 3, action: kill}\n"
                    "  - {rank: 1, action: explode, at_step: 2}\n"),
        "test.yaml:6:23: faults[1].action: unknown value 'explode' (expected kill, hang, slow, "
-       "drop or delay)"},
+       "drop, delay or leave)"},
       {with_header("shards: {count: 2}\nfaults: [{rank: 1, action: kill}]\n"),
        "test.yaml:4:10: faults[0]: say when: at_step: N (a worker step) or probability: p (each "
        "step)"},
@@ -494,6 +494,6 @@ TEST_CASE("config: --fault appends to faults, in both spellings, and its errors 
                                {parse_fault_override("rank=1,at_step=2,action=boom")});
   });
   CHECK(error == "--fault {rank: 1, at_step: 2, action: boom}: faults[0].action: unknown value "
-                 "'boom' (expected kill, hang, slow, drop or delay)");
+                 "'boom' (expected kill, hang, slow, drop, delay or leave)");
   CHECK_THROWS_AS((void)parse_fault_override("rank:2"), dt::UsageError);
 }

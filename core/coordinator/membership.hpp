@@ -1,0 +1,29 @@
+#pragma once
+// fault_tolerance.elastic: the record of a run's membership in summary.json ("membership"):
+//   {"min_workers", "max_workers", "workers": at the start,
+//    "events": [{"event": "leave", "rank", "pid", "step", "workers": after it,
+//                "reassigned": {"from_epoch", "rows", "to": [{"rank", "rows"}]}}],
+//    "rows_per_epoch": [training rows in each epoch's steps]}
+// `step` is the last step the leaver trained (loss.csv's numbering); the steps after it run
+// without it. rows_per_epoch shows the re-plan: from the epoch after a leave every training
+// row is in it once. The CoordinatorSession keeps it (session_membership.cpp); null without
+// elastic, so other runs' summaries stay as they were.
+
+#include "core/config/config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+
+namespace dt::roles {
+
+[[nodiscard]] nlohmann::json start_membership(const config::Config& config, int workers);
+// Adds `rows` to epoch `epoch`'s count (0-based).
+void count_epoch_rows(nlohmann::json& membership, std::uint64_t epoch, std::uint64_t rows);
+// Whether `rank` left the run on purpose (null membership: no).
+[[nodiscard]] bool has_left(const nlohmann::json& membership, int rank);
+// The leave of `rank`, its rows dealt from `from_epoch` to `to` ([{"rank", "rows"}]).
+void note_rows_dealt(nlohmann::json& membership, int rank, std::uint64_t from_epoch,
+                     std::uint64_t rows, const nlohmann::json& to);
+
+}  // namespace dt::roles

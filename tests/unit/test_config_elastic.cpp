@@ -1,0 +1,77 @@
+// fault_tolerance.elastic: defaults, the resolved config, and every refusal with its exact text.
+
+#include <doctest/doctest.h>
+
+#include "core/config/config.hpp"
+#include "base/error.hpp"
+#include "tests/unit/harness.hpp"
+
+using namespace dt::config;
+
+namespace {
+
+constexpr const char* kHead = "version: 1\ndata: {path: a.csv}\nshards: {count: 4}\n";
+
+std::string elastic_error(const std::string& body) {
+  return dt::test::message_of<dt::ConfigError>(
+      [&] { (void)dt::test::parse_text(std::string(kHead) + body); });
+}
+
+}  // namespace
+
+TEST_CASE("config: fault_tolerance.elastic defaults to the starting size and round-trips") {
+  const auto none = dt::test::parse_text(kHead);
+  CHECK_FALSE(none.fault_tolerance.elastic.has_value());
+  CHECK(to_yaml(none).find("elastic") == std::string::npos);  // other configs hash as before
+
+  const auto c = dt::test::parse_text(std::string(kHead) + "fault_tolerance: {elastic: {}}\n");
+  REQUIRE(c.fault_tolerance.elastic.has_value());
+  CHECK(c.fault_tolerance.elastic->min_workers == 1);
+  CHECK(c.fault_tolerance.elastic->max_workers == 4);  // shards.count
+  CHECK(c.fault_tolerance.elastic->join_timeout_ms == 60000);
+  const auto again = parse(to_yaml(c), "r.yaml", "/tmp");
+  REQUIRE(again.fault_tolerance.elastic.has_value());
+  CHECK(again.fault_tolerance.elastic->max_workers == 4);
+  CHECK(config_hash(again) == config_hash(c));
+
+  const auto set = dt::test::parse_text(
+      std::string(kHead) +
+      "fault_tolerance: {elastic: {min_workers: 2, max_workers: 8, join_timeout_ms: 250}}\n"
+      "faults: [{rank: 1, at_step: 5, action: leave}]\n");
+  CHECK(set.fault_tolerance.elastic->min_workers == 2);
+  CHECK(set.fault_tolerance.elastic->max_workers == 8);
+  CHECK(set.fault_tolerance.elastic->join_timeout_ms == 250);
+  CHECK(set.faults.at(0).action == FaultAction::kLeave);
+}
+
+TEST_CASE("config: fault_tolerance.elastic refusals name the key and what to do") {
+  CHECK(elastic_error("fault_tolerance: {elastic: {min_workers: 5}}\n") ==
+        "test.yaml:4:42: fault_tolerance.elastic.min_workers: is 5, above the 4 workers the run "
+        "starts with (shards.count); set min_workers <= 4");
+  CHECK(elastic_error("fault_tolerance: {elastic: {max_workers: 3}}\n") ==
+        "test.yaml:4:42: fault_tolerance.elastic.max_workers: is 3, below the 4 workers the run "
+        "starts with (shards.count); set max_workers >= 4");
+  CHECK(elastic_error("fault_tolerance: {elastic: {min_workers: 0}}\n") ==
+        "test.yaml:4:42: fault_tolerance.elastic.min_workers: expected a positive integer, got 0");
+  CHECK(elastic_error("aggregation: {mode: parameters}\nfault_tolerance: {elastic: {}}\n") ==
+        "test.yaml:5:28: fault_tolerance.elastic: is available with aggregation.mode gradients "
+        "over topology star with one server and parallelism.tensor 1 only, not with "
+        "aggregation.mode parameters yet; remove fault_tolerance.elastic (a lost worker is then "
+        "handled by on_worker_failure)");
+  CHECK(elastic_error("aggregation: {topology: ring}\nfault_tolerance: {elastic: {}}\n")
+            .find("not with aggregation.topology ring yet") != std::string::npos);
+  CHECK(elastic_error("aggregation: {servers: 2}\nfault_tolerance: {elastic: {}}\n")
+            .find("not with aggregation.servers 2 yet") != std::string::npos);
+  CHECK(elastic_error("aggregation: {mode: async}\nfault_tolerance: {elastic: {}}\n")
+            .find("not with aggregation.mode async yet") != std::string::npos);
+  CHECK(elastic_error("transport: {type: inproc}\nfault_tolerance: {elastic: {}}\n") ==
+        "test.yaml:5:28: fault_tolerance.elastic: needs worker processes (a worker leaves when "
+        "it gets SIGTERM), but transport.type inproc runs the workers as threads of one "
+        "process; use transport.type ipc or tcp");
+  CHECK(elastic_error("faults: [{rank: 1, at_step: 5, action: leave}]\n") ==
+        "test.yaml:4:40: faults[0].action: leave is a planned leave, which needs "
+        "fault_tolerance.elastic (e.g. elastic: {min_workers: 1}); without it use kill to lose "
+        "a worker");
+  CHECK(elastic_error("fault_tolerance: {elastic: {min_worker: 2}}\n").find("did you mean") !=
+        std::string::npos);
+}
