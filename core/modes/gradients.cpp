@@ -31,13 +31,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
   void coordinate(roles::CoordinatorSession& session) override {
     const auto codec = protocol::half_codec(session.config());
     if (session.plan().source.sparse) {
-      if (codec) {
-        fail<ConfigError>("aggregation.compression {} compresses dense gradients, but {} is read "
-                          "as sparse rows (exchanged as keyed gradients, not compressed yet); use "
-                          "compression none with this data",
-                          config::name_of(session.config().aggregation.compression),
-                          session.config().data.path.string());
-      }
+      refuse_compressed_sparse_rows(session);
       sparse_.coordinate(session, optimizer(session));
       return;
     }

@@ -47,6 +47,7 @@ namespace {
 class ShardedGradientsMode final : public ServerGroupMode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
+    refuse_compressed_sparse_rows(session);
     auto& params = session.params();
     const auto& config = session.config();
     servers_ = std::make_unique<roles::ServerGroup>(session, std::nullopt, from_);

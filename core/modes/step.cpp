@@ -10,6 +10,16 @@
 
 namespace dt::modes {
 
+void refuse_compressed_sparse_rows(const roles::CoordinatorSession& session) {
+  const auto& config = session.config();
+  const bool compressed = config.aggregation.compression != config::WireCompression::kNone;
+  if (!compressed || !session.plan().source.sparse) return;
+  fail<ConfigError>("aggregation.compression {} compresses dense gradients, but {} is read as "
+                    "sparse rows (exchanged as keyed gradients, not compressed yet); use "
+                    "compression none with this data",
+                    config::name_of(config.aggregation.compression), config.data.path.string());
+}
+
 void check_batch_loss(const config::Config& config, std::uint64_t step, double loss_sum,
                       std::uint64_t rows) {
   if (rows == 0 || std::isfinite(loss_sum)) return;

@@ -23,6 +23,11 @@ struct Checkpoint;
 
 namespace dt::modes {
 
+// aggregation.compression compresses dense gradients: data read as sparse rows (found so from
+// the file too, as a LIBSVM file under data.sparse: auto) exchange keyed gradients, which are
+// not compressed yet. ConfigError (exit 2) for such a run; nothing otherwise.
+void refuse_compressed_sparse_rows(const roles::CoordinatorSession& session);
+
 // A non-finite batch loss stops the run before its update, naming the step (1-based) and the
 // learning rate to lower. Steps without rows are not checked (they have no loss).
 void check_batch_loss(const config::Config& config, std::uint64_t step, double loss_sum,

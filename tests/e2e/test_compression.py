@@ -121,6 +121,18 @@ def test_not_available_exit_2(tmp):
         assert r.code == 2, (sets, r)
         assert expected in r.stderr, (sets, r.stderr)
         assert not (tmp / "refused" / "model.json").exists()
+    # A LIBSVM file found sparse only when it is read (data.sparse: auto, its dense matrix over
+    # data.max_dense_gib): refused when training starts, by the star and by sharded servers.
+    softmax = h.source("configs", "softmax_regression.yaml")
+    for servers in (1, 2):
+        r = h.run("run", softmax, "--set", "aggregation.compression=fp16",
+                  "--set", f"data.path={h.source('data', 'topics.svm')}",
+                  "--set", "data.max_dense_gib=0.0001", "--set", f"aggregation.servers={servers}",
+                  "--set", f"output.dir={tmp / 'sparse'}", timeout=60)
+        assert r.code == 2, (servers, r)
+        assert "topics.svm is read as sparse rows (exchanged as keyed gradients, not compressed " \
+               "yet); use compression none with this data" in r.stderr, (servers, r.stderr)
+        assert not (tmp / "sparse" / "model.json").exists()
 
 
 if __name__ == "__main__":
