@@ -83,6 +83,11 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Field 22 of /proc/<pid>/stat: the process's start time in clock ticks since boot, which tells
+// a pid reused by another process from the one recorded. Empty when no such process runs on this
+// host (or it is a zombie).
+[[nodiscard]] std::string process_start_time(long pid);
+
 // Writes `dir`/.owner for sweep_orphans (TempDir does; exposed for tests).
 void write_owner_file(const std::filesystem::path& dir) noexcept;
 

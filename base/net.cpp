@@ -55,6 +55,11 @@ bool is_loopback(const std::string& host) {
   return host.starts_with("127.") || unbracketed(host) == "::1" || host == "localhost";
 }
 
+std::string this_host() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
 std::string host_of(const std::string& address) {
   const auto colon = address.rfind(':');
   return colon == std::string::npos ? address : address.substr(0, colon);

@@ -28,6 +28,9 @@ namespace dt::net {
 // every interface advertises when told nothing else. nullopt without a default route.
 [[nodiscard]] std::optional<std::string> default_route_address(bool ipv6);
 
+// This host's name (gethostname), "unknown" when it has none.
+[[nodiscard]] std::string this_host();
+
 // The host part of host:port, and the port.
 [[nodiscard]] std::string host_of(const std::string& address);
 [[nodiscard]] std::string port_of(const std::string& address);

@@ -17,10 +17,9 @@ constexpr const char* kOwnerFile = ".owner";
 // A folder with no owner file this many seconds after its last change is an orphan.
 constexpr long kOwnerlessAge = 3600;
 
-// Field 22 of /proc/<pid>/stat: the process's start time in clock ticks since boot, which tells
-// a pid reused by another process from the one that wrote the owner file. Empty when the process
-// does not exist or is a zombie.
-std::string start_time_of(long pid) {
+}  // namespace
+
+std::string process_start_time(long pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
   if (!std::getline(in, stat)) return {};
@@ -36,12 +35,11 @@ std::string start_time_of(long pid) {
   return {};
 }
 
-}  // namespace
 
 void write_owner_file(const std::filesystem::path& dir) noexcept {
   const long pid = static_cast<long>(::getpid());
   std::ofstream out(dir / kOwnerFile);
-  out << pid << ' ' << start_time_of(pid) << '\n';
+  out << pid << ' ' << process_start_time(pid) << '\n';
 }
 
 std::size_t sweep_orphans(const std::filesystem::path& base, std::string_view prefix) noexcept {
@@ -63,7 +61,7 @@ std::size_t sweep_orphans(const std::filesystem::path& base, std::string_view pr
       // No owner yet: a process starting now, or one killed between mkdtemp and writing the
       // owner file. Only an old folder is the second.
       if (::time(nullptr) - st.st_mtime < kOwnerlessAge) continue;
-    } else if (start_time_of(pid) == started) {
+    } else if (process_start_time(pid) == started) {
       continue;  // still running
     }
     std::error_code remove_error;

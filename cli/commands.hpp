@@ -42,6 +42,7 @@ void add_reference(CLI::App& app, Action& action, const Globals& globals);
 void add_keygen(CLI::App& app, Action& action, const Globals& globals);
 void add_export(CLI::App& app, Action& action, const Globals& globals);
 void add_compare(CLI::App& app, Action& action, const Globals& globals);
+void add_leave(CLI::App& app, Action& action, const Globals& globals);
 
 // Before CLI11 parses: with no subcommand, the usage on stderr; with an unknown one, that said,
 // a "did you mean" and the list (usage.cpp). Returns the exit code (2) then, nullopt to go on.

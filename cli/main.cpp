@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   constexpr Add kCommands[] = {cli::add_run,    cli::add_validate, cli::add_predict,
                                cli::add_eval,   cli::add_worker,   cli::add_gen,
                                cli::add_reference, cli::add_keygen, cli::add_export,
-                               cli::add_compare};
+                               cli::add_compare, cli::add_leave};
   cli::Action action;
   for (Add add : kCommands) add(app, action, globals);
 

@@ -384,10 +384,10 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     // The coordinator holds the validation rows (workers hold only training rows).
     std::optional<data::Shard> validation;
     if (!plan.validation_rows.empty()) validation = load_validation(config, plan, kind);
-
     std::vector<double> params;
     CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
     session.set_transport(*transport);
+    session.set_members_dir(options.worker_log_dir.parent_path());  // the run folder
     session.addresses().set_identities(std::move(peers));
     try {
       // The class list covers the held-out rows too: a class seen only there is still a class.

@@ -32,6 +32,7 @@
 namespace dt::roles {
 class Checkpointer;
 class HeartbeatServer;
+class MembersFile;
 class WorkerPool;
 
 class CoordinatorSession {
@@ -55,9 +56,9 @@ class CoordinatorSession {
   [[nodiscard]] Schedule& schedule() noexcept { return schedule_; }
   [[nodiscard]] const Schedule& schedule() const noexcept { return schedule_; }
 
-  // ---- Lost workers (fault_tolerance.on_worker_failure). A worker that exits, reports an
-  // error or stops heartbeating is reported in one line (rank, pid, host, cause, last
-  // completed step, the tail of its log), then (a planned leave, elastic: like continue):
+  // ---- Lost workers (fault_tolerance.on_worker_failure). One that exits, reports an error or
+  // stops heartbeating is reported (rank, pid, host, cause, last step, its log's tail), then
+  // (a planned leave, elastic: like continue):
   //   abort:    the wait throws TrainingError (exit 3);
   //   restart:  a replacement is started under the same rank (up to max_restarts over the run),
   //             set up as at the start, and sent the rank's last request again: the wait goes on;
@@ -71,9 +72,8 @@ class CoordinatorSession {
   // What run_coordinator sent each rank to start it, per rank: replayed to a replacement.
   void set_startup(std::vector<protocol::Envelope> setups,
                    std::vector<protocol::Envelope> finalizes);
-  // `continue` in gradients mode: deals the rows of the workers lost since the last call to
-  // the survivors, who train on them from `epoch` on (their share of the global batch grows).
-  // Call it before the first step of each epoch.
+  // `continue` in gradients mode, before each epoch's first step: deals the rows of the workers
+  // lost since the last call to the survivors, who train on them from `epoch` on.
   void reassign_lost_rows(std::uint64_t epoch);
   // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the
   // other slices of its model replica) is stopped and leaves alive() as if lost; its rows are
@@ -98,11 +98,9 @@ class CoordinatorSession {
   [[nodiscard]] bool take_restart() noexcept;
   [[nodiscard]] int restarts() const noexcept { return restarts_; }
 
-  // Sends one message to every worker still training.
+  // Sends one message to every worker still training; to each of `ranks` (encoded once); to one.
   void broadcast(protocol::Envelope envelope);
-  // Sends one message (encoded once) to each of `ranks`.
   void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
-  // Sends one message to one worker.
   void send_to(int rank, protocol::Envelope envelope);
   // Sends every worker still training a notice (kServerMoved): not a request, so no reply is
   // awaited and it is neither re-sent nor replayed to a replacement. A worker it cannot reach
@@ -131,13 +129,13 @@ class CoordinatorSession {
   [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
   // Each rank's identity on the coordinator's listener and its peer endpoint (addresses.hpp).
   [[nodiscard]] WorkerAddresses& addresses() noexcept { return addresses_; }
-  // A run that fails tells its workers that joined by themselves (its own children are
-  // stopped by the pool), so that they exit at once saying why instead of finding the
-  // coordinator gone a heartbeat timeout later. Best effort, bounded: they may be gone too.
+  // A failed run tells the workers that joined by themselves (the pool stops its children) so
+  // that they exit at once saying why. Best effort, bounded: they may be gone too.
   void end_joined_workers(const Error& why);
+  // fault_tolerance.elastic: `run_dir`/members.json, for `disttrain leave` (members_file.hpp).
+  void set_members_dir(const std::filesystem::path& run_dir);
 
-  // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
-  // they opened peer links (core/worker/peers.hpp); nothing for a star run.
+  // After kReady: the peer endpoints the workers reported, to each (kPeers; not in a star).
   void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
 
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
@@ -145,8 +143,8 @@ class CoordinatorSession {
                    const std::vector<double>& worker_loss_sum,
                    const std::vector<std::uint64_t>& worker_rows);
   void add_samples(std::uint64_t rows) noexcept { result_.samples += rows; }
-  // From now on a worker that exits is finishing, not failing (a bad exit is a warning), and
-  // note_late_exit records one that exited badly after its work was done, as a warning.
+  // From now on a worker's exit is an end, not a failure: note_late_exit records a bad one as
+  // a warning.
   void expect_exits() noexcept { exits_expected_ = true; }
   void note_late_exit(const ChildExit& exit);
 
@@ -155,7 +153,7 @@ class CoordinatorSession {
   // Steps already done when training starts: the checkpoint's step on a resumed run, else 0.
   [[nodiscard]] std::uint64_t first_step() const;
   // A mode reports the end of every step (`step` = steps completed, empty ones included) where
-  // it holds that step's state: writes a checkpoint when due.
+  // it holds that step's state: writes a checkpoint when due (and members.json at the first).
   void step_boundary(std::uint64_t step);
   // Will step_boundary(step) write a checkpoint? (ring: rank 0 sends its optimizer state along)
   [[nodiscard]] bool checkpoint_due(std::uint64_t step) const;
@@ -178,6 +176,7 @@ class CoordinatorSession {
   // step in hand when `after_step`; below min_workers, waits for joiners, then throws.
   void worker_left(int rank, bool after_step);
   void check_min_workers(const std::string& why);
+  void publish_members(bool first = false);  // members.json: its first writing, or a change
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
@@ -238,6 +237,7 @@ class CoordinatorSession {
   std::vector<protocol::Type> last_request_type_;
   std::vector<std::uint32_t> last_request_generation_;
   LossHandler loss_handler_;
+  std::shared_ptr<MembersFile> members_file_;
   struct Answered {
     protocol::Type type{};
     std::uint64_t step = 0;

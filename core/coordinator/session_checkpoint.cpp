@@ -15,6 +15,8 @@ std::uint64_t CoordinatorSession::first_step() const {
 
 void CoordinatorSession::step_boundary(std::uint64_t step) {
   completed_step_ = step;
+  // Every worker takes SIGTERM as a leave from here on: `disttrain leave` may find them.
+  publish_members(true);
   if (checkpointer_ != nullptr && checkpointer_->due(step)) {
     const auto span_start = timeline::start();
     checkpointer_->save(*this, step);

@@ -64,6 +64,7 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
     auto ready = replace_worker(rank);
     result_.failures.back()["replacement_pid"] = pool_.pid_of(rank);
     log::warn("worker {} is back (pid {}); training goes on", rank, pool_.pid_of(rank));
+    publish_members();
     if (loss_handler_) {
       loss_handler_(rank, policy);
     } else if (last_request_[r] && last_request_type_[r] == protocol::Type::kFinalize) {
@@ -84,6 +85,7 @@ void CoordinatorSession::lose_worker(int rank, const std::string& cause) {
   if (alive_.empty()) throw TrainingError(fmt::format("{}; no worker is left", line));
   log::warn("{}; continuing with {} workers", line, alive_.size());
   lost_unassigned_.push_back(rank);
+  publish_members();
   check_min_workers(fmt::format("worker {} was lost", rank));  // elastic only
   if (loss_handler_) loss_handler_(rank, policy);
 }

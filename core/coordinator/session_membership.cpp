@@ -4,6 +4,7 @@
 // run waits join_timeout_ms for joiners, then fails. Joining is not available yet, so the wait
 // always ends in the failure; it is here so that joins only add their admission.
 
+#include "core/coordinator/members_file.hpp"
 #include "core/coordinator/membership.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/coordinator/worker_pool.hpp"
@@ -67,7 +68,27 @@ void CoordinatorSession::worker_left(int rank, bool after_step) {
               "on, and its {} rows are dealt to them from the next epoch",
               rank, pool_.pid_of(rank), step, alive_.size(), alive_.size() == 1 ? "" : "s",
               plan_.shard_rows[r]);
+  publish_members();
   check_min_workers(fmt::format("worker {} left after step {}", rank, step));
+}
+
+void CoordinatorSession::set_members_dir(const std::filesystem::path& run_dir) {
+  // Workers as threads (inproc) take no signal of their own: elastic refuses them.
+  if (!config_.fault_tolerance.elastic) return;
+  members_file_ = std::make_shared<MembersFile>(run_dir / kMembersFile, job_id_);
+}
+
+void CoordinatorSession::publish_members(bool first) {
+  // Written first once every worker takes SIGTERM as a leave (the first step boundary); from
+  // then on again at every change.
+  if (!members_file_ || members_file_->published() == first) return;
+  std::vector<Member> workers;
+  for (const int rank : alive_) {
+    const auto r = static_cast<std::size_t>(rank);
+    const std::string host = r < result_.workers.size() ? result_.workers[r].host : "?";
+    workers.push_back({rank, pool_.pid_of(rank), host, {}});
+  }
+  members_file_->publish(std::move(workers), result_.membership["events"]);
 }
 
 void CoordinatorSession::check_min_workers(const std::string& why) {
