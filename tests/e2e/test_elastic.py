@@ -81,9 +81,11 @@ def without_pids(membership):
 def test_a_replayed_leave_gives_the_same_bits(tmp):
     fault = "{rank: 2, at_step: 100, action: leave}"
     cfg, out = config(tmp, "first", fault=fault)
-    assert h.run("run", cfg).code == 0
+    r = h.run("run", cfg)
+    assert r.code == 0, r
     cfg, again = config(tmp, "again", fault=fault)
-    assert h.run("run", cfg).code == 0
+    r = h.run("run", cfg)
+    assert r.code == 0, r
     model = (out / "model.json").read_bytes()
     assert (again / "model.json").read_bytes() == model, "a replayed leave changed the model"
     assert without_pids(summary(again)["membership"]) == without_pids(summary(out)["membership"])
@@ -97,9 +99,26 @@ def test_a_replayed_leave_gives_the_same_bits(tmp):
     assert (lost / "model.json").read_bytes() == model, "a leave trained otherwise than continue"
     # And not the model of a run where nobody leaves (the check could not pass by accident).
     cfg, stay = config(tmp, "stay")
-    assert h.run("run", cfg).code == 0
+    r = h.run("run", cfg)
+    assert r.code == 0, r
     assert (stay / "model.json").read_bytes() != model
     assert summary(stay)["membership"]["events"] == []
+
+
+def test_a_leave_read_in_the_gather_of_its_last_step_counts_that_step(tmp):
+    # The leaver sends its reply, then its leave. Most often the reply completes the step and
+    # the leave is read in the next one; with worker 0 slow from that step on, both are read
+    # while the coordinator still waits for worker 0. Either way the reply is part of the step:
+    # the same bits (a gather that dropped it trained otherwise, found across hosts over tcp).
+    leave = "{rank: 2, at_step: 100, action: leave}"
+    cfg, out = config(tmp, "fast", fault=leave)
+    r = h.run("run", cfg)
+    assert r.code == 0, r
+    cfg, slow = config(tmp, "slow", fault=leave + ", {rank: 0, at_step: 100, action: slow, ms: 30}")
+    r = h.run("run", cfg)
+    assert r.code == 0, r
+    assert (slow / "model.json").read_bytes() == (out / "model.json").read_bytes()
+    assert [e["step"] for e in summary(slow)["membership"]["events"]] == [101]
 
 
 def test_below_min_workers_fails_after_the_join_timeout(tmp):
@@ -161,6 +180,7 @@ def test_a_failing_elastic_run_still_stops_its_workers(tmp):
 if __name__ == "__main__":
     h.main([test_a_leave_at_a_step_replans_without_a_failure,
             test_a_replayed_leave_gives_the_same_bits,
+            test_a_leave_read_in_the_gather_of_its_last_step_counts_that_step,
             test_below_min_workers_fails_after_the_join_timeout,
             test_sigterm_to_a_worker_is_a_planned_leave,
             test_a_failing_elastic_run_still_stops_its_workers])

@@ -26,7 +26,12 @@ output: {{dir: {out}, log_every: {{steps: 20}}}}
 """
 
 
-def config(tmp, name, epochs=150, elastic=", elastic: {min_workers: 1}", faults=""):
+# Worker 0 sleeps 1 ms a step: the 1800 steps take a few seconds on any machine, long enough to
+# be asked to leave in the middle.
+SLOW = "faults: [{rank: 0, at_step: 0, action: slow, ms: 1}]"
+
+
+def config(tmp, name, epochs=30, elastic=", elastic: {min_workers: 1}", faults=SLOW):
     out = tmp / name
     text = CONFIG.format(epochs=epochs, elastic=elastic, faults=faults, out=out)
     return h.write_config(tmp, text, f"{name}.yaml"), out
