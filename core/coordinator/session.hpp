@@ -71,9 +71,9 @@ class CoordinatorSession {
   // What run_coordinator sent each rank to start it, per rank: replayed to a replacement.
   void set_startup(std::vector<protocol::Envelope> setups,
                    std::vector<protocol::Envelope> finalizes);
-  // `continue` in gradients mode: deals the rows of the workers lost since the last call to
-  // the survivors, who train on them from `epoch` on (their share of the global batch grows).
-  // Call it before the first step of each epoch.
+  // `continue` in gradients mode: deals the rows of the workers lost since the last call to the
+  // survivors, who train on them from `epoch` on (their share of the batch grows); call it
+  // before the first step of each epoch.
   void reassign_lost_rows(std::uint64_t epoch);
   // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the
   // other slices of its model replica) is stopped and leaves alive() as if lost; its rows are
@@ -81,17 +81,15 @@ class CoordinatorSession {
   // rank's rows only to the surviving ranks of the same slice (they read the same columns).
   void drop_worker(int rank, const std::string& cause);
   // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
-  // pushes) sets a handler: lose_worker calls it once the rank has been replaced (restart) or
-  // dropped from alive() (continue), instead of sending the replacement the rank's last
-  // request. The handler may throw to end the wait it was called from (a ring step that cannot
-  // finish). Without a handler the session re-sends the last request (star, parameters).
+  // pushes) sets a handler, called once the rank is replaced (restart) or off alive() (continue,
+  // and a planned leave: membership.hpp's left_after says so) instead of the re-send of its last
+  // request (star, parameters). It may throw to end its wait (a ring step that cannot finish).
   using LossHandler = std::function<void(int rank, config::FailurePolicy action)>;
   void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
-  // A mode that dealt a lost worker's rows itself (async: through its servers) takes the rank
-  // off the list reassign_lost_rows deals from.
+  // A mode that dealt a lost worker's rows itself (async, through its servers) takes it off.
   void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
-  // Bumped at every lost worker handled; messages carry the generation they were sent in, and
-  // a reply from an earlier generation than its rank's last request is dropped as stale.
+  // Bumped at every lost worker handled; messages carry the generation they were sent in: a
+  // reply of an earlier one than its rank's last request is stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
   // Counts one replacement (a worker's, or a parameter server's) against
   // fault_tolerance.max_restarts; false when none is left. restarts(): replacements so far.
@@ -100,10 +98,8 @@ class CoordinatorSession {
 
   // Sends one message to every worker still training.
   void broadcast(protocol::Envelope envelope);
-  // Sends one message (encoded once) to each of `ranks`.
-  void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
-  // Sends one message to one worker.
-  void send_to(int rank, protocol::Envelope envelope);
+  void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);  // encoded once
+  void send_to(int rank, protocol::Envelope envelope);  // one message to one worker
   // Sends every worker still training a notice (kServerMoved): not a request, so no reply is
   // awaited and it is neither re-sent nor replayed to a replacement. A worker it cannot reach
   // is left to the supervision of the waits.
@@ -175,9 +171,12 @@ class CoordinatorSession {
   // Throws under abort (and when nothing can be done); returns once replaced or dropped.
   void lose_worker(int rank, const std::string& cause);
   // fault_tolerance.elastic (session_membership.cpp): `rank` left on purpose (kLeave), after the
-  // step in hand when `after_step`; below min_workers, waits for joiners, then throws.
+  // step in hand when `after_step`; below min_workers, waits for joiners, then throws. Its rows
+  // wait for an epoch after its last step + 1 (deal_later); left_unread: a send found it gone.
   void worker_left(int rank, bool after_step);
   void check_min_workers(const std::string& why);
+  [[nodiscard]] bool deal_later(int rank, std::uint64_t epoch) const;
+  [[nodiscard]] bool left_unread(int rank);
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
