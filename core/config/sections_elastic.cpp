@@ -42,25 +42,21 @@ void check_elastic(const Section& root, const Config& c) {
                                       "(shards.count); set max_workers >= {}",
                                       e.max_workers, workers, workers));
   }
-  // A leave re-plans the rows of a data-parallel worker between steps. Other modes keep state
-  // per worker that a leave would need to move (servers, ring, model slices); they are later
-  // slices of issue 18.
+  // A leave re-plans the rows of a data-parallel worker between steps: in gradients mode over
+  // the star (one server or sharded servers) or the ring. Other modes keep state per worker
+  // that a leave would need to move (model slices); they are later slices of issue 18.
   const auto& a = c.aggregation;
   std::string missing;
   if (a.mode != AggregationMode::kGradients) {
     missing = fmt::format("aggregation.mode {}", name_of(a.mode));
-  } else if (a.topology != Topology::kStar) {
-    missing = fmt::format("aggregation.topology {}", name_of(a.topology));
-  } else if (a.servers > 1) {
-    missing = fmt::format("aggregation.servers {}", a.servers);
   } else if (c.parallelism.tensor > 1) {
     missing = fmt::format("parallelism.tensor {}", c.parallelism.tensor);
   }
   if (!missing.empty()) {
-    s.fail_here(fmt::format("is available with aggregation.mode gradients over topology star "
-                            "with one server and parallelism.tensor 1 only, not with {} yet; "
-                            "remove fault_tolerance.elastic (a lost worker is then handled by "
-                            "on_worker_failure)",
+    s.fail_here(fmt::format("is available with aggregation.mode gradients (topology star, one "
+                            "or more servers, or ring) and parallelism.tensor 1 only, not with "
+                            "{} yet; remove fault_tolerance.elastic (a lost worker is then "
+                            "handled by on_worker_failure)",
                             missing));
   }
   if (c.transport.type == TransportType::kInproc) {

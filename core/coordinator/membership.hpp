@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 
 namespace dt::roles {
 
@@ -22,6 +23,8 @@ namespace dt::roles {
 void count_epoch_rows(nlohmann::json& membership, std::uint64_t epoch, std::uint64_t rows);
 // Whether `rank` left the run on purpose (null membership: no).
 [[nodiscard]] bool has_left(const nlohmann::json& membership, int rank);
+// The last step `rank` trained before it left (loss.csv's numbering); none if it did not leave.
+[[nodiscard]] std::optional<std::uint64_t> left_after(const nlohmann::json& membership, int rank);
 // The leave of `rank`, its rows dealt from `from_epoch` to `to` ([{"rank", "rows"}]).
 void note_rows_dealt(nlohmann::json& membership, int rank, std::uint64_t from_epoch,
                      std::uint64_t rows, const nlohmann::json& to);

@@ -95,7 +95,7 @@ void CoordinatorSession::send_request(int rank, std::shared_ptr<const wire::Mess
     const auto before = generation_;
     check_workers();  // a dead worker explains the failed send better than the send does
     // Unless that found it (and replaced or dropped it), the worker is lost for this.
-    if (before == generation_ && is_alive(rank)) {
+    if (before == generation_ && is_alive(rank) && !left_unread(rank)) {
       lose_worker(rank, fmt::format("cannot be reached: {}", e.what()));
     }
   }
@@ -248,7 +248,8 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       const auto i = static_cast<std::size_t>(r);
       if (!alive_flag_[i]) continue;  // the last words of a worker already given up
       if (e.type == protocol::Type::kLeave) {  // a planned leave (elastic)
-        worker_left(r, got[i].has_value() && type == protocol::Type::kGradient);
+        worker_left(r, got[i].has_value() && (type == protocol::Type::kGradient ||
+                                              type == protocol::Type::kRingLoss));
         continue;
       }
       if (e.type == protocol::Type::kError) {
@@ -307,11 +308,20 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
                              : 0.9 * reply_ms_ + 0.1 * static_cast<double>(slowest);
   std::vector<protocol::Envelope> out;
   out.reserve(wanted.size());
-  for (const int r : wanted) {
+  const auto take = [&](int r) {
     const auto i = static_cast<std::size_t>(r);
-    if (!got[i]) continue;  // lost under `continue`
+    if (!got[i]) return;  // lost under `continue`, or left, before its reply
     answered_[i] = {got[i]->type, got[i]->step, true};
     out.push_back(std::move(*got[i]));
+  };
+  if (&wanted == &alive_) {
+    // gather(): a leave (or a loss under `continue`) read during the wait took its rank off
+    // alive_; a reply that came before it is still part of the step. alive_ is ascending.
+    for (int r = 0; r < n; ++r) {
+      if (expected[static_cast<std::size_t>(r)]) take(r);
+    }
+  } else {
+    for (const int r : wanted) take(r);
   }
   return out;
 }

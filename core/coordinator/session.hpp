@@ -81,17 +81,15 @@ class CoordinatorSession {
   // rank's rows only to the surviving ranks of the same slice (they read the same columns).
   void drop_worker(int rank, const std::string& cause);
   // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
-  // pushes) sets a handler: lose_worker calls it once the rank has been replaced (restart) or
-  // dropped from alive() (continue), instead of sending the replacement the rank's last
-  // request. The handler may throw to end the wait it was called from (a ring step that cannot
-  // finish). Without a handler the session re-sends the last request (star, parameters).
+  // pushes) sets a handler, called once the rank is replaced (restart) or off alive() (continue,
+  // and a planned leave: membership.hpp's left_after says so) instead of the re-send of its last
+  // request (star, parameters). It may throw to end its wait (a ring step that cannot finish).
   using LossHandler = std::function<void(int rank, config::FailurePolicy action)>;
   void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
-  // A mode that dealt a lost worker's rows itself (async: through its servers) takes the rank
-  // off the list reassign_lost_rows deals from.
+  // A mode that dealt a lost worker's rows itself (async, through its servers) takes it off.
   void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
-  // Bumped at every lost worker handled; messages carry the generation they were sent in, and
-  // a reply from an earlier generation than its rank's last request is dropped as stale.
+  // Bumped at every lost worker handled; messages carry the generation they were sent in: a
+  // reply of an earlier one than its rank's last request is stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
   // Counts one replacement (a worker's, or a parameter server's) against
   // fault_tolerance.max_restarts; false when none is left. restarts(): replacements so far.
@@ -173,16 +171,18 @@ class CoordinatorSession {
   // Throws under abort (and when nothing can be done); returns once replaced or dropped.
   void lose_worker(int rank, const std::string& cause);
   // fault_tolerance.elastic (session_membership.cpp): `rank` left on purpose (kLeave), after the
-  // step in hand when `after_step`; below min_workers, waits for joiners, then throws.
+  // step in hand when `after_step`; below min_workers, waits for joiners, then throws. Its rows
+  // wait for an epoch after its last step + 1 (deal_later); left_unread: a send found it gone.
   void worker_left(int rank, bool after_step);
   void check_min_workers(const std::string& why);
   void publish_members(bool first = false);  // members.json: its first writing, or a change
+  [[nodiscard]] bool deal_later(int rank, std::uint64_t epoch) const;
+  [[nodiscard]] bool left_unread(int rank);
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
   [[nodiscard]] protocol::Envelope replace_worker(int rank);  // returns its ready message
-  // The next message of `rank` of `type` while a replacement starts; other ranks' messages
-  // wait in stash_ for the gather they belong to.
+  // The next `type` message of `rank` while a replacement starts (others wait in stash_).
   [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
                                               transport::Clock::time_point deadline);
   // Ends `rank`'s worker at once: this process's child is killed, a joined one told to stop.

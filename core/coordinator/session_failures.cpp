@@ -256,8 +256,13 @@ void CoordinatorSession::drop_worker(int rank, const std::string& cause) {
 
 void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
   if (lost_unassigned_.empty()) return;
+  std::vector<int> later;  // leavers whose rows wait for a later epoch (session_membership.cpp)
   for (const int lost : lost_unassigned_) {
     const auto l = static_cast<std::size_t>(lost);
+    if (deal_later(lost, epoch)) {
+      later.push_back(lost);
+      continue;
+    }
     // Tensor parallelism: only the ranks of the lost one's slice read its columns.
     std::vector<int> survivors;
     for (const int s : alive_) {
@@ -293,7 +298,7 @@ void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
     log::warn("worker {}'s {} rows are dealt to workers {} from epoch {}", lost,
               plan_.shard_rows[l], fmt::join(survivors, ", "), epoch + 1);
   }
-  lost_unassigned_.clear();
+  lost_unassigned_ = std::move(later);
 }
 
 void CoordinatorSession::raise_worker_error(int rank, const protocol::WorkerError& error) {

@@ -42,6 +42,14 @@ bool has_left(const nlohmann::json& membership, int rank) {
   });
 }
 
+std::optional<std::uint64_t> left_after(const nlohmann::json& membership, int rank) {
+  if (membership.is_null()) return std::nullopt;
+  for (const auto& e : membership["events"]) {
+    if (e["event"] == "leave" && e["rank"] == rank) return e["step"].get<std::uint64_t>();
+  }
+  return std::nullopt;
+}
+
 void note_rows_dealt(nlohmann::json& membership, int rank, std::uint64_t from_epoch,
                      std::uint64_t rows, const nlohmann::json& to) {
   for (auto& event : membership["events"]) {
@@ -53,8 +61,14 @@ void note_rows_dealt(nlohmann::json& membership, int rank, std::uint64_t from_ep
 
 void CoordinatorSession::worker_left(int rank, bool after_step) {
   const auto r = static_cast<std::size_t>(rank);
-  // The leaver's reply to the step in hand, if it came in this gather, is part of that step.
-  const std::uint64_t step = result_.steps + (after_step ? 1 : 0);
+  // The leaver's reply to the step in hand, if it came in this gather, is part of that step;
+  // so is one that came in an earlier gather (a leave read during a wait on the servers, or
+  // after the worker's exit, before the step is recorded).
+  std::uint64_t step = result_.steps + (after_step ? 1 : 0);
+  if (const auto& a = answered_[r]; a.any && (a.type == protocol::Type::kGradient ||
+                                                 a.type == protocol::Type::kRingLoss)) {
+    step = std::max(step, a.step + 1);
+  }
   heartbeat_.forget(rank);  // it exits by itself, with status 0 (check_exit ignores it then)
   alive_flag_[r] = false;
   std::erase(alive_, rank);
@@ -70,6 +84,38 @@ void CoordinatorSession::worker_left(int rank, bool after_step) {
               plan_.shard_rows[r]);
   publish_members();
   check_min_workers(fmt::format("worker {} left after step {}", rank, step));
+  // The modes whose workers or servers hold per-worker state (ring, sharded servers) re-plan
+  // as for a loss under `continue`; left_after() tells them it was a leave, and after which step.
+  if (loss_handler_) loss_handler_(rank, config::FailurePolicy::kContinue);
+}
+
+bool CoordinatorSession::left_unread(int rank) {
+  // A leaver sends kLeave before it closes its socket, so a send that finds it gone most often
+  // comes before that message is read, not after: it is in the stash or on its way.
+  if (result_.membership.is_null()) return false;
+  const auto is_leave = [&](const transport::Incoming& in) {
+    try {
+      const auto e = protocol::decode(in.message, job_id_);
+      return e.type == protocol::Type::kLeave && static_cast<int>(e.rank) == rank;
+    } catch (const ProtocolError&) {
+      return false;
+    }
+  };
+  bool found = std::erase_if(stash_, is_leave) > 0;
+  const auto until = transport::deadline_in(std::chrono::milliseconds(200));
+  while (!found) {
+    auto in = listener_.receive(until);
+    if (!in) break;
+    found = is_leave(*in);
+    if (!found) stash_.push_back(std::move(*in));  // for the wait it belongs to
+  }
+  if (found) worker_left(rank, false);
+  return found;
+}
+
+bool CoordinatorSession::deal_later(int rank, std::uint64_t epoch) const {
+  const auto left = left_after(result_.membership, rank);
+  return left && epoch * std::max<std::uint64_t>(1, plan_.steps_per_epoch) <= *left;
 }
 
 void CoordinatorSession::set_members_dir(const std::filesystem::path& run_dir) {

@@ -72,8 +72,8 @@ class RingMode final : public Mode {
       session.broadcast(std::move(state));
     }
     RingReformer reformer(session);
-    const bool grow =
-        session.config().fault_tolerance.on_worker_failure == config::FailurePolicy::kAbort;
+    reformer.follow_batches(in_flight_);  // a leave after the batch in flight (elastic)
+    const bool grow = !may_reform(session.config());
     ring::BatchPlanner planner(session, grow);
     // Whatever ends the loop, no batch is left in flight: a stop checkpoint may ask the leader.
     struct Landed {
@@ -309,8 +309,7 @@ class RingMode final : public Mode {
       std::iota(members_.begin(), members_.end(), 0U);
     }
     ring_ = &session.peers().ring(members_, ring_generation_);
-    keep_previous_ = session.config().fault_tolerance.on_worker_failure !=
-                     config::FailurePolicy::kAbort;
+    keep_previous_ = may_reform(session.config());
     // A re-form message ends a collective that waits on a lost peer (ring_reform.hpp); under
     // abort none comes, but the coordinator's word that the run ended does (poll_coordinator).
     session.peers().set_interrupt([&session] {

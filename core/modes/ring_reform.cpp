@@ -1,5 +1,6 @@
 #include "core/modes/ring_reform.hpp"
 
+#include "core/coordinator/membership.hpp"
 #include "core/protocol/step_messages.hpp"
 
 #include "base/error.hpp"
@@ -10,17 +11,22 @@
 
 namespace dt::modes {
 
+bool may_reform(const config::Config& config) {
+  return config.fault_tolerance.on_worker_failure != config::FailurePolicy::kAbort ||
+         config.fault_tolerance.elastic.has_value();
+}
+
 RingReformer::RingReformer(roles::CoordinatorSession& session, HandOver hand_over,
                            roles::CoordinatorSession::LossHandler after)
     : session_(session), hand_over_(std::move(hand_over)), after_(std::move(after)) {
-  const auto policy = session.config().fault_tolerance.on_worker_failure;
-  if (policy == config::FailurePolicy::kAbort) return;
+  // Under abort a loss fails the run before the handler; a planned leave (elastic) still comes.
+  if (!may_reform(session.config())) return;
   active_ = true;
   session.set_loss_handler([this](int rank, config::FailurePolicy action) {
     if (on_loss_) on_loss_(rank, action);
     if (action == config::FailurePolicy::kRestart) fresh_.insert(rank);
     pending_ = true;
-    if (armed_) throw RingReform{};
+    if (armed_ && !left_after_batch(rank)) throw RingReform{};
   });
 }
 
@@ -90,6 +96,11 @@ void RingReformer::relay_state(const std::vector<int>& fresh, std::uint64_t step
   session_.broadcast(std::move(state), fresh);
   log::info("worker {} handed its state after step {} to worker {}", source, step,
             fmt::join(fresh, ", "));
+}
+
+bool RingReformer::left_after_batch(int rank) const {
+  const auto left = roles::left_after(session_.result().membership, rank);
+  return left && in_flight_ != nullptr && in_flight_->has_value() && *left >= (*in_flight_)->end;
 }
 
 void RingReformer::before_step(std::uint64_t step, std::uint64_t per_epoch) {

@@ -1,7 +1,8 @@
 #pragma once
 // A ring that loses a member (fault_tolerance.on_worker_failure restart or continue) re-forms
-// and redoes the step it was in. The coordinator's half is here; the replicas' half is in
-// ring.cpp (RingMode::reform). Tensor parallelism (tensor.cpp) re-forms its groups the same
+// and redoes the step it was in; so does one a member leaves (fault_tolerance.elastic), without
+// a failure, unless the leaver finished the step (then before the next one). The coordinator's
+// half is here; the replicas' half is in ring.cpp (RingMode::reform). Tensor parallelism (tensor.cpp) re-forms its groups the same
 // way, with another hand-over (the replacement is sent its slice setup; the coordinator holds
 // the parameters).
 //
@@ -27,14 +28,20 @@
 // it by accident.
 
 #include "core/coordinator/session.hpp"
+#include "core/modes/ring_batches.hpp"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace dt::modes {
+
+// Whether a replica may have to go back one step (a re-form): under restart and continue, and
+// with fault_tolerance.elastic (a leave). Then every batch of steps is one step long.
+[[nodiscard]] bool may_reform(const config::Config& config);
 
 struct RingReform {};  // thrown by the loss handler; caught by the ring's step loop
 // Thrown on a worker from the peer links' wait (PeerLinks::set_interrupt) when the coordinator's
@@ -70,16 +77,24 @@ class RingReformer {
   // Called first for every loss the handler sees (tensor, continue: drop the lost rank's
   // replica-mates).
   void set_on_loss(roles::CoordinatorSession::LossHandler on_loss) { on_loss_ = std::move(on_loss); }
+  // fault_tolerance.elastic: the mode's batch in flight. A worker that leaves after its last
+  // step of it (its reply came) is re-formed without before the next batch and the wait goes
+  // on; one that left before (its peers wait on it in the all-reduce) at once, as a loss.
+  void follow_batches(const std::optional<ring::Batch>& in_flight) noexcept {
+    in_flight_ = &in_flight;
+  }
   // How the log says it ("the ring re-forms", the default).
   void set_wording(std::string wording) { wording_ = std::move(wording); }
 
  private:
   void relay_state(const std::vector<int>& fresh, std::uint64_t step);
+  [[nodiscard]] bool left_after_batch(int rank) const;
 
   roles::CoordinatorSession& session_;
   HandOver hand_over_;
   roles::CoordinatorSession::LossHandler after_;
   roles::CoordinatorSession::LossHandler on_loss_;
+  const std::optional<ring::Batch>* in_flight_ = nullptr;  // follow_batches
   bool active_ = false;
   bool armed_ = true;
   bool pending_ = false;

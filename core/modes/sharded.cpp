@@ -21,6 +21,9 @@
 // to every server; a server that already has the lost worker's push of the round drops the
 // duplicate, so the run is bit-identical to one without the failure.
 //
+// A planned leave (fault_tolerance.elastic) is a loss under continue after the leaver's last
+// round: the servers stop waiting for it from the next round (docs/elastic.md).
+//
 // Sparse rows: the keyed exchange instead of whole slices (sparse_sharded.hpp,
 // core/servers/param_server_keyed.cpp); the coordinator's side is the same.
 
@@ -28,6 +31,7 @@
 #include "core/modes/server_mode.hpp"
 #include "core/modes/sparse_sharded.hpp"
 #include "core/modes/step.hpp"
+#include "core/coordinator/membership.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/protocol/compression.hpp"
 #include "core/servers/server_group.hpp"
@@ -40,6 +44,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 namespace dt::modes {
 namespace {
@@ -54,8 +59,15 @@ class ShardedGradientsMode final : public ServerGroupMode {
     auto& servers = *servers_;
     std::uint64_t round = session.first_step();  // the step in progress, or the next one
     bool in_step = false;  // from the step's broadcast until every server has applied it
+    std::vector<int> leaving;  // elastic: left after pushing the round in progress
     const LossHandlerScope scope(session, [&](int rank, config::FailurePolicy action) {
       const bool restart = action == config::FailurePolicy::kRestart;
+      // A planned leave: its pushes of the rounds it trained count, whichever wait read it.
+      if (const auto left = roles::left_after(session.result().membership, rank);
+          left && in_step && *left > round) {
+        leaving.push_back(rank);  // the servers forget it once they applied the round
+        return;
+      }
       (void)servers.lose_worker(rank, restart);
       if (!restart) return;
       auto setup = servers.servers_message();
@@ -94,6 +106,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
       check_batch_loss(config, step + 1, loss_sum, rows);
       // Every server has applied this step before it is logged (and before the next one).
       servers.wait_version(step + 1, timeout);
+      for (const int rank : std::exchange(leaving, {})) (void)servers.lose_worker(rank, false);
       servers.keep(step + 1);  // what a failed server's replacement would start from
       in_step = false;
       round = step + 1;

@@ -44,6 +44,16 @@ TEST_CASE("config: fault_tolerance.elastic defaults to the starting size and rou
   CHECK(set.faults.at(0).action == FaultAction::kLeave);
 }
 
+TEST_CASE("config: fault_tolerance.elastic is accepted over the ring and sharded servers") {
+  const std::string elastic = "fault_tolerance: {elastic: {min_workers: 2}}\n";
+  const auto ring = dt::test::parse_text(std::string(kHead) + "aggregation: {topology: ring}\n" +
+                                         elastic);
+  CHECK(ring.fault_tolerance.elastic.has_value());
+  const auto servers =
+      dt::test::parse_text(std::string(kHead) + "aggregation: {servers: 2}\n" + elastic);
+  CHECK(servers.fault_tolerance.elastic.has_value());
+}
+
 TEST_CASE("config: fault_tolerance.elastic refusals name the key and what to do") {
   CHECK(elastic_error("fault_tolerance: {elastic: {min_workers: 5}}\n") ==
         "test.yaml:4:42: fault_tolerance.elastic.min_workers: is 5, above the 4 workers the run "
@@ -55,13 +65,11 @@ TEST_CASE("config: fault_tolerance.elastic refusals name the key and what to do"
         "test.yaml:4:42: fault_tolerance.elastic.min_workers: expected a positive integer, got 0");
   CHECK(elastic_error("aggregation: {mode: parameters}\nfault_tolerance: {elastic: {}}\n") ==
         "test.yaml:5:28: fault_tolerance.elastic: is available with aggregation.mode gradients "
-        "over topology star with one server and parallelism.tensor 1 only, not with "
+        "(topology star, one or more servers, or ring) and parallelism.tensor 1 only, not with "
         "aggregation.mode parameters yet; remove fault_tolerance.elastic (a lost worker is then "
         "handled by on_worker_failure)");
-  CHECK(elastic_error("aggregation: {topology: ring}\nfault_tolerance: {elastic: {}}\n")
-            .find("not with aggregation.topology ring yet") != std::string::npos);
-  CHECK(elastic_error("aggregation: {servers: 2}\nfault_tolerance: {elastic: {}}\n")
-            .find("not with aggregation.servers 2 yet") != std::string::npos);
+  CHECK(elastic_error("parallelism: {tensor: 2}\nfault_tolerance: {elastic: {}}\n")
+            .find("not with parallelism.tensor 2 yet") != std::string::npos);
   CHECK(elastic_error("aggregation: {mode: async}\nfault_tolerance: {elastic: {}}\n")
             .find("not with aggregation.mode async yet") != std::string::npos);
   CHECK(elastic_error("transport: {type: inproc}\nfault_tolerance: {elastic: {}}\n") ==

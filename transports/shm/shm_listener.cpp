@@ -65,7 +65,7 @@ class ShmListener final : public Listener {
     }
     Peer& p = *it->second;
     if (is_gone(p, true)) {
-      forget(peer, true);
+      forget_drained(peer, p);
       fail_gone(peer);
     }
     const auto start = Clock::now();
@@ -97,7 +97,7 @@ class ShmListener final : public Listener {
                            std::chrono::ceil<milliseconds>(deadline - start).count());
       }
       if (is_gone(p, true)) {
-        forget(peer, true);
+        forget_drained(peer, p);
         fail_gone(peer);
       }
       std::this_thread::sleep_for(std::min<Clock::duration>(deadline - Clock::now(),
@@ -160,6 +160,12 @@ class ShmListener final : public Listener {
     p.checked = now;
     pollfd fd{p.pidfd, POLLIN, 0};
     return ::poll(&fd, 1, 0) > 0;
+  }
+
+  // A gone peer whose ring still holds messages (its last words: a worker's leave, its error
+  // report) stays until receive has delivered them; sleep() forgets it then.
+  void forget_drained(const std::string& peer, const Peer& p) {
+    if (!p.switched || p.corrupt || p.at_marker || !p.up.has_data()) forget(peer, true);
   }
 
   // By value: callers pass the map's own key, which the erase frees.
