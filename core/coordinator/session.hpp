@@ -1,9 +1,8 @@
 #pragma once
 // CoordinatorSession: what a mode's coordinator half sees of the run: the config and plan, the
-// parameters, the workers (messages to them, gathers of their replies, supervision, and the
-// failure policy for the lost ones), the loss log and checkpoints. Built by run_coordinator
-// (coordinator.cpp); its parts are in session.cpp (messages, gathers, the log),
-// session_failures.cpp (lost workers) and session_checkpoint.cpp (checkpoints, resume).
+// parameters, the workers (messages, gathers of replies, supervision, the failure policy for the
+// lost ones), the loss log and checkpoints. Built by run_coordinator; its parts are session.cpp
+// (messages, gathers, the log), session_failures.cpp (lost workers), session_checkpoint.cpp.
 
 #include "core/config/config.hpp"
 #include "core/coordinator/addresses.hpp"
@@ -55,14 +54,13 @@ class CoordinatorSession {
   [[nodiscard]] Schedule& schedule() noexcept { return schedule_; }
   [[nodiscard]] const Schedule& schedule() const noexcept { return schedule_; }
 
-  // ---- Lost workers (fault_tolerance.on_worker_failure). A worker that exits, reports an
-  // error or stops heartbeating is reported in one line (rank, pid, host, cause, last
-  // completed step, the tail of its log), then (a planned leave, elastic: like continue):
-  //   abort:    the wait throws TrainingError (exit 3);
-  //   restart:  a replacement is started under the same rank (up to max_restarts over the run),
-  //             set up as at the start, and sent the rank's last request again: the wait goes on;
-  //   continue: the rank leaves alive() and the wait goes on without it; its rows are dealt to
-  //             the survivors by reassign_lost_rows.
+  // ---- Lost workers (fault_tolerance.on_worker_failure). A worker that exits, reports an error
+  // or stops heartbeating is reported in one line (rank, pid, host, cause, last completed step,
+  // the tail of its log), then (a planned leave, elastic: like continue): abort: the wait throws
+  // TrainingError (exit 3); restart: a replacement is started under the same rank (up to
+  // max_restarts over the run), set up as at the start, sent the rank's last request again, and
+  // the wait goes on; continue: the rank leaves alive(), the wait goes on without it, its rows
+  // are dealt to the survivors by reassign_lost_rows.
   // Ranks still training, ascending: every rank unless `continue` lost some.
   [[nodiscard]] const std::vector<int>& alive() const noexcept { return alive_; }
   [[nodiscard]] bool is_alive(int rank) const noexcept {
@@ -75,26 +73,23 @@ class CoordinatorSession {
   // the survivors, who train on them from `epoch` on (their share of the global batch grows).
   // Call it before the first step of each epoch.
   void reassign_lost_rows(std::uint64_t epoch);
-  // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the
-  // other slices of its model replica) is stopped and leaves alive() as if lost; its rows are
-  // dealt like a lost worker's. With parallelism.tensor > 1, reassign_lost_rows deals a lost
-  // rank's rows only to the surviving ranks of the same slice (they read the same columns).
+  // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the other
+  // slices of its replica) is stopped and leaves alive() as if lost; its rows are dealt only to
+  // the surviving ranks of the same slice (they read the same columns).
   void drop_worker(int rank, const std::string& cause);
   // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
   // pushes) sets a handler: lose_worker calls it once the rank has been replaced (restart) or
-  // dropped from alive() (continue), instead of sending the replacement the rank's last
-  // request. The handler may throw to end the wait it was called from (a ring step that cannot
-  // finish). Without a handler the session re-sends the last request (star, parameters).
+  // dropped from alive() (continue), instead of re-sending the rank's last request (star,
+  // parameters). It may throw to end the wait it was called from (a ring step that cannot end).
   using LossHandler = std::function<void(int rank, config::FailurePolicy action)>;
   void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
   // A mode that dealt a lost worker's rows itself (async: through its servers) takes the rank
   // off the list reassign_lost_rows deals from.
   void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
-  // Bumped at every lost worker handled; messages carry the generation they were sent in, and
-  // a reply from an earlier generation than its rank's last request is dropped as stale.
+  // Bumped at every lost worker handled; a reply from an earlier generation than its rank's
+  // last request is dropped as stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
-  // Counts one replacement (a worker's, or a parameter server's) against
-  // fault_tolerance.max_restarts; false when none is left. restarts(): replacements so far.
+  // Counts a replacement (a worker's or a server's) against max_restarts; false if none is left.
   [[nodiscard]] bool take_restart() noexcept;
   [[nodiscard]] int restarts() const noexcept { return restarts_; }
 
@@ -104,9 +99,8 @@ class CoordinatorSession {
   void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
   // Sends one message to one worker.
   void send_to(int rank, protocol::Envelope envelope);
-  // Sends every worker still training a notice (kServerMoved): not a request, so no reply is
-  // awaited and it is neither re-sent nor replayed to a replacement. A worker it cannot reach
-  // is left to the supervision of the waits.
+  // Sends every worker still training a notice (kServerMoved): not a request, never re-sent nor
+  // replayed; a worker it cannot reach is left to the supervision of the waits.
   void notify(protocol::Envelope envelope);
   // One message of `type` from every rank still training, in rank order (each envelope's
   // `rank` says whose). Supervises while it waits: Ctrl-C ends the wait with an error; a lost
@@ -131,13 +125,11 @@ class CoordinatorSession {
   [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
   // Each rank's identity on the coordinator's listener and its peer endpoint (addresses.hpp).
   [[nodiscard]] WorkerAddresses& addresses() noexcept { return addresses_; }
-  // A run that fails tells its workers that joined by themselves (its own children are
-  // stopped by the pool), so that they exit at once saying why instead of finding the
-  // coordinator gone a heartbeat timeout later. Best effort, bounded: they may be gone too.
+  // A run that fails tells its workers that joined by themselves (the pool stops its own), so
+  // that they exit at once saying why. Best effort, bounded: they may be gone too.
   void end_joined_workers(const Error& why);
 
-  // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
-  // they opened peer links (core/worker/peers.hpp); nothing for a star run.
+  // After kReady: sends every worker the peer endpoints reported (kPeers); none for a star run.
   void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
 
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
@@ -145,13 +137,18 @@ class CoordinatorSession {
                    const std::vector<double>& worker_loss_sum,
                    const std::vector<std::uint64_t>& worker_rows);
   void add_samples(std::uint64_t rows) noexcept { result_.samples += rows; }
-  // From now on a worker that exits is finishing, not failing (a bad exit is a warning), and
-  // note_late_exit records one that exited badly after its work was done, as a warning.
+  // From now on a worker that exits is finishing, not failing; note_late_exit records one that
+  // exited badly after its work was done, as a warning.
   void expect_exits() noexcept { exits_expected_ = true; }
   void note_late_exit(const ChildExit& exit);
 
   // Checkpoints (core/coordinator/resume.hpp); none in unit tests that build a session by hand.
   void set_checkpointer(Checkpointer* checkpointer) noexcept { checkpointer_ = checkpointer; }
+  // Elastic across --resume (resume_membership.hpp): ranks not started again, state and back.
+  void set_departed(const std::vector<bool>& departed);
+  [[nodiscard]] nlohmann::json membership_state() const;
+  void restore_membership(const nlohmann::json& saved, int from_workers, std::uint64_t step,
+                          std::uint64_t start_step, const std::string& where);
   // Steps already done when training starts: the checkpoint's step on a resumed run, else 0.
   [[nodiscard]] std::uint64_t first_step() const;
   // A mode reports the end of every step (`step` = steps completed, empty ones included) where
@@ -178,6 +175,8 @@ class CoordinatorSession {
   // step in hand when `after_step`; below min_workers, waits for joiners, then throws.
   void worker_left(int rank, bool after_step);
   void check_min_workers(const std::string& why);
+  // Deals `lost`'s rows to `survivors` (share k of m to the k-th) from `epoch`; their rows.
+  nlohmann::json deal_rows(int lost, std::uint64_t epoch, const std::vector<int>& survivors);
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
@@ -222,6 +221,7 @@ class CoordinatorSession {
   std::vector<int> alive_;
   std::vector<bool> alive_flag_;
   std::vector<int> lost_unassigned_;  // continue: lost ranks whose rows no survivor holds yet
+  nlohmann::json dealt_ = nlohmann::json::array();  // every deal_rows so far, for checkpoints
   int restarts_ = 0;
   std::uint32_t generation_ = 0;      // bumped at every failure handled
   std::vector<protocol::Envelope> setups_;
