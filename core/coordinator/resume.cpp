@@ -141,30 +141,13 @@ ResumePoint find_resume_point(const std::filesystem::path& run_dir, const config
   }
   const std::string where = point.path.string();
   auto fixed = fixed_keys(config, plan);
-  point.start_step = point.checkpoint.step();
   // Another worker count (elastic): a new plan from the next epoch (resume_membership.hpp).
-  const auto& m = point.checkpoint.manifest;
-  const int now = config::worker_count(config);
-  const auto it = m.find("workers");
-  const bool other_count = it != m.end() && it->is_number_unsigned() &&
-                           it->get<std::uint64_t>() != static_cast<std::uint64_t>(now);
-  const auto refusal = resize_refusal(config);
-  if (other_count && !refusal && it->get<std::uint64_t>() > 0 &&
-      it->get<std::uint64_t>() <= static_cast<std::uint64_t>(INT32_MAX)) {
-    point.from_workers = it->get<int>();
-    const auto saved = m.value("fixed", nlohmann::json::object());
-    if (saved.is_object()) {  // else check_resume_manifest says what is wrong
-      for (const char* key : {"workers", "shards.count"}) {
-        if (saved.contains(key)) fixed[key] = saved[key];
-      }
-    }
-    point.start_step = resize_start_step(point.checkpoint.step(), plan.steps_per_epoch);
-  }
+  const auto refusal = plan_resume_membership(point, config, plan, fixed);
   try {
     const auto warnings = check_resume_manifest(point.checkpoint, where, fixed, soft_keys(config));
     point.warnings.insert(point.warnings.end(), warnings.begin(), warnings.end());
   } catch (ConfigError& e) {
-    if (!other_count || !refusal) throw;
+    if (!refusal) throw;
     fail<ConfigError>("{}. Resuming with another worker count {} (docs/elastic.md)", e.what(),
                       *refusal);
   }

@@ -42,8 +42,8 @@ struct Plan;
 // Keys that keep the checkpoint loadable but change the numbers (lr, batch size, seed, ...)
 // are returned as warnings.
 // With fault_tolerance.elastic (resume_membership.hpp) the worker count may differ from the
-// checkpoint's: `from_workers` is then the checkpoint's count, and `start_step` the first step of
-// the next epoch (else 0 and the checkpoint's step).
+// checkpoint's: `from_workers` is then the count training at the checkpoint, and `start_step` the
+// first step of the next epoch (else 0 and the checkpoint's step).
 struct ResumePoint {
   checkpoint::Checkpoint checkpoint;
   std::filesystem::path path;

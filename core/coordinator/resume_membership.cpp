@@ -34,8 +34,7 @@ std::vector<int> saved_ranks(const nlohmann::json& m, const char* key, int ranks
   return out;
 }
 
-}  // namespace
-
+// Why this config cannot resume a checkpoint of another worker count (nullopt: it can).
 std::optional<std::string> resize_refusal(const config::Config& c) {
   const auto& a = c.aggregation;
   if (!c.fault_tolerance.elastic) return std::string("needs fault_tolerance.elastic");
@@ -47,9 +46,53 @@ std::optional<std::string> resize_refusal(const config::Config& c) {
   return std::nullopt;
 }
 
-std::uint64_t resize_start_step(std::uint64_t step, std::uint64_t steps_per_epoch) {
+// The first step of the epoch after the one `step` is in (`step` itself at an epoch's end).
+std::uint64_t next_epoch_start(std::uint64_t step, std::uint64_t steps_per_epoch) {
   const std::uint64_t s = std::max<std::uint64_t>(1, steps_per_epoch);
   return (step + s - 1) / s * s;
+}
+
+// The workers training at the checkpoint: its membership's alive ranks, else all of them.
+std::uint64_t training_at(const nlohmann::json& manifest, std::uint64_t workers) {
+  const auto it = manifest.find("membership");
+  if (it == manifest.end() || !it->is_object() || !it->contains("alive") ||
+      !(*it)["alive"].is_array()) {
+    return workers;
+  }
+  return std::min<std::uint64_t>(workers, (*it)["alive"].size());
+}
+
+}  // namespace
+
+std::optional<std::string> plan_resume_membership(ResumePoint& point,
+                                                  const config::Config& config, const Plan& plan,
+                                                  nlohmann::json& fixed) {
+  const auto& m = point.checkpoint.manifest;
+  point.start_step = point.checkpoint.step();
+  const auto it = m.find("workers");
+  if (it == m.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() == 0 ||
+      it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT32_MAX)) {
+    return std::nullopt;  // check_resume_manifest says what is wrong with it
+  }
+  const std::uint64_t was = it->get<std::uint64_t>();
+  const auto now = static_cast<std::uint64_t>(config::worker_count(config));
+  const std::uint64_t training = training_at(m, was);
+  const auto& elastic = config.fault_tolerance.elastic;
+  // Below min_workers (the run failed waiting for joiners): every rank of the config again.
+  const bool refill = elastic && was == now &&
+                      training < static_cast<std::uint64_t>(elastic->min_workers);
+  if (was == now && !refill) return std::nullopt;
+  if (auto refusal = resize_refusal(config)) return refusal;
+  // (A run that lost every worker resumes as a resize of its whole count.)
+  point.from_workers = static_cast<int>(training > 0 ? training : was);
+  const auto saved = m.value("fixed", nlohmann::json::object());
+  if (saved.is_object()) {  // else check_resume_manifest says what is wrong
+    for (const char* key : {"workers", "shards.count"}) {
+      if (saved.contains(key)) fixed[key] = saved[key];
+    }
+  }
+  point.start_step = next_epoch_start(point.checkpoint.step(), plan.steps_per_epoch);
+  return std::nullopt;
 }
 
 std::vector<bool> departed_at_resume(const Checkpointer* checkpointer,
@@ -112,8 +155,8 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
                                             {"workers", ranks()},
                                             {"from_epoch", start_step / per_epoch},
                                             {"skipped_steps", start_step - step}});
-    log::notice("--resume with {} workers (the checkpoint's run had {}): the rows are planned "
-                "for {} afresh, from step {} (the first of epoch {}){}",
+    log::notice("--resume with {} workers ({} trained at the checkpoint's step): the rows are "
+                "planned for {} afresh, from step {} (the first of epoch {}){}",
                 ranks(), from_workers, ranks(), start_step + 1, start_step / per_epoch + 1,
                 start_step > step ? fmt::format("; steps {} to {}, the rest of the interrupted "
                                                 "epoch, are skipped", step + 1, start_step)

@@ -30,11 +30,17 @@ namespace dt::roles {
 
 class Checkpointer;
 
-// Why this config cannot resume a checkpoint of another worker count (nullopt: it can).
-[[nodiscard]] std::optional<std::string> resize_refusal(const config::Config& config);
+struct ResumePoint;
 
-// The step a resumed run starts at: the checkpoint's, or after a resize the next epoch's first.
-[[nodiscard]] std::uint64_t resize_start_step(std::uint64_t step, std::uint64_t steps_per_epoch);
+// Sets point.from_workers and point.start_step (resume.hpp) for a checkpoint of another worker
+// count, or of an elastic run left below min_workers (it then resumes with every rank of the
+// config: a resize too), and puts the checkpoint's count into `fixed` (the fixed keys of the
+// config now) so that the resume checks pass. Returns why this config cannot take another
+// worker count when the count differs and it cannot (nullopt otherwise).
+[[nodiscard]] std::optional<std::string> plan_resume_membership(ResumePoint& point,
+                                                                const config::Config& config,
+                                                                const Plan& plan,
+                                                                nlohmann::json& fixed);
 
 // By rank: true for a rank that had left the run at the checkpoint `--resume` continues from
 // (same worker count, elastic), and is not started again. Empty when none did.

@@ -4,8 +4,9 @@ started again), deals its rows as the run that never stopped did, ends with the 
 bits, and its summary's membership continues the record. Resumed with another worker count
 (shards.count), the rows are planned afresh for the new count from the next epoch: the run
 trains, every row is in each epoch after the change once (the same batches as a run started
-with that count), reruns give the same bits, and membership records a `resize`. Without
-elastic another count is refused, naming elastic.
+with that count), reruns and tcp give the same bits, and membership records a `resize`. A run
+that failed below min_workers resumes with every rank. Without elastic another count is
+refused, naming elastic.
 
 Every run stops at a known step: a `kill` fault under `abort` ends it with the checkpoint of
 the last completed step (exit 3); the resume runs a config without that fault."""
@@ -89,15 +90,19 @@ def test_resume_with_more_and_with_fewer_workers(tmp):
     for before, after, stop in ((2, 4, 100), (4, 2, 120)):
         out = tmp / f"run{before}to{after}"
         stopped_run(tmp, out, workers=before, stop=stop)
-        copy = tmp / f"copy{before}to{after}"
+        # A rerun of the same resume, and one over tcp: the same bits.
+        copy, tcp = tmp / f"copy{before}to{after}", tmp / f"tcp{before}to{after}"
         shutil.copytree(out, copy)
+        shutil.copytree(out, tcp)
         models = []
-        for folder in (out, copy):
+        for folder, transport in ((out, "ipc"), (copy, "ipc"), (tcp, "tcp")):
             cfg = config(tmp, f"resume-{folder.name}", folder, workers=before)
-            r = h.run("run", cfg, "--resume", "--set", f"shards.count={after}", "--json")
+            r = h.run("run", cfg, "--resume", "--set", f"shards.count={after}",
+                      "--set", f"transport.type={transport}", "--json")
             assert r.code == 0, r
             models.append((folder / "model.json").read_bytes())
         assert models[0] == models[1], f"{before} -> {after} workers: a rerun changed the model"
+        assert models[0] == models[2], f"{before} -> {after} workers: tcp changed the model"
         s = summary(out)
         assert s["status"] == "ok" and math.isfinite(s["final_loss"]) and s["final_loss"] < 0.1, s
         assert len(s["worker_stats"]) == after, s["worker_stats"]
@@ -114,6 +119,29 @@ def test_resume_with_more_and_with_fewer_workers(tmp):
         rows[(stop - 1) // PER_EPOCH] = done
         assert m["rows_per_epoch"] == rows, m["rows_per_epoch"]
         assert sum(w["rows"] for w in s["worker_stats"]) == TRAIN_ROWS, s["worker_stats"]
+
+
+def test_a_run_left_below_min_workers_resumes_with_every_rank(tmp):
+    # Worker 0 leaves after step 31 of 2 workers with min_workers 2: the run fails once
+    # join_timeout_ms has passed, its checkpoint at step 31 with one worker training. The resume
+    # starts both again, the rows planned for 2 afresh from the next epoch (step 61).
+    out = tmp / "below"
+    leave = "{rank: 0, at_step: 30, action: leave}"
+    elastic = "min_workers: 2, max_workers: 2, join_timeout_ms: 300"
+    r = h.run("run", config(tmp, "below", out, workers=2, faults=[leave], elastic=elastic))
+    assert r.code == 3, r
+    assert summary(out)["checkpoint"]["last_step"] == 31, summary(out)["checkpoint"]
+    r = h.run("run", config(tmp, "resume", out, workers=2, elastic=elastic), "--resume")
+    assert r.code == 0, r
+    assert "--resume with 2 workers (1 trained at the checkpoint's step)" in r.stderr, r.stderr
+    s = summary(out)
+    assert [(e["event"], e["step"]) for e in s["membership"]["events"]] == \
+        [("leave", 31), ("resize", 31)], s["membership"]["events"]
+    assert s["membership"]["events"][1] == {"event": "resize", "step": 31, "from_workers": 1,
+                                            "workers": 2, "from_epoch": 1, "skipped_steps": 29}
+    assert s["membership"]["rows_per_epoch"] == [31 * 60, TRAIN_ROWS, TRAIN_ROWS, TRAIN_ROWS], \
+        s["membership"]["rows_per_epoch"]
+    assert all(w["pid"] > 0 for w in s["worker_stats"]), s["worker_stats"]
 
 
 def loss_rows(out, after_step):
@@ -163,4 +191,5 @@ if __name__ == "__main__":
     h.main([test_resume_after_a_leave_goes_on_without_the_leaver,
             test_resume_with_more_and_with_fewer_workers,
             test_after_a_resize_the_batches_are_those_of_the_new_count,
+            test_a_run_left_below_min_workers_resumes_with_every_rank,
             test_another_count_is_refused_without_elastic])
