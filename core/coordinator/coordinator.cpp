@@ -138,7 +138,11 @@ std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool
             continue;
           }
         } else if (joined[r]) {
-          if (joined[r]->peer != in->peer) {
+          if (joined[r]->peer.empty()) {  // departed (resume_membership.hpp)
+            refuse(*in, hello, fmt::format("rank {} had left the run before the checkpoint this "
+                                           "run resumes from, and is not taken back; start no "
+                                           "worker for it (docs/elastic.md)", hello.rank));
+          } else if (joined[r]->peer != in->peer) {
             refuse(*in, hello, fmt::format("rank {} has already joined (pid {} on {})", hello.rank,
                                            joined[r]->hello.pid, joined[r]->hello.host));
           }
