@@ -141,10 +141,11 @@ def test_a_joined_worker_that_left_is_not_awaited_on_resume(tmp):
     for w in workers:
         h.finish(w, 20, "a worker")
     before = without_pids(summary(out)["membership"])
+    assert [(e["rank"], e["event"]) for e in before["events"]] == [(3, "leave")], before
     cfg = config(tmp, "resume", out, faults=[leave], transport=tcp)
     proc, endpoint = remote.coordinator(cfg, "--expect-workers", "2", "--resume")
     gone = remote.worker(endpoint, 3)
-    _, werr = h.finish(gone, 20, "the worker for rank 3")
+    _, werr = h.finish(gone, 60, "the worker for rank 3")
     assert gone.returncode == 2, werr
     assert "rank 3 had left the run before the checkpoint this run resumes from, and is not " \
         "taken back" in werr, werr
