@@ -10,9 +10,10 @@
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/keys.hpp"
 #include "core/coordinator/resume.hpp"
+#include "core/coordinator/resume_membership.hpp"
+#include "core/coordinator/statistics.hpp"
 #include "core/coordinator/tensor_plan.hpp"
 #include "core/coordinator/warm_start.hpp"
-#include "core/data/missing.hpp"
 #include "core/coordinator/worker_pool.hpp"
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
@@ -26,6 +27,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -96,7 +98,7 @@ std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool
                                  std::vector<std::optional<Joined>>& joined) {
   std::vector<std::string> refusals;
   DropLog drops;
-  int remaining = ranks;
+  int remaining = static_cast<int>(std::count(joined.begin(), joined.end(), std::nullopt));
   const auto deadline = deadline_in(timeout);
   const auto refuse = [&](const transport::Incoming& in, const protocol::Hello& hello,
                           const std::string& why) {
@@ -136,7 +138,11 @@ std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool
             continue;
           }
         } else if (joined[r]) {
-          if (joined[r]->peer != in->peer) {
+          if (joined[r]->peer.empty()) {  // departed (resume_membership.hpp)
+            refuse(*in, hello, fmt::format("rank {} had left the run before the checkpoint this "
+                                           "run resumes from, and is not taken back; start no "
+                                           "worker for it (docs/elastic.md)", hello.rank));
+          } else if (joined[r]->peer != in->peer) {
             refuse(*in, hello, fmt::format("rank {} has already joined (pid {} on {})", hello.rank,
                                            joined[r]->hello.pid, joined[r]->hello.host));
           }
@@ -196,8 +202,12 @@ std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool
 std::vector<Joined> wait_for_hellos(transport::Listener& listener, WorkerPool& pool, int ranks,
                                     int first_remote, std::uint64_t job,
                                     const std::string& config_hash,
-                                    std::chrono::milliseconds timeout) {
+                                    std::chrono::milliseconds timeout,
+                                    const std::vector<bool>& departed) {
   std::vector<std::optional<Joined>> joined(static_cast<std::size_t>(ranks));
+  for (std::size_t r = 0; r < departed.size(); ++r) {  // not started (resume_membership.hpp)
+    if (departed[r]) joined[r] = Joined{{.rank = static_cast<std::uint32_t>(r)}, {}};
+  }
   try {
     return await_hellos(listener, pool, ranks, first_remote, job, config_hash, timeout, joined);
   } catch (const Error& e) {
@@ -230,52 +240,6 @@ void check_message_size(const config::Config& config, std::size_t parameters) {
                       "messages of {} bytes; raise it to at least {}",
                       config.transport.max_message_bytes, parameters, needed, needed);
   }
-}
-
-// Merges the workers' statistics in rank order: the normalization and the class list are
-// functions of ALL training rows, identical in every process.
-protocol::Finalize merge_loaded(const config::Config& config, const Plan& plan,
-                                const std::vector<protocol::Envelope>& replies,
-                                std::vector<std::string> labels, RunResult& result,
-                                const InitialModel* init) {
-  data::ColumnStats stats;
-  std::vector<data::ColumnStats> tensor_stats;  // per rank, of its own columns
-  for (std::size_t r = 0; r < replies.size(); ++r) {
-    const auto loaded =
-        protocol::read_loaded(replies[r], static_cast<std::size_t>(columns_of(plan, r).size()));
-    if (loaded.rows != plan.shard_rows[r]) {
-      fail<ProtocolError>("worker {} loaded {} rows, its shard has {}", r, loaded.rows,
-                          plan.shard_rows[r]);
-    }
-    if (plan.tensor > 1) {
-      tensor_stats.push_back(loaded.stats);
-    } else {
-      data::merge_into(stats, loaded.stats);
-    }
-    labels.insert(labels.end(), loaded.labels.begin(), loaded.labels.end());
-    result.workers[r].rows = loaded.rows;
-  }
-  if (plan.tensor > 1) stats = merge_tensor_stats(plan, tensor_stats);
-  protocol::Finalize f;
-  const auto fill = data::missing_fill(config.data.missing, stats, plan.source.features);
-  f.normalization = data::make_normalization(config.data.normalize, stats, plan.source.features);
-  f.normalization.missing = config.data.missing;
-  f.normalization.fill = fill;
-  data::leave_encoded_unscaled(f.normalization, plan.source.features, plan.source.categorical);
-  const auto task = config::task_of(config.model);
-  if (data::label_kind(task) == data::LabelKind::kCategorical) {
-    f.classes = data::resolve_classes(labels);
-  } else if (task == config::Task::kBinary) {
-    f.classes = {"0", "1"};
-  }
-  if (init != nullptr) adopt_initial(*init, f);
-  for (const auto& c : f.normalization.constant_columns) {
-    result.warnings.push_back(fmt::format("column '{}' is constant; left unscaled", c));
-    log::warn("column '{}' is constant over the training rows; it is left unscaled", c);
-  }
-  f.train_rows = plan.train_rows;
-  f.steps_per_epoch = plan.steps_per_epoch;
-  return f;
 }
 
 }  // namespace
@@ -354,17 +318,24 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   const std::string config_hash = config::config_hash(config);
   try {
     progress::phase(fmt::format("starting {} worker{}", ranks, ranks == 1 ? "" : "s"));
-    for (int r = 0; r < ranks; ++r) pool->start(r, listener->endpoint());
+    const auto departed = departed_at_resume(options.checkpointer, config, ranks);
+    const auto gone = [&](int r) {
+      return !departed.empty() && departed[static_cast<std::size_t>(r)];
+    };
+    for (int r = 0; r < ranks; ++r) {
+      if (!gone(r)) pool->start(r, listener->endpoint());
+    }
     const auto join_timeout = first_remote < ranks
                                   ? std::chrono::milliseconds(config.transport.join_timeout_ms)
                                   : kConnectTimeout;
     const auto hellos =
-        wait_for_hellos(*listener, *pool, ranks, first_remote, job, config_hash, join_timeout);
+        wait_for_hellos(*listener, *pool, ranks, first_remote, job, config_hash, join_timeout,
+                        departed);
     std::vector<std::string> peers;
     for (const auto& j : hellos) {
       const auto& h = j.hello;
       result.workers.push_back({static_cast<int>(h.rank), h.pid, h.host, 0, {}});
-      pool->joined(static_cast<int>(h.rank), h.pid);
+      if (!gone(static_cast<int>(h.rank))) pool->joined(static_cast<int>(h.rank), h.pid);
       peers.push_back(j.peer);
     }
 
@@ -378,8 +349,8 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
       setup.source.csv.reset();  // workers seek by the byte offsets in their segments
       setup.peer_secret_key = keys.peer.secret_key;
       setups.push_back(protocol::make_setup(setup));
-      listener->send(peers[rank], protocol::encode(setups.back(), job),
-                     deadline_in(kSendDeadline));
+      if (gone(r)) continue;
+      listener->send(peers[rank], protocol::encode(setups.back(), job), deadline_in(kSendDeadline));
     }
     // The coordinator holds the validation rows (workers hold only training rows).
     std::optional<data::Shard> validation;
@@ -389,6 +360,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     session.set_transport(*transport);
     session.set_members_dir(options.worker_log_dir.parent_path());  // the run folder
     session.addresses().set_identities(std::move(peers));
+    session.set_departed(departed);
     try {
       // The class list covers the held-out rows too: a class seen only there is still a class.
       std::vector<std::string> labels;
@@ -396,8 +368,10 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         labels = data::distinct_labels(*validation);
       }
       progress::phase(fmt::format("workers loading their shards ({} rows)", plan.train_rows));
-      const auto finalize = merge_loaded(config, plan, session.gather(protocol::Type::kLoaded),
-                                         std::move(labels), result, options.init);
+      const auto finalize = merge_loaded(
+          config, plan,
+          with_departed_shards(config, plan, departed, session.gather(protocol::Type::kLoaded)),
+          std::move(labels), result, options.init);
       std::vector<protocol::Envelope> finalizes;
       for (int r = 0; r < ranks; ++r) {  // a tensor rank gets the normalization of its columns
         auto mine = finalize;

@@ -2,6 +2,7 @@
 
 #include "core/modes/mode.hpp"
 #include "core/coordinator/session.hpp"
+#include "core/coordinator/resume_membership.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "base/text.hpp"
@@ -139,9 +140,17 @@ ResumePoint find_resume_point(const std::filesystem::path& run_dir, const config
                                          "it: {}", s));
   }
   const std::string where = point.path.string();
-  const auto warnings = check_resume_manifest(point.checkpoint, where, fixed_keys(config, plan),
-                                              soft_keys(config));
-  point.warnings.insert(point.warnings.end(), warnings.begin(), warnings.end());
+  auto fixed = fixed_keys(config, plan);
+  // Another worker count (elastic): a new plan from the next epoch (resume_membership.hpp).
+  const auto refusal = plan_resume_membership(point, config, plan, fixed);
+  try {
+    const auto warnings = check_resume_manifest(point.checkpoint, where, fixed, soft_keys(config));
+    point.warnings.insert(point.warnings.end(), warnings.begin(), warnings.end());
+  } catch (ConfigError& e) {
+    if (!refusal) throw;
+    fail<ConfigError>("{}. Resuming with another worker count {} (docs/elastic.md)", e.what(),
+                      *refusal);
+  }
   return point;
 }
 
@@ -150,7 +159,7 @@ Checkpointer::Checkpointer(const config::Config& config, const Plan& plan,
     : config_(config), plan_(plan), dir_(checkpoint_dir(run_dir)) {}
 
 std::uint64_t Checkpointer::first_step() const {
-  return resume_ ? resume_->checkpoint.step() : 0;
+  return resume_ ? std::max(resume_->start_step, resume_->checkpoint.step()) : 0;
 }
 
 bool Checkpointer::due(std::uint64_t step) const noexcept {
@@ -179,6 +188,8 @@ checkpoint::Checkpoint Checkpointer::common(CoordinatorSession& session, std::ui
   put_log(out, result.log);
   m["window"] = session.loss_window().to_json();
   m["aggregation"] = result.aggregation;
+  // fault_tolerance.elastic: who is in the run, and the deals of departed ranks' rows.
+  if (!result.membership.is_null()) m["membership"] = session.membership_state();
   // training.early_stopping's best check so far (early_stop.hpp); absent without it, and
   // a checkpoint without it resumes with no check made.
   if (session.evaluation().early_stop().enabled()) {
@@ -290,10 +301,12 @@ void Checkpointer::restore(CoordinatorSession& session) {
     }
     session.params() = std::move(run.parameters);
     result.samples = run.samples;
-    result.steps = run.logged_steps;
+    // Another worker count starts at the next epoch (resume_membership.hpp): log rows stay on
+    // their cadence from there.
+    result.steps = resume_->from_workers != 0 ? first_step() : run.logged_steps;
     result.log = std::move(run.log);
     result.aggregation = std::move(run.aggregation);
-    session.restore_log_window(run.window, step, run.seconds, where);
+    session.restore_log_window(run.window, first_step(), run.seconds, where);
     if (ck.manifest.contains("early_stopping")) {
       session.evaluation().early_stop().restore(
           ck.manifest["early_stopping"],
@@ -302,6 +315,8 @@ void Checkpointer::restore(CoordinatorSession& session) {
           session.params().size(), where);
     }
     mode_->restore_state(session, ck);
+    session.restore_membership(ck.manifest.value("membership", nlohmann::json()),
+                               resume_->from_workers, step, first_step(), where);
   } catch (const nlohmann::json::exception& e) {
     // A backstop: every read above is checked (resume_read.hpp).
     fail<DataError>("{}: the checkpoint's manifest is incomplete ({})", where, e.what());

@@ -41,10 +41,15 @@ struct Plan;
 // it looked; ConfigError (exit 2) naming every key that changed incompatibly and what to do.
 // Keys that keep the checkpoint loadable but change the numbers (lr, batch size, seed, ...)
 // are returned as warnings.
+// With fault_tolerance.elastic (resume_membership.hpp) the worker count may differ from the
+// checkpoint's: `from_workers` is then the count training at the checkpoint, and `start_step` the
+// first step of the next epoch (else 0 and the checkpoint's step).
 struct ResumePoint {
   checkpoint::Checkpoint checkpoint;
   std::filesystem::path path;
   std::vector<std::string> warnings;
+  int from_workers = 0;
+  std::uint64_t start_step = 0;
 };
 [[nodiscard]] ResumePoint find_resume_point(const std::filesystem::path& run_dir,
                                             const config::Config& config, const Plan& plan);

@@ -1,9 +1,8 @@
 #pragma once
 // CoordinatorSession: what a mode's coordinator half sees of the run: the config and plan, the
-// parameters, the workers (messages to them, gathers of their replies, supervision, and the
-// failure policy for the lost ones), the loss log and checkpoints. Built by run_coordinator
-// (coordinator.cpp); its parts are in session.cpp (messages, gathers, the log),
-// session_failures.cpp (lost workers) and session_checkpoint.cpp (checkpoints, resume).
+// parameters, the workers (messages, gathers of replies, supervision, the failure policy for the
+// lost ones), the loss log and checkpoints. Built by run_coordinator; its parts are session.cpp
+// (messages, gathers, the log), session_failures.cpp (lost workers), session_checkpoint.cpp.
 
 #include "core/config/config.hpp"
 #include "core/coordinator/addresses.hpp"
@@ -56,15 +55,12 @@ class CoordinatorSession {
   [[nodiscard]] Schedule& schedule() noexcept { return schedule_; }
   [[nodiscard]] const Schedule& schedule() const noexcept { return schedule_; }
 
-  // ---- Lost workers (fault_tolerance.on_worker_failure). One that exits, reports an error or
-  // stops heartbeating is reported (rank, pid, host, cause, last step, its log's tail), then
-  // (a planned leave, elastic: like continue):
-  //   abort:    the wait throws TrainingError (exit 3);
-  //   restart:  a replacement is started under the same rank (up to max_restarts over the run),
-  //             set up as at the start, and sent the rank's last request again: the wait goes on;
-  //   continue: the rank leaves alive() and the wait goes on without it; its rows are dealt to
-  //             the survivors by reassign_lost_rows.
-  // Ranks still training, ascending: every rank unless `continue` lost some.
+  // ---- Lost workers (on_worker_failure): one that exits, reports an error or stops heartbeating
+  // is reported (rank, pid, host, cause, last step, its log's tail), then (a planned leave: as
+  // continue) abort: the wait throws TrainingError (exit 3); restart: a replacement takes the
+  // rank, set up as at the start and sent its last request again; continue: the rank leaves
+  // alive(), its rows are dealt to the survivors by reassign_lost_rows. alive(): the ranks still
+  // training, ascending.
   [[nodiscard]] const std::vector<int>& alive() const noexcept { return alive_; }
   [[nodiscard]] bool is_alive(int rank) const noexcept {
     return alive_flag_[static_cast<std::size_t>(rank)];
@@ -75,10 +71,9 @@ class CoordinatorSession {
   // `continue` in gradients mode, before each epoch's first step: deals the rows of the workers
   // lost since the last call to the survivors, who train on them from `epoch` on.
   void reassign_lost_rows(std::uint64_t epoch);
-  // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the
-  // other slices of its model replica) is stopped and leaves alive() as if lost; its rows are
-  // dealt like a lost worker's. With parallelism.tensor > 1, reassign_lost_rows deals a lost
-  // rank's rows only to the surviving ranks of the same slice (they read the same columns).
+  // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the other
+  // slices of its replica) is stopped and leaves alive() as if lost; its rows are dealt only to
+  // the surviving ranks of the same slice (they read the same columns).
   void drop_worker(int rank, const std::string& cause);
   // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
   // pushes) sets a handler, called once the rank is replaced (restart) or off alive() (continue,
@@ -88,11 +83,10 @@ class CoordinatorSession {
   void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
   // A mode that dealt a lost worker's rows itself (async, through its servers) takes it off.
   void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
-  // Bumped at every lost worker handled; messages carry the generation they were sent in: a
-  // reply of an earlier one than its rank's last request is stale.
+  // Bumped at every lost worker handled; a reply from an earlier generation than its rank's
+  // last request is dropped as stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
-  // Counts one replacement (a worker's, or a parameter server's) against
-  // fault_tolerance.max_restarts; false when none is left. restarts(): replacements so far.
+  // Counts a replacement (a worker's or a server's) against max_restarts; false if none is left.
   [[nodiscard]] bool take_restart() noexcept;
   [[nodiscard]] int restarts() const noexcept { return restarts_; }
 
@@ -100,9 +94,8 @@ class CoordinatorSession {
   void broadcast(protocol::Envelope envelope);
   void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
   void send_to(int rank, protocol::Envelope envelope);
-  // Sends every worker still training a notice (kServerMoved): not a request, so no reply is
-  // awaited and it is neither re-sent nor replayed to a replacement. A worker it cannot reach
-  // is left to the supervision of the waits.
+  // Sends every worker still training a notice (kServerMoved): not a request, never re-sent nor
+  // replayed; a worker it cannot reach is left to the supervision of the waits.
   void notify(protocol::Envelope envelope);
   // One message of `type` from every rank still training, in rank order (each envelope's
   // `rank` says whose). Supervises while it waits: Ctrl-C ends the wait with an error; a lost
@@ -132,7 +125,6 @@ class CoordinatorSession {
   void end_joined_workers(const Error& why);
   // fault_tolerance.elastic: `run_dir`/members.json, for `disttrain leave` (members_file.hpp).
   void set_members_dir(const std::filesystem::path& run_dir);
-
   // After kReady: the peer endpoints the workers reported, to each (kPeers; not in a star).
   void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
 
@@ -148,6 +140,11 @@ class CoordinatorSession {
 
   // Checkpoints (core/coordinator/resume.hpp); none in unit tests that build a session by hand.
   void set_checkpointer(Checkpointer* checkpointer) noexcept { checkpointer_ = checkpointer; }
+  // Elastic across --resume (resume_membership.hpp): ranks not started again, state and back.
+  void set_departed(const std::vector<bool>& departed);
+  [[nodiscard]] nlohmann::json membership_state() const;
+  void restore_membership(const nlohmann::json& saved, int from_workers, std::uint64_t step,
+                          std::uint64_t start_step, const std::string& where);
   // Steps already done when training starts: the checkpoint's step on a resumed run, else 0.
   [[nodiscard]] std::uint64_t first_step() const;
   // A mode reports the end of every step (`step` = steps completed, empty ones included) where
@@ -178,6 +175,8 @@ class CoordinatorSession {
   void publish_members(bool first = false);  // members.json: its first writing, or a change
   [[nodiscard]] bool deal_later(int rank, std::uint64_t epoch) const;
   [[nodiscard]] bool left_unread(int rank);
+  // Deals `lost`'s rows to `survivors` (share k of m to the k-th) from `epoch`; their rows.
+  nlohmann::json deal_rows(int lost, std::uint64_t epoch, const std::vector<int>& survivors);
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
@@ -221,6 +220,7 @@ class CoordinatorSession {
   std::vector<int> alive_;
   std::vector<bool> alive_flag_;
   std::vector<int> lost_unassigned_;  // continue: lost ranks whose rows no survivor holds yet
+  nlohmann::json dealt_ = nlohmann::json::array();  // every deal_rows so far, for checkpoints
   int restarts_ = 0;
   std::uint32_t generation_ = 0;      // bumped at every failure handled
   std::vector<protocol::Envelope> setups_;

@@ -1,0 +1,185 @@
+// fault_tolerance.elastic across `run --resume`: what resume_membership.hpp says, and the
+// CoordinatorSession's part of it (the membership a checkpoint keeps, and back).
+
+#include "core/coordinator/resume_membership.hpp"
+
+#include "core/coordinator/resume.hpp"
+#include "core/coordinator/session.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace dt::roles {
+namespace {
+
+// The ranks of `key` in the saved membership `m`, each checked to be a rank of this run.
+std::vector<int> saved_ranks(const nlohmann::json& m, const char* key, int ranks,
+                             const std::string& where) {
+  const auto& list = manifest_key(m, key, where);
+  if (!list.is_array()) {
+    fail<DataError>("{}: the checkpoint's membership.{} is not a list", where, key);
+  }
+  std::vector<int> out;
+  for (const auto& r : list) {
+    if (!r.is_number_unsigned() || r.get<std::uint64_t>() >= static_cast<std::uint64_t>(ranks)) {
+      fail<DataError>("{}: the checkpoint's membership.{} holds {}, not a rank of this run's {} "
+                      "workers", where, key, r.dump(), ranks);
+    }
+    out.push_back(r.get<int>());
+  }
+  return out;
+}
+
+// Why this config cannot resume a checkpoint of another worker count (nullopt: it can).
+std::optional<std::string> resize_refusal(const config::Config& c) {
+  const auto& a = c.aggregation;
+  if (!c.fault_tolerance.elastic) return std::string("needs fault_tolerance.elastic");
+  if (a.mode != config::AggregationMode::kGradients || a.topology != config::Topology::kStar ||
+      a.servers > 1 || c.parallelism.tensor > 1) {
+    return fmt::format("is available with aggregation.mode gradients over topology star with one "
+                       "server only, not with {}", config::describe_aggregation(c));
+  }
+  return std::nullopt;
+}
+
+// The first step of the epoch after the one `step` is in (`step` itself at an epoch's end).
+std::uint64_t next_epoch_start(std::uint64_t step, std::uint64_t steps_per_epoch) {
+  const std::uint64_t s = std::max<std::uint64_t>(1, steps_per_epoch);
+  return (step + s - 1) / s * s;
+}
+
+// The workers training at the checkpoint: its membership's alive ranks, else all of them.
+std::uint64_t training_at(const nlohmann::json& manifest, std::uint64_t workers) {
+  const auto it = manifest.find("membership");
+  if (it == manifest.end() || !it->is_object() || !it->contains("alive") ||
+      !(*it)["alive"].is_array()) {
+    return workers;
+  }
+  return std::min<std::uint64_t>(workers, (*it)["alive"].size());
+}
+
+}  // namespace
+
+std::optional<std::string> plan_resume_membership(ResumePoint& point,
+                                                  const config::Config& config, const Plan& plan,
+                                                  nlohmann::json& fixed) {
+  const auto& m = point.checkpoint.manifest;
+  point.start_step = point.checkpoint.step();
+  const auto it = m.find("workers");
+  if (it == m.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() == 0 ||
+      it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT32_MAX)) {
+    return std::nullopt;  // check_resume_manifest says what is wrong with it
+  }
+  const std::uint64_t was = it->get<std::uint64_t>();
+  const auto now = static_cast<std::uint64_t>(config::worker_count(config));
+  const std::uint64_t training = training_at(m, was);
+  const auto& elastic = config.fault_tolerance.elastic;
+  // Below min_workers (the run failed waiting for joiners): every rank of the config again.
+  const bool refill = elastic && was == now &&
+                      training < static_cast<std::uint64_t>(elastic->min_workers);
+  if (was == now && !refill) return std::nullopt;
+  if (auto refusal = resize_refusal(config)) return refusal;
+  // (A run that lost every worker resumes as a resize of its whole count.)
+  point.from_workers = static_cast<int>(training > 0 ? training : was);
+  const auto saved = m.value("fixed", nlohmann::json::object());
+  if (saved.is_object()) {  // else check_resume_manifest says what is wrong
+    for (const char* key : {"workers", "shards.count"}) {
+      if (saved.contains(key)) fixed[key] = saved[key];
+    }
+  }
+  point.start_step = next_epoch_start(point.checkpoint.step(), plan.steps_per_epoch);
+  return std::nullopt;
+}
+
+std::vector<bool> departed_at_resume(const Checkpointer* checkpointer,
+                                     const config::Config& config, int ranks) {
+  if (checkpointer == nullptr || !config.fault_tolerance.elastic) return {};
+  const auto* point = checkpointer->resume();
+  if (point == nullptr || point->from_workers != 0) return {};
+  const auto& m = point->checkpoint.manifest;
+  if (!m.contains("membership")) return {};
+  const auto alive = saved_ranks(m["membership"], "alive", ranks, point->path.string());
+  std::vector<bool> departed(static_cast<std::size_t>(ranks), true);
+  for (const int r : alive) departed[static_cast<std::size_t>(r)] = false;
+  if (std::none_of(departed.begin(), departed.end(), [](bool d) { return d; })) return {};
+  std::vector<int> gone;
+  for (int r = 0; r < ranks; ++r) {
+    if (departed[static_cast<std::size_t>(r)]) gone.push_back(r);
+  }
+  log::notice("--resume: worker{} {} had left the run at the checkpoint's step and {} not "
+              "started again", gone.size() == 1 ? "" : "s", fmt::join(gone, ", "),
+              gone.size() == 1 ? "is" : "are");
+  return departed;
+}
+
+void CoordinatorSession::set_departed(const std::vector<bool>& departed) {
+  for (std::size_t r = 0; r < departed.size(); ++r) {
+    if (!departed[r]) continue;
+    alive_flag_[r] = false;
+    std::erase(alive_, static_cast<int>(r));
+    heartbeat_.forget(static_cast<int>(r));
+  }
+}
+
+nlohmann::json CoordinatorSession::membership_state() const {
+  return {{"record", result_.membership},
+          {"alive", alive_},
+          {"dealt", dealt_},
+          {"undealt", lost_unassigned_}};
+}
+
+void CoordinatorSession::restore_membership(const nlohmann::json& saved, int from_workers,
+                                            std::uint64_t step, std::uint64_t start_step,
+                                            const std::string& where) {
+  if (result_.membership.is_null()) return;  // not elastic now: every rank was started
+  if (saved.is_object()) {
+    const auto& record = manifest_key(saved, "record", where);
+    if (!record.is_object()) {
+      fail<DataError>("{}: the checkpoint's membership.record is not an object", where);
+    }
+    result_.membership["workers"] = manifest_count(record, "workers", where);
+    result_.membership["events"] = manifest_key(record, "events", where);
+    (void)manifest_counts(record, "rows_per_epoch", where);  // checked: counted on from here
+    result_.membership["rows_per_epoch"] = record["rows_per_epoch"];
+  }
+  const std::uint64_t per_epoch = std::max<std::uint64_t>(1, plan_.steps_per_epoch);
+  if (from_workers != 0) {
+    // A new plan: the old one's departed ranks and deals mean nothing in it.
+    result_.membership["events"].push_back({{"event", "resize"},
+                                            {"step", step},
+                                            {"from_workers", from_workers},
+                                            {"workers", ranks()},
+                                            {"from_epoch", start_step / per_epoch},
+                                            {"skipped_steps", start_step - step}});
+    log::notice("--resume with {} workers ({} trained at the checkpoint's step): the rows are "
+                "planned for {} afresh, from step {} (the first of epoch {}){}",
+                ranks(), from_workers, ranks(), start_step + 1, start_step / per_epoch + 1,
+                start_step > step ? fmt::format("; steps {} to {}, the rest of the interrupted "
+                                                "epoch, are skipped", step + 1, start_step)
+                                  : std::string());
+    return;
+  }
+  if (!saved.is_object()) return;
+  const auto& dealt = manifest_key(saved, "dealt", where);
+  if (!dealt.is_array()) {
+    fail<DataError>("{}: the checkpoint's membership.dealt is not a list", where);
+  }
+  for (const auto& d : dealt) {
+    const auto lost = manifest_count(d, "rank", where);
+    if (lost >= static_cast<std::uint64_t>(ranks()) || is_alive(static_cast<int>(lost))) {
+      fail<DataError>("{}: the checkpoint's membership deals the rows of rank {}, not a departed "
+                      "rank of this run's {} workers", where, lost, ranks());
+    }
+    deal_rows(static_cast<int>(lost), manifest_count(d, "from_epoch", where),
+              saved_ranks(d, "to", ranks(), where));
+  }
+  for (const int r : saved_ranks(saved, "undealt", ranks(), where)) {
+    if (!is_alive(r)) lost_unassigned_.push_back(r);  // dealt at the next epoch, as before
+  }
+}
+
+}  // namespace dt::roles

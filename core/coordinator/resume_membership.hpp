@@ -1,0 +1,50 @@
+#pragma once
+// fault_tolerance.elastic across `run --resume` (docs/elastic.md, "Checkpoints and --resume").
+//
+// A checkpoint of an elastic run keeps the membership at its step (CoordinatorSession::
+// membership_state: the record summary.json shows, the ranks still training, every deal of a
+// departed rank's rows so far and the ranks not dealt yet). Resumed with the same worker count,
+// the ranks that had left (or were lost under `continue`) are not started again: the
+// coordinator reads their shards' statistics itself, so the normalization is the same bits, and
+// the deals are sent again to the same ranks with the same shares, so the survivors hold the
+// same rows in the same order: the run goes on as the one that never stopped.
+//
+// Resumed with another worker count (shards.count; elastic gradients over star with one server
+// only), the plan is the new count's, made afresh; training goes on from the first step of the
+// epoch after the checkpoint's (the rest of the interrupted epoch is skipped, so no row is
+// trained twice in an epoch), and membership records a `resize` event.
+//
+// Threading: the coordinator thread only.
+
+#include "core/config/config.hpp"
+#include "core/coordinator/plan.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt::roles {
+
+class Checkpointer;
+
+struct ResumePoint;
+
+// Sets point.from_workers and point.start_step (resume.hpp) for a checkpoint of another worker
+// count, or of an elastic run left below min_workers (it then resumes with every rank of the
+// config: a resize too), and puts the checkpoint's count into `fixed` (the fixed keys of the
+// config now) so that the resume checks pass. Returns why this config cannot take another
+// worker count when the count differs and it cannot (nullopt otherwise).
+[[nodiscard]] std::optional<std::string> plan_resume_membership(ResumePoint& point,
+                                                                const config::Config& config,
+                                                                const Plan& plan,
+                                                                nlohmann::json& fixed);
+
+// By rank: true for a rank that had left the run at the checkpoint `--resume` continues from
+// (same worker count, elastic), and is not started again. Empty when none did.
+[[nodiscard]] std::vector<bool> departed_at_resume(const Checkpointer* checkpointer,
+                                                   const config::Config& config, int ranks);
+
+}  // namespace dt::roles
