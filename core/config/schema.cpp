@@ -352,7 +352,8 @@ std::vector<Key> build_keys() {
        "worker: it finishes its step and exits 0; its rows are dealt to the others from the "
        "next epoch). Below this many workers the run waits `join_timeout_ms` for joiners, then "
        "fails (exit 3). Joining a running job is not available yet. Gradients mode over star "
-       "with one server only, worker processes (not `inproc`), `parallelism.tensor` 1."},
+       "with one server, parameters and async modes only, worker processes (not `inproc`), "
+       "`parallelism.tensor` 1."},
       {"fault_tolerance.elastic.max_workers", "integer >= `shards.count`", "", "`shards.count`",
        "The most workers the run may have (joiners above it will be refused)."},
       {"fault_tolerance.elastic.join_timeout_ms", "integer >= 0", "60000", "",

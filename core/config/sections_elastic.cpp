@@ -42,24 +42,25 @@ void check_elastic(const Section& root, const Config& c) {
                                       "(shards.count); set max_workers >= {}",
                                       e.max_workers, workers, workers));
   }
-  // A leave re-plans the rows of a data-parallel worker between steps. Other modes keep state
-  // per worker that a leave would need to move (servers, ring, model slices); they are later
-  // slices of issue 18.
+  // A leave re-plans the rows of a data-parallel worker between steps (gradients star), rounds
+  // (parameters) or pushes (async: its servers stop counting it). Other modes keep state per
+  // worker that a leave would need to move (sharded servers, ring, model slices); they are
+  // other slices of issue 18.
   const auto& a = c.aggregation;
+  const bool gradients = a.mode == AggregationMode::kGradients;
   std::string missing;
-  if (a.mode != AggregationMode::kGradients) {
-    missing = fmt::format("aggregation.mode {}", name_of(a.mode));
-  } else if (a.topology != Topology::kStar) {
+  if (gradients && a.topology != Topology::kStar) {
     missing = fmt::format("aggregation.topology {}", name_of(a.topology));
-  } else if (a.servers > 1) {
+  } else if (gradients && a.servers > 1) {
     missing = fmt::format("aggregation.servers {}", a.servers);
   } else if (c.parallelism.tensor > 1) {
     missing = fmt::format("parallelism.tensor {}", c.parallelism.tensor);
   }
   if (!missing.empty()) {
     s.fail_here(fmt::format("is available with aggregation.mode gradients over topology star "
-                            "with one server and parallelism.tensor 1 only, not with {} yet; "
-                            "remove fault_tolerance.elastic (a lost worker is then handled by "
+                            "with one server, with modes parameters and async, and with "
+                            "parallelism.tensor 1 only, not with {} yet; remove "
+                            "fault_tolerance.elastic (a lost worker is then handled by "
                             "on_worker_failure)",
                             missing));
   }

@@ -94,6 +94,23 @@ void CoordinatorSession::send_request(int rank, std::shared_ptr<const wire::Mess
   } catch (const TransportError& e) {
     const auto before = generation_;
     check_workers();  // a dead worker explains the failed send better than the send does
+    // A worker that left on purpose (elastic) closed its socket after its kLeave, which is
+    // queued by now even when its exit is not seen yet: a leave, not a loss.
+    if (before == generation_ && is_alive(rank) && config_.fault_tolerance.elastic) {
+      const auto its_leave = [&](const transport::Incoming& in) {
+        return in.peer == addresses_.identity(rank) &&
+               in.message.header.type == static_cast<std::uint16_t>(protocol::Type::kLeave);
+      };
+      bool left = std::any_of(stash_.begin(), stash_.end(), its_leave);
+      const auto until = deadline_in(std::chrono::milliseconds(200));
+      while (!left) {
+        auto in = listener_.receive(until);
+        if (!in) break;
+        left = its_leave(*in);
+        if (!left) stash_.push_back(std::move(*in));
+      }
+      if (left) worker_left(rank, false);
+    }
     // Unless that found it (and replaced or dropped it), the worker is lost for this.
     if (before == generation_ && is_alive(rank)) {
       lose_worker(rank, fmt::format("cannot be reached: {}", e.what()));
@@ -248,7 +265,8 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       const auto i = static_cast<std::size_t>(r);
       if (!alive_flag_[i]) continue;  // the last words of a worker already given up
       if (e.type == protocol::Type::kLeave) {  // a planned leave (elastic)
-        worker_left(r, got[i].has_value() && type == protocol::Type::kGradient);
+        worker_left(r, got[i].has_value() && (type == protocol::Type::kGradient ||
+                                              type == protocol::Type::kRoundResult));
         continue;
       }
       if (e.type == protocol::Type::kError) {
@@ -274,6 +292,11 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       }
       slowest = std::max(slowest, steady_ms() - wait_start);
       got[i] = std::move(e);
+      // A reply that says its worker leaves after it (elastic): the leave belongs to this step,
+      // whenever the worker's kLeave comes (then dropped as the last words of a worker gone).
+      if (got[i]->fields.is_object() && got[i]->fields.value("leaving", false)) {
+        worker_left(r, true);
+      }
       continue;
     }
     check_workers();
@@ -349,7 +372,7 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
   }
   window_.add(loss_sum, rows, worker_loss_sum, worker_rows);
   if (!result_.membership.is_null() && step > 0) {  // elastic: the rows each epoch saw
-    const auto per_epoch = std::max<std::uint64_t>(1, plan_.steps_per_epoch);
+    const auto per_epoch = std::max<std::uint64_t>(1, schedule_.steps_per_epoch());
     count_epoch_rows(result_.membership, (step - 1) / per_epoch, rows);
   }
   const auto every = static_cast<std::uint64_t>(config_.output.log_every_steps);

@@ -90,6 +90,11 @@ class CoordinatorSession {
   // A mode that dealt a lost worker's rows itself (async: through its servers) takes the rank
   // off the list reassign_lost_rows deals from.
   void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
+  // Elastic, parameters mode: deals the rows of workers that left since the last call (not
+  // those lost under continue) to the others, each from its own epoch from_epoch(rank) on.
+  void deal_left_rows(const std::function<std::uint64_t(int rank)>& from_epoch);
+  // Parameters mode: the step the round in progress ends at (a leave with its reply: its step).
+  void set_round_end(std::uint64_t step) noexcept { round_end_ = step; }
   // Bumped at every lost worker handled; messages carry the generation they were sent in, and
   // a reply from an earlier generation than its rank's last request is dropped as stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
@@ -98,11 +103,10 @@ class CoordinatorSession {
   [[nodiscard]] bool take_restart() noexcept;
   [[nodiscard]] int restarts() const noexcept { return restarts_; }
 
-  // Sends one message to every worker still training.
+  // Sends one message (encoded once) to every worker still training, or to each of `ranks`;
+  // or to one worker.
   void broadcast(protocol::Envelope envelope);
-  // Sends one message (encoded once) to each of `ranks`.
   void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
-  // Sends one message to one worker.
   void send_to(int rank, protocol::Envelope envelope);
   // Sends every worker still training a notice (kServerMoved): not a request, so no reply is
   // awaited and it is neither re-sent nor replayed to a replacement. A worker it cannot reach
@@ -131,9 +135,9 @@ class CoordinatorSession {
   [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
   // Each rank's identity on the coordinator's listener and its peer endpoint (addresses.hpp).
   [[nodiscard]] WorkerAddresses& addresses() noexcept { return addresses_; }
-  // A run that fails tells its workers that joined by themselves (its own children are
-  // stopped by the pool), so that they exit at once saying why instead of finding the
-  // coordinator gone a heartbeat timeout later. Best effort, bounded: they may be gone too.
+  // A run that fails tells its workers that joined by themselves (its children are stopped by
+  // the pool), so that they exit at once saying why, not a heartbeat timeout later. Best
+  // effort, bounded: they may be gone too.
   void end_joined_workers(const Error& why);
 
   // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
@@ -186,8 +190,7 @@ class CoordinatorSession {
   // wait in stash_ for the gather they belong to.
   [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
                                               transport::Clock::time_point deadline);
-  // Ends `rank`'s worker at once: this process's child is killed, a joined one told to stop.
-  void end_worker(int rank);
+  void end_worker(int rank);  // at once: a child is killed, a joined worker is told to stop
   // Whether `in` is the hello of a worker joining by itself to take `rank`.
   [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
   [[nodiscard]] std::chrono::milliseconds join_timeout(int rank) const;
@@ -238,11 +241,8 @@ class CoordinatorSession {
   std::vector<protocol::Type> last_request_type_;
   std::vector<std::uint32_t> last_request_generation_;
   LossHandler loss_handler_;
-  struct Answered {
-    protocol::Type type{};
-    std::uint64_t step = 0;
-    bool any = false;
-  };
+  struct Answered { protocol::Type type{}; std::uint64_t step = 0; bool any = false; };
+  std::uint64_t round_end_ = 0;  // set_round_end
   std::vector<Answered> answered_;
   double reply_ms_ = 0;  // moving average of how long a gather waits for its slowest reply
 };

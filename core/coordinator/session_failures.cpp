@@ -262,24 +262,7 @@ void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
       if (plan_.tensor <= 1 || s % plan_.tensor == lost % plan_.tensor) survivors.push_back(s);
     }
     if (survivors.empty()) continue;
-    // Every survivor reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k
-    // of m): no data is dropped for the rest of training, and the split needs no row index.
-    for (std::size_t k = 0; k < survivors.size(); ++k) {
-      auto e = protocol::make_setup({"", "", source_for(plan_, l), plan_.segments[l]});
-      e.type = protocol::Type::kReassign;
-      e.step = epoch;
-      e.fields["share"] = k;
-      e.fields["shares"] = survivors.size();
-      e.fields["from_epoch"] = epoch;
-      e.fields["lost_rank"] = lost;
-      send_to(survivors[k], std::move(e));
-    }
-    const auto acks = gather_from(protocol::Type::kReassigned, survivors);
-    nlohmann::json to = nlohmann::json::array();
-    for (const auto& a : acks) {
-      to.push_back({{"rank", a.rank}, {"rows", protocol::count(a, "rows")}});
-      result_.workers[a.rank].rows += protocol::count(a, "rows");
-    }
+    const auto to = deal_rows(*this, lost, survivors, [epoch](int) { return epoch; });
     for (auto& f : result_.failures) {
       if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
         f["reassigned"] = {{"from_epoch", epoch}, {"rows", plan_.shard_rows[l]}, {"to", to}};
@@ -292,6 +275,32 @@ void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
               plan_.shard_rows[l], fmt::join(survivors, ", "), epoch + 1);
   }
   lost_unassigned_.clear();
+}
+
+nlohmann::json deal_rows(CoordinatorSession& session, int lost, const std::vector<int>& takers,
+                         const std::function<std::uint64_t(int)>& from_epoch) {
+  const auto& plan = session.plan();
+  const auto l = static_cast<std::size_t>(lost);
+  // Every taker reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k of
+  // m): no data is dropped for the rest of training, and the split needs no row index.
+  for (std::size_t k = 0; k < takers.size(); ++k) {
+    const auto epoch = from_epoch(takers[k]);
+    auto e = protocol::make_setup({"", "", source_for(plan, l), plan.segments[l]});
+    e.type = protocol::Type::kReassign;
+    e.step = epoch;
+    e.fields["share"] = k;
+    e.fields["shares"] = takers.size();
+    e.fields["from_epoch"] = epoch;
+    e.fields["lost_rank"] = lost;
+    session.send_to(takers[k], std::move(e));
+  }
+  const auto acks = session.gather_from(protocol::Type::kReassigned, takers);
+  nlohmann::json to = nlohmann::json::array();
+  for (const auto& a : acks) {
+    to.push_back({{"rank", a.rank}, {"rows", protocol::count(a, "rows")}});
+    session.result().workers[a.rank].rows += protocol::count(a, "rows");
+  }
+  return to;
 }
 
 void CoordinatorSession::raise_worker_error(int rank, const protocol::WorkerError& error) {
