@@ -13,11 +13,9 @@ survivors from their next local epoch. Async runs are not reproducible, so the c
 accounting: the leaver's pushes, the survivors' longer plans, the updates they add up to."""
 
 import math
-import os
-import signal
 
 import harness as h
-from test_elastic import summary, without_pids
+from test_elastic import sigterm_mid_run, summary, without_pids
 
 CONFIG = """
 version: 1
@@ -172,16 +170,7 @@ def test_async_sigterm_to_a_worker_is_a_planned_leave(tmp):
     # 100 updates) shows that training started.
     epochs = 200
     cfg, out = config(tmp, "sigterm", ASYNC, epochs=epochs)
-    proc = h.start(cfg)
-    workers = h.worker_processes(proc, 4)
-    folder = out / "checkpoint"
-    h.wait_for(lambda: folder.exists() and any(p.name.startswith("step-") for p in folder.iterdir()),
-               60, "the first checkpoint")
-    victim = next(pid for pid in workers if h.rank_of(pid) == 2)
-    os.kill(victim, signal.SIGTERM)
-    _, err = h.finish(proc, 120)
-    assert proc.returncode == 0, err
-    h.assert_gone(workers)
+    victim = sigterm_mid_run(cfg, out, 2)
     s = summary(out)
     assert s["failures"] == [] and s["warnings"] == [], (s["failures"], s["warnings"])
     [event] = s["membership"]["events"]
