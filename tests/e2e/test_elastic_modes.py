@@ -4,8 +4,8 @@ worker processes (the `leave` fault SIGTERMs a worker at one of its own local st
 parameters: the leaver finishes its round, whose merge has its model, and leaves; the rounds
 after it merge the others; from each survivor's next local epoch its share of the leaver's rows
 is in its shard (its batches grow, its steps stay), so every training row is in every epoch's
-rounds. Replayed, a leave gives the same bits; in the last epoch (no row dealt in time to train)
-it gives the model of `continue` after a kill at the leaver's next step.
+rounds. Replayed (over ipc and tcp), a leave gives the same bits; in the last epoch (no row
+dealt in time to train) it gives the model of `continue` after a kill at the leaver's next step.
 
 async: the leaver stops before its next step, once the servers answered its last push; the
 servers stop counting it, its steps not done leave the schedule, and its rows go to the
@@ -84,15 +84,20 @@ def test_parameters_leave_merges_its_round_then_deals_its_rows(tmp):
     assert "took 300 rows of lost worker 1 (share 1 of 3) from epoch 3" in log, log
 
 
-def test_parameters_leave_replays_bit_for_bit(tmp):
+def test_parameters_leave_replays_bit_for_bit_over_ipc_and_tcp(tmp):
     fault = "{rank: 2, at_step: 20, action: leave}"
     cfg, out = config(tmp, "first", ROUNDS_BY_EPOCH, fault=fault)
     assert h.run("run", cfg).code == 0
-    cfg, again = config(tmp, "again", ROUNDS_BY_EPOCH, fault=fault)
-    assert h.run("run", cfg).code == 0
     model = (out / "model.json").read_bytes()
-    assert (again / "model.json").read_bytes() == model, "a replayed leave changed the model"
-    assert without_pids(summary(again)["membership"]) == without_pids(summary(out)["membership"])
+    # Replayed, over ipc again and over tcp (port 0 on the loopback).
+    for name, transport in (("again", "ipc"), ("tcp", "tcp")):
+        cfg, again = config(tmp, name, ROUNDS_BY_EPOCH, fault=fault)
+        r = h.run("run", cfg, "--set", f"transport.type={transport}")
+        assert r.code == 0, r
+        assert (again / "model.json").read_bytes() == model, f"a replayed leave ({transport}) " \
+            "changed the model"
+        assert without_pids(summary(again)["membership"]) == \
+            without_pids(summary(out)["membership"])
     # Not the model of a run where nobody leaves (the check could not pass by accident).
     cfg, stay = config(tmp, "stay", ROUNDS_BY_EPOCH)
     assert h.run("run", cfg).code == 0
@@ -185,7 +190,7 @@ def test_async_sigterm_to_a_worker_is_a_planned_leave(tmp):
 
 if __name__ == "__main__":
     h.main([test_parameters_leave_merges_its_round_then_deals_its_rows,
-            test_parameters_leave_replays_bit_for_bit,
+            test_parameters_leave_replays_bit_for_bit_over_ipc_and_tcp,
             test_parameters_leave_in_the_last_epoch_equals_continue,
             test_parameters_below_min_workers_fails_after_the_join_timeout,
             test_async_leave_stops_its_pushes_and_deals_its_rows,
