@@ -65,7 +65,9 @@ class ShmListener final : public Listener {
     }
     Peer& p = *it->second;
     if (is_gone(p, true)) {
-      forget(peer, true);
+      // What it wrote before it went (a worker's last words: its leave) stays readable; the
+      // wait in sleep() forgets it once its ring is drained.
+      if (drained(p)) forget(peer, true);
       fail_gone(peer);
     }
     const auto start = Clock::now();
@@ -97,7 +99,7 @@ class ShmListener final : public Listener {
                            std::chrono::ceil<milliseconds>(deadline - start).count());
       }
       if (is_gone(p, true)) {
-        forget(peer, true);
+        if (drained(p)) forget(peer, true);
         fail_gone(peer);
       }
       std::this_thread::sleep_for(std::min<Clock::duration>(deadline - Clock::now(),
@@ -160,6 +162,10 @@ class ShmListener final : public Listener {
     p.checked = now;
     pollfd fd{p.pidfd, POLLIN, 0};
     return ::poll(&fd, 1, 0) > 0;
+  }
+
+  static bool drained(const Peer& p) {
+    return !p.up.has_data() || p.corrupt || p.at_marker || !p.switched;
   }
 
   // By value: callers pass the map's own key, which the erase frees.
@@ -306,9 +312,7 @@ class ShmListener final : public Listener {
       auto next = std::next(it);
       // Anything still in its ring is delivered first (from_rings); an exited peer whose ring
       // is drained is gone.
-      const Peer& p = *it->second;
-      const bool drained = !p.up.has_data() || p.corrupt || p.at_marker || !p.switched;
-      if (p.pidfd >= 0 && drained && is_gone(*it->second, false)) {
+      if (it->second->pidfd >= 0 && drained(*it->second) && is_gone(*it->second, false)) {
         forget(it->first, true);
       }
       it = next;
