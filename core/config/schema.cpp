@@ -351,8 +351,9 @@ std::vector<Key> build_keys() {
        "Elastic membership (docs/elastic.md): workers may leave during the run (SIGTERM to a "
        "worker: it finishes its step and exits 0; its rows are dealt to the others from the "
        "next epoch). Below this many workers the run waits `join_timeout_ms` for joiners, then "
-       "fails (exit 3). Joining a running job is not available yet. Gradients mode (star with "
-       "one or more servers, or ring) only, worker processes (not `inproc`), "
+       "fails (exit 3). Joining a running job is not available yet. Every mode (gradients over "
+       "star, sharded servers or ring; parameters; async) with worker processes (not `inproc`) "
+       "and "
        "`parallelism.tensor` 1."},
       {"fault_tolerance.elastic.max_workers", "integer >= `shards.count`", "", "`shards.count`",
        "The most workers the run may have (joiners above it will be refused)."},

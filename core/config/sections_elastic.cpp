@@ -42,22 +42,15 @@ void check_elastic(const Section& root, const Config& c) {
                                       "(shards.count); set max_workers >= {}",
                                       e.max_workers, workers, workers));
   }
-  // A leave re-plans the rows of a data-parallel worker between steps: in gradients mode over
-  // the star (one server or sharded servers) or the ring. Other modes keep state per worker
-  // that a leave would need to move (model slices); they are later slices of issue 18.
-  const auto& a = c.aggregation;
-  std::string missing;
-  if (a.mode != AggregationMode::kGradients) {
-    missing = fmt::format("aggregation.mode {}", name_of(a.mode));
-  } else if (c.parallelism.tensor > 1) {
-    missing = fmt::format("parallelism.tensor {}", c.parallelism.tensor);
-  }
-  if (!missing.empty()) {
-    s.fail_here(fmt::format("is available with aggregation.mode gradients (topology star, one "
-                            "or more servers, or ring) and parallelism.tensor 1 only, not with "
-                            "{} yet; remove fault_tolerance.elastic (a lost worker is then "
-                            "handled by on_worker_failure)",
-                            missing));
+  // A leave re-plans the rows of a data-parallel worker between steps (gradients: star, sharded
+  // servers, ring), rounds (parameters) or pushes (async: its servers stop counting it). Tensor
+  // parallelism keeps model slices per worker that a leave would need to move: a later slice of
+  // issue 18.
+  if (c.parallelism.tensor > 1) {
+    s.fail_here(fmt::format("is available with data parallelism only (parallelism.tensor 1), "
+                            "not with parallelism.tensor {} yet; remove fault_tolerance.elastic "
+                            "(a lost worker is then handled by on_worker_failure)",
+                            c.parallelism.tensor));
   }
   if (c.transport.type == TransportType::kInproc) {
     s.fail_here("needs worker processes (a worker leaves when it gets SIGTERM), but "

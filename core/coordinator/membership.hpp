@@ -14,19 +14,29 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <vector>
 
 namespace dt::roles {
+class CoordinatorSession;
 
 [[nodiscard]] nlohmann::json start_membership(const config::Config& config, int workers);
 // Adds `rows` to epoch `epoch`'s count (0-based).
 void count_epoch_rows(nlohmann::json& membership, std::uint64_t epoch, std::uint64_t rows);
-// Whether `rank` left the run on purpose (null membership: no).
+// Whether `rank` left the run on purpose (null membership: no), and its leave event (or null).
 [[nodiscard]] bool has_left(const nlohmann::json& membership, int rank);
 // The last step `rank` trained before it left (loss.csv's numbering); none if it did not leave.
 [[nodiscard]] std::optional<std::uint64_t> left_after(const nlohmann::json& membership, int rank);
+[[nodiscard]] nlohmann::json* leave_event(nlohmann::json& membership, int rank);
 // The leave of `rank`, its rows dealt from `from_epoch` to `to` ([{"rank", "rows"}]).
 void note_rows_dealt(nlohmann::json& membership, int rank, std::uint64_t from_epoch,
                      std::uint64_t rows, const nlohmann::json& to);
+// Sends `lost`'s rows to `takers` (kReassign: share k of m, from epoch from_epoch(taker)) and
+// gathers their acknowledgements: returns [{"rank", "rows"}], and counts the rows in their
+// worker_stats. Shared by `continue` (reassign_lost_rows) and planned leaves.
+[[nodiscard]] nlohmann::json deal_rows(CoordinatorSession& session, int lost,
+                                       const std::vector<int>& takers,
+                                       const std::function<std::uint64_t(int)>& from_epoch);
 
 }  // namespace dt::roles

@@ -249,7 +249,8 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       if (!alive_flag_[i]) continue;  // the last words of a worker already given up
       if (e.type == protocol::Type::kLeave) {  // a planned leave (elastic)
         worker_left(r, got[i].has_value() && (type == protocol::Type::kGradient ||
-                                              type == protocol::Type::kRingLoss));
+                                              type == protocol::Type::kRingLoss ||
+                                              type == protocol::Type::kRoundResult));
         continue;
       }
       if (e.type == protocol::Type::kError) {
@@ -275,6 +276,11 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
       }
       slowest = std::max(slowest, steady_ms() - wait_start);
       got[i] = std::move(e);
+      // A reply that says its worker leaves after it (elastic): the leave belongs to this step,
+      // whenever the worker's kLeave comes (then dropped as the last words of a worker gone).
+      if (got[i]->fields.is_object() && got[i]->fields.value("leaving", false)) {
+        worker_left(r, true);
+      }
       continue;
     }
     check_workers();
@@ -359,7 +365,7 @@ void CoordinatorSession::record_step(std::uint64_t step, double loss_sum, std::u
   }
   window_.add(loss_sum, rows, worker_loss_sum, worker_rows);
   if (!result_.membership.is_null() && step > 0) {  // elastic: the rows each epoch saw
-    const auto per_epoch = std::max<std::uint64_t>(1, plan_.steps_per_epoch);
+    const auto per_epoch = std::max<std::uint64_t>(1, schedule_.steps_per_epoch());
     count_epoch_rows(result_.membership, (step - 1) / per_epoch, rows);
   }
   const auto every = static_cast<std::uint64_t>(config_.output.log_every_steps);

@@ -83,6 +83,11 @@ class CoordinatorSession {
   void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
   // A mode that dealt a lost worker's rows itself (async, through its servers) takes it off.
   void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
+  // Elastic, parameters mode: deals the rows of workers that left since the last call (not
+  // those lost under continue) to the others, each from its own epoch from_epoch(rank) on.
+  void deal_left_rows(const std::function<std::uint64_t(int rank)>& from_epoch);
+  // Parameters mode: the step the round in progress ends at (a leave with its reply: its step).
+  void set_round_end(std::uint64_t step) noexcept { round_end_ = step; }
   // Bumped at every lost worker handled; a reply from an earlier generation than its rank's
   // last request is dropped as stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
@@ -111,8 +116,7 @@ class CoordinatorSession {
   // other workers are still supervised (exits, heartbeats) while they idle.
   [[nodiscard]] std::vector<protocol::Envelope> gather_from(protocol::Type type,
                                                             const std::vector<int>& ranks);
-  // One round of the supervision gather does while it waits: Ctrl-C, worker exits, heartbeats.
-  // For modes that wait on something other than the workers' messages (parameter servers).
+  // One round of the gather's supervision (Ctrl-C, exits, heartbeats), for other waits (servers).
   void supervise();
 
   [[nodiscard]] transport::Transport& transport() const;  // for sockets of a mode's own (servers)
@@ -184,8 +188,7 @@ class CoordinatorSession {
   // The next `type` message of `rank` while a replacement starts (others wait in stash_).
   [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
                                               transport::Clock::time_point deadline);
-  // Ends `rank`'s worker at once: this process's child is killed, a joined one told to stop.
-  void end_worker(int rank);
+  void end_worker(int rank);  // at once: a child is killed, a joined worker is told to stop
   // Whether `in` is the hello of a worker joining by itself to take `rank`.
   [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
   [[nodiscard]] std::chrono::milliseconds join_timeout(int rank) const;
@@ -238,11 +241,8 @@ class CoordinatorSession {
   std::vector<std::uint32_t> last_request_generation_;
   LossHandler loss_handler_;
   std::shared_ptr<MembersFile> members_file_;
-  struct Answered {
-    protocol::Type type{};
-    std::uint64_t step = 0;
-    bool any = false;
-  };
+  struct Answered { protocol::Type type{}; std::uint64_t step = 0; bool any = false; };
+  std::uint64_t round_end_ = 0;  // set_round_end
   std::vector<Answered> answered_;
   double reply_ms_ = 0;  // moving average of how long a gather waits for its slowest reply
 };

@@ -286,27 +286,35 @@ void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
 
 nlohmann::json CoordinatorSession::deal_rows(int lost, std::uint64_t epoch,
                                             const std::vector<int>& survivors) {
+  auto to = roles::deal_rows(*this, lost, survivors, [epoch](int) { return epoch; });
+  // For a checkpoint (resume_membership.hpp): the same deal, again, on --resume.
+  dealt_.push_back({{"rank", lost}, {"from_epoch", epoch}, {"to", survivors}});
+  return to;
+}
+
+nlohmann::json deal_rows(CoordinatorSession& session, int lost, const std::vector<int>& takers,
+                         const std::function<std::uint64_t(int)>& from_epoch) {
+  const auto& plan = session.plan();
   const auto l = static_cast<std::size_t>(lost);
-  // Every survivor reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k
-  // of m): no data is dropped for the rest of training, and the split needs no row index.
-  for (std::size_t k = 0; k < survivors.size(); ++k) {
-    auto e = protocol::make_setup({"", "", source_for(plan_, l), plan_.segments[l]});
+  // Every taker reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k of
+  // m): no data is dropped for the rest of training, and the split needs no row index.
+  for (std::size_t k = 0; k < takers.size(); ++k) {
+    const auto epoch = from_epoch(takers[k]);
+    auto e = protocol::make_setup({"", "", source_for(plan, l), plan.segments[l]});
     e.type = protocol::Type::kReassign;
     e.step = epoch;
     e.fields["share"] = k;
-    e.fields["shares"] = survivors.size();
+    e.fields["shares"] = takers.size();
     e.fields["from_epoch"] = epoch;
     e.fields["lost_rank"] = lost;
-    send_to(survivors[k], std::move(e));
+    session.send_to(takers[k], std::move(e));
   }
-  const auto acks = gather_from(protocol::Type::kReassigned, survivors);
+  const auto acks = session.gather_from(protocol::Type::kReassigned, takers);
   nlohmann::json to = nlohmann::json::array();
   for (const auto& a : acks) {
     to.push_back({{"rank", a.rank}, {"rows", protocol::count(a, "rows")}});
-    result_.workers[a.rank].rows += protocol::count(a, "rows");
+    session.result().workers[a.rank].rows += protocol::count(a, "rows");
   }
-  // For a checkpoint (resume_membership.hpp): the same deal, again, on --resume.
-  dealt_.push_back({{"rank", lost}, {"from_epoch", epoch}, {"to", survivors}});
   return to;
 }
 

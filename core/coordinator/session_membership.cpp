@@ -1,6 +1,8 @@
 // CoordinatorSession's planned leaves (fault_tolerance.elastic): a worker that leaves is taken
 // off alive() as `continue` takes a lost one, without a failure: the gather in progress goes on
-// without it, and reassign_lost_rows deals its rows at the next epoch. Below min_workers the
+// without it, and reassign_lost_rows deals its rows at the next epoch (gradients star);
+// deal_left_rows at each taker's next local epoch (parameters); a mode with a loss handler
+// (async) takes it as a loss under `continue` (its servers deal the rows). Below min_workers the
 // run waits join_timeout_ms for joiners, then fails. Joining is not available yet, so the wait
 // always ends in the failure; it is here so that joins only add their admission.
 
@@ -15,6 +17,7 @@
 #include "base/signals.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <thread>
 
 namespace dt::roles {
@@ -50,6 +53,14 @@ std::optional<std::uint64_t> left_after(const nlohmann::json& membership, int ra
   return std::nullopt;
 }
 
+nlohmann::json* leave_event(nlohmann::json& membership, int rank) {
+  if (membership.is_null()) return nullptr;
+  for (auto& event : membership["events"]) {
+    if (event["event"] == "leave" && event["rank"] == rank) return &event;
+  }
+  return nullptr;
+}
+
 void note_rows_dealt(nlohmann::json& membership, int rank, std::uint64_t from_epoch,
                      std::uint64_t rows, const nlohmann::json& to) {
   for (auto& event : membership["events"]) {
@@ -61,10 +72,12 @@ void note_rows_dealt(nlohmann::json& membership, int rank, std::uint64_t from_ep
 
 void CoordinatorSession::worker_left(int rank, bool after_step) {
   const auto r = static_cast<std::size_t>(rank);
-  // The leaver's reply to the step in hand, if it came in this gather, is part of that step;
-  // so is one that came in an earlier gather (a leave read during a wait on the servers, or
-  // after the worker's exit, before the step is recorded).
-  std::uint64_t step = result_.steps + (after_step ? 1 : 0);
+  // The leaver's reply to the step in hand, if it came in this gather, is part of that step
+  // (parameters mode: of the round in progress, which ends at round_end_); so is one that came
+  // in an earlier gather (a leave read during a wait on the servers, or after the worker's
+  // exit, before the step is recorded).
+  std::uint64_t step = result_.steps;
+  if (after_step) step = round_end_ > 0 ? round_end_ : step + 1;
   if (const auto& a = answered_[r]; a.any && (a.type == protocol::Type::kGradient ||
                                                  a.type == protocol::Type::kRingLoss)) {
     step = std::max(step, a.step + 1);
@@ -135,6 +148,26 @@ void CoordinatorSession::publish_members(bool first) {
     workers.push_back({rank, pool_.pid_of(rank), host, {}});
   }
   members_file_->publish(std::move(workers), result_.membership["events"]);
+}
+
+void CoordinatorSession::deal_left_rows(const std::function<std::uint64_t(int)>& from_epoch) {
+  if (result_.membership.is_null() || alive_.empty()) return;
+  const auto pending = lost_unassigned_;
+  for (const int left : pending) {
+    if (!has_left(result_.membership, left)) continue;  // lost under continue: its client's
+    const auto l = static_cast<std::size_t>(left);
+    const std::vector<int> takers = alive_;  // a copy: the gather may lose one of them
+    auto to = roles::deal_rows(*this, left, takers, from_epoch);
+    std::uint64_t first = UINT64_MAX;
+    for (auto& t : to) {
+      t["from_epoch"] = from_epoch(t["rank"].get<int>());
+      first = std::min(first, t["from_epoch"].get<std::uint64_t>());
+    }
+    note_rows_dealt(result_.membership, left, first, plan_.shard_rows[l], to);
+    rows_dealt(left);
+    log::notice("worker {}'s {} rows are dealt to workers {}, each from its next local epoch",
+                left, plan_.shard_rows[l], fmt::join(takers, ", "));
+  }
 }
 
 void CoordinatorSession::check_min_workers(const std::string& why) {

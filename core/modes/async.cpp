@@ -55,6 +55,9 @@
 //     servers' step clocks, the coordinator's count of updates and the log's epochs follow.
 //     When no survivor will ask again (all on their last step) the rows join the survivors for
 //     the final evaluation only, as in every mode.
+// A planned leave (fault_tolerance.elastic) is taken as a loss under `continue`, with no
+// failure: the leaver stops between two steps, once every server has answered its last push,
+// so nothing of it is in flight (its membership event says its pushes and the steps not done).
 
 #include "core/modes/mode.hpp"
 #include "core/modes/async_keyed.hpp"
@@ -64,7 +67,9 @@
 #include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
 #include "core/worker/server_client.hpp"
+#include "core/coordinator/membership.hpp"
 #include "core/coordinator/tensor_plan.hpp"
+#include "core/worker/leave.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -143,7 +148,12 @@ class LostWorkers {
     total_ -= left;
     plans_[r] -= left;
     update_schedule();
-    lost_.push_back({{"rank", rank}, {"applied", applied_by.front()}, {"not_done", left}});
+    if (auto* event = roles::leave_event(session_.result().membership, rank)) {  // a leave
+      (*event)["pushes"] = applied_by.front();
+      (*event)["not_done"] = left;
+    } else {
+      lost_.push_back({{"rank", rank}, {"applied", applied_by.front()}, {"not_done", left}});
+    }
     if (to.empty()) return;  // every survivor is on its last step: evaluation only
     session_.rows_dealt(rank);
     dealt_.emplace_back(rank, to);
@@ -176,13 +186,18 @@ class LostWorkers {
           from = std::min(from, epoch);
         }
       }
+      const nlohmann::json reassigned = {
+          {"from_epoch", from == UINT64_MAX ? nlohmann::json() : nlohmann::json(from)},
+          {"local_epochs", true},
+          {"rows", session_.plan().shard_rows[static_cast<std::size_t>(lost)]},
+          {"to", takers}};
       for (auto& f : result.failures) {
         if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
-          f["reassigned"] = {{"from_epoch", from == UINT64_MAX ? nlohmann::json() : nlohmann::json(from)},
-                             {"local_epochs", true},
-                             {"rows", session_.plan().shard_rows[static_cast<std::size_t>(lost)]},
-                             {"to", takers}};
+          f["reassigned"] = reassigned;
         }
+      }
+      if (auto* event = roles::leave_event(result.membership, lost)) {
+        (*event)["reassigned"] = reassigned;
       }
     }
   }
@@ -403,6 +418,9 @@ class AsyncMode final : public ServerGroupMode {
         client.receive(params);
       }
       lap.mark(timeline::Phase::kPull);
+      // A planned leave (elastic) between two steps: every server has applied this worker's
+      // last push (this receive is their answer to it), so nothing of it is in flight.
+      roles::leave_if_asked();
       if (auto notice = client.take_notice()) {
         // A share of a lost worker's rows, from the next local epoch (this one keeps its order).
         const auto from = epoch + 1;
@@ -443,6 +461,7 @@ class AsyncMode final : public ServerGroupMode {
       lap.mark(timeline::Phase::kPush);
       std::tie(epoch, in_epoch) = next;
     }
+    roles::training_done();  // a leave from now on waits for the end: nothing is left to re-plan
     protocol::Envelope done{.type = protocol::Type::kDone, .step = steps};
     done.fields = {{"steps", steps}};
     if (!took.empty()) done.fields["took"] = took;

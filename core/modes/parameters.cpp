@@ -49,6 +49,7 @@
 #include "core/coordinator/session.hpp"
 #include "core/coordinator/evaluate.hpp"
 #include "core/coordinator/resume.hpp"
+#include "core/worker/leave.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/random.hpp"
@@ -219,6 +220,12 @@ class ParametersMode final : public Mode {
     session.schedule().start_clock();
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
     for (std::uint64_t r = first_round_; r < schedule.rounds && !early_stop.stopped(); ++r) {
+      // Elastic: the rows of workers that left go to the others from their next local epoch.
+      session.deal_left_rows([&](int k) {
+        const auto at = static_cast<std::size_t>(k);
+        const auto per = summary["local_steps_per_epoch"][at].get<std::uint64_t>();
+        return (positions_[at] + per - 1) / per;
+      });
       // Drawn from every rank, so that losing a worker (continue) does not change whom the
       // other rounds draw; a lost worker drawn simply sits the round out.
       auto clients = sample_clients(config.seed, r, ranks, pc.clients_per_round);
@@ -249,6 +256,7 @@ class ParametersMode final : public Mode {
         session.send_to(c, std::move(request));
       }
       lap.mark(timeline::Phase::kBroadcast);
+      session.set_round_end(schedule.end_step(r));  // a leave with its reply (elastic)
       const auto replies = session.gather_from(protocol::Type::kRoundResult, clients);
       lap.mark(timeline::Phase::kGather);
       if (replies.empty()) {  // every client of the round was lost (continue)
@@ -375,11 +383,11 @@ class ParametersMode final : public Mode {
         config.aggregation.parameters.optimizer_state == config::OptimizerState::kReset) {
       optimizer_ = models::make_optimizer(config.training.optimizer, p);
     }
+    // Its planned epoch, kept when a leaver's rows join its shard (elastic): batches grow.
+    if (per_epoch_ == 0) per_epoch_ = session.local_steps_per_epoch();
     const std::uint64_t steps = message.fields.contains("steps")
                                     ? protocol::count(message, "steps")
-                                    : protocol::count(message, "epochs") *
-                                          session.local_steps_per_epoch();
-
+                                    : protocol::count(message, "epochs") * per_epoch_;
     const std::uint64_t schedule_steps = message.fields.contains("schedule_steps")
                                              ? protocol::count(message, "schedule_steps")
                                              : 0;
@@ -392,7 +400,7 @@ class ParametersMode final : public Mode {
       timeline::set_step(first + s + 1);  // output.timeline: this local step on the log's axis
       optimizer_->set_schedule_step(local_step_, schedule_steps);
       const auto start = std::chrono::steady_clock::now();
-      const auto batch = session.local_batch(local_step_++);
+      const auto batch = session.local_batch(local_step_++, per_epoch_);
       const auto n = static_cast<std::uint64_t>(batch.rows());
       if (n > 0) {
         std::fill(grad_.begin(), grad_.end(), 0.0);
@@ -405,13 +413,12 @@ class ParametersMode final : public Mode {
         rows += n;
       }
       session.add_compute_seconds(timeline::seconds_since(timeline::Phase::kLocalStep, start));
-      // Diverged: the coordinator fails the run on this loss; the remaining steps would only
-      // spend time on NaNs.
+      // Diverged: the coordinator fails the run on this loss; the rest would only train NaNs.
       if (!std::isfinite(loss_sum)) break;
     }
-
     protocol::Envelope reply{.type = protocol::Type::kRoundResult, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"steps", steps}};
+    if (roles::leave_asked()) reply.fields["leaving"] = true;  // its last round (elastic)
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
     if (protocol::flag(message, "send_optimizer")) put_optimizer_fields(reply, optimizer_->state());
     session.send(std::move(reply));
@@ -476,6 +483,7 @@ class ParametersMode final : public Mode {
   std::vector<double> grad_;
   std::unique_ptr<models::Optimizer> optimizer_;
   std::uint64_t local_step_ = 0;
+  std::uint64_t per_epoch_ = 0;  // its local steps per epoch, as planned
 };
 
 }  // namespace

@@ -128,7 +128,7 @@ double FaultInjector::begin_step(std::uint64_t step) {
   }
   if (fired.leave) {
     // The handler (signals::install_leave_handler) only raises a flag: the step goes on, and
-    // the worker leaves when it next waits for the coordinator.
+    // the worker leaves when it next waits for the coordinator (async: before its next step).
     log::warn("injected fault: leave at step {} (SIGTERM)", step);
     std::raise(SIGTERM);
   }

@@ -23,6 +23,16 @@ struct LeaveRequest {};
 [[nodiscard]] bool arm_leave(const config::Config& config, const WorkerOptions& options);
 // Whether a leave was asked for and may happen now (during training).
 [[nodiscard]] bool leave_due(const WorkerOptions& options) noexcept;
+// Whether a leave is due in a worker process (elastic), for a mode's own checks: a reply that
+// says "leaving" makes the leave part of its step on the coordinator's side, whenever the
+// kLeave that follows it arrives (parameters mode: the round's merge deals its rows next).
+[[nodiscard]] bool leave_asked() noexcept;
+// For a mode whose workers do not wait for the coordinator while they train (async: they talk
+// to the servers), at its own step boundaries: throws LeaveRequest when a leave is due.
+void leave_if_asked();
+// This worker has done all its training steps (async, before its kDone): a leave asked from now
+// on waits for the end of the run, as one during the final evaluation does (nothing to re-plan).
+void training_done() noexcept;
 // Tells the coordinator this worker leaves (best effort: the coordinator may be gone, then it
 // sees the exit); returns the exit code, 0.
 [[nodiscard]] int leave_run(transport::Connection& connection, const WorkerOptions& options);

@@ -156,11 +156,12 @@ class WorkerSession {
   void add_comm_seconds(double seconds) noexcept { comm_seconds_ += seconds; }
 
   // For the modes where training.batch_size is per worker (parameters, async): this worker's
-  // epoch is ceil(rows / batch_size) local steps (1 with `full`), and local step s of an epoch
-  // takes rows [floor(s*n/S), floor((s+1)*n/S)) of that epoch's order, so batch sizes differ by
-  // at most one row and never exceed batch_size.
+  // epoch is S = ceil(rows / batch_size) local steps (1 with `full`), and local step s of an
+  // epoch takes rows [floor(s*n/S), floor((s+1)*n/S)) of that epoch's order, so batch sizes
+  // differ by at most one row and never exceed batch_size. local_batch keeps the S it is given
+  // (parameters mode: its planned one), so rows taken over make its batches larger, not more.
   [[nodiscard]] std::uint64_t local_steps_per_epoch() const noexcept;
-  [[nodiscard]] Batch local_batch(std::uint64_t local_step);
+  [[nodiscard]] Batch local_batch(std::uint64_t local_step, std::uint64_t per_epoch);
 
   // `continue`: rows of a lost worker this worker trains on from `from_epoch` on (normalized,
   // classes assigned). They join the shard when that epoch's order is prepared.
@@ -218,8 +219,7 @@ class WorkerSession {
   Eigen::VectorXd batch_y_;
   models::CsrView sparse_view_;        // a sparse shard's rows, as batches point to them
   std::vector<std::uint64_t> range_;   // a sparse batch's rows when not shuffled
-  double compute_seconds_ = 0;
-  double comm_seconds_ = 0;
+  double compute_seconds_ = 0, comm_seconds_ = 0;
   std::uint64_t extra_bytes_sent_ = 0;
   std::uint64_t extra_bytes_received_ = 0;
   std::uint64_t steps_ = 0;

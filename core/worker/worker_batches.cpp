@@ -81,8 +81,8 @@ std::uint64_t WorkerSession::local_steps_per_epoch() const noexcept {
   return roles::local_steps_per_epoch(config_.training, rows());
 }
 
-WorkerSession::Batch WorkerSession::local_batch(std::uint64_t local_step) {
-  const auto per_epoch = local_steps_per_epoch();
+WorkerSession::Batch WorkerSession::local_batch(std::uint64_t local_step,
+                                               std::uint64_t per_epoch) {
   return slice(local_step / per_epoch, local_step % per_epoch, per_epoch);
 }
 

@@ -136,19 +136,26 @@ def test_below_min_workers_fails_after_the_join_timeout(tmp):
     assert [e["rank"] for e in s["membership"]["events"]] == [0]
 
 
-def test_sigterm_to_a_worker_is_a_planned_leave(tmp):
-    # Long enough to be hit mid-training (the first checkpoint shows that training started).
-    cfg, out = config(tmp, "sigterm", epochs=150, checkpoint=1000)
+def sigterm_mid_run(cfg, out, rank, workers=4):
+    """Runs `cfg`, sends worker `rank` SIGTERM once the first checkpoint shows that training
+    started, checks that the run exits 0 and leaves no worker behind; returns the victim's pid."""
     proc = h.start(cfg)
-    workers = h.worker_processes(proc, 4)
+    pids = h.worker_processes(proc, workers)
     folder = out / "checkpoint"
     h.wait_for(lambda: folder.exists() and any(p.name.startswith("step-") for p in folder.iterdir()),
                60, "the first checkpoint")
-    victim = next(pid for pid in workers if h.rank_of(pid) == 3)
+    victim = next(pid for pid in pids if h.rank_of(pid) == rank)
     os.kill(victim, signal.SIGTERM)
     _, err = h.finish(proc, 120)
     assert proc.returncode == 0, err
-    h.assert_gone(workers)
+    h.assert_gone(pids)
+    return victim
+
+
+def test_sigterm_to_a_worker_is_a_planned_leave(tmp):
+    # Long enough to be hit mid-training (the first checkpoint shows that training started).
+    cfg, out = config(tmp, "sigterm", epochs=150, checkpoint=1000)
+    victim = sigterm_mid_run(cfg, out, 3)
     s = summary(out)
     assert s["failures"] == [] and s["warnings"] == [], (s["failures"], s["warnings"])
     [event] = s["membership"]["events"]

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +60,23 @@ std::size_t size_for(std::uint64_t i) {
   // Small, medium, ring-sized and bigger than a ring (8 MiB): wraps, skips and markers.
   static constexpr std::size_t kSizes[] = {0, 13, 4096, 300'000, 3'000'000, 9'000'000, 1};
   return kSizes[i % std::size(kSizes)];
+}
+
+// Forks a process that connects to `endpoint` as `identity` and runs `body` on the connection;
+// it exits with body's code (1 on an exception) once the connection is destroyed, without the
+// destructors a normal exit runs (as a crash leaves things).
+pid_t fork_peer(const std::string& endpoint, const std::string& identity,
+                const std::function<int(dt::transport::Connection&)>& body) {
+  const pid_t child = ::fork();
+  if (child != 0) return child;
+  int code = 1;
+  try {
+    auto own = dt::test::make_transport<Ipc>(kJob);
+    auto c = own->connect(endpoint, identity);
+    code = body(*c);
+  } catch (...) {
+  }
+  ::_exit(code);
 }
 
 }  // namespace
@@ -156,21 +174,12 @@ TEST_CASE("shm: a newer connection under an identity takes it over") {
 TEST_CASE("shm: a send to a peer whose process exited fails with TransportError") {
   auto transport = dt::test::make_transport<Ipc>(kJob);
   auto listener = transport->listen("coord");
-  const std::string endpoint = listener->endpoint();
-  const pid_t child = ::fork();
+  const pid_t child = fork_peer(listener->endpoint(), "gone", [](dt::transport::Connection& c) {
+    c.send(numbered(1, 10), deadline_in(kPatience));
+    auto back = c.receive(deadline_in(kPatience));
+    return back && back->header.step == 2 ? 0 : 1;
+  });
   REQUIRE(child >= 0);
-  if (child == 0) {
-    int code = 1;
-    try {
-      auto own = dt::test::make_transport<Ipc>(kJob);
-      auto c = own->connect(endpoint, "gone");
-      c->send(numbered(1, 10), deadline_in(kPatience));
-      auto back = c->receive(deadline_in(kPatience));
-      if (back && back->header.step == 2) code = 0;
-    } catch (...) {
-    }
-    ::_exit(code);  // no destructors: as a crash leaves things
-  }
   auto in = listener->receive(deadline_in(kPatience));
   REQUIRE(in);
   listener->send("gone", numbered(2, 10), deadline_in(kPatience));
@@ -181,6 +190,40 @@ TEST_CASE("shm: a send to a peer whose process exited fails with TransportError"
   const auto error = dt::test::message_of<dt::TransportError>(
       [&] { listener->send("gone", numbered(3, 10), deadline_in(kPatience)); });
   CHECK(error.find("peer unknown or disconnected") != std::string::npos);
+}
+
+TEST_CASE("shm: what a peer wrote before it exited stays readable after a send finds it gone") {
+  // A worker's last words (a planned leave's kLeave) must not go with its region when the
+  // listener's next send notices the exit first.
+  auto transport = dt::test::make_transport<Ipc>(kJob);
+  auto listener = transport->listen("coord");
+  const pid_t child = fork_peer(listener->endpoint(), "leaver", [](dt::transport::Connection& c) {
+    for (const std::uint64_t step : {1, 3}) {  // on the rings after the first round trip
+      c.send(numbered(step, 10), deadline_in(kPatience));
+      auto back = c.receive(deadline_in(kPatience));
+      if (!back || back->header.step != step + 1) return 1;
+    }
+    c.send(numbered(5, 10), deadline_in(kPatience));  // its last words
+    c.send(numbered(6, 5000), deadline_in(kPatience));
+    return 0;
+  });
+  REQUIRE(child >= 0);
+  for (const std::uint64_t step : {1, 3}) {
+    auto in = listener->receive(deadline_in(kPatience));
+    REQUIRE(in);
+    listener->send("leaver", numbered(step + 1, 10), deadline_in(kPatience));
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WEXITSTATUS(status) == 0);
+  const auto error = dt::test::message_of<dt::TransportError>(
+      [&] { listener->send("leaver", numbered(7, 10), deadline_in(kPatience)); });
+  CHECK(error.find("peer unknown or disconnected") != std::string::npos);
+  for (const auto& [step, size] : {std::pair<std::uint64_t, std::size_t>{5, 10}, {6, 5000}}) {
+    auto last = listener->receive(deadline_in(kPatience));
+    REQUIRE(last);
+    CHECK(intact(last->message, step, size));
+  }
 }
 
 TEST_CASE("shm: DISTTRAIN_SHM=0 keeps a connection on ZeroMQ, with the same results") {
