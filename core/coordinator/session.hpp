@@ -3,11 +3,13 @@
 // parameters, the workers (messages to them, gathers of their replies, supervision, and the
 // failure policy for the lost ones), the loss log and checkpoints. Built by run_coordinator
 // (coordinator.cpp); its parts are in session.cpp (messages, gathers, the log),
-// session_failures.cpp (lost workers) and session_checkpoint.cpp (checkpoints, resume).
+// session_failures.cpp (lost workers), session_checkpoint.cpp (checkpoints, resume),
+// session_membership.cpp (planned leaves) and session_joins.cpp (workers joining).
 
 #include "core/config/config.hpp"
 #include "core/coordinator/addresses.hpp"
 #include "core/coordinator/evaluate.hpp"
+#include "core/coordinator/joins.hpp"
 #include "core/coordinator/launcher.hpp"
 #include "core/coordinator/loss_window.hpp"
 #include "core/coordinator/plan.hpp"
@@ -43,78 +45,68 @@ class CoordinatorSession {
 
   [[nodiscard]] const config::Config& config() const noexcept { return config_; }
   [[nodiscard]] const Plan& plan() const noexcept { return plan_; }
+  // Rank slots: the starting workers' and, with elastic, those joiners may take (plan.hpp).
   [[nodiscard]] int ranks() const noexcept { return static_cast<int>(plan_.shard_rows.size()); }
-  // The coordinator's own model and the held-out rows (evaluate.hpp); model() and
-  // validation() are theirs, for the modes.
+  // The coordinator's own model and the held-out rows (evaluate.hpp), for the modes.
   [[nodiscard]] Evaluation& evaluation() noexcept { return evaluation_; }
   [[nodiscard]] models::Model& model() noexcept { return evaluation_.model(); }
   [[nodiscard]] const data::Shard* validation() const noexcept { return evaluation_.validation(); }
   [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
   [[nodiscard]] RunResult& result() noexcept { return result_; }
-  // The steps that end training and make an epoch, and the training clock (schedule.hpp).
-  [[nodiscard]] Schedule& schedule() noexcept { return schedule_; }
+  [[nodiscard]] Schedule& schedule() noexcept { return schedule_; }  // steps, epochs, clock
   [[nodiscard]] const Schedule& schedule() const noexcept { return schedule_; }
 
   // ---- Lost workers (fault_tolerance.on_worker_failure). A worker that exits, reports an
-  // error or stops heartbeating is reported in one line (rank, pid, host, cause, last
-  // completed step, the tail of its log), then (a planned leave, elastic: like continue):
-  //   abort:    the wait throws TrainingError (exit 3);
-  //   restart:  a replacement is started under the same rank (up to max_restarts over the run),
-  //             set up as at the start, and sent the rank's last request again: the wait goes on;
-  //   continue: the rank leaves alive() and the wait goes on without it; its rows are dealt to
-  //             the survivors by reassign_lost_rows.
-  // Ranks still training, ascending: every rank unless `continue` lost some.
+  // error or stops heartbeating is reported in one line (rank, pid, host, cause, last step,
+  // its log's tail), then (a planned leave, elastic: like continue): abort: the wait throws
+  // TrainingError (exit 3); restart: a replacement is started under the same rank (up to
+  // max_restarts), set up as at the start and sent the rank's last request again; continue:
+  // the rank leaves alive(), the wait goes on without it, reassign_lost_rows deals its rows.
+  // Ranks still training, ascending: the starting ones, less those gone, plus joiners.
   [[nodiscard]] const std::vector<int>& alive() const noexcept { return alive_; }
   [[nodiscard]] bool is_alive(int rank) const noexcept {
     return alive_flag_[static_cast<std::size_t>(rank)];
   }
-  // What run_coordinator sent each rank to start it, per rank: replayed to a replacement.
+  // What run_coordinator sent each rank to start it: replayed to a replacement.
   void set_startup(std::vector<protocol::Envelope> setups,
                    std::vector<protocol::Envelope> finalizes);
   // `continue` in gradients mode: deals the rows of the workers lost since the last call to
-  // the survivors, who train on them from `epoch` on (their share of the global batch grows).
-  // Call it before the first step of each epoch.
+  // the survivors, who train on them from `epoch` on; after a join, re-deals every row among
+  // the members instead (replan_rows). Call it before the first step of each epoch.
   void reassign_lost_rows(std::uint64_t epoch);
   // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the
-  // other slices of its model replica) is stopped and leaves alive() as if lost; its rows are
-  // dealt like a lost worker's. With parallelism.tensor > 1, reassign_lost_rows deals a lost
-  // rank's rows only to the surviving ranks of the same slice (they read the same columns).
+  // other slices of its replica) is stopped and dealt like a lost one, its rows only to the
+  // surviving ranks of the same slice (they read the same columns).
   void drop_worker(int rank, const std::string& cause);
   // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
-  // pushes) sets a handler: lose_worker calls it once the rank has been replaced (restart) or
-  // dropped from alive() (continue), instead of sending the replacement the rank's last
-  // request. The handler may throw to end the wait it was called from (a ring step that cannot
-  // finish). Without a handler the session re-sends the last request (star, parameters).
+  // pushes) sets a handler, called once the rank is replaced (restart) or dropped (continue)
+  // instead of re-sending the rank's last request (what star and parameters get). It may throw
+  // to end the wait it was called from (a ring step that cannot finish).
   using LossHandler = std::function<void(int rank, config::FailurePolicy action)>;
   void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
-  // A mode that dealt a lost worker's rows itself (async: through its servers) takes the rank
-  // off the list reassign_lost_rows deals from.
+  // A mode that dealt a lost worker's rows itself (async: through its servers) says so.
   void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
-  // Bumped at every lost worker handled; messages carry the generation they were sent in, and
-  // a reply from an earlier generation than its rank's last request is dropped as stale.
+  // Bumped at every lost worker handled; a reply from an earlier generation than its rank's
+  // last request is dropped as stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
-  // Counts one replacement (a worker's, or a parameter server's) against
-  // fault_tolerance.max_restarts; false when none is left. restarts(): replacements so far.
+  // Counts one replacement (a worker's or a server's) against max_restarts; false when none
+  // is left. restarts(): replacements so far.
   [[nodiscard]] bool take_restart() noexcept;
   [[nodiscard]] int restarts() const noexcept { return restarts_; }
 
-  // Sends one message to every worker still training.
+  // One message (encoded once) to every worker still training, to each of `ranks`, to one.
   void broadcast(protocol::Envelope envelope);
-  // Sends one message (encoded once) to each of `ranks`.
   void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
-  // Sends one message to one worker.
   void send_to(int rank, protocol::Envelope envelope);
-  // Sends every worker still training a notice (kServerMoved): not a request, so no reply is
-  // awaited and it is neither re-sent nor replayed to a replacement. A worker it cannot reach
-  // is left to the supervision of the waits.
+  // Sends every worker still training a notice (kServerMoved): not a request (no reply, never
+  // re-sent or replayed). A worker it cannot reach is left to the supervision of the waits.
   void notify(protocol::Envelope envelope);
   // One message of `type` from every rank still training, in rank order (each envelope's
   // `rank` says whose). Supervises while it waits: Ctrl-C ends the wait with an error; a lost
-  // worker is handled by the failure policy (above). A request whose reply is overdue while
-  // its worker still heartbeats (a lost message) is sent again; duplicate and stale replies
-  // are dropped. `on_idle` runs every poll slice (~50 ms) without a message, e.g. to check on
-  // threads of the coordinator (parameter servers). After Ctrl-C the wait goes on (supervised)
-  // for up to `grace`: the replies to a request of several steps (a ring's batch) are kept.
+  // worker is handled by the failure policy (above). An overdue request of a worker that still
+  // heartbeats is sent again; duplicate and stale replies are dropped. `on_idle` runs every
+  // poll slice (~50 ms) without a message (parameter servers' checks). After Ctrl-C the wait
+  // goes on for up to `grace`: the replies to a request of several steps are kept.
   [[nodiscard]] std::vector<protocol::Envelope> gather(
       protocol::Type type, const std::function<void()>& on_idle = {},
       std::chrono::milliseconds grace = std::chrono::milliseconds(0));
@@ -122,22 +114,27 @@ class CoordinatorSession {
   // other workers are still supervised (exits, heartbeats) while they idle.
   [[nodiscard]] std::vector<protocol::Envelope> gather_from(protocol::Type type,
                                                             const std::vector<int>& ranks);
-  // One round of the supervision gather does while it waits: Ctrl-C, worker exits, heartbeats.
-  // For modes that wait on something other than the workers' messages (parameter servers).
+  // One round of the supervision a gather does (Ctrl-C, exits, heartbeats), for modes that
+  // wait on something else (parameter servers).
   void supervise();
 
   [[nodiscard]] transport::Transport& transport() const;  // for sockets of a mode's own (servers)
   void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
   [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
-  // Each rank's identity on the coordinator's listener and its peer endpoint (addresses.hpp).
-  [[nodiscard]] WorkerAddresses& addresses() noexcept { return addresses_; }
+  [[nodiscard]] WorkerAddresses& addresses() noexcept { return addresses_; }  // addresses.hpp
   // A run that fails tells its workers that joined by themselves (its own children are
-  // stopped by the pool), so that they exit at once saying why instead of finding the
-  // coordinator gone a heartbeat timeout later. Best effort, bounded: they may be gone too.
+  // stopped by the pool), so that they exit at once saying why. Best effort, bounded.
   void end_joined_workers(const Error& why);
 
-  // After kReady: sends every worker the peer endpoints the workers reported (kPeers), when
-  // they opened peer links (core/worker/peers.hpp); nothing for a star run.
+  // ---- Joins (elastic; session_joins.cpp). A joiner's hello (`worker --join`) is queued by
+  // every wait; admit_joiners, called by the mode at each step boundary (`step` steps done),
+  // admits the queued ones into free slots (refused above max_workers); close_admissions
+  // refuses those still queued when training ends.
+  void set_joiner_setup(protocol::Envelope setup);
+  void admit_joiners(std::uint64_t step);
+  void close_admissions();
+
+  // After kReady: sends the workers their peer endpoints (kPeers); nothing for a star run.
   void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
 
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
@@ -145,50 +142,52 @@ class CoordinatorSession {
                    const std::vector<double>& worker_loss_sum,
                    const std::vector<std::uint64_t>& worker_rows);
   void add_samples(std::uint64_t rows) noexcept { result_.samples += rows; }
-  // From now on a worker that exits is finishing, not failing (a bad exit is a warning), and
-  // note_late_exit records one that exited badly after its work was done, as a warning.
+  // From now on a worker that exits is finishing, not failing; note_late_exit records one
+  // that exited badly after its work was done, as a warning.
   void expect_exits() noexcept { exits_expected_ = true; }
   void note_late_exit(const ChildExit& exit);
 
-  // Checkpoints (core/coordinator/resume.hpp); none in unit tests that build a session by hand.
   void set_checkpointer(Checkpointer* checkpointer) noexcept { checkpointer_ = checkpointer; }
   // Steps already done when training starts: the checkpoint's step on a resumed run, else 0.
   [[nodiscard]] std::uint64_t first_step() const;
-  // A mode reports the end of every step (`step` = steps completed, empty ones included) where
-  // it holds that step's state: writes a checkpoint when due.
+  // A mode reports the end of every step (`step` = steps completed): a checkpoint when due.
   void step_boundary(std::uint64_t step);
-  // Will step_boundary(step) write a checkpoint? (ring: rank 0 sends its optimizer state along)
-  [[nodiscard]] bool checkpoint_due(std::uint64_t step) const;
+  [[nodiscard]] bool checkpoint_due(std::uint64_t step) const;  // will step_boundary write one?
   [[nodiscard]] std::uint64_t completed_step() const noexcept { return completed_step_; }
-  // After a stop (Ctrl-C, a failure): the next `type` message from `rank`, skipping any other
-  // (late replies of the abandoned step); nullopt after `timeout`. Does not stop on Ctrl-C, as
-  // it serves the checkpoint written because of it.
+  // After a stop (Ctrl-C, a failure): the next `type` message from `rank`, skipping others;
+  // nullopt after `timeout`. Does not stop on Ctrl-C (it serves the checkpoint of the stop).
   [[nodiscard]] std::optional<protocol::Envelope> receive_from(int rank, protocol::Type type,
                                                               std::chrono::milliseconds timeout);
-  // The log row in progress (loss sums), for a checkpoint, and back.
-  [[nodiscard]] const LossWindow& loss_window() const noexcept { return window_; }
+  [[nodiscard]] const LossWindow& loss_window() const noexcept { return window_; }  // checkpoints
   void restore_log_window(const nlohmann::json& window, std::uint64_t step, double seconds,
                           const std::string& where);
 
  private:
-  // Applies the failure policy to `rank`, lost for `cause` ("was killed by signal 9 (SIGKILL)").
-  // Throws under abort (and when nothing can be done); returns once replaced or dropped.
+  // Applies the failure policy to `rank`, lost for `cause`: throws under abort (and when
+  // nothing can be done); returns once replaced or dropped.
   void lose_worker(int rank, const std::string& cause);
-  // fault_tolerance.elastic (session_membership.cpp): `rank` left on purpose (kLeave), after the
-  // step in hand when `after_step`; below min_workers, waits for joiners, then throws.
+  // elastic (session_membership.cpp): `rank` left on purpose (kLeave), after the step in hand
+  // when `after_step`; below min_workers, admits joiners up to join_timeout_ms, then throws.
   void worker_left(int rank, bool after_step);
   void check_min_workers(const std::string& why);
+  [[nodiscard]] bool take_join_hello(transport::Incoming& in);  // queues a joiner's hello
+  void drain_joiners();  // reads what the listener holds now (others' messages: stash_)
+  [[nodiscard]] bool admit(const PendingJoin& joiner, std::uint64_t step);
+  void refuse_joiner(const PendingJoin& joiner, const std::string& why, int exit_code);
+  void replan_rows(std::uint64_t epoch);  // every training row dealt among the members
+  [[nodiscard]] bool joins_by_itself(int rank) const;  // no child of this process
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
   [[nodiscard]] protocol::Envelope replace_worker(int rank);  // returns its ready message
-  // The next message of `rank` of `type` while a replacement starts; other ranks' messages
-  // wait in stash_ for the gather they belong to.
+  // The next message of `rank` of `type` while a replacement (`who`) starts; other ranks'
+  // messages wait in stash_ for the gather they belong to.
   [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
-                                              transport::Clock::time_point deadline);
+                                              transport::Clock::time_point deadline,
+                                              const char* who = "the replacement for");
   // Ends `rank`'s worker at once: this process's child is killed, a joined one told to stop.
   void end_worker(int rank);
-  // Whether `in` is the hello of a worker joining by itself to take `rank`.
+  // Whether `in` is the hello of a worker joining by itself to take `rank` (a replacement).
   [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
   [[nodiscard]] std::chrono::milliseconds join_timeout(int rank) const;
   [[nodiscard]] std::optional<transport::Incoming> next_message(transport::Clock::time_point until);
@@ -223,7 +222,7 @@ class CoordinatorSession {
   std::vector<bool> alive_flag_;
   std::vector<int> lost_unassigned_;  // continue: lost ranks whose rows no survivor holds yet
   int restarts_ = 0;
-  std::uint32_t generation_ = 0;      // bumped at every failure handled
+  std::uint32_t generation_ = 0;  // bumped at every failure handled
   std::vector<protocol::Envelope> setups_;
   std::vector<protocol::Envelope> finalizes_;
   std::vector<std::int64_t> joined_ms_;  // when each rank's current worker became ready
@@ -231,8 +230,8 @@ class CoordinatorSession {
   DropLog drops_;                        // strangers' and malformed messages
   std::deque<transport::Incoming> stash_;
   std::vector<ChildExit> pending_exits_;
-  // The last request sent to each rank (re-sent when its reply is lost, and to a replacement)
-  // and its step; the type and step of the last reply each rank gave in a finished gather.
+  // The last request sent to each rank (re-sent when lost, and to a replacement), and the last
+  // reply each rank gave in a finished gather.
   std::vector<std::shared_ptr<const wire::Message>> last_request_;
   std::vector<std::uint64_t> last_request_step_;
   std::vector<protocol::Type> last_request_type_;
@@ -245,6 +244,7 @@ class CoordinatorSession {
   };
   std::vector<Answered> answered_;
   double reply_ms_ = 0;  // moving average of how long a gather waits for its slowest reply
+  JoinState joins_;      // elastic: joiners waiting, slots used, re-plans (joins.hpp)
 };
 
 }  // namespace dt::roles

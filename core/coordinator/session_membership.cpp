@@ -1,8 +1,8 @@
 // CoordinatorSession's planned leaves (fault_tolerance.elastic): a worker that leaves is taken
 // off alive() as `continue` takes a lost one, without a failure: the gather in progress goes on
 // without it, and reassign_lost_rows deals its rows at the next epoch. Below min_workers the
-// run waits join_timeout_ms for joiners, then fails. Joining is not available yet, so the wait
-// always ends in the failure; it is here so that joins only add their admission.
+// run waits join_timeout_ms for joiners (session_joins.cpp admits them at the next step
+// boundary), then fails.
 
 #include "core/coordinator/membership.hpp"
 #include "core/coordinator/session.hpp"
@@ -66,7 +66,7 @@ void CoordinatorSession::worker_left(int rank, bool after_step) {
   log::notice("worker {} (pid {}) left the run after step {} (a planned leave); {} worker{} go "
               "on, and its {} rows are dealt to them from the next epoch",
               rank, pool_.pid_of(rank), step, alive_.size(), alive_.size() == 1 ? "" : "s",
-              plan_.shard_rows[r]);
+              joins_.replanned ? result_.workers[r].rows : plan_.shard_rows[r]);
   check_min_workers(fmt::format("worker {} left after step {}", rank, step));
 }
 
@@ -78,20 +78,28 @@ void CoordinatorSession::check_min_workers(const std::string& why) {
             "to {} ms for workers to join",
             why, alive_.size(), alive_.size() == 1 ? " is" : "s are", elastic->min_workers,
             timeout.count());
-  // A running job admits no joiner yet (issue 18, part 2): the wait only runs out. Messages of
-  // the workers still here stay queued for the waits that follow.
+  // Joiners queue (drain_joiners); they are admitted at the next step boundary (admit_joiners),
+  // so the step in hand ends with the workers it has. Messages of the workers still here wait
+  // in stash_ for the gathers that follow.
   const auto deadline = transport::deadline_in(timeout);
-  while (transport::Clock::now() < deadline) {
+  for (;;) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+    drain_joiners();
+    if (static_cast<int>(alive_.size() + joins_.pending.size()) >= elastic->min_workers) {
+      log::notice("{} worker{} asked to join; the run goes on", joins_.pending.size(),
+                  joins_.pending.size() == 1 ? "" : "s");
+      return;
+    }
+    if (transport::Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::min<transport::Clock::duration>(
         kPollSlice, deadline - transport::Clock::now()));
   }
   fail<TrainingError>("{}, leaving {} worker{}, below fault_tolerance.elastic.min_workers = {}, "
-                      "and no worker joined within join_timeout_ms = {} ms (a running job "
-                      "admits no new workers yet); lower min_workers, or rerun with --resume to "
-                      "continue from the last checkpoint",
+                      "and not enough workers joined within join_timeout_ms = {} ms (`disttrain "
+                      "worker --connect {} --join` joins one); lower min_workers, or rerun with "
+                      "--resume to continue from the last checkpoint",
                       why, alive_.size(), alive_.size() == 1 ? "" : "s", elastic->min_workers,
-                      timeout.count());
+                      timeout.count(), listener_.endpoint());
 }
 
 }  // namespace dt::roles
