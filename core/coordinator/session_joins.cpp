@@ -78,12 +78,10 @@ void CoordinatorSession::refuse_joiner(const PendingJoin& joiner, const std::str
                                        int exit_code) {
   log::warn("refused a worker asking to join (pid {} on {}): {}", joiner.hello.pid,
             joiner.hello.host, why);
+  const auto error =
+      protocol::make_error({"config", "refused this worker's join: " + why, exit_code});
   try {  // it exits with these words; it may be gone already
-    listener_.send(joiner.peer,
-                   protocol::encode(protocol::make_error(
-                                        {"config", "refused this worker's join: " + why, exit_code}),
-                                    0),
-                   deadline_in(kSendDeadline));
+    listener_.send(joiner.peer, protocol::encode(error, 0), deadline_in(kSendDeadline));
   } catch (const TransportError&) {
   }
 }
@@ -159,14 +157,15 @@ bool CoordinatorSession::admit(const PendingJoin& joiner, std::uint64_t step) {
   // lowest a worker left (or was lost from).
   int slot = -1;
   if (hello.rank != protocol::kAnyRank) {
-    if (hello.rank >= static_cast<std::uint32_t>(ranks()) || is_alive(static_cast<int>(hello.rank))) {
+    const auto asked = static_cast<int>(hello.rank);
+    if (hello.rank >= static_cast<std::uint32_t>(ranks()) || is_alive(asked)) {
       refuse_joiner(joiner, fmt::format("rank {} is not free (the run's ranks are 0 to {}; free "
                                         "now: those not training); leave --rank out to take "
                                         "the lowest free one",
                                         hello.rank, ranks() - 1), 2);
       return false;
     }
-    slot = static_cast<int>(hello.rank);
+    slot = asked;
   }
   for (int r = 0; r < ranks() && slot < 0; ++r) {
     if (!joins_.used[static_cast<std::size_t>(r)]) slot = r;
@@ -182,7 +181,8 @@ bool CoordinatorSession::admit(const PendingJoin& joiner, std::uint64_t step) {
   pool_.taken_over(slot, hello.pid);
   // Bounded like any worker's silence: a joiner that connects but does not complete its
   // admission is given up, and the run goes on without it.
-  const auto deadline = deadline_in(std::chrono::milliseconds(config_.fault_tolerance.worker_timeout_ms));
+  const auto deadline =
+      deadline_in(std::chrono::milliseconds(config_.fault_tolerance.worker_timeout_ms));
   try {
     auto setup = joins_.setup;
     setup.fields["rank"] = slot;
@@ -263,7 +263,8 @@ void CoordinatorSession::replan_rows(std::uint64_t epoch) {
     every.insert(every.end(), s.begin(), s.end());
   }
   const std::vector<int> members = alive_;
-  const auto to = deal_shares(*this, members, source_for(plan_, 0), every, epoch, {{"replan", true}});
+  const auto to =
+      deal_shares(*this, members, source_for(plan_, 0), every, epoch, {{"replan", true}});
   // The events since the last re-plan: joins get the new plan, leaves (and workers lost under
   // continue) the rows they held, now dealt with every other row.
   const nlohmann::json replanned = {{"from_epoch", epoch}, {"to", to}};
@@ -271,7 +272,8 @@ void CoordinatorSession::replan_rows(std::uint64_t epoch) {
     const int rank = event["rank"].get<int>();
     if (event["event"] == "join" && !event.contains("replanned")) event["replanned"] = replanned;
     if (event["event"] == "leave" && !event.contains("reassigned")) {
-      const auto held = event.value("rows_held", result_.workers[static_cast<std::size_t>(rank)].rows);
+      const auto held =
+          event.value("rows_held", result_.workers[static_cast<std::size_t>(rank)].rows);
       event.erase("rows_held");
       event["reassigned"] = {{"from_epoch", epoch}, {"rows", held}, {"to", to}};
     }

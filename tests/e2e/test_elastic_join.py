@@ -2,9 +2,10 @@
 the run, reads the join command the coordinator prints, and starts `disttrain worker --connect
 ADDR --join` itself. A joiner is admitted at a step boundary (`admit_at_steps` makes the step
 fixed), trains from the next step, and is dealt rows from the next epoch (every training row
-once per epoch: rows_per_epoch); the same join at the same step gives the same bits, over ipc
-and over tcp. Above max_workers it is refused (exit 2) and the run goes on; below min_workers a
-leave then a join continues the run; without a joiner the wait fails with exit 3."""
+once per epoch: rows_per_epoch); the same join at the same step gives the same bits, over ipc,
+over tcp, and from another host (network namespaces, netns.py; skipped without root). Above
+max_workers it is refused (exit 2) and the run goes on; below min_workers a leave then a join
+continues the run; without a joiner the wait fails with exit 3."""
 
 import math
 import re
@@ -13,6 +14,8 @@ import threading
 import time
 
 import harness as h
+import netns
+import test_hosts
 from test_elastic import config as elastic_config, summary
 
 
@@ -195,8 +198,51 @@ def test_without_a_joiner_the_wait_fails_with_exit_3(tmp):
         in r.stderr, r
 
 
+HOSTS = """
+version: 1
+name: join-hosts
+seed: 5
+model: {{type: linear_regression}}
+data: {{synthetic: {{kind: linear, rows: 4000, features: 6, noise: 0.1}}, validation: 0.1}}
+shards: {{count: 2}}
+training: {{epochs: 3, batch_size: 60, optimizer: {{type: sgd, lr: 0.02}}}}
+{transport}
+fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 3000,
+                  elastic: {{max_workers: 3, admit_at_steps: [70]}}}}
+output: {{dir: {out}}}
+"""
+
+
+def test_a_worker_joins_from_another_host_over_tcp(tmp):
+    """The coordinator and its two workers on one host (a network namespace), the joiner on
+    another, across the bridge with CURVE keys: the model of the same join on one host."""
+    if test_hosts.skipped("test_a_worker_joins_from_another_host_over_tcp"):
+        return
+    keys = test_hosts.keys(tmp)
+    local = h.write_config(tmp, HOSTS.format(transport="", out=tmp / "local"), "local.yaml")
+    run_with_joiner(local)
+    transport = (f"transport: {{type: tcp, security: curve, keys: {{secret: "
+                 f"{keys}/coordinator.key, authorized: {keys}/workers.pub}}}}")
+    cfg = h.write_config(tmp, HOSTS.format(transport=transport, out=tmp / "hosts"), "hosts.yaml")
+    before = test_hosts.root_links()
+    with netns.Hosts(1, tmp) as net:
+        coord, endpoint = test_hosts.start_coordinator(net, cfg)
+        worker = net.run(net.workers[0], "joiner", "worker", "--connect", endpoint, "--join",
+                         "--key", keys / "host0.key", "--server-key", keys / "coordinator.pub")
+        assert net.wait(coord, 90) == 0, net.stderr(coord)
+        assert net.wait(worker, 20) == 0, net.stderr(worker)
+        assert "worker 2 joined the run" in net.stderr(coord) and "on node0" in \
+            net.stderr(coord), net.stderr(coord)
+    test_hosts.check_gone(net, before)
+    assert (tmp / "hosts" / "model.json").read_bytes() == \
+        (tmp / "local" / "model.json").read_bytes(), "the join across hosts trained otherwise"
+    [event] = summary(tmp / "hosts")["membership"]["events"]
+    assert (event["rank"], event["step"]) == (2, 70), event
+
+
 if __name__ == "__main__":
     h.main([test_a_worker_joins_mid_run_and_is_dealt_rows,
             test_a_joiner_above_max_workers_is_refused,
             test_below_min_workers_a_leave_then_a_join_continue,
-            test_without_a_joiner_the_wait_fails_with_exit_3])
+            test_without_a_joiner_the_wait_fails_with_exit_3,
+            test_a_worker_joins_from_another_host_over_tcp])
