@@ -4,10 +4,12 @@ ADDR --join` itself. A joiner is admitted at a step boundary (`admit_at_steps` m
 fixed), trains from the next step, and is dealt rows from the next epoch (every training row
 once per epoch: rows_per_epoch); the same join at the same step gives the same bits, over ipc,
 over tcp, and from another host (network namespaces, netns.py; skipped without root). Above
-max_workers it is refused (exit 2) and the run goes on; below min_workers a leave then a join
-continues the run; without a joiner the wait fails with exit 3."""
+max_workers it is refused (exit 2) and the run goes on, as it does when a joiner dies during
+its admission; below min_workers a leave then a join continues the run; without a joiner the
+wait fails with exit 3."""
 
 import math
+import os
 import re
 import subprocess
 import threading
@@ -68,10 +70,10 @@ class Run:
         return self.proc.returncode, "".join(self.lines)
 
 
-def joiner(endpoint, *extra):
+def joiner(endpoint, *extra, env=None):
     return subprocess.Popen([h.binary(), "worker", "--connect", endpoint, "--join", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
 
 
 def finish_joiner(proc, timeout=120):
@@ -198,6 +200,27 @@ def test_without_a_joiner_the_wait_fails_with_exit_3(tmp):
         in r.stderr, r
 
 
+def test_a_joiner_that_does_not_complete_its_admission_is_given_up(tmp):
+    # The joiner dies as its setup arrives (a kill point): the coordinator waits for its
+    # loaded message worker_timeout_ms (2000), gives it up, and the run goes on without it.
+    cfg, out = config(tmp, "dies", elastic="max_workers: 3, admit_at_steps: [20]")
+    run = Run(cfg)
+    env = dict(os.environ, DISTTRAIN_TEST_KILL_POINT="worker (joining)|receive setup|1",
+               DISTTRAIN_TEST_KILL_MARK=str(tmp / "killed"))
+    worker = joiner(run.join_endpoint(), env=env)
+    wcode, werr = finish_joiner(worker)
+    code, err = run.finish()
+    assert wcode == -9 and (tmp / "killed").exists(), (wcode, werr)  # SIGKILL, by itself
+    assert code == 0, err
+    assert re.search(r"a worker asking to join \(pid \d+ on \S+\) did not complete its admission: "
+                     r"the worker joining as worker 2 did not join in time \(no loaded message\); "
+                     r"the run goes on without it", err), err
+    s = summary(out)
+    assert s["membership"]["events"] == [] and s["failures"] == [], s["membership"]
+    assert s["membership"]["rows_per_epoch"] == [3600, 3600, 3600]
+    assert sorted(w["rank"] for w in s["worker_stats"]) == [0, 1]
+
+
 HOSTS = """
 version: 1
 name: join-hosts
@@ -245,4 +268,5 @@ if __name__ == "__main__":
             test_a_joiner_above_max_workers_is_refused,
             test_below_min_workers_a_leave_then_a_join_continue,
             test_without_a_joiner_the_wait_fails_with_exit_3,
+            test_a_joiner_that_does_not_complete_its_admission_is_given_up,
             test_a_worker_joins_from_another_host_over_tcp])
