@@ -56,7 +56,8 @@ void add_leave(CLI::App& app, Action& action, const Globals& globals);
 // `disttrain run` under a launcher). job_id 0: learned from the coordinator.
 struct JoinOptions {
   std::string connect;  // tcp://HOST:PORT (or ipc://PATH)
-  std::uint32_t rank = 0;
+  std::uint32_t rank = 0;  // with `join`: the slot asked for, or protocol::kAnyRank
+  bool join = false;       // --join: joins a running job (fault_tolerance.elastic)
   std::uint64_t job_id = 0;
   std::string config_hash;  // of the config this worker read itself; empty: none
   std::string data;         // its own copy of the data (--data); empty: the coordinator's path

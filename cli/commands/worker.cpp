@@ -1,10 +1,12 @@
 // disttrain worker --connect ENDPOINT --rank R [--job ID] [--config FILE]: one worker process.
 // The coordinator starts these itself for local runs (with --job); the same command joins a run
-// from another host or from a launcher (`run --listen HOST:PORT --expect-workers N` there).
+// from another host or from a launcher (`run --listen HOST:PORT --expect-workers N` there), and
+// `--join` (without --rank) joins a running job of fault_tolerance.elastic (docs/elastic.md).
 
 #include "cli/commands.hpp"
 #include "core/config/config.hpp"
 #include "core/protocol/keys.hpp"
+#include "core/protocol/protocol.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/kill_points.hpp"
@@ -27,7 +29,8 @@ namespace {
 
 struct WorkerArgs {
   std::string connect;
-  std::uint32_t rank = 0;
+  std::int64_t rank = -1;  // -1: not given (--join lets the coordinator choose)
+  bool join = false;
   std::string job;
   std::string config_path;
   std::vector<std::string> sets;
@@ -74,8 +77,10 @@ int run_joining_worker(const JoinOptions& join) {
   // give EPIPE, which the link handles, not SIGPIPE, which would take this worker down too
   // (found when a killed ring member took its predecessor with it under `restart`).
   ::signal(SIGPIPE, SIG_IGN);
-  log::set_prefix(fmt::format("worker {}", join.rank));
-  kill_points::set_role(fmt::format("worker {}", join.rank));
+  const std::string name = join.rank == protocol::kAnyRank ? std::string("worker (joining)")
+                                                            : fmt::format("worker {}", join.rank);
+  log::set_prefix(name);
+  kill_points::set_role(name);
   if (join.log_level >= 0) log::set_level(static_cast<log::Level>(join.log_level));
   transport::TransportOptions options;
   options.job_id = join.job_id;
@@ -102,11 +107,12 @@ int run_joining_worker(const JoinOptions& join) {
   auto transport = transport::make_zmq_transport(options);
   roles::WorkerOptions worker{join.connect, join.rank, join.job_id, nullptr};
   worker.own_process = true;  // its signals are its own (a SIGTERM may be a planned leave)
+  worker.join = join.join;
   if (join.job_id == 0) {
     // Joining by itself: an identity of its own, so that a second worker claiming the same
     // rank is refused by name instead of taking this one's connection over.
     const auto now = std::chrono::system_clock::now().time_since_epoch().count();
-    worker.identity = fmt::format("w{}-{:012x}", join.rank,
+    worker.identity = fmt::format("w{}-{:012x}", join.join ? "j" : std::to_string(join.rank),
                                   random::hash(static_cast<std::uint64_t>(now),
                                                static_cast<std::uint64_t>(::getpid()), 1, 0) &
                                       0xFFFFFFFFFFFFULL);
@@ -126,7 +132,15 @@ namespace {
 int work(const WorkerArgs& args) {
   JoinOptions join;
   join.connect = args.connect;
-  join.rank = args.rank;
+  if (args.rank < 0 && !args.join) {
+    fail<UsageError>("worker: --rank is required (or --join, to join a running job with "
+                     "fault_tolerance.elastic and take the rank the coordinator gives)");
+  }
+  if (args.join && !args.job.empty()) {
+    fail<UsageError>("worker: --join and --job do not go together: a joiner learns the job");
+  }
+  join.join = args.join;
+  join.rank = args.rank < 0 ? protocol::kAnyRank : static_cast<std::uint32_t>(args.rank);
   join.log_level = args.log_level;
   join.join_timeout_ms = args.join_timeout_ms;
   join.data = args.data;
@@ -173,7 +187,11 @@ void add_worker(CLI::App& app, Action& action, const Globals&) {
   cmd->add_option("--connect", args->connect,
                   "the coordinator's endpoint, as `run` printed it: tcp://HOST:PORT")
       ->required();
-  cmd->add_option("--rank", args->rank, "this worker's rank")->required();
+  cmd->add_option("--rank", args->rank, "this worker's rank (with --join: the slot it asks for)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_flag("--join", args->join,
+                "join a running job (fault_tolerance.elastic): admitted at the next step, it "
+                "takes the lowest free rank below max_workers; see docs/elastic.md");
   cmd->add_option("--job", args->job,
                   "the run's job id (hexadecimal; given by `run` to the workers it starts)");
   cmd->add_option("--config", args->config_path,

@@ -351,6 +351,7 @@ std::string to_yaml(const Config& c) {
     w.put("min_workers", e->min_workers);
     w.put("max_workers", e->max_workers);
     w.put("join_timeout_ms", e->join_timeout_ms);
+    w.put("admit_at_steps", e->admit_at_steps);
     w.end();
   }
   w.end();

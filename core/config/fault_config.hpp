@@ -7,16 +7,20 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace dt::config {
 
 // fault_tolerance.elastic (sections_elastic.cpp, docs/elastic.md): the worker count may change
-// during the run. Workers may leave on purpose (SIGTERM); joining a running job is not
-// available yet, so max_workers only bounds the start.
+// during the run. Workers may leave on purpose (SIGTERM) and join (`disttrain worker --join`),
+// up to max_workers at a time.
 struct ElasticConfig {
   int min_workers = 1;           // fewer left: wait join_timeout_ms for joiners, then fail
   int max_workers = 0;           // 0 in the file's absence: the starting worker count
-  int join_timeout_ms = 60000;   // the wait below min_workers
+  int join_timeout_ms = 60000;   // the wait below min_workers (and at an admit_at_steps step)
+  // Testing: joiners are admitted only after these steps (loss.csv's numbering), one at each,
+  // which the run waits for (join_timeout_ms); empty: at the first step boundary they reach.
+  std::vector<int> admit_at_steps;
 };
 
 struct FaultToleranceConfig {

@@ -350,15 +350,20 @@ std::vector<Key> build_keys() {
       {"fault_tolerance.elastic.min_workers", "integer >= 1", "1", "",
        "Elastic membership (docs/elastic.md): workers may leave during the run (SIGTERM to a "
        "worker: it finishes its step and exits 0; its rows are dealt to the others from the "
-       "next epoch). Below this many workers the run waits `join_timeout_ms` for joiners, then "
-       "fails (exit 3). Joining a running job is not available yet. Every mode (gradients over "
-       "star, sharded servers or ring; parameters; async) with worker processes (not `inproc`) "
-       "and "
-       "`parallelism.tensor` 1."},
+       "next epoch) and join it (`disttrain worker --connect ADDR --join`: admitted at the next "
+       "step, dealt rows from the next epoch). Below this many workers the run waits "
+       "`join_timeout_ms` for joiners, then fails (exit 3). Leaves in every mode (gradients over "
+       "star, sharded servers or ring; parameters; async), joins in gradients over star with one "
+       "server; worker processes (not `inproc`), `parallelism.tensor` 1."},
       {"fault_tolerance.elastic.max_workers", "integer >= `shards.count`", "", "`shards.count`",
-       "The most workers the run may have (joiners above it will be refused)."},
+       "The most workers the run may have at once; a joiner above it is refused (it exits 2)."},
       {"fault_tolerance.elastic.join_timeout_ms", "integer >= 0", "60000", "",
-       "How long a run below `min_workers` waits for joiners before it fails."},
+       "How long a run below `min_workers` (or at an `admit_at_steps` step) waits for joiners "
+       "before it fails."},
+      {"fault_tolerance.elastic.admit_at_steps", "list of integers >= 0, ascending", "[]", "",
+       "Testing: joiners are admitted only after these steps (`loss.csv`'s numbering), one at "
+       "each, and the run waits there for one; the same joins at the same steps give the same "
+       "bits. Empty: a joiner is admitted at the first step boundary after it connects."},
       // faults (a testing feature)
       {"faults.rank", "integer >= 0", "", "or `server`",
        "The worker rank the fault hits."},

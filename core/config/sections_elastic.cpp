@@ -1,6 +1,6 @@
 // fault_tolerance.elastic: how few and how many workers the run may have, and how long it waits
 // for joiners below the minimum; then what elastic membership needs of the rest of the config.
-// docs/elastic.md says what a leave does.
+// docs/elastic.md says what a leave and a join do.
 
 #include <fmt/format.h>
 
@@ -10,11 +10,33 @@
 
 namespace dt::config::detail {
 
+namespace {
+
+// fault_tolerance.elastic.admit_at_steps (testing: deterministic joins): ascending steps >= 0.
+std::vector<int> parse_admit_at_steps(const Section& s) {
+  if (!s.has("admit_at_steps")) return {};
+  const YAML::Node list = s.node("admit_at_steps");
+  if (!list.IsSequence()) {
+    s.fail("admit_at_steps", fmt::format("expected a list of steps like [40, 100], got {}",
+                                         describe(list)));
+  }
+  std::vector<int> steps;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = fmt::format("{}[{}]", s.path("admit_at_steps"), i);
+    steps.push_back(to_int(s.reader().integer(list[i], path, steps.empty() ? 0 : steps.back(),
+                                              INT_MAX)));
+  }
+  return steps;
+}
+
+}  // namespace
+
 ElasticConfig parse_elastic(const Section& s) {
   ElasticConfig e;
   e.min_workers = to_int(s.integer("min_workers", e.min_workers, 1));
   if (s.has("max_workers")) e.max_workers = to_int(s.integer("max_workers", 0, 1));
   e.join_timeout_ms = to_int(s.integer("join_timeout_ms", e.join_timeout_ms, 0));
+  e.admit_at_steps = parse_admit_at_steps(s);
   return e;
 }
 
@@ -51,6 +73,24 @@ void check_elastic(const Section& root, const Config& c) {
                             "not with parallelism.tensor {} yet; remove fault_tolerance.elastic "
                             "(a lost worker is then handled by on_worker_failure)",
                             c.parallelism.tensor));
+  }
+  // A join deals rows between steps of gradients over the star with one server; the other modes
+  // keep state per worker (the ring, servers, rounds) that a joiner would need first: later.
+  const auto& a = c.aggregation;
+  const bool star = a.mode == AggregationMode::kGradients && a.topology == Topology::kStar &&
+                    a.servers == 1;
+  if (e.max_workers > workers && !star) {
+    s.fail("max_workers", fmt::format("is {}, above the {} workers the run starts with: workers "
+                                      "may join only in aggregation.mode gradients over "
+                                      "topology star with one server yet; set max_workers: {} "
+                                      "(leaving works in every mode)",
+                                      e.max_workers, workers, workers));
+  }
+  if (e.max_workers > workers && c.shards.strategy == ShardStrategy::kFiles) {
+    s.fail("max_workers", fmt::format("is {}, above the {} workers the run starts with, but "
+                                      "shards.strategy files gives each worker its own file: a "
+                                      "joiner would have none; set max_workers: {}",
+                                      e.max_workers, workers, workers));
   }
   if (c.transport.type == TransportType::kInproc) {
     s.fail_here("needs worker processes (a worker leaves when it gets SIGTERM), but "

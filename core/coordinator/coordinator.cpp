@@ -5,6 +5,7 @@
 #include "core/coordinator/timeline_recording.hpp"
 #include "core/coordinator/coordinator.hpp"
 #include "core/coordinator/session.hpp"
+#include "core/coordinator/hellos.hpp"
 
 #include "core/modes/mode.hpp"
 #include "core/protocol/heartbeat.hpp"
@@ -81,155 +82,6 @@ transport::TransportOptions transport_options(const config::Config& config, std:
   return o;
 }
 
-struct Joined {
-  protocol::Hello hello;
-  std::string peer;  // the identity its connection uses
-};
-
-// Waits for every rank's hello, before heartbeats exist. Ranks below `first_remote` are this
-// process's children, started under the identity protocol::peer_name(rank); the others join by
-// themselves (`disttrain worker --connect`) under identities of their own, without the job id
-// (their hello carries job 0). A hello that cannot be accepted (a rank out of range or taken, a
-// different config) is answered with an error naming the reason, and the wait goes on: the
-// right worker may still come. Bounded by `timeout`; the error names the missing ranks.
-std::vector<Joined> await_hellos(transport::Listener& listener, WorkerPool& pool, int ranks,
-                                 int first_remote, std::uint64_t job,
-                                 const std::string& config_hash, std::chrono::milliseconds timeout,
-                                 std::vector<std::optional<Joined>>& joined) {
-  std::vector<std::string> refusals;
-  DropLog drops;
-  int remaining = static_cast<int>(std::count(joined.begin(), joined.end(), std::nullopt));
-  const auto deadline = deadline_in(timeout);
-  const auto refuse = [&](const transport::Incoming& in, const protocol::Hello& hello,
-                          const std::string& why) {
-    const std::string line = fmt::format("refused worker {} (pid {} on {}): {}", hello.rank,
-                                         hello.pid, hello.host, why);
-    log::warn("{}", line);
-    refusals.push_back(line);
-    try {  // the worker exits with this message (exit 2); it may be gone already
-      listener.send(in.peer,
-                    protocol::encode(protocol::make_error({"config", line, 2}), in.message.header.job_id),
-                    deadline_in(kSendDeadline));
-    } catch (const TransportError&) {
-    }
-  };
-  while (remaining > 0) {
-    if (signals::interrupted()) fail<InterruptedError>("interrupted while workers were starting");
-    drops.tick();
-    if (auto in = listener.receive(deadline_in(kPollSlice))) {
-      try {
-        const auto& header = in->message.header;
-        const bool joining = header.job_id == 0 &&
-                             header.type == static_cast<std::uint16_t>(protocol::Type::kHello);
-        const auto e = protocol::decode(in->message, joining ? 0 : job);
-        if (e.type != protocol::Type::kHello) continue;
-        const auto hello = protocol::read_hello(e);
-        const auto r = static_cast<std::size_t>(hello.rank);
-        if (hello.rank >= static_cast<std::uint32_t>(ranks)) {
-          refuse(*in, hello, fmt::format("the run has ranks 0 to {}", ranks - 1));
-          continue;
-        }
-        if (static_cast<int>(hello.rank) < first_remote) {
-          if (in->peer != protocol::peer_name(hello.rank) || joined[r]) {
-            refuse(*in, hello,
-                   fmt::format("rank {} is started by the coordinator itself; workers that join "
-                               "take ranks {} to {} (transport.remote_workers)",
-                               hello.rank, first_remote, ranks - 1));
-            continue;
-          }
-        } else if (joined[r]) {
-          if (joined[r]->peer.empty()) {  // departed (resume_membership.hpp)
-            refuse(*in, hello, fmt::format("rank {} had left the run before the checkpoint this "
-                                           "run resumes from, and is not taken back; start no "
-                                           "worker for it (docs/elastic.md)", hello.rank));
-          } else if (joined[r]->peer != in->peer) {
-            refuse(*in, hello, fmt::format("rank {} has already joined (pid {} on {})", hello.rank,
-                                           joined[r]->hello.pid, joined[r]->hello.host));
-          }
-          continue;
-        }
-        if (!hello.config_hash.empty() && hello.config_hash != config_hash) {
-          refuse(*in, hello,
-                 fmt::format("its config differs from the coordinator's (hash {}, the "
-                             "coordinator's {}); start every rank with the same config file",
-                             hello.config_hash, config_hash));
-          continue;
-        }
-        if (static_cast<int>(hello.rank) >= first_remote) {
-          log::info("worker {} joined from {} (pid {}, '{}')", hello.rank, hello.host, hello.pid,
-                    in->peer);
-        }
-        joined[r] = Joined{hello, in->peer};
-        --remaining;
-      } catch (const ProtocolError& err) {
-        drops.drop(in->peer, err.what());
-      }
-      continue;
-    }
-    for (const auto& exit : pool.poll()) {
-      std::string message = fmt::format("worker {} (pid {}) {} before it connected", exit.rank,
-                                        exit.pid, exit.status.describe());
-      const auto last = pool.last_words(exit.rank);
-      if (!last.empty()) message += fmt::format("; its log ends: {}", last);
-      throw TrainingError(message);
-    }
-    if (transport::Clock::now() >= deadline) {
-      std::vector<std::string> missing;
-      bool remote_missing = false;
-      for (int r = 0; r < ranks; ++r) {
-        if (joined[static_cast<std::size_t>(r)]) continue;
-        missing.push_back(std::to_string(r));
-        remote_missing = remote_missing || r >= first_remote;
-      }
-      std::string message = fmt::format("worker{} {} did not {} {} within {} ms",
-                                        missing.size() == 1 ? "" : "s", fmt::join(missing, ", "),
-                                        remote_missing ? "join" : "connect to",
-                                        listener.endpoint(), timeout.count());
-      if (remote_missing) {
-        message += fmt::format("; start each with `disttrain worker --connect {} --rank R` "
-                               "(transport.join_timeout_ms sets the wait)",
-                               listener.endpoint());
-      }
-      if (!refusals.empty()) message += fmt::format("; {}", fmt::join(refusals, "; "));
-      throw TimeoutError(message);
-    }
-  }
-  std::vector<Joined> out;
-  for (auto& j : joined) out.push_back(std::move(*j));
-  return out;
-}
-
-std::vector<Joined> wait_for_hellos(transport::Listener& listener, WorkerPool& pool, int ranks,
-                                    int first_remote, std::uint64_t job,
-                                    const std::string& config_hash,
-                                    std::chrono::milliseconds timeout,
-                                    const std::vector<bool>& departed) {
-  std::vector<std::optional<Joined>> joined(static_cast<std::size_t>(ranks));
-  for (std::size_t r = 0; r < departed.size(); ++r) {  // not started (resume_membership.hpp)
-    if (departed[r]) joined[r] = Joined{{.rank = static_cast<std::uint32_t>(r)}, {}};
-  }
-  try {
-    return await_hellos(listener, pool, ranks, first_remote, job, config_hash, timeout, joined);
-  } catch (const Error& e) {
-    // Workers that joined by themselves wait for a setup that will not come, and have no
-    // heartbeats yet to notice: tell them (this process's own are stopped by the pool).
-    for (int r = first_remote; r < ranks; ++r) {
-      const auto& j = joined[static_cast<std::size_t>(r)];
-      if (!j) continue;
-      try {
-        listener.send(j->peer,
-                      protocol::encode(protocol::make_error({"training",
-                                                             fmt::format("gave up: {}", e.what()),
-                                                             static_cast<int>(e.exit_code())}),
-                                       job),
-                      deadline_in(kSendDeadline));
-      } catch (const TransportError&) {
-      }
-    }
-    throw;
-  }
-}
-
 // Whole parameter vectors cross the network in one message: a limit below that would drop
 // every one of them, which is better said now than found out by a timeout.
 void check_message_size(const config::Config& config, std::size_t parameters) {
@@ -244,8 +96,9 @@ void check_message_size(const config::Config& config, std::size_t parameters) {
 
 }  // namespace
 
-RunResult run_coordinator(const config::Config& config, const Plan& plan,
+RunResult run_coordinator(const config::Config& config, const Plan& planned,
                           const CoordinatorOptions& options, RunResult* partial) {
+  const Plan plan = with_join_slots(config, planned);  // elastic: slots for joiners
   RunResult local;
   RunResult& result = partial != nullptr ? *partial : local;
   const auto wall_start = steady_ms();
@@ -253,7 +106,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   result.train_rows = plan.train_rows;
   result.validation_rows = plan.validation_rows.size();
   result.warnings.insert(result.warnings.end(), plan.warnings.begin(), plan.warnings.end());
-  const int ranks = static_cast<int>(plan.shard_rows.size());
+  const int ranks = plan.starting_ranks();  // the workers it starts with
   const auto task = config::task_of(config.model);
   const auto kind = data::label_kind(task);
 
@@ -261,13 +114,13 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   // is checked first: about twice the peaks measured (20 + 7 per worker, and 8 + 3 per worker
   // for each parameter server).
   const auto servers = static_cast<std::uint64_t>(config.aggregation.servers);
-  resources::require_fds(32 + static_cast<std::uint64_t>(ranks) * (8 + 4 * servers) + 8 * servers,
-                         fmt::format("a run of {} workers", ranks));
+  resources::require_fds(32 + plan.shard_rows.size() * (8 + 4 * servers) + 8 * servers,
+                         fmt::format("a run of {} workers", plan.shard_rows.size()));
   const std::uint64_t job = new_job_id();
   const RunKeys keys = options.keys != nullptr ? *options.keys : run_keys(config);
   auto transport = transport::make_zmq_transport(transport_options(config, job, keys));
   auto listener = transport->listen("coord");
-  HeartbeatServer heartbeat(*transport, job, ranks);
+  HeartbeatServer heartbeat(*transport, job, static_cast<int>(plan.shard_rows.size()));
   log::info("listening on {} (heartbeats on {})", listener->endpoint(), heartbeat.endpoint());
   if (const auto& bound = config.transport.address;
       config.transport.type == config::TransportType::kTcp &&
@@ -298,16 +151,24 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
   }
   // The last remote_workers ranks are started by someone else and join by themselves.
   const int first_remote = ranks - config.transport.remote_workers;
-  if (first_remote < ranks) {
+  // Joiners (elastic) join by themselves too, in slots above the starting ranks or a leaver's.
+  if (first_remote < ranks || config.fault_tolerance.elastic) {
     pool = with_remote_ranks(std::move(pool), first_remote);
-    // The endpoints as resolved (a port 0 picked), so that a wrong interface shows at once.
-    // With curve a worker needs its key and this coordinator's public key (keygen's pair).
-    std::string key_flags;
-    if (keys.coordinator.curve) {
-      auto pub = config.transport.secret_key;
-      pub = pub.empty() ? std::filesystem::path("COORDINATOR.pub") : pub.replace_extension(".pub");
-      key_flags = fmt::format(" --key WORKER.key --server-key {}", pub.string());
-    }
+  }
+  // The endpoints as resolved (a port 0 picked), so that a wrong interface shows at once.
+  // With curve a worker needs its key and this coordinator's public key (keygen's pair).
+  std::string key_flags;
+  if (keys.coordinator.curve) {
+    auto pub = config.transport.secret_key;
+    pub = pub.empty() ? std::filesystem::path("COORDINATOR.pub") : pub.replace_extension(".pub");
+    key_flags = fmt::format(" --key WORKER.key --server-key {}", pub.string());
+  }
+  if (const auto& elastic = config.fault_tolerance.elastic) {
+    log::notice("elastic: workers may join this run while it trains (up to max_workers = {} at "
+                "once): disttrain worker --connect {} --join{}",
+                elastic->max_workers, listener->endpoint(), key_flags);
+  }
+  if (first_remote < ranks) {
     log::notice("listening on {} (heartbeats on {}); waiting for worker{} {} to join: "
                 "disttrain worker --connect {} --rank R{}",
                 listener->endpoint(), heartbeat.endpoint(), ranks - first_remote == 1 ? "" : "s",
@@ -359,6 +220,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
     CoordinatorSession session(config, plan, params, *listener, *pool, heartbeat, job, result);
     session.set_transport(*transport);
     session.set_members_dir(options.worker_log_dir.parent_path());  // the run folder
+    peers.resize(plan.shard_rows.size());  // join slots: no identity until a worker joins
     session.addresses().set_identities(std::move(peers));
     session.set_departed(departed);
     try {
@@ -383,6 +245,12 @@ RunResult run_coordinator(const config::Config& config, const Plan& plan,
         session.send_to(r, finalizes.back());
       }
       session.set_startup(std::move(setups), std::move(finalizes));
+      if (config.fault_tolerance.elastic) {  // what a joiner is sent: no rows yet
+        protocol::Setup setup{config_yaml, heartbeat.endpoint(), source_for(plan, 0), {},
+                              keys.peer.secret_key};
+        setup.source.csv.reset();
+        session.set_joiner_setup(protocol::make_setup(setup));
+      }
       result.normalization = finalize.normalization;
       result.classes = finalize.classes;
       if (validation) {

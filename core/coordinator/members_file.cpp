@@ -48,6 +48,7 @@ void MembersFile::publish(std::vector<Member> workers, const nlohmann::json& eve
       {"workers", std::move(list)},
       {"events", events.is_null() ? nlohmann::json::array() : events}};
   tried_ = true;
+  stale_ = false;
   try {
     files::write_atomic(path_, j.dump(2) + "\n");
     written_ = true;

@@ -51,6 +51,14 @@ class MembersFile {
   void publish(std::vector<Member> workers, const nlohmann::json& events);
   // publish() was called (whether or not the file could be written).
   [[nodiscard]] bool published() const noexcept { return tried_; }
+  // A joiner was admitted: it takes SIGTERM as a leave once it trains, so the file lists it
+  // from the next step boundary on (the session asks due(true) there).
+  void mark_stale() noexcept { stale_ = true; }
+  // Whether the session should publish now: at a step boundary (`boundary`) the first time or
+  // after a join; at a change (a leave, a loss) once it has published before.
+  [[nodiscard]] bool due(bool boundary) const noexcept {
+    return boundary ? (!tried_ || stale_) : tried_;
+  }
 
  private:
   std::filesystem::path path_;
@@ -58,6 +66,7 @@ class MembersFile {
   bool tried_ = false;
   bool written_ = false;
   bool warned_ = false;
+  bool stale_ = false;
 };
 
 // Reads RUN_DIR/members.json. DataError naming the file when it is not one of ours (or torn by

@@ -93,4 +93,14 @@ data::Shard load_validation(const config::Config& config, const Plan& plan, data
   return out;
 }
 
+Plan with_join_slots(const config::Config& config, Plan plan) {
+  const auto& elastic = config.fault_tolerance.elastic;
+  const int starting = static_cast<int>(plan.shard_rows.size());
+  if (!elastic || elastic->max_workers <= starting) return plan;
+  plan.join_slots = elastic->max_workers - starting;
+  plan.shard_rows.resize(static_cast<std::size_t>(elastic->max_workers), 0);
+  plan.segments.resize(static_cast<std::size_t>(elastic->max_workers));
+  return plan;
+}
+
 }  // namespace dt::roles

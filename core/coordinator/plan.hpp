@@ -33,7 +33,17 @@ struct Plan {
   // parallelism.tensor: rank r is replica r / tensor, slice r % tensor (tensor_plan.hpp).
   int tensor = 1;
   std::vector<models::Range> columns;  // per rank: the feature columns it loads; empty: all
+  // fault_tolerance.elastic: the last join_slots ranks start empty (no rows, no worker), for
+  // workers that join the running job (with_join_slots).
+  int join_slots = 0;
+  [[nodiscard]] int starting_ranks() const noexcept {
+    return static_cast<int>(shard_rows.size()) - join_slots;
+  }
 };
+// fault_tolerance.elastic with max_workers above the starting count: `plan` with a rank slot
+// for each worker that may join (no segments, 0 rows), so that every per-rank structure of the
+// run is sized once; an unjoined slot is a rank that is not alive. Otherwise `plan` unchanged.
+[[nodiscard]] Plan with_join_slots(const config::Config& config, Plan plan);
 // index_threads: how many threads the CSV index may use. `run` gives 2: nothing else runs before
 // the plan is made. `validate` keeps 1 (its bytes per second are read as one core's).
 [[nodiscard]] Plan make_plan(const config::Config& config, unsigned index_threads = 1);

@@ -3,6 +3,7 @@
 #include "core/coordinator/worker_pool.hpp"
 
 #include <map>
+#include <set>
 
 namespace dt::roles {
 namespace {
@@ -30,6 +31,10 @@ class RemotePool final : public WorkerPool {
   }
   bool wait_all(std::chrono::milliseconds timeout) override { return local_->wait_all(timeout); }
   void stop_all() override { local_->stop_all(); }
+  void taken_over(int rank, std::int64_t pid) override {
+    taken_.insert(rank);
+    pids_[rank] = pid;
+  }
   void joined(int rank, std::int64_t pid) override {
     if (local(rank)) {
       local_->joined(rank, pid);
@@ -39,11 +44,14 @@ class RemotePool final : public WorkerPool {
   }
 
  private:
-  [[nodiscard]] bool local(int rank) const noexcept { return rank < first_remote_; }
+  [[nodiscard]] bool local(int rank) const noexcept {
+    return rank < first_remote_ && !taken_.contains(rank);
+  }
 
   std::unique_ptr<WorkerPool> local_;
   int first_remote_;
   std::map<int, std::int64_t> pids_;
+  std::set<int> taken_;  // local slots a joiner holds now (elastic)
 };
 
 }  // namespace

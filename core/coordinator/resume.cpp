@@ -179,7 +179,7 @@ checkpoint::Checkpoint Checkpointer::common(CoordinatorSession& session, std::ui
   m["epoch"] = session.schedule().epoch_of(step);
   m["seconds"] = session.schedule().elapsed_seconds();
   m["mode"] = config::describe_aggregation(config_);
-  m["workers"] = session.ranks();
+  m["workers"] = config::worker_count(config_);  // the starting count (not the join slots)
   m["fixed"] = fixed_keys(config_, plan_);
   m["soft"] = soft_keys(config_);
   m["classes"] = result.classes;

@@ -152,12 +152,13 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
     result_.membership["events"].push_back({{"event", "resize"},
                                             {"step", step},
                                             {"from_workers", from_workers},
-                                            {"workers", ranks()},
+                                            {"workers", plan_.starting_ranks()},
                                             {"from_epoch", start_step / per_epoch},
                                             {"skipped_steps", start_step - step}});
     log::notice("--resume with {} workers ({} trained at the checkpoint's step): the rows are "
                 "planned for {} afresh, from step {} (the first of epoch {}){}",
-                ranks(), from_workers, ranks(), start_step + 1, start_step / per_epoch + 1,
+                plan_.starting_ranks(), from_workers, plan_.starting_ranks(), start_step + 1,
+                start_step / per_epoch + 1,
                 start_step > step ? fmt::format("; steps {} to {}, the rest of the interrupted "
                                                 "epoch, are skipped", step + 1, start_step)
                                   : std::string());
@@ -170,14 +171,15 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
   }
   for (const auto& d : dealt) {
     const auto lost = manifest_count(d, "rank", where);
-    if (lost >= static_cast<std::uint64_t>(ranks()) || is_alive(static_cast<int>(lost))) {
+    const auto starting = static_cast<std::uint64_t>(plan_.starting_ranks());
+    if (lost >= starting || is_alive(static_cast<int>(lost))) {
       fail<DataError>("{}: the checkpoint's membership deals the rows of rank {}, not a departed "
-                      "rank of this run's {} workers", where, lost, ranks());
+                      "rank of this run's {} workers", where, lost, plan_.starting_ranks());
     }
     deal_rows(static_cast<int>(lost), manifest_count(d, "from_epoch", where),
-              saved_ranks(d, "to", ranks(), where));
+              saved_ranks(d, "to", plan_.starting_ranks(), where));
   }
-  for (const int r : saved_ranks(saved, "undealt", ranks(), where)) {
+  for (const int r : saved_ranks(saved, "undealt", plan_.starting_ranks(), where)) {
     if (!is_alive(r)) lost_unassigned_.push_back(r);  // dealt at the next epoch, as before
   }
 }

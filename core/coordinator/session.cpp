@@ -54,8 +54,8 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       heartbeat_(heartbeat),
       job_id_(job_id),
       result_(result),
-      alive_(all_ranks(plan.shard_rows.size())),
-      alive_flag_(plan.shard_rows.size(), true),
+      alive_(all_ranks(static_cast<std::size_t>(plan.starting_ranks()))),
+      alive_flag_(plan.shard_rows.size(), false),
       joined_ms_(plan.shard_rows.size(), 0),
       last_request_(plan.shard_rows.size()),
       last_request_step_(plan.shard_rows.size(), 0),
@@ -63,7 +63,10 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
       last_request_generation_(plan.shard_rows.size(), 0),
       answered_(plan.shard_rows.size()) {
   evaluation_.early_stop() = EarlyStopper(config.training.early_stopping);
-  if (config.fault_tolerance.elastic) result_.membership = start_membership(config, ranks());
+  for (const int r : alive_) alive_flag_[static_cast<std::size_t>(r)] = true;  // join slots: not
+  if (config.fault_tolerance.elastic) {
+    result_.membership = start_membership(config, plan.starting_ranks());
+  }
 }
 
 void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelope>& ready) {
@@ -231,9 +234,12 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
     if (auto in = next_message(deadline_in(kPollSlice))) {
       if (in->message.header.job_id == 0 &&
           in->message.header.type == static_cast<std::uint16_t>(protocol::Type::kHello)) {
-        // A worker joining by itself says hello until it is set up: a replacement that came
-        // before its rank was found lost, or a late repeat. Not a stranger.
-        log::debug("ignored a hello from '{}' (rank {})", in->peer, in->message.header.rank);
+        // A worker joining by itself says hello until it is set up: a joiner (elastic: queued
+        // for the next step boundary), a replacement that came before its rank was found lost,
+        // or a late repeat. Not a stranger.
+        if (!take_join_hello(*in)) {
+          log::debug("ignored a hello from '{}' (rank {})", in->peer, in->message.header.rank);
+        }
         continue;
       }
       auto decoded = decode_or_drop(*in, job_id_);

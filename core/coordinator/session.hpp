@@ -7,6 +7,7 @@
 #include "core/config/config.hpp"
 #include "core/coordinator/addresses.hpp"
 #include "core/coordinator/evaluate.hpp"
+#include "core/coordinator/joins.hpp"
 #include "core/coordinator/launcher.hpp"
 #include "core/coordinator/loss_window.hpp"
 #include "core/coordinator/plan.hpp"
@@ -44,23 +45,19 @@ class CoordinatorSession {
   [[nodiscard]] const config::Config& config() const noexcept { return config_; }
   [[nodiscard]] const Plan& plan() const noexcept { return plan_; }
   [[nodiscard]] int ranks() const noexcept { return static_cast<int>(plan_.shard_rows.size()); }
-  // The coordinator's own model and the held-out rows (evaluate.hpp); model() and
-  // validation() are theirs, for the modes.
+  // The coordinator's own model and held-out rows (evaluate.hpp); model(), validation(): theirs.
   [[nodiscard]] Evaluation& evaluation() noexcept { return evaluation_; }
   [[nodiscard]] models::Model& model() noexcept { return evaluation_.model(); }
   [[nodiscard]] const data::Shard* validation() const noexcept { return evaluation_.validation(); }
   [[nodiscard]] std::vector<double>& params() noexcept { return params_; }
   [[nodiscard]] RunResult& result() noexcept { return result_; }
-  // The steps that end training and make an epoch, and the training clock (schedule.hpp).
-  [[nodiscard]] Schedule& schedule() noexcept { return schedule_; }
+  [[nodiscard]] Schedule& schedule() noexcept { return schedule_; }  // steps, epochs, clock
   [[nodiscard]] const Schedule& schedule() const noexcept { return schedule_; }
 
   // ---- Lost workers (on_worker_failure): one that exits, reports an error or stops heartbeating
-  // is reported (rank, pid, host, cause, last step, its log's tail), then (a planned leave: as
-  // continue) abort: the wait throws TrainingError (exit 3); restart: a replacement takes the
-  // rank, set up as at the start and sent its last request again; continue: the rank leaves
-  // alive(), its rows are dealt to the survivors by reassign_lost_rows. alive(): the ranks still
-  // training, ascending.
+  // is reported, then abort: the wait throws TrainingError (exit 3); restart: a replacement takes
+  // the rank (set up as at the start, sent its last request); continue (and a planned leave):
+  // the rank leaves alive() (ranks training, ascending), reassign_lost_rows deals its rows.
   [[nodiscard]] const std::vector<int>& alive() const noexcept { return alive_; }
   [[nodiscard]] bool is_alive(int rank) const noexcept {
     return alive_flag_[static_cast<std::size_t>(rank)];
@@ -71,9 +68,8 @@ class CoordinatorSession {
   // `continue` in gradients mode, before each epoch's first step: deals the rows of the workers
   // lost since the last call to the survivors, who train on them from `epoch` on.
   void reassign_lost_rows(std::uint64_t epoch);
-  // `continue` with tensor parallelism: a worker that cannot go on without a lost one (the other
-  // slices of its replica) is stopped and leaves alive() as if lost; its rows are dealt only to
-  // the surviving ranks of the same slice (they read the same columns).
+  // `continue`, tensor parallelism: a worker that cannot go on without a lost one (its replica's
+  // other slices) is stopped as if lost; its rows go to its slice's survivors (same columns).
   void drop_worker(int rank, const std::string& cause);
   // A mode that handles lost workers itself (a ring re-forms, servers forget a lost worker's
   // pushes) sets a handler, called once the rank is replaced (restart) or off alive() (continue,
@@ -83,18 +79,15 @@ class CoordinatorSession {
   void set_loss_handler(LossHandler handler) { loss_handler_ = std::move(handler); }
   // A mode that dealt a lost worker's rows itself (async, through its servers) takes it off.
   void rows_dealt(int rank) { std::erase(lost_unassigned_, rank); }
-  // Elastic, parameters mode: deals the rows of workers that left since the last call (not
-  // those lost under continue) to the others, each from its own epoch from_epoch(rank) on.
+  // Elastic, parameters mode: deals leavers' rows to the others, each from from_epoch(rank) on.
   void deal_left_rows(const std::function<std::uint64_t(int rank)>& from_epoch);
   // Parameters mode: the step the round in progress ends at (a leave with its reply: its step).
   void set_round_end(std::uint64_t step) noexcept { round_end_ = step; }
-  // Bumped at every lost worker handled; a reply from an earlier generation than its rank's
-  // last request is dropped as stale.
+  // Bumped at every lost worker handled; a reply of an earlier one than its request is stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
   // Counts a replacement (a worker's or a server's) against max_restarts; false if none is left.
   [[nodiscard]] bool take_restart() noexcept;
   [[nodiscard]] int restarts() const noexcept { return restarts_; }
-
   // Sends one message to every worker still training; to each of `ranks` (encoded once); to one.
   void broadcast(protocol::Envelope envelope);
   void broadcast(protocol::Envelope envelope, const std::vector<int>& ranks);
@@ -102,13 +95,10 @@ class CoordinatorSession {
   // Sends every worker still training a notice (kServerMoved): not a request, never re-sent nor
   // replayed; a worker it cannot reach is left to the supervision of the waits.
   void notify(protocol::Envelope envelope);
-  // One message of `type` from every rank still training, in rank order (each envelope's
-  // `rank` says whose). Supervises while it waits: Ctrl-C ends the wait with an error; a lost
-  // worker is handled by the failure policy (above). A request whose reply is overdue while
-  // its worker still heartbeats (a lost message) is sent again; duplicate and stale replies
-  // are dropped. `on_idle` runs every poll slice (~50 ms) without a message, e.g. to check on
-  // threads of the coordinator (parameter servers). After Ctrl-C the wait goes on (supervised)
-  // for up to `grace`: the replies to a request of several steps (a ring's batch) are kept.
+  // One message of `type` from every rank training, in rank order. Supervises: Ctrl-C ends it, a
+  // lost worker meets the failure policy, an overdue request of a heartbeating worker is sent
+  // again, duplicate and stale replies are dropped. `on_idle` runs every idle poll slice (~50
+  // ms); after Ctrl-C it goes on up to `grace` (a ring batch's replies are kept).
   [[nodiscard]] std::vector<protocol::Envelope> gather(
       protocol::Type type, const std::function<void()>& on_idle = {},
       std::chrono::milliseconds grace = std::chrono::milliseconds(0));
@@ -118,7 +108,6 @@ class CoordinatorSession {
                                                             const std::vector<int>& ranks);
   // One round of the gather's supervision (Ctrl-C, exits, heartbeats), for other waits (servers).
   void supervise();
-
   [[nodiscard]] transport::Transport& transport() const;  // for sockets of a mode's own (servers)
   void set_transport(transport::Transport& transport) noexcept { transport_ = &transport; }
   [[nodiscard]] std::uint64_t job_id() const noexcept { return job_id_; }
@@ -129,6 +118,12 @@ class CoordinatorSession {
   void end_joined_workers(const Error& why);
   // fault_tolerance.elastic: `run_dir`/members.json, for `disttrain leave` (members_file.hpp).
   void set_members_dir(const std::filesystem::path& run_dir);
+  // ---- Joins (elastic; session_joins.cpp): a joiner's hello (`worker --join`) is queued by
+  // every wait; admit_joiners (the mode, at each step boundary, `step` done) admits them into
+  // free slots (refused above max_workers); close_admissions refuses those left at the end.
+  void set_joiner_setup(protocol::Envelope setup);
+  void admit_joiners(std::uint64_t step);
+  void close_admissions();
   // After kReady: the peer endpoints the workers reported, to each (kPeers; not in a star).
   void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
 
@@ -137,8 +132,7 @@ class CoordinatorSession {
                    const std::vector<double>& worker_loss_sum,
                    const std::vector<std::uint64_t>& worker_rows);
   void add_samples(std::uint64_t rows) noexcept { result_.samples += rows; }
-  // From now on a worker's exit is an end, not a failure: note_late_exit records a bad one as
-  // a warning.
+  // From now on an exit is an end, not a failure: note_late_exit records a bad one as a warning.
   void expect_exits() noexcept { exits_expected_ = true; }
   void note_late_exit(const ChildExit& exit);
 
@@ -157,9 +151,8 @@ class CoordinatorSession {
   // Will step_boundary(step) write a checkpoint? (ring: rank 0 sends its optimizer state along)
   [[nodiscard]] bool checkpoint_due(std::uint64_t step) const;
   [[nodiscard]] std::uint64_t completed_step() const noexcept { return completed_step_; }
-  // After a stop (Ctrl-C, a failure): the next `type` message from `rank`, skipping any other
-  // (late replies of the abandoned step); nullopt after `timeout`. Does not stop on Ctrl-C, as
-  // it serves the checkpoint written because of it.
+  // After a stop: the next `type` message from `rank`, skipping others (late replies); nullopt
+  // after `timeout`. Ctrl-C does not stop it: it serves the checkpoint written for it.
   [[nodiscard]] std::optional<protocol::Envelope> receive_from(int rank, protocol::Type type,
                                                               std::chrono::milliseconds timeout);
   // The log row in progress (loss sums), for a checkpoint, and back.
@@ -176,7 +169,13 @@ class CoordinatorSession {
   // wait for an epoch after its last step + 1 (deal_later); left_unread: a send found it gone.
   void worker_left(int rank, bool after_step);
   void check_min_workers(const std::string& why);
-  void publish_members(bool first = false);  // members.json: its first writing, or a change
+  void publish_members(bool boundary = false);  // members.json, when due (members_file.hpp)
+  [[nodiscard]] bool take_join_hello(transport::Incoming& in);  // queues a joiner's hello
+  void drain_joiners();  // reads what the listener holds now (others' messages: stash_)
+  [[nodiscard]] bool admit(const PendingJoin& joiner, std::uint64_t step);
+  void refuse_joiner(const PendingJoin& joiner, const std::string& why, int exit_code);
+  void replan_rows(std::uint64_t epoch);  // every training row dealt among the members
+  [[nodiscard]] bool joins_by_itself(int rank) const;  // no child of this process
   [[nodiscard]] bool deal_later(int rank, std::uint64_t epoch) const;
   [[nodiscard]] bool left_unread(int rank);
   // Deals `lost`'s rows to `survivors` (share k of m to the k-th) from `epoch`; their rows.
@@ -185,9 +184,10 @@ class CoordinatorSession {
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers
   [[nodiscard]] protocol::Envelope replace_worker(int rank);  // returns its ready message
-  // The next `type` message of `rank` while a replacement starts (others wait in stash_).
+  // The next `type` message of `rank` while a replacement (`who`) starts (others: stash_).
   [[nodiscard]] protocol::Envelope await_from(int rank, protocol::Type type,
-                                              transport::Clock::time_point deadline);
+                                              transport::Clock::time_point deadline,
+                                              const char* who = "the replacement for");
   void end_worker(int rank);  // at once: a child is killed, a joined worker is told to stop
   // Whether `in` is the hello of a worker joining by itself to take `rank`.
   [[nodiscard]] bool takes_rank(const transport::Incoming& in, int rank) const;
@@ -233,14 +233,14 @@ class CoordinatorSession {
   DropLog drops_;                        // strangers' and malformed messages
   std::deque<transport::Incoming> stash_;
   std::vector<ChildExit> pending_exits_;
-  // The last request sent to each rank (re-sent when its reply is lost, and to a replacement)
-  // and its step; the type and step of the last reply each rank gave in a finished gather.
+  // Each rank's last request (re-sent when lost, and to a replacement), and its last reply.
   std::vector<std::shared_ptr<const wire::Message>> last_request_;
   std::vector<std::uint64_t> last_request_step_;
   std::vector<protocol::Type> last_request_type_;
   std::vector<std::uint32_t> last_request_generation_;
   LossHandler loss_handler_;
   std::shared_ptr<MembersFile> members_file_;
+  JoinState joins_;  // elastic: joiners waiting, slots used, re-plans (joins.hpp)
   struct Answered { protocol::Type type{}; std::uint64_t step = 0; bool any = false; };
   std::uint64_t round_end_ = 0;  // set_round_end
   std::vector<Answered> answered_;

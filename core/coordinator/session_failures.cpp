@@ -98,7 +98,7 @@ bool CoordinatorSession::take_restart() noexcept {
 
 std::chrono::milliseconds CoordinatorSession::join_timeout(int rank) const {
   // A joining rank's replacement is started by its launcher (a requeued job, a restarted pod).
-  if (rank >= ranks() - config_.transport.remote_workers) {
+  if (joins_by_itself(rank)) {
     return std::chrono::milliseconds(config_.transport.join_timeout_ms);
   }
   return kJoinTimeout;
@@ -106,7 +106,7 @@ std::chrono::milliseconds CoordinatorSession::join_timeout(int rank) const {
 
 void CoordinatorSession::end_worker(int rank) {
   pool_.kill(rank);
-  if (rank < ranks() - config_.transport.remote_workers) return;
+  if (!joins_by_itself(rank)) return;
   // A joined worker is no child of this process, and the heartbeat server still answers it:
   // told to stop, one that was only slow or hung for a while does not train on beside its
   // replacement (best effort: it may be gone).
@@ -127,8 +127,8 @@ void CoordinatorSession::end_joined_workers(const Error& why) {
       protocol::make_error({"training", fmt::format("ended the run: {}", why.what()),
                             static_cast<int>(why.exit_code())}),
       job_id_);
-  for (int rank = ranks() - config_.transport.remote_workers; rank < ranks(); ++rank) {
-    if (!is_alive(rank)) continue;
+  for (int rank = 0; rank < ranks(); ++rank) {
+    if (!is_alive(rank) || !joins_by_itself(rank)) continue;
     try {
       listener_.send(addresses_.identity(rank), stop, deadline_in(kSendDeadline));
     } catch (const TransportError&) {
@@ -139,8 +139,7 @@ void CoordinatorSession::end_joined_workers(const Error& why) {
 bool CoordinatorSession::takes_rank(const transport::Incoming& in, int rank) const {
   const auto& header = in.message.header;
   if (header.type != static_cast<std::uint16_t>(protocol::Type::kHello) ||
-      header.rank != static_cast<std::uint32_t>(rank) ||
-      rank < ranks() - config_.transport.remote_workers) {
+      header.rank != static_cast<std::uint32_t>(rank) || !joins_by_itself(rank)) {
     return false;  // not a hello for `rank`, or the rank is one this process starts
   }
   try {
@@ -152,10 +151,12 @@ bool CoordinatorSession::takes_rank(const transport::Incoming& in, int rank) con
 }
 
 protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
-                                                  transport::Clock::time_point deadline) {
+                                                  transport::Clock::time_point deadline,
+                                                  const char* who) {
   for (;;) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
     if (auto in = listener_.receive(deadline_in(kPollSlice))) {
+      if (type != protocol::Type::kHello && take_join_hello(*in)) continue;  // another joiner
       if (type == protocol::Type::kHello && takes_rank(*in, rank)) {
         // A worker that joins by itself (a remote rank's replacement) has an identity of its
         // own: from now on the rank is reached under it.
@@ -172,17 +173,16 @@ protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
       protocol::Envelope e = std::move(*decoded);
       if (e.type == protocol::Type::kError) {
         const auto error = protocol::read_error(e);
-        fail<TrainingError>("the replacement for worker {} (pid {}) failed: {}", rank,
-                            pool_.pid_of(rank), error.message);
+        fail<TrainingError>("{} worker {} (pid {}) failed: {}", who, rank, pool_.pid_of(rank),
+                            error.message);
       }
       if (e.type == type) return e;
       continue;  // a late message of the lost worker
     }
     for (auto& exit : pool_.poll()) {
-      if (exit.rank == rank) {
-        std::string message = fmt::format("the replacement for worker {} (pid {}) {} before it "
-                                          "joined",
-                                          rank, exit.pid, exit.status.describe());
+      if (exit.rank == rank && exit.pid == pool_.pid_of(rank)) {  // not a leaver of its slot
+        std::string message = fmt::format("{} worker {} (pid {}) {} before it joined", who, rank,
+                                          exit.pid, exit.status.describe());
         const auto last = pool_.last_words(rank);
         if (!last.empty()) message += fmt::format("; its log ends: {}", last);
         throw TrainingError(message);
@@ -190,10 +190,9 @@ protocol::Envelope CoordinatorSession::await_from(int rank, protocol::Type type,
       pending_exits_.push_back(exit);
     }
     if (transport::Clock::now() >= deadline) {
-      const bool remote = rank >= ranks() - config_.transport.remote_workers;
-      fail<TimeoutError>("the replacement for worker {} did not join within {} ms (no {} "
-                         "message){}",
-                         rank, join_timeout(rank).count(), protocol::name_of(type),
+      const bool remote = joins_by_itself(rank) && rank < plan_.starting_ranks();
+      fail<TimeoutError>("{} worker {} did not join in time (no {} message){}", who, rank,
+                         protocol::name_of(type),
                          remote ? fmt::format("; its launcher must start it again: disttrain "
                                               "worker --connect {} --rank {}",
                                               listener_.endpoint(), rank)
@@ -255,6 +254,12 @@ void CoordinatorSession::drop_worker(int rank, const std::string& cause) {
 }
 
 void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
+  // After a join (elastic) every row is re-dealt; and once rows follow a re-plan, a lost
+  // worker's are not its plan shard's: they are re-dealt with all the others.
+  if (joins_.replan || (joins_.replanned && !lost_unassigned_.empty())) {
+    replan_rows(epoch);
+    return;
+  }
   if (lost_unassigned_.empty()) return;
   std::vector<int> later;  // leavers whose rows wait for a later epoch (session_membership.cpp)
   for (const int lost : lost_unassigned_) {

@@ -3,8 +3,8 @@
 // without it, and reassign_lost_rows deals its rows at the next epoch (gradients star);
 // deal_left_rows at each taker's next local epoch (parameters); a mode with a loss handler
 // (async) takes it as a loss under `continue` (its servers deal the rows). Below min_workers the
-// run waits join_timeout_ms for joiners, then fails. Joining is not available yet, so the wait
-// always ends in the failure; it is here so that joins only add their admission.
+// run waits join_timeout_ms for joiners (session_joins.cpp admits them at the next step
+// boundary), then fails.
 
 #include "core/coordinator/members_file.hpp"
 #include "core/coordinator/membership.hpp"
@@ -94,7 +94,7 @@ void CoordinatorSession::worker_left(int rank, bool after_step) {
   log::notice("worker {} (pid {}) left the run after step {} (a planned leave); {} worker{} go "
               "on, and its {} rows are dealt to them from the next epoch",
               rank, pool_.pid_of(rank), step, alive_.size(), alive_.size() == 1 ? "" : "s",
-              plan_.shard_rows[r]);
+              joins_.replanned ? result_.workers[r].rows : plan_.shard_rows[r]);
   publish_members();
   check_min_workers(fmt::format("worker {} left after step {}", rank, step));
   // The modes whose workers or servers hold per-worker state (ring, sharded servers) re-plan
@@ -137,10 +137,10 @@ void CoordinatorSession::set_members_dir(const std::filesystem::path& run_dir) {
   members_file_ = std::make_shared<MembersFile>(run_dir / kMembersFile, job_id_);
 }
 
-void CoordinatorSession::publish_members(bool first) {
+void CoordinatorSession::publish_members(bool boundary) {
   // Written first once every worker takes SIGTERM as a leave (the first step boundary); from
   // then on again at every change.
-  if (!members_file_ || members_file_->published() == first) return;
+  if (!members_file_ || !members_file_->due(boundary)) return;
   std::vector<Member> workers;
   for (const int rank : alive_) {
     const auto r = static_cast<std::size_t>(rank);
@@ -178,20 +178,31 @@ void CoordinatorSession::check_min_workers(const std::string& why) {
             "to {} ms for workers to join",
             why, alive_.size(), alive_.size() == 1 ? " is" : "s are", elastic->min_workers,
             timeout.count());
-  // A running job admits no joiner yet (issue 18, part 2): the wait only runs out. Messages of
-  // the workers still here stay queued for the waits that follow.
+  // Joiners queue (drain_joiners); they are admitted at the next step boundary (admit_joiners),
+  // so the step in hand ends with the workers it has. Messages of the workers still here wait
+  // in stash_ for the gathers that follow.
   const auto deadline = transport::deadline_in(timeout);
-  while (transport::Clock::now() < deadline) {
+  for (;;) {
     if (signals::interrupted()) fail<InterruptedError>("interrupted at step {}", result_.steps);
+    drain_joiners();
+    if (static_cast<int>(alive_.size() + joins_.pending.size()) >= elastic->min_workers) {
+      log::notice("{} worker{} asked to join; the run goes on", joins_.pending.size(),
+                  joins_.pending.size() == 1 ? "" : "s");
+      return;
+    }
+    if (transport::Clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::min<transport::Clock::duration>(
         kPollSlice, deadline - transport::Clock::now()));
   }
+  const std::string how =
+      admits_joiners(config_, plan_.source.sparse.has_value())
+          ? fmt::format("`disttrain worker --connect {} --join` joins one", listener_.endpoint())
+          : "workers may join runs of gradients over star with one server only yet";
   fail<TrainingError>("{}, leaving {} worker{}, below fault_tolerance.elastic.min_workers = {}, "
-                      "and no worker joined within join_timeout_ms = {} ms (a running job "
-                      "admits no new workers yet); lower min_workers, or rerun with --resume to "
-                      "continue from the last checkpoint",
+                      "and not enough workers joined within join_timeout_ms = {} ms ({}); lower "
+                      "min_workers, or rerun with --resume to continue from the last checkpoint",
                       why, alive_.size(), alive_.size() == 1 ? "" : "s", elastic->min_workers,
-                      timeout.count());
+                      timeout.count(), how);
 }
 
 }  // namespace dt::roles

@@ -1,5 +1,7 @@
 #include "core/coordinator/timeline_recording.hpp"
 
+#include "base/net.hpp"
+
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -8,15 +10,6 @@
 #include <stdexcept>
 
 namespace dt::roles {
-namespace {
-
-std::string this_host() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
-}  // namespace
 
 int coordinator_timeline_pid(const config::Config& config) { return config::worker_count(config); }
 
@@ -30,7 +23,7 @@ TimelineRecording::TimelineRecording(const config::Config& config, RunResult& re
 void TimelineRecording::finish() {
   if (!recorder_) return;
   const std::int64_t now = timeline::now_ns();
-  const std::string host = this_host();
+  const std::string host = net::this_host();
   std::vector<timeline::Track> tracks;
   for (const auto& w : result_.workers) {
     if (w.report.timeline.empty()) continue;  // lost, or it recorded nothing

@@ -37,6 +37,9 @@ class WorkerPool {
   virtual void stop_all() = 0;
   // `rank` said hello from process `pid` (of its own host, for a worker that joined).
   virtual void joined(int /*rank*/, std::int64_t /*pid*/) {}
+  // `rank`'s slot is now held by a worker that joined the running job by itself (elastic):
+  // supervised from now on as a joining rank (with_remote_ranks), whoever held it before.
+  virtual void taken_over(int rank, std::int64_t pid) { joined(rank, pid); }
 };
 
 struct ProcessPoolOptions {

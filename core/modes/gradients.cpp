@@ -33,6 +33,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     if (session.plan().source.sparse) {
       refuse_compressed_sparse_rows(session);
       sparse_.coordinate(session, optimizer(session));
+      session.close_admissions();  // elastic: joiners are admitted by the dense loop only
       return;
     }
     auto& params = session.params();
@@ -48,6 +49,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
     protocol::CompressionTally tally;  // aggregation.compression: bytes sent and saved
     for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
+      session.admit_joiners(step);  // elastic: a joiner trains from this step on
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
       timeline::set_step(step + 1);
       timeline::Lap lap;  // output.timeline: the gather starts where the broadcast ends
@@ -68,6 +70,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
       finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows,
                   lap);
     }
+    session.close_admissions();
     if (codec) session.result().aggregation["compression"] = tally.to_json(session.config());
   }
 

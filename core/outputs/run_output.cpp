@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace dt::output {
@@ -223,6 +224,9 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
   j["blas_kernels"] = blas::kernels();
   ordered_json workers = ordered_json::array();
   for (const auto& w : result.workers) {
+    // An elastic join slot no worker took; a starting rank not started again on --resume (it
+    // had left) keeps its line, with pid 0.
+    if (w.pid == 0 && w.rank >= config::worker_count(config)) continue;
     const auto& p = w.report.step_seconds_percentiles;
     workers.push_back({{"rank", w.rank},
                        {"pid", w.pid},
@@ -255,13 +259,16 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
 }
 
 std::string loss_csv(const config::Config& config, const roles::RunResult& result) {
-  const int workers = config::worker_count(config);
+  // A column per rank slot: with fault_tolerance.elastic the rows also have those joiners may
+  // take (a slot without a worker shows 0).
+  std::size_t workers = static_cast<std::size_t>(config::worker_count(config));
+  for (const auto& row : result.log) workers = std::max(workers, row.worker_loss.size());
   // With a schedule, a last column `lr`: the rate of the row's last step.
   const bool lr_column = scheduled_lr_of(config, result, 0).has_value();
   std::string out =
       "step,epoch,seconds,train_loss,validation_loss,validation_metric,validation_log_loss,"
       "validation_auc";
-  for (int r = 0; r < workers; ++r) out += fmt::format(",worker_{}_loss", r);
+  for (std::size_t r = 0; r < workers; ++r) out += fmt::format(",worker_{}_loss", r);
   if (lr_column) out += ",lr";
   out += '\n';
   const auto opt = [](const std::optional<double>& v) {

@@ -228,6 +228,7 @@ Envelope make_hello(const Hello& hello) {
   Envelope e{.type = Type::kHello, .rank = hello.rank};
   e.fields = {{"rank", hello.rank}, {"pid", hello.pid}, {"host", hello.host}};
   if (!hello.config_hash.empty()) e.fields["config_hash"] = hello.config_hash;
+  if (hello.join) e.fields["join"] = true;
   return e;
 }
 
@@ -235,6 +236,7 @@ Hello read_hello(const Envelope& e) {
   Hello h{get<std::uint32_t>(e, "rank"), get<std::int64_t>(e, "pid"), get<std::string>(e, "host"),
           {}};
   if (e.fields.contains("config_hash")) h.config_hash = get<std::string>(e, "config_hash");
+  h.join = e.fields.contains("join") && e.fields["join"] == true;
   return h;
 }
 

@@ -125,7 +125,11 @@ struct Hello {
   // line) sends config_hash(its config); the coordinator refuses a different one. Empty: the
   // worker takes the coordinator's config.
   std::string config_hash;
+  // `disttrain worker --join` (fault_tolerance.elastic): asks to join a running job; `rank` is
+  // the slot it asks for, or kAnyRank for the coordinator's choice (session_joins.cpp).
+  bool join = false;
 };
+inline constexpr std::uint32_t kAnyRank = 0xFFFFFFFE;
 [[nodiscard]] Envelope make_hello(const Hello& hello);
 [[nodiscard]] Hello read_hello(const Envelope& e);
 

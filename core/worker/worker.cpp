@@ -11,6 +11,7 @@
 #include "core/protocol/timing.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "base/net.hpp"
 #include "base/random.hpp"
 #include "base/resources.hpp"
 #include "core/worker/worker_timeline.hpp"
@@ -29,15 +30,8 @@ using transport::deadline_in;
 
 namespace {
 
-std::string host_name() {
-  char buf[256] = {};
-  return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
-}
-
-void check_cancel(const WorkerOptions& options) {
-  if (options.cancel != nullptr && options.cancel->load()) {
-    fail<InterruptedError>("worker {} stopped by the coordinator", options.rank);
-  }
+void check_cancel(const WorkerOptions& o) {
+  if (o.cancel != nullptr && o.cancel->load()) fail<InterruptedError>("worker {} stopped", o.rank);
 }
 
 // Waits for the coordinator's next message: until `startup_deadline` without heartbeats (start-
@@ -184,13 +178,18 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
                                                          ? protocol::peer_name(options.rank)
                                                          : options.identity);
     const auto hello = protocol::encode(
-        protocol::make_hello({options.rank, ::getpid(), host_name(), options.config_hash}),
+        protocol::make_hello({options.rank, ::getpid(), net::this_host(), options.config_hash,
+                              options.join}),
         options.job_id);
     connection->send(hello, deadline_in(kSendDeadline));
     const auto startup_deadline = Clock::now() + options.startup_timeout;
     const auto setup_message =
         expect(await_setup(*connection, options, hello), protocol::Type::kSetup);
     const bool replacement = setup_message.generation != 0;  // a lost worker's (restart)
+    if (options.join) {  // admitted to a running job (elastic): the coordinator chose the rank
+      options.rank = static_cast<std::uint32_t>(protocol::count(setup_message, "rank"));
+      log::set_thread_prefix(fmt::format("worker {}", options.rank));
+    }
     auto setup = protocol::read_setup(setup_message);
     const auto config = config::parse(setup.config_yaml, "<config from the coordinator>", "/");
     const auto timeout_ms = static_cast<std::int64_t>(config.fault_tolerance.worker_timeout_ms);
@@ -272,9 +271,11 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
       const auto rows = static_cast<std::uint64_t>(mine.y.size());
       data::apply(finalize.normalization, mine.x);
       if (kind == data::LabelKind::kCategorical) data::assign_classes(mine, finalize.classes);
-      session.adopt_rows(std::move(mine), from_epoch);
-      log::info("took {} rows of lost worker {} (share {} of {}) from epoch {}", rows,
-                protocol::count(message, "lost_rank"), share + 1, shares, from_epoch + 1);
+      const bool replan = message.fields.contains("replan");  // elastic: every row re-dealt
+      session.adopt_rows(std::move(mine), from_epoch, replan);
+      log::info("took {} rows of {} (share {} of {}) from epoch {}", rows, replan ? "all (a "
+                "re-plan)" : fmt::format("lost worker {}", protocol::count(message, "lost_rank")),
+                share + 1, shares, from_epoch + 1);
       return rows;
     });
     const auto mode = modes::make_mode(config);

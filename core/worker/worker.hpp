@@ -54,8 +54,7 @@ struct WorkerOptions {
   std::string identity;  // empty: protocol::peer_name(rank)
   std::string config_hash;
   std::filesystem::path data;  // this worker's own copy of the data (`--data`); empty: the source
-  // Before heartbeats run (the coordinator has not sent their endpoint yet) the wait for the
-  // setup ends after this long.
+  // Before heartbeats run (no endpoint for them yet) the wait for the setup ends after this.
   std::chrono::milliseconds startup_timeout{30000};
   // Whether this worker connects with CURVE keys: a coordinator that refuses its key, or does
   // not use CURVE, looks like silence from here, and the timeout says what to check.
@@ -64,6 +63,7 @@ struct WorkerOptions {
   // is now a planned leave (fault_tolerance.elastic, during training: leave.hpp).
   bool own_process = false;
   bool may_leave = false;
+  bool join = false;  // `--join` (elastic): joins a running job; the setup names its rank
 };
 
 // Whether a run's workers open peer links (core/worker/peers.hpp): aggregation.topology ring or
@@ -164,8 +164,9 @@ class WorkerSession {
   [[nodiscard]] Batch local_batch(std::uint64_t local_step, std::uint64_t per_epoch);
 
   // `continue`: rows of a lost worker this worker trains on from `from_epoch` on (normalized,
-  // classes assigned). They join the shard when that epoch's order is prepared.
-  void adopt_rows(data::Shard rows, std::uint64_t from_epoch);
+  // classes assigned). They join the shard when that epoch's order is prepared; `replace`
+  // (an elastic re-plan after a join): they are the whole shard from then on.
+  void adopt_rows(data::Shard rows, std::uint64_t from_epoch, bool replace = false);
   void adopt_all();  // training is over: every adopted row joins the shard (final evaluation)
   // Loads share k of m of a lost worker's rows (a kReassign message) to train on from
   // `from_epoch` (adopt_rows); returns how many. Set up by run_worker, which holds the
@@ -174,8 +175,7 @@ class WorkerSession {
   void set_share_taker(ShareTaker taker) { share_taker_ = std::move(taker); }
   std::uint64_t take_share(const protocol::Envelope& reassign, std::uint64_t from_epoch);
   // Async, where local epochs differ in length once rows taken over join: the rows local epoch
-  // `epoch` (>= the current one) will have, and local step `s` of it (rows
-  // [floor(s*n/S), floor((s+1)*n/S)) of its order, S = its local steps).
+  // `epoch` (>= the current one) will have, and local step `s` of it (as local_batch).
   [[nodiscard]] std::uint64_t rows_in_epoch(std::uint64_t epoch) const;
   [[nodiscard]] Batch local_batch_at(std::uint64_t epoch, std::uint64_t s);
 
@@ -194,8 +194,7 @@ class WorkerSession {
   // twice (a second ring all-reduce, a second round of local training).
   [[nodiscard]] bool answer_repeat(const protocol::Envelope& request);
   void disarm_faults();  // a replacement for a lost worker runs without faults (restart)
-  // Before a push to a parameter server: delay faults only (a dropped push has no retry).
-  void before_server_push() { (void)faults_.before_send(false); }
+  void before_server_push() { (void)faults_.before_send(false); }  // delays only: no retry
   [[nodiscard]] protocol::Report report() const;
 
  private:
@@ -241,6 +240,7 @@ class WorkerSession {
   struct Adopted {
     data::Shard rows;
     std::uint64_t from_epoch = 0;
+    bool replace = false;
   };
   std::vector<Adopted> adopted_;
   ShareTaker share_taker_;

@@ -13,8 +13,8 @@
 
 namespace dt::roles {
 
-void WorkerSession::adopt_rows(data::Shard rows, std::uint64_t from_epoch) {
-  adopted_.push_back({std::move(rows), from_epoch});
+void WorkerSession::adopt_rows(data::Shard rows, std::uint64_t from_epoch, bool replace) {
+  adopted_.push_back({std::move(rows), from_epoch, replace});
 }
 
 void WorkerSession::adopt_all() {
@@ -48,6 +48,11 @@ void WorkerSession::prepare_epoch(std::uint64_t epoch) {
   for (auto a = adopted_.begin(); a != adopted_.end();) {
     if (a->from_epoch > epoch) {
       ++a;
+      continue;
+    }
+    if (a->replace) {  // an elastic re-plan: the rows dealt are the whole shard now
+      shard_ = std::move(a->rows);
+      a = adopted_.erase(a);
       continue;
     }
     const auto old_rows = shard_.x.rows();

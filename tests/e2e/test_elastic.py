@@ -3,7 +3,8 @@
 its step and exits 0; the run goes on without it, records no failure, deals its rows to the
 others from the next epoch (every training row once per epoch again), and a replayed leave
 gives the same bits: the same model as `continue` after a kill one step later, which is the
-same membership. Below min_workers the run fails (exit 3) once join_timeout_ms has passed. With
+same membership. Below min_workers the run fails (exit 3) once join_timeout_ms has passed
+without a joiner (joins: test_elastic_join.py). With
 elastic set, a failing run still stops its workers at once."""
 
 import json
@@ -127,10 +128,12 @@ def test_below_min_workers_fails_after_the_join_timeout(tmp):
     r = h.run("run", cfg, "--json")
     assert r.code == 3, r
     message = ("worker 0 left after step 31, leaving 1 worker, below "
-               "fault_tolerance.elastic.min_workers = 2, and no worker joined within "
-               "join_timeout_ms = 300 ms (a running job admits no new workers yet); lower "
-               "min_workers, or rerun with --resume to continue from the last checkpoint")
+               "fault_tolerance.elastic.min_workers = 2, and not enough workers joined within "
+               "join_timeout_ms = 300 ms (`disttrain worker --connect ")
     assert message in r.stderr, r
+    message = r.stderr[r.stderr.index(message):].splitlines()[0]
+    assert message.endswith("--join` joins one); lower min_workers, or rerun with --resume to "
+                            "continue from the last checkpoint"), message
     s = summary(out)
     assert s["status"] == "failed" and message in s["error"], s
     assert [e["rank"] for e in s["membership"]["events"]] == [0]

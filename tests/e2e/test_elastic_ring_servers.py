@@ -195,7 +195,7 @@ def test_below_min_workers_fails_after_the_join_timeout(tmp):
         r = h.run("run", cfg, "--json")
         assert r.code == 3, (kind, r)
         message = ("worker 0 left after step 31, leaving 1 worker, below "
-                   "fault_tolerance.elastic.min_workers = 2, and no worker joined within "
+                   "fault_tolerance.elastic.min_workers = 2, and not enough workers joined within "
                    "join_timeout_ms = 300 ms")
         assert message in r.stderr, (kind, r)
         s = summary(out)

@@ -85,3 +85,17 @@ TEST_CASE("config: fault_tolerance.elastic refusals name the key and what to do"
   CHECK(elastic_error("fault_tolerance: {elastic: {min_worker: 2}}\n").find("did you mean") !=
         std::string::npos);
 }
+
+TEST_CASE("config: fault_tolerance.elastic.admit_at_steps round-trips; its refusals") {
+  const auto c = dt::test::parse_text(
+      std::string(kHead) + "fault_tolerance: {elastic: {max_workers: 6, admit_at_steps: [3, 40]}}\n");
+  CHECK(c.fault_tolerance.elastic->admit_at_steps == std::vector<int>{3, 40});
+  const auto again = parse(to_yaml(c), "r.yaml", "/tmp");
+  CHECK(again.fault_tolerance.elastic->admit_at_steps == std::vector<int>{3, 40});
+  CHECK(config_hash(again) == config_hash(c));
+  CHECK(elastic_error("fault_tolerance: {elastic: {admit_at_steps: 4}}\n") ==
+        "test.yaml:4:45: fault_tolerance.elastic.admit_at_steps: expected a list of steps like "
+        "[40, 100], got 4");
+  CHECK(elastic_error("fault_tolerance: {elastic: {admit_at_steps: [9, 2]}}\n")
+            .find("fault_tolerance.elastic.admit_at_steps[1]") != std::string::npos);
+}

@@ -1,0 +1,49 @@
+#pragma once
+// fault_tolerance.elastic: what the CoordinatorSession keeps about workers joining a running
+// job (`disttrain worker --connect ADDR --join`; session_joins.cpp, docs/elastic.md). Owned by
+// the session and used from its thread only.
+
+#include "core/config/config.hpp"
+#include "core/protocol/protocol.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace dt::roles {
+
+class CoordinatorSession;
+
+// A joiner that said hello and waits for its admission at a step boundary.
+struct PendingJoin {
+  std::string peer;  // the identity its connection uses
+  protocol::Hello hello;
+};
+
+struct JoinState {
+  protocol::Envelope setup;           // what a joiner is sent first: the config, no rows
+  std::deque<PendingJoin> pending;    // in the order they said hello
+  std::vector<bool> used;             // per rank slot: a worker held it at some time
+  std::vector<bool> taken_over;       // per rank slot: held now by a worker that joined
+  bool replan = false;                // a join since the last re-plan: re-deal at the next epoch
+  bool replanned = false;             // the rows follow the last re-plan, not the plan's shards
+  std::size_t next_admit = 0;         // admit_at_steps: the next entry to honour
+};
+
+// Whether a running job of this config admits joiners: gradients over the star with one server
+// and dense rows only yet (docs/elastic.md); the other modes can only lose workers.
+[[nodiscard]] bool admits_joiners(const config::Config& config, bool sparse_rows);
+
+// Deals the rows of `segments` (of `source`) among `members`: member k of m is sent a
+// kReassign to keep rows k, k + m, ... of them from epoch `epoch` (with `fields` added), and
+// their acknowledgements are gathered: [{"rank", "rows"}] in member order. Lost rows
+// (reassign_lost_rows) and re-plans (replan_rows) are both dealt so.
+[[nodiscard]] nlohmann::json deal_shares(CoordinatorSession& session,
+                                         const std::vector<int>& members,
+                                         const data::SourceInfo& source,
+                                         const std::vector<data::Segment>& segments,
+                                         std::uint64_t epoch, const nlohmann::json& fields);
+
+}  // namespace dt::roles
