@@ -94,6 +94,8 @@ def main():
         folder = Path(tmp)
         for mode in MODES:
             codecs = codecs_of(mode, wanted)
+            if len(codecs) == 1 and len(wanted) > 1:
+                continue  # nothing to pair with none here (top-k alone on the ring)
             runs = {c: [] for c in codecs}
             for i in range(args.reps):
                 for codec in codecs:  # interleaved: a disturbance hits every codec alike
