@@ -65,13 +65,18 @@ def test_final_loss_within_tolerance(tmp):
 
 
 def test_tiny_ratio_still_converges(tmp):
-    # k = 1 entry of the MLP's 675 a worker a step (ratio 0.001): the error feedback delivers
+    # k = 1 entry of the MLP's 739 a worker a step (ratio 0.001): the error feedback delivers
     # every gradient late, not never; accuracy well above chance (4 classes: 0.25).
     config = h.source("configs", "mlp.yaml")
     summary = run_ok(config, tmp / "tiny", *topk(0.001), "--set", "expect={}")
     c = summary["aggregation"]["compression"]
     assert c["entries"] == summary["steps"] * summary["workers"], c  # one a worker a step
     assert summary["final_metrics"]["accuracy"] > 0.8, summary["final_metrics"]
+    # Two servers: a step's one entry lands in one range, so the other server gets an empty frame
+    # from that worker; the servers' rank-order sums are the star's, to the bit.
+    run_ok(config, tmp / "tiny-servers", *topk(0.001), "--set", "expect={}",
+           "--set", "aggregation.servers=2")
+    assert model_bytes(tmp / "tiny-servers") == model_bytes(tmp / "tiny")
 
 
 def test_bytes_in_summary(tmp):
