@@ -63,6 +63,7 @@ struct AggregationConfig {
   Topology topology = Topology::kStar;
   int servers = 1;
   WireCompression compression = WireCompression::kNone;  // sections_compression.cpp
+  double topk_ratio = 0.0;  // compression kTopk: the share of entries sent, (0, 1]
   ParametersConfig parameters;
   AsyncConfig async;
 };

@@ -191,7 +191,15 @@ void write_aggregation(Writer& w, const AggregationConfig& a) {
   w.put("topology", name_of(a.topology));
   w.put("servers", a.servers);
   // Only when set: configs without it emit (and hash) as before.
-  if (a.compression != WireCompression::kNone) w.put("compression", name_of(a.compression));
+  if (a.compression == WireCompression::kTopk) {
+    w.begin("compression");
+    w.begin("topk");
+    w.put("ratio", a.topk_ratio);
+    w.end();
+    w.end();
+  } else if (a.compression != WireCompression::kNone) {
+    w.put("compression", name_of(a.compression));
+  }
   if (a.mode == AggregationMode::kParameters) {
     const ParametersConfig& p = a.parameters;
     w.begin("parameters");

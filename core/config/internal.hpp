@@ -57,7 +57,8 @@ void parse_training_controls(const Section& training, OptimizerConfig& c);
 void check_early_stopping(const Section& root, const Config& c);
 
 // aggregation.compression (sections_compression.cpp), and the setups it is not available with.
-[[nodiscard]] WireCompression parse_compression(const Section& aggregation);
+// The map form {topk: {ratio: R}} sets `topk_ratio`.
+[[nodiscard]] WireCompression parse_compression(const Section& aggregation, double& topk_ratio);
 void check_compression(const Section& root, const Config& c);
 
 // output.timeline (sections_timeline.cpp): `true`, `false` or `{steps: N}`; the steps kept.

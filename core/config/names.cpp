@@ -149,6 +149,8 @@ const char* name_of(WireCompression v) {
       return "fp16";
     case WireCompression::kBf16:
       return "bf16";
+    case WireCompression::kTopk:
+      return "topk";
   }
   return "?";
 }
@@ -281,7 +283,9 @@ std::string describe_aggregation(const Config& config) {
   if (a.topology != Topology::kStar) out += fmt::format(", {}", name_of(a.topology));
   if (a.servers > 1) out += fmt::format(", {} servers", a.servers);
   if (a.compression != WireCompression::kNone) {
-    out += fmt::format(", {} compression", name_of(a.compression));
+    out += a.compression == WireCompression::kTopk
+               ? fmt::format(", topk {} compression", a.topk_ratio)
+               : fmt::format(", {} compression", name_of(a.compression));
   }
   if (a.mode == AggregationMode::kParameters) {
     out += fmt::format(", merge {}", name_of(a.parameters.merge));

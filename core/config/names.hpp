@@ -16,7 +16,7 @@ enum class ShardStrategy { kContiguous, kRoundRobin, kRandom, kByLabel, kDirichl
 enum class AggregationMode { kGradients, kParameters, kAsync };
 enum class Topology { kStar, kRing };
 // aggregation.compression: how gradients travel (transports/half_codec.hpp).
-enum class WireCompression { kNone, kFp16, kBf16 };
+enum class WireCompression { kNone, kFp16, kBf16, kTopk };  // kTopk: the map {topk: {ratio}}
 enum class MergeRule { kWeightedAverage, kAverage, kMedian, kTrimmedMean, kBest, kValidationWeighted };
 enum class OptimizerState { kReset, kKeep };
 enum class OptimizerType { kSgd, kAdam, kAdagrad, kFtrl, kAdamw, kRmsprop };

@@ -193,11 +193,18 @@ std::vector<Key> build_keys() {
       {"aggregation.servers", "integer >= 1", "1", "",
        "Parameter-server shards: the parameter vector is split into this many key ranges, each "
        "held by its own server (`star` topology, `gradients` and `async` modes)."},
-      {"aggregation.compression", one_of(kWireCompressions), "", "`none`",
+      {"aggregation.compression", one_of(kWireCompressions) + "; or `{topk: {ratio: R}}`", "",
+       "`none`",
        "How the workers' gradients travel: `none` as float64; `fp16` or `bf16` in 16 bits a "
        "value (rounded to nearest even, one power-of-two scale a message so nothing overflows); "
-       "the sum and the optimizer stay float64. `gradients` mode (star, servers, ring). See "
-       "docs/compression.md."},
+       "the sum and the optimizer stay float64. `gradients` mode (star, servers, ring). Or the "
+       "map `{topk: {ratio: R}}`: each worker sends only the largest entries of its gradient "
+       "(keys and float64 values) and keeps the rest for its next step (star and servers; not "
+       "the ring). See docs/compression.md."},
+      {"aggregation.compression.topk.ratio", "number in (0, 1]", "", "none (required)",
+       "Top-k: each worker sends k = max(1, ceil(ratio x parameters)) entries of its gradient "
+       "plus residual a step, those of largest magnitude (ties: the lower index); what it does "
+       "not send is added to its next step's gradient (error feedback)."},
       {"aggregation.parameters.sync_every.steps", "integer >= 1", "", "none",
        "Merge after this many local steps (`parameters` only; set `steps` or `epochs`)."},
       {"aggregation.parameters.sync_every.epochs", "integer >= 1", "1", "",

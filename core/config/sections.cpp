@@ -285,7 +285,7 @@ AggregationConfig parse_aggregation(const Section& s) {
   c.mode = s.choice("mode", c.mode, kAggregationModes);
   c.topology = s.choice("topology", c.topology, kTopologies);
   c.servers = to_int(s.integer("servers", c.servers, 1));
-  c.compression = parse_compression(s);
+  c.compression = parse_compression(s, c.topk_ratio);
   const char* mode = name_of(c.mode);
   if (c.mode == AggregationMode::kParameters) {
     c.parameters = parse_parameters(s.section("parameters"));

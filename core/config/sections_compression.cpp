@@ -1,6 +1,7 @@
 // aggregation.compression: how the workers' gradients travel (none: float64; fp16 / bf16: 16 bits
-// a value, transports/half_codec.hpp) in mode gradients (star, sharded servers, ring), and the
-// setups it is not available with yet.
+// a value, transports/half_codec.hpp; {topk: {ratio}}: the largest entries with error feedback,
+// transports/topk_codec.hpp) in mode gradients (star, sharded servers, ring), and the setups it
+// is not available with yet.
 
 #include <fmt/format.h>
 
@@ -8,7 +9,31 @@
 
 namespace dt::config::detail {
 
-WireCompression parse_compression(const Section& aggregation) {
+WireCompression parse_compression(const Section& aggregation, double& topk_ratio) {
+  if (aggregation.has("compression") && aggregation.node("compression").IsMap()) {
+    const Section c = aggregation.section("compression");  // unknown keys: did you mean
+    if (!c.has("topk")) {
+      aggregation.fail("compression", "expected none, fp16, bf16 or a map such as "
+                                      "{topk: {ratio: 0.1}}");
+    }
+    const Section topk = c.section("topk");
+    if (!topk.has("ratio")) {
+      topk.fail_missing("ratio", "the share of the gradient's entries each worker sends, in "
+                                 "(0, 1], such as 0.1");
+    }
+    topk_ratio = topk.number("ratio", 0.0, Range::kAny);
+    if (!(topk_ratio > 0.0 && topk_ratio <= 1.0)) {
+      topk.fail("ratio", fmt::format("expected a number in (0, 1] (the share of the gradient's "
+                                     "entries each worker sends), got {}",
+                                     describe(topk.node("ratio"))));
+    }
+    return WireCompression::kTopk;
+  }
+  if (aggregation.has("compression") && aggregation.node("compression").IsScalar() &&
+      aggregation.node("compression").Scalar() == "topk") {
+    aggregation.fail("compression", "topk needs its ratio: write compression: {topk: {ratio: "
+                                    "0.1}} (the share of the gradient's entries each worker sends)");
+  }
   return aggregation.choice("compression", WireCompression::kNone, kWireCompressions);
 }
 
@@ -36,6 +61,15 @@ void check_compression(const Section& root, const Config& c) {
     // The sparse star sends each worker's gradient at the batch's keys only (already compact).
     refuse("compresses dense gradients; sparse rows (data.hash, data.sparse) exchange keyed "
            "gradients that are not compressed yet; use compression none with sparse rows");
+  }
+  if (w == WireCompression::kTopk && c.aggregation.topology == Topology::kRing) {
+    // A reduce-scatter adds the chunks hop by hop: the union of the workers' chosen keys grows
+    // at each hop until a chunk is dense again, and a top-k of the partial sums at each hop
+    // would drop other workers' entries with no residual to keep them in.
+    refuse("does not compose with topology ring: the ring adds partial sums hop by hop, so the "
+           "chosen entries of the workers merge into dense chunks again; use topology star "
+           "(with aggregation.servers for several servers), or compression fp16 or bf16 with "
+           "the ring");
   }
 }
 

@@ -95,6 +95,9 @@ nlohmann::json soft_keys(const config::Config& c) {
   // Only when set, as above: rounded gradients give other steps; fp16 and bf16 keep no state.
   if (c.aggregation.compression != config::WireCompression::kNone) {
     j["aggregation.compression"] = config::name_of(c.aggregation.compression);
+    if (c.aggregation.compression == config::WireCompression::kTopk) {
+      j["aggregation.compression"] = fmt::format("topk {}", num(c.aggregation.topk_ratio));
+    }
   }
   j["model.l2"] = num(c.model.l2);
   j["data.normalize"] = config::name_of(c.data.normalize);

@@ -6,12 +6,17 @@
 //
 // Wire per step: parameters down to every worker, one gradient up from each (float64, or fp16 /
 // bf16 frames with aggregation.compression: the worker rounds its float64 sum, the coordinator
-// decodes and adds in float64; core/protocol/compression.hpp).
+// decodes and adds in float64; core/protocol/compression.hpp). With {topk: {ratio}} the worker
+// sends the largest entries of its gradient plus residual (core/protocol/topk_feedback.hpp) and
+// the coordinator adds them in rank order; the residuals travel only for checkpoints
+// (topk_state.hpp).
 
 #include "core/modes/mode.hpp"
 #include "core/modes/sparse_star.hpp"
 #include "core/modes/step.hpp"
 #include "core/protocol/compression.hpp"
+#include "core/protocol/topk_feedback.hpp"
+#include "core/modes/topk_state.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/worker/worker.hpp"
@@ -30,6 +35,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
     const auto codec = protocol::half_codec(session.config());
+    const bool topk = session.config().aggregation.compression == config::WireCompression::kTopk;
     if (session.plan().source.sparse) {
       refuse_compressed_sparse_rows(session);
       sparse_.coordinate(session, optimizer(session));
@@ -61,7 +67,10 @@ class GradientsMode final : public CoordinatorOptimizerMode {
       lap.mark(timeline::Phase::kGather);
 
       // Summed in rank order (the gather's order), so a run gives the same bits every time.
-      if (codec) {
+      if (topk) {
+        topk_.sum_in_order(replies, grad, tally);
+        if (session.checkpoint_due(step + 1)) topk_.keep_residuals(replies, step + 1, 1);
+      } else if (codec) {
         sum_half_in_order(replies, *codec, grad, tally);
       } else {
         sum_in_order(replies, grad);
@@ -71,13 +80,33 @@ class GradientsMode final : public CoordinatorOptimizerMode {
                   lap);
     }
     session.close_admissions();
-    if (codec) session.result().aggregation["compression"] = tally.to_json(session.config());
+    if (codec || topk) {
+      session.result().aggregation["compression"] = tally.to_json(session.config());
+    }
+  }
+
+  // Top-k: the workers' residuals go into a checkpoint of a step they were sent with, and back
+  // to the workers on resume (topk_state.hpp).
+  bool save_state(roles::CoordinatorSession& session, std::uint64_t step,
+                  checkpoint::Checkpoint& out) override {
+    return topk_.save(session.config(), step, out) &&
+           CoordinatorOptimizerMode::save_state(session, step, out);
+  }
+  void restore_state(roles::CoordinatorSession& session,
+                     const checkpoint::Checkpoint& from) override {
+    CoordinatorOptimizerMode::restore_state(session, from);
+    topk_.restore(session, from);
   }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
     if (session.shard().sparse &&
         (message.type == protocol::Type::kStep || message.type == protocol::Type::kKeyRequest)) {
       sparse_.work(session, message);
+      return;
+    }
+    if (message.type == protocol::Type::kResumeState) {  // top-k: my residual (topk_state.hpp)
+      feedback_.set_residual(protocol::doubles(message, 0, session.model().parameter_count()),
+                             session.model().parameter_count());
       return;
     }
     if (message.type != protocol::Type::kStep) {
@@ -91,11 +120,13 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     // into the message: no copy of it on the way out. The frame of the step before lives on in
     // the worker's cached reply until this one replaces it. Compressed: summed into a reused
     // float64 vector, then rounded into the frame.
-    const auto codec = protocol::half_codec(session.config());
-    wire::Bytes frame(codec ? 0 : p * sizeof(double));
-    if (codec) compress_from_.assign(p, 0.0);
+    const auto& config = session.config();
+    const auto codec = protocol::half_codec(config);
+    const bool topk = config.aggregation.compression == config::WireCompression::kTopk;
+    wire::Bytes frame(codec || topk ? 0 : p * sizeof(double));
+    if (codec || topk) compress_from_.assign(p, 0.0);
     const std::span<double> grad =
-        codec ? std::span<double>(compress_from_)
+        codec || topk ? std::span<double>(compress_from_)
               : std::span<double>(reinterpret_cast<double*>(frame.data()), p);
 
     session.begin_step(message.step);
@@ -105,16 +136,26 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
     session.add_compute_seconds(timeline::seconds_since(timeline::Phase::kCompute, start));
     if (codec) frame = wire::encode_half(grad, *codec);
+    if (topk) {  // a worker without rows sends nothing and keeps its residual
+      if (batch.rows() > 0) feedback_.select(grad, config.aggregation.topk_ratio);
+      else feedback_.select_none(p);
+      feedback_.encode(0, p, frame);
+    }
 
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", batch.rows()}, {"loss_sum", result.loss_sum}};
     reply.arrays.push_back(std::move(frame));
+    if (topk && residual_due(config, message.step + 1)) {
+      reply.arrays.push_back(wire::to_bytes(feedback_.residual()));
+    }
     session.send(std::move(reply));
   }
 
  private:
   SparseStar sparse_;  // sparse rows: the keyed exchange (sparse_star.hpp)
   std::vector<double> compress_from_;  // worker side, compressed: the step's float64 gradient
+  protocol::TopkFeedback feedback_;     // worker side, top-k: the residual
+  TopkState topk_;                      // coordinator side, top-k: the sum and the residuals
 
   // aggregation.compression: grad = the replies' decoded gradients added in their order from 0
   // (as sum_in_order adds), and the frames counted in `tally`.

@@ -23,6 +23,9 @@
 //
 // A planned leave (fault_tolerance.elastic) is a loss under continue after the leaver's last
 // round: the servers stop waiting for it from the next round (docs/elastic.md).
+// aggregation.compression {topk}: each worker chooses its top-k over the whole gradient plus
+// residual and sends each server the chosen entries of its range (maybe none); the residual
+// rides on the reply to the coordinator when a checkpoint is due (topk_state.hpp).
 //
 // Sparse rows: the keyed exchange instead of whole slices (sparse_sharded.hpp,
 // core/servers/param_server_keyed.cpp); the coordinator's side is the same.
@@ -32,6 +35,7 @@
 #include "core/modes/sparse_sharded.hpp"
 #include "core/modes/step.hpp"
 #include "core/coordinator/membership.hpp"
+#include "core/modes/topk_state.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/protocol/compression.hpp"
 #include "core/servers/server_group.hpp"
@@ -104,6 +108,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
       // The survivors' only, after a continue.
       const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
       check_batch_loss(config, step + 1, loss_sum, rows);
+      if (session.checkpoint_due(step + 1)) topk_.keep_residuals(replies, step + 1, 0);
       // Every server has applied this step before it is logged (and before the next one).
       servers.wait_version(step + 1, timeout);
       for (const int rank : std::exchange(leaving, {})) (void)servers.lose_worker(rank, false);
@@ -123,21 +128,39 @@ class ShardedGradientsMode final : public ServerGroupMode {
     servers.stop();
     session.result().aggregation["servers"] = servers.servers_json();
     session.result().aggregation["server_copy_seconds"] = servers.keep_seconds();
-    if (protocol::half_codec(session.config())) {  // aggregation.compression: what was saved
+    if (protocol::half_codec(config) ||  // aggregation.compression: what was saved
+        config.aggregation.compression == config::WireCompression::kTopk) {
       protocol::CompressionTally tally;
-      for (const auto& s : servers.stats()) tally.add(s.half_values, s.half_bytes);
+      for (const auto& s : servers.stats()) tally.add(s.half_values, s.half_bytes, s.topk_entries);
       session.result().aggregation["compression"] = tally.to_json(session.config());
     }
   }
 
   // Checkpoints (ServerGroupMode): the servers hold the parameters and optimizer state, each
-  // of its slice.
+  // of its slice; top-k adds the workers' residuals.
+  bool save_state(roles::CoordinatorSession& session, std::uint64_t step,
+                  checkpoint::Checkpoint& out) override {
+    return topk_.save(session.config(), step, out) &&
+           ServerGroupMode::save_state(session, step, out);
+  }
+  void restore_state(roles::CoordinatorSession& session,
+                     const checkpoint::Checkpoint& from) override {
+    ServerGroupMode::restore_state(session, from);
+    TopkState::restore(session, from);
+  }
 
   void work(roles::WorkerSession& session, const protocol::Envelope& message) override {
     auto& model = session.model();
     const std::size_t p = model.parameter_count();
+    const auto& config = session.config();
+    const bool topk = config.aggregation.compression == config::WireCompression::kTopk;
+    if (message.type == protocol::Type::kResumeState) {  // top-k: my residual (topk_state.hpp)
+      feedback_.set_residual(protocol::doubles(message, 0, p), p);
+      return;
+    }
     if (message.type == protocol::Type::kServers) {
       client_ = std::make_unique<roles::ServerClient>(session, message);
+      if (topk) client_->set_topk(&feedback_);
       if (session.shard().sparse) {  // keyed: values are pulled with the first step's keys
         if (!message.arrays.empty()) sparse_.set_start(protocol::doubles(message, 0, p), message.step);
         return;
@@ -187,10 +210,17 @@ class ShardedGradientsMode final : public ServerGroupMode {
     lap.mark(timeline::Phase::kCompute, end);
 
     const auto rows = static_cast<std::uint64_t>(batch.rows());
+    if (topk) {  // a worker without rows sends nothing and keeps its residual
+      if (rows > 0) feedback_.select(grad_, config.aggregation.topk_ratio);
+      else feedback_.select_none(p);
+    }
     client_->push(grad_, message.step, rows, result.loss_sum);
     lap.mark(timeline::Phase::kPush);
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
+    if (residual_due(config, message.step + 1)) {
+      reply.arrays.push_back(wire::to_bytes(feedback_.residual()));
+    }
     session.send(std::move(reply));
     owed_ = message.step + 1;  // the parameters of the next step, taken when it starts
   }
@@ -202,6 +232,9 @@ class ShardedGradientsMode final : public ServerGroupMode {
   std::vector<double> params_;
   std::vector<double> grad_;
   std::optional<std::uint64_t> owed_;  // the version of the slices the last push is owed
+  protocol::TopkFeedback feedback_;     // top-k: the residual
+  // Coordinator side.
+  TopkState topk_;  // top-k: the residuals of a checkpoint's step
 };
 
 }  // namespace

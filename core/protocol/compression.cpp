@@ -7,6 +7,7 @@ namespace dt::protocol {
 std::optional<wire::HalfCodec> half_codec(const config::Config& config) {
   switch (config.aggregation.compression) {
     case config::WireCompression::kNone:
+    case config::WireCompression::kTopk:  // not a half codec: topk_feedback.hpp
       return std::nullopt;
     case config::WireCompression::kFp16:
       return wire::HalfCodec::kFp16;
@@ -33,6 +34,10 @@ nlohmann::json CompressionTally::to_json(const config::Config& config) const {
   j["float64_bytes"] = raw;
   j["saved_bytes"] = raw >= bytes_ ? raw - bytes_ : 0;
   j["ratio"] = bytes_ > 0 ? static_cast<double>(raw) / static_cast<double>(bytes_) : 1.0;
+  if (config.aggregation.compression == config::WireCompression::kTopk) {
+    j["topk_ratio"] = config.aggregation.topk_ratio;
+    j["entries"] = entries_;
+  }
   return j;
 }
 

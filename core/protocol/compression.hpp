@@ -25,16 +25,21 @@ namespace dt::protocol {
 // Counted where the frames are received (the coordinator), payload only (no message headers).
 class CompressionTally {
  public:
-  void add(std::size_t values, std::size_t frame_bytes) {
+  // `entries`: top-k, the (key, value) pairs the frames held (the values a dense frame would
+  // hold: `values`).
+  void add(std::size_t values, std::size_t frame_bytes, std::size_t entries = 0) {
     values_ += values;
     bytes_ += frame_bytes;
+    entries_ += entries;
   }
-  // {"codec", "values", "bytes", "float64_bytes", "saved_bytes", "ratio"}.
+  // {"codec", "values", "bytes", "float64_bytes", "saved_bytes", "ratio"}; top-k adds
+  // "topk_ratio" (the config's) and "entries" (the pairs sent, of `values`).
   [[nodiscard]] nlohmann::json to_json(const config::Config& config) const;
 
  private:
   std::uint64_t values_ = 0;
   std::uint64_t bytes_ = 0;
+  std::uint64_t entries_ = 0;
 };
 
 }  // namespace dt::protocol

@@ -2,6 +2,7 @@
 
 #include "core/models/optim.hpp"
 #include "core/protocol/compression.hpp"
+#include "transports/topk_codec.hpp"
 #include "core/protocol/heartbeat.hpp"
 #include "core/protocol/drop_log.hpp"
 #include "core/protocol/step_messages.hpp"
@@ -256,6 +257,15 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
   if (have_[r]) fail<ProtocolError>("worker {} pushed step {} twice", e.rank, e.step + 1);
   if (e.fields.contains("keyed")) {
     take_keyed_push(e);  // param_server_keyed.cpp
+  } else if (options_.topk) {  // top-k: the entries this worker chose in my range (maybe none)
+    const auto frame = protocol::frame_of(e, 0);
+    std::fill(pending_[r].begin(), pending_[r].end(), 0.0);
+    wire::add_topk(frame, pending_[r]);
+    const auto entries = wire::topk_entries(frame, pending_[r].size());
+    std::lock_guard lock(mu_);
+    stats_.half_values += pending_[r].size();
+    stats_.half_bytes += frame.size();
+    stats_.topk_entries += entries;
   } else if (options_.codec) {  // aggregation.compression: decoded into float64
     const auto frame = protocol::frame_of(e, 0);
     wire::decode_half(frame, *options_.codec, pending_[r]);

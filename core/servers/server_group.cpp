@@ -56,6 +56,7 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     o.workers = session.ranks();
     o.asynchronous = async.has_value();
     o.codec = protocol::half_codec(config);
+    o.topk = config.aggregation.compression == config::WireCompression::kTopk && !async;
     o.optimizer = config.training.optimizer;
     o.schedule_steps = session.schedule().total_steps();
     o.l2.assign(l2.begin() + first, l2.begin() + last);

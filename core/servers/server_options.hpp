@@ -33,6 +33,8 @@ struct ServerOptions {
   bool asynchronous = false;
   // aggregation.compression (sync only): the workers' pushes arrive as this codec's frames.
   std::optional<wire::HalfCodec> codec;
+  // aggregation.compression {topk} (sync only): the pushes are top-k frames of the range's keys.
+  bool topk = false;
   config::OptimizerConfig optimizer;
   // The updates of the whole run (sync: steps; async: pushes), for an lr schedule's total.
   std::uint64_t schedule_steps = 0;
@@ -112,6 +114,7 @@ struct ServerStats {
   std::uint64_t max_clock_gap = 0;
   std::uint64_t half_values = 0;  // aggregation.compression: values pushed compressed,
   std::uint64_t half_bytes = 0;   // and the bytes of their frames
+  std::uint64_t topk_entries = 0;  // top-k: the (key, value) pairs those frames held
   std::vector<std::uint64_t> worker_steps;                 // completed, per rank
   std::vector<int> missing;  // sync: ranks whose push of a started round has not arrived
   std::vector<std::vector<std::uint64_t>> staleness_of;    // per rank, per local step

@@ -92,7 +92,13 @@ void ServerClient::push(std::span<const double> grad_sum, std::uint64_t step,
     if (planned > 0) e.fields["steps"] = planned;
     if (clip) e.fields["clip"] = *clip;
     const auto part = grad_sum.subspan(range.begin, range.size());
-    e.arrays.push_back(codec ? wire::encode_half(part, *codec) : wire::to_bytes(part));
+    if (topk_ != nullptr) {  // top-k: the chosen entries of this server's keys (maybe none)
+      wire::Bytes frame;
+      topk_->encode(range.begin, range.end, frame);
+      e.arrays.push_back(std::move(frame));
+    } else {
+      e.arrays.push_back(codec ? wire::encode_half(part, *codec) : wire::to_bytes(part));
+    }
     last_sent_[k] = protocol::encode(std::move(e), session_.job_id());
     last_push_step_[k] = step;
     pushed_[k] = true;

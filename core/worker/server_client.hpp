@@ -5,6 +5,7 @@
 // (on_moved). The servers themselves: core/servers/.
 
 #include "core/protocol/protocol.hpp"
+#include "core/protocol/topk_feedback.hpp"
 #include "core/servers/server_state.hpp"
 #include "transports/wire.hpp"
 
@@ -45,6 +46,9 @@ class ServerClient {
   // (core/modes/push_clip.hpp), sent to every server.
   void push(std::span<const double> grad_sum, std::uint64_t step, std::uint64_t rows,
             double loss_sum, std::uint64_t planned = 0, std::optional<double> clip = {});
+  // aggregation.compression {topk} (sync): push() then sends each server the entries `feedback`
+  // chose in its range (its last select) instead of grad_sum. Not owned; null: dense pushes.
+  void set_topk(const protocol::TopkFeedback* feedback) noexcept { topk_ = feedback; }
   // Waits for one slice from every server and writes it into params; supervised by
   // WorkerSession::check_alive (a wait the stale-synchronous bound holds is not a failure).
   // Slices older than `min_version` are skipped: a replacement for a lost worker (restart) may
@@ -116,6 +120,7 @@ class ServerClient {
   std::uint64_t retired_received_ = 0;
   std::optional<protocol::Envelope> notice_;
   bool ended_ = false;
+  const protocol::TopkFeedback* topk_ = nullptr;
 };
 
 }  // namespace dt::roles

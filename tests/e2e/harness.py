@@ -92,6 +92,14 @@ def run(*args, timeout=120, cwd=None, stdin=None, env=None, stdout=subprocess.PI
     return Result(proc, out, err, time.monotonic() - start)
 
 
+def run_json(config, out, *sets, timeout=120):
+    """`disttrain run config --json` into the folder `out` with more --set pairs; asserts exit 0
+    and returns the summary."""
+    r = run("run", config, "--json", "--set", f"output.dir={out}", *sets, timeout=timeout)
+    assert r.code == 0, r
+    return r.json()
+
+
 def write_config(folder, text, name="config.yaml"):
     path = Path(folder) / name
     path.write_text(text)

@@ -13,10 +13,7 @@ SAMPLES = ["linear_regression.yaml", "logistic_regression.yaml", "softmax_regres
            "mlp.yaml"]
 
 
-def run_ok(config, out, *sets):
-    r = h.run("run", config, "--json", "--set", f"output.dir={out}", *sets, timeout=120)
-    assert r.code == 0, r
-    return r.json()
+run_ok = h.run_json
 
 
 def compressed(codec, *sets):

@@ -8,7 +8,8 @@
 // - the step-path messages whose fields are lists, flags or records (core/protocol/
 //   step_messages.hpp: a ring or group re-formed, the parameter servers and a moved server, the
 //   rows an async survivor took over), and the number-and-array messages (a gradient, a push to
-//   a server, a slice, a round, a reassigned share) through the fields each reader takes.
+//   a server, a slice, a round, a reassigned share) through the fields each reader takes; a
+//   push's frame also as a top-k frame (transports/topk_codec.hpp), added or refused.
 //
 // Input: the frames of one multipart message, as fuzz_wire's (tests/fuzz/wire_frames.hpp).
 // tests/fuzz/corpus/fuzz_step/ holds real messages written by tests/unit/test_fuzz_seeds.cpp.
@@ -18,6 +19,7 @@
 #include "tests/fuzz/wire_frames.hpp"
 #include "transports/collectives/chunk_frames.hpp"
 #include "transports/half_codec.hpp"
+#include "transports/topk_codec.hpp"
 
 #include <vector>
 
@@ -73,6 +75,10 @@ void read_typed(const protocol::Envelope& e) {
       (void)protocol::flag(e, "awaiting");
       break;
     case protocol::Type::kPush:
+      if (!e.arrays.empty()) {  // aggregation.compression {topk}: added, or refused
+        std::vector<double> out(kParameters);
+        dt::fuzz::refusal_is_fine([&] { dt::wire::add_topk(e.arrays[0], out); });
+      }
       (void)protocol::count(e, "version");
       (void)protocol::count(e, "rows");
       (void)protocol::number(e, "loss_sum");

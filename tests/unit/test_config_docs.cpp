@@ -50,6 +50,7 @@ std::vector<std::pair<std::string, YAML::Node>> emitted_keys() {
         "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: ftrl}}\n",
         "version: 1\ndata: {path: a.csv}\noutput: {timeline: true}\n",
         "version: 1\ndata: {path: a.csv}\naggregation: {topology: ring, compression: bf16}\n",
+        "version: 1\ndata: {path: a.csv}\naggregation: {compression: {topk: {ratio: 0.1}}}\n",
         "version: 1\ndata: {path: a.csv}\noutput: {timeline: {steps: 50}}\n",
         "version: 1\ndata: {path: a.csv, validation: 0.1}\ntraining: {early_stopping: {}}\n",
         "version: 1\ndata: {path: a.csv}\ntraining: {optimizer: {type: adamw}, "
