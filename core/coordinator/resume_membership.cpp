@@ -3,6 +3,7 @@
 
 #include "core/coordinator/resume_membership.hpp"
 
+#include "core/coordinator/membership.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/coordinator/session.hpp"
 #include "base/error.hpp"
@@ -32,6 +33,17 @@ std::vector<int> saved_ranks(const nlohmann::json& m, const char* key, int ranks
     out.push_back(r.get<int>());
   }
   return out;
+}
+
+// Whether --resume carries the membership over (leavers stay out, deals are replayed): gradients
+// over the star with one server, and parameters mode. The ring and the servers keep per-worker
+// state that a resume without the leaver does not rebuild yet: there every rank starts again,
+// the leaver included, and the record starts afresh (as before elastic resumes existed).
+bool resumes_membership(const config::Config& c) {
+  const auto& a = c.aggregation;
+  return a.mode == config::AggregationMode::kParameters ||
+         (a.mode == config::AggregationMode::kGradients && a.topology == config::Topology::kStar &&
+          a.servers == 1);
 }
 
 // Why this config cannot resume a checkpoint of another worker count (nullopt: it can).
@@ -102,6 +114,12 @@ std::vector<bool> departed_at_resume(const Checkpointer* checkpointer,
   if (point == nullptr || point->from_workers != 0) return {};
   const auto& m = point->checkpoint.manifest;
   if (!m.contains("membership")) return {};
+  if (!resumes_membership(config)) {
+    log::notice("--resume of a {} run starts every rank again, those that had left included "
+                "(the membership carries over in gradients over star with one server and in "
+                "parameters mode only)", config::describe_aggregation(config));
+    return {};
+  }
   const auto alive = saved_ranks(m["membership"], "alive", ranks, point->path.string());
   std::vector<bool> departed(static_cast<std::size_t>(ranks), true);
   for (const int r : alive) departed[static_cast<std::size_t>(r)] = false;
@@ -135,7 +153,8 @@ nlohmann::json CoordinatorSession::membership_state() const {
 void CoordinatorSession::restore_membership(const nlohmann::json& saved, int from_workers,
                                             std::uint64_t step, std::uint64_t start_step,
                                             const std::string& where) {
-  if (result_.membership.is_null()) return;  // not elastic now: every rank was started
+  // Not elastic now, or a mode that starts every rank again (resumes_membership): afresh.
+  if (result_.membership.is_null() || !resumes_membership(config_)) return;
   if (saved.is_object()) {
     const auto& record = manifest_key(saved, "record", where);
     if (!record.is_object()) {
@@ -176,8 +195,21 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
       fail<DataError>("{}: the checkpoint's membership deals the rows of rank {}, not a departed "
                       "rank of this run's {} workers", where, lost, plan_.starting_ranks());
     }
-    deal_rows(static_cast<int>(lost), manifest_count(d, "from_epoch", where),
-              saved_ranks(d, "to", plan_.starting_ranks(), where));
+    const auto to = saved_ranks(d, "to", plan_.starting_ranks(), where);
+    if (!d.contains("from_epochs")) {
+      deal_rows(static_cast<int>(lost), manifest_count(d, "from_epoch", where), to);
+      continue;
+    }
+    // Parameters mode (deal_left_rows): each taker from its own local epoch.
+    const auto epochs = manifest_counts(d, "from_epochs", where);
+    if (epochs.size() != to.size()) {
+      fail<DataError>("{}: the checkpoint's membership deals rank {}'s rows to {} ranks with {} "
+                      "epochs", where, lost, to.size(), epochs.size());
+    }
+    (void)roles::deal_rows(*this, static_cast<int>(lost), to, [&](int rank) {
+      return epochs[static_cast<std::size_t>(std::find(to.begin(), to.end(), rank) - to.begin())];
+    });
+    dealt_.push_back(d);
   }
   for (const int r : saved_ranks(saved, "undealt", plan_.starting_ranks(), where)) {
     if (!is_alive(r)) lost_unassigned_.push_back(r);  // dealt at the next epoch, as before

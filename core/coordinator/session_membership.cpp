@@ -164,6 +164,10 @@ void CoordinatorSession::deal_left_rows(const std::function<std::uint64_t(int)>&
       first = std::min(first, t["from_epoch"].get<std::uint64_t>());
     }
     note_rows_dealt(result_.membership, left, first, plan_.shard_rows[l], to);
+    // For a checkpoint (resume_membership.cpp): the same deal, each taker's epoch, on --resume.
+    nlohmann::json epochs = nlohmann::json::array();
+    for (const int t : takers) epochs.push_back(from_epoch(t));
+    dealt_.push_back({{"rank", left}, {"from_epochs", std::move(epochs)}, {"to", takers}});
     rows_dealt(left);
     log::notice("worker {}'s {} rows are dealt to workers {}, each from its next local epoch",
                 left, plan_.shard_rows[l], fmt::join(takers, ", "));
