@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,13 +38,14 @@ struct JoinState {
 [[nodiscard]] bool admits_joiners(const config::Config& config, bool sparse_rows);
 
 // Deals the rows of `segments` (of `source`) among `members`: member k of m is sent a
-// kReassign to keep rows k, k + m, ... of them from epoch `epoch` (with `fields` added), and
-// their acknowledgements are gathered: [{"rank", "rows"}] in member order. Lost rows
-// (reassign_lost_rows) and re-plans (replan_rows) are both dealt so.
+// kReassign to keep rows k, k + m, ... of them from epoch from_epoch(its rank) (with `fields`
+// added), and their acknowledgements are gathered: [{"rank", "rows"}] in member order. Lost
+// and left rows (membership.hpp's deal_rows) and re-plans (replan_rows) are all dealt so.
 [[nodiscard]] nlohmann::json deal_shares(CoordinatorSession& session,
                                          const std::vector<int>& members,
                                          const data::SourceInfo& source,
                                          const std::vector<data::Segment>& segments,
-                                         std::uint64_t epoch, const nlohmann::json& fields);
+                                         const std::function<std::uint64_t(int)>& from_epoch,
+                                         const nlohmann::json& fields);
 
 }  // namespace dt::roles

@@ -303,22 +303,10 @@ nlohmann::json deal_rows(CoordinatorSession& session, int lost, const std::vecto
   const auto l = static_cast<std::size_t>(lost);
   // Every taker reads the lost shard and keeps rows k, k + m, k + 2m, ... of it (share k of
   // m): no data is dropped for the rest of training, and the split needs no row index.
-  for (std::size_t k = 0; k < takers.size(); ++k) {
-    const auto epoch = from_epoch(takers[k]);
-    auto e = protocol::make_setup({"", "", source_for(plan, l), plan.segments[l]});
-    e.type = protocol::Type::kReassign;
-    e.step = epoch;
-    e.fields["share"] = k;
-    e.fields["shares"] = takers.size();
-    e.fields["from_epoch"] = epoch;
-    e.fields["lost_rank"] = lost;
-    session.send_to(takers[k], std::move(e));
-  }
-  const auto acks = session.gather_from(protocol::Type::kReassigned, takers);
-  nlohmann::json to = nlohmann::json::array();
-  for (const auto& a : acks) {
-    to.push_back({{"rank", a.rank}, {"rows", protocol::count(a, "rows")}});
-    session.result().workers[a.rank].rows += protocol::count(a, "rows");
+  auto to = deal_shares(session, takers, source_for(plan, l), plan.segments[l], from_epoch,
+                        {{"lost_rank", lost}});
+  for (const auto& t : to) {
+    session.result().workers[t["rank"].get<std::size_t>()].rows += t["rows"].get<std::uint64_t>();
   }
   return to;
 }

@@ -251,9 +251,11 @@ bool CoordinatorSession::admit(const PendingJoin& joiner, std::uint64_t step) {
 
 nlohmann::json deal_shares(CoordinatorSession& session, const std::vector<int>& members,
                            const data::SourceInfo& source,
-                           const std::vector<data::Segment>& segments, std::uint64_t epoch,
+                           const std::vector<data::Segment>& segments,
+                           const std::function<std::uint64_t(int)>& from_epoch,
                            const nlohmann::json& fields) {
   for (std::size_t k = 0; k < members.size(); ++k) {
+    const auto epoch = from_epoch(members[k]);
     auto e = protocol::make_setup({"", "", source, segments});
     e.type = protocol::Type::kReassign;
     e.step = epoch;
@@ -278,7 +280,8 @@ void CoordinatorSession::replan_rows(std::uint64_t epoch) {
   }
   const std::vector<int> members = alive_;
   const auto to =
-      deal_shares(*this, members, source_for(plan_, 0), every, epoch, {{"replan", true}});
+      deal_shares(*this, members, source_for(plan_, 0), every, [epoch](int) { return epoch; },
+                  {{"replan", true}});
   // The events since the last re-plan: joins get the new plan, leaves (and workers lost under
   // continue) the rows they held, now dealt with every other row.
   const nlohmann::json replanned = {{"from_epoch", epoch}, {"to", to}};
