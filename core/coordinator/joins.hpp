@@ -31,11 +31,18 @@ struct JoinState {
   bool replan = false;                // a join since the last re-plan: re-deal at the next epoch
   bool replanned = false;             // the rows follow the last re-plan, not the plan's shards
   std::size_t next_admit = 0;         // admit_at_steps: the next entry to honour
+  std::string below_min;              // a leave with its step in hand left too few: why (the
+                                      // wait for joiners comes once that step is complete)
 };
 
 // Whether a running job of this config admits joiners: gradients over the star with one server
 // and dense rows only yet (docs/elastic.md); the other modes can only lose workers.
 [[nodiscard]] bool admits_joiners(const config::Config& config, bool sparse_rows);
+
+// A re-plan: every training row dealt among `members` (share k of m to the k-th) from `epoch`,
+// as deal_shares does; a member not alive now (a replay on --resume) is skipped, its share kept.
+[[nodiscard]] nlohmann::json deal_every_row(CoordinatorSession& session,
+                                            const std::vector<int>& members, std::uint64_t epoch);
 
 // Deals the rows of `segments` (of `source`) among `members`: member k of m is sent a
 // kReassign to keep rows k, k + m, ... of them from epoch from_epoch(its rank) (with `fields`

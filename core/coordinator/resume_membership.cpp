@@ -189,6 +189,15 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
     fail<DataError>("{}: the checkpoint's membership.dealt is not a list", where);
   }
   for (const auto& d : dealt) {
+    if (d.contains("replan")) {  // replan_rows: every row among the members then
+      const auto members = saved_ranks(d, "to", ranks(), where);
+      for (const auto& t : deal_every_row(*this, members, manifest_count(d, "from_epoch", where))) {
+        result_.workers[t["rank"].get<std::size_t>()].rows = t["rows"].get<std::uint64_t>();
+      }
+      joins_.replanned = true;
+      dealt_.push_back(d);
+      continue;
+    }
     const auto lost = manifest_count(d, "rank", where);
     const auto starting = static_cast<std::uint64_t>(plan_.starting_ranks());
     if (lost >= starting || is_alive(static_cast<int>(lost))) {

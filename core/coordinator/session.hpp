@@ -65,8 +65,7 @@ class CoordinatorSession {
   // What run_coordinator sent each rank to start it, per rank: replayed to a replacement.
   void set_startup(std::vector<protocol::Envelope> setups,
                    std::vector<protocol::Envelope> finalizes);
-  // `continue` in gradients mode, before each epoch's first step: deals the rows of the workers
-  // lost since the last call to the survivors, who train on them from `epoch` on.
+  // Gradients, before epoch `epoch`'s first step: deals departed workers' rows to the others.
   void reassign_lost_rows(std::uint64_t epoch);
   // `continue`, tensor parallelism: a worker that cannot go on without a lost one (its replica's
   // other slices) is stopped as if lost; its rows go to its slice's survivors (same columns).
@@ -180,6 +179,7 @@ class CoordinatorSession {
   [[nodiscard]] bool left_unread(int rank);
   // Deals `lost`'s rows to `survivors` (share k of m to the k-th) from `epoch`; their rows.
   nlohmann::json deal_rows(int lost, std::uint64_t epoch, const std::vector<int>& survivors);
+  void deal_plan_shards(const std::vector<int>& waiting, std::uint64_t epoch);  // by deal_rows
   void raise_worker_error(int rank, const protocol::WorkerError& error);
   void check_workers();
   void check_exit(const ChildExit& exit);  // one worker's exit, seen by check_workers

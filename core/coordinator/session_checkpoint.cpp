@@ -7,6 +7,8 @@
 #include "base/error.hpp"
 #include "transports/transport.hpp"
 
+#include <utility>
+
 namespace dt::roles {
 
 std::uint64_t CoordinatorSession::first_step() const {
@@ -22,6 +24,7 @@ void CoordinatorSession::step_boundary(std::uint64_t step) {
     checkpointer_->save(*this, step);
     timeline::span_at(timeline::Phase::kCheckpoint, step, span_start);
   }
+  if (!joins_.below_min.empty()) check_min_workers(std::exchange(joins_.below_min, {}));
 }
 
 bool CoordinatorSession::checkpoint_due(std::uint64_t step) const {

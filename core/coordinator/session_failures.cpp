@@ -253,27 +253,60 @@ void CoordinatorSession::drop_worker(int rank, const std::string& cause) {
   lost_unassigned_.push_back(rank);
 }
 
+namespace {
+
+// Whether `rank` was dealt rows of another (a taker in a deal of `dealt`, or a member of a
+// re-plan): then its rows are more than its plan shard, and passing on only that shard would
+// drop the rest.
+bool holds_dealt_rows(const nlohmann::json& dealt, int rank) {
+  return std::any_of(dealt.begin(), dealt.end(), [rank](const nlohmann::json& d) {
+    const auto& to = d["to"];
+    return std::find(to.begin(), to.end(), rank) != to.end();
+  });
+}
+
+}  // namespace
+
 void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
-  // After a join (elastic) every row is re-dealt; and once rows follow a re-plan, a lost
-  // worker's are not its plan shard's: they are re-dealt with all the others.
-  if (joins_.replan || (joins_.replanned && !lost_unassigned_.empty())) {
-    replan_rows(epoch);
-    return;
-  }
-  if (lost_unassigned_.empty()) return;
-  std::vector<int> later;  // leavers whose rows wait for a later epoch (session_membership.cpp)
-  for (const int lost : lost_unassigned_) {
-    const auto l = static_cast<std::size_t>(lost);
-    if (deal_later(lost, epoch)) {
-      later.push_back(lost);
-      continue;
+  // A worker that leaves or is lost while rows are dealt (the deal's gather reads its leave)
+  // joins lost_unassigned_: deal again until no one new is waiting, so its rows, and any share
+  // just sent to it, are not dropped.
+  for (;;) {
+    const std::vector<int> waiting = lost_unassigned_;
+    // (Tensor parallelism deals by slice, never by re-plan.)
+    const bool passes_on =
+        plan_.tensor <= 1 && std::any_of(waiting.begin(), waiting.end(), [&](int r) {
+          return !deal_later(r, epoch) && holds_dealt_rows(dealt_, r);
+        });
+    // After a join (elastic) every row is re-dealt; and once rows follow a re-plan, or a
+    // departed worker held rows dealt to it, its rows are not its plan shard's: they are
+    // re-dealt with all the others.
+    if (joins_.replan || ((joins_.replanned || passes_on) && !waiting.empty())) {
+      replan_rows(epoch);
+    } else {
+      deal_plan_shards(waiting, epoch);
     }
+    if (std::all_of(lost_unassigned_.begin(), lost_unassigned_.end(), [&](int r) {
+          return std::find(waiting.begin(), waiting.end(), r) != waiting.end();
+        })) {
+      return;
+    }
+  }
+}
+
+void CoordinatorSession::deal_plan_shards(const std::vector<int>& waiting, std::uint64_t epoch) {
+  for (const int lost : waiting) {
+    const auto l = static_cast<std::size_t>(lost);
+    if (deal_later(lost, epoch)) continue;  // its rows wait for a later epoch
     // Tensor parallelism: only the ranks of the lost one's slice read its columns.
     std::vector<int> survivors;
     for (const int s : alive_) {
       if (plan_.tensor <= 1 || s % plan_.tensor == lost % plan_.tensor) survivors.push_back(s);
     }
-    if (survivors.empty()) continue;
+    if (survivors.empty()) {  // no rank of its slice is left to read its columns
+      rows_dealt(lost);
+      continue;
+    }
     const auto to = deal_rows(lost, epoch, survivors);
     for (auto& f : result_.failures) {
       if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
@@ -285,8 +318,8 @@ void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
     }
     log::warn("worker {}'s {} rows are dealt to workers {} from epoch {}", lost,
               plan_.shard_rows[l], fmt::join(survivors, ", "), epoch + 1);
+    rows_dealt(lost);
   }
-  lost_unassigned_ = std::move(later);
 }
 
 nlohmann::json CoordinatorSession::deal_rows(int lost, std::uint64_t epoch,

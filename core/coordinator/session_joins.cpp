@@ -273,22 +273,19 @@ nlohmann::json deal_shares(CoordinatorSession& session, const std::vector<int>& 
 }
 
 void CoordinatorSession::replan_rows(std::uint64_t epoch) {
-  std::vector<data::Segment> every;  // every training row, in the plan's rank order
-  for (int r = 0; r < plan_.starting_ranks(); ++r) {
-    const auto& s = plan_.segments[static_cast<std::size_t>(r)];
-    every.insert(every.end(), s.begin(), s.end());
-  }
+  const std::vector<int> waiting = lost_unassigned_;  // one that leaves during the deal stays
   const std::vector<int> members = alive_;
-  const auto to =
-      deal_shares(*this, members, source_for(plan_, 0), every, [epoch](int) { return epoch; },
-                  {{"replan", true}});
+  const auto to = deal_every_row(*this, members, epoch);
+  // For a checkpoint (resume_membership.cpp): the same re-plan, again, on --resume.
+  dealt_.push_back({{"replan", true}, {"from_epoch", epoch}, {"to", members}});
   // The events since the last re-plan: joins get the new plan, leaves (and workers lost under
   // continue) the rows they held, now dealt with every other row.
   const nlohmann::json replanned = {{"from_epoch", epoch}, {"to", to}};
   for (auto& event : result_.membership["events"]) {
     const int rank = event["rank"].get<int>();
     if (event["event"] == "join" && !event.contains("replanned")) event["replanned"] = replanned;
-    if (event["event"] == "leave" && !event.contains("reassigned")) {
+    const bool waited = std::find(waiting.begin(), waiting.end(), rank) != waiting.end();
+    if (event["event"] == "leave" && waited && !event.contains("reassigned")) {
       const auto held =
           event.value("rows_held", result_.workers[static_cast<std::size_t>(rank)].rows);
       event.erase("rows_held");
@@ -308,7 +305,21 @@ void CoordinatorSession::replan_rows(std::uint64_t epoch) {
               members.size(), epoch + 1, fmt::join(members, ", "));
   joins_.replan = false;
   joins_.replanned = true;
-  lost_unassigned_.clear();
+  std::erase_if(lost_unassigned_, [&](int r) {
+    return std::find(waiting.begin(), waiting.end(), r) != waiting.end();
+  });
+}
+
+nlohmann::json deal_every_row(CoordinatorSession& session, const std::vector<int>& members,
+                              std::uint64_t epoch) {
+  const auto& plan = session.plan();
+  std::vector<data::Segment> every;  // every training row, in the plan's rank order
+  for (int r = 0; r < plan.starting_ranks(); ++r) {
+    const auto& s = plan.segments[static_cast<std::size_t>(r)];
+    every.insert(every.end(), s.begin(), s.end());
+  }
+  return deal_shares(session, members, source_for(plan, 0), every, [epoch](int) { return epoch; },
+                     {{"replan", true}});
 }
 
 }  // namespace dt::roles

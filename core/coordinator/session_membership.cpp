@@ -96,7 +96,10 @@ void CoordinatorSession::worker_left(int rank, bool after_step) {
               rank, pool_.pid_of(rank), step, alive_.size(), alive_.size() == 1 ? "" : "s",
               joins_.replanned ? result_.workers[r].rows : plan_.shard_rows[r]);
   publish_members();
-  check_min_workers(fmt::format("worker {} left after step {}", rank, step));
+  // A leave read with its last reply completes that step first (step_boundary waits then).
+  auto why = fmt::format("worker {} left after step {}", rank, step);
+  if (after_step) joins_.below_min = std::move(why);
+  else check_min_workers(why);
   // The modes whose workers or servers hold per-worker state (ring, sharded servers) re-plan
   // as for a loss under `continue`; left_after() tells them it was a leave, and after which step.
   if (loss_handler_) loss_handler_(rank, config::FailurePolicy::kContinue);

@@ -19,6 +19,7 @@
 #include "core/modes/topk_state.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
+#include "core/worker/leave.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"
@@ -144,6 +145,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
 
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", batch.rows()}, {"loss_sum", result.loss_sum}};
+    roles::flag_if_leaving(reply);  // its last step (elastic)
     reply.arrays.push_back(std::move(frame));
     if (topk && residual_due(config, message.step + 1)) {
       reply.arrays.push_back(wire::to_bytes(feedback_.residual()));

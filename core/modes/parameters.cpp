@@ -418,7 +418,7 @@ class ParametersMode final : public Mode {
     }
     protocol::Envelope reply{.type = protocol::Type::kRoundResult, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"steps", steps}};
-    if (roles::leave_asked()) reply.fields["leaving"] = true;  // its last round (elastic)
+    roles::flag_if_leaving(reply);  // its last round (elastic)
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
     if (protocol::flag(message, "send_optimizer")) put_optimizer_fields(reply, optimizer_->state());
     session.send(std::move(reply));

@@ -33,6 +33,7 @@
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/coordinator/resume.hpp"
+#include "core/worker/leave.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
@@ -367,6 +368,7 @@ class RingMode final : public Mode {
     protocol::Envelope reply{.type = protocol::Type::kRingLoss, .step = message.step};
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(step_rows_)));
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(step_loss_)));
+    roles::flag_if_leaving(reply);  // its last step (elastic)
     const auto want = message.fields.find("send_parameters");
     const auto state = message.fields.find("send_state");
     if (leader(session) && state != message.fields.end() && state->is_boolean() &&

@@ -40,6 +40,7 @@
 #include "core/protocol/compression.hpp"
 #include "core/servers/server_group.hpp"
 #include "core/worker/server_client.hpp"
+#include "core/worker/leave.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"
@@ -218,6 +219,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
     lap.mark(timeline::Phase::kPush);
     protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
+    roles::flag_if_leaving(reply);  // its last step (elastic)
     if (residual_due(config, message.step + 1)) {
       reply.arrays.push_back(wire::to_bytes(feedback_.residual()));
     }

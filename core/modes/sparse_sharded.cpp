@@ -2,6 +2,7 @@
 
 #include "core/modes/sparse_sharded.hpp"
 
+#include "core/worker/leave.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/timeline.hpp"
@@ -76,6 +77,7 @@ void SparseShardedWorker::step(roles::WorkerSession& session, roles::ServerClien
   lap.mark(timeline::Phase::kPush);
   protocol::Envelope reply{.type = protocol::Type::kGradient, .step = step};
   reply.fields = {{"rows", rows}, {"loss_sum", result.loss_sum}};
+  roles::flag_if_leaving(reply);  // its last step (elastic)
   session.send(std::move(reply));
   values_step_ = UINT64_MAX;
   if (ahead) {

@@ -7,6 +7,7 @@
 #include "core/coordinator/plan.hpp"
 #include "core/coordinator/session.hpp"
 #include "core/protocol/key_frames.hpp"
+#include "core/worker/leave.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
 #include "base/timeline.hpp"
@@ -196,6 +197,7 @@ void SparseStar::work(roles::WorkerSession& session, const protocol::Envelope& m
   }
   protocol::Envelope reply{.type = protocol::Type::kGradient, .step = message.step};
   reply.fields = {{"rows", current_.batch.rows()}, {"loss_sum", result.loss_sum}};
+  roles::flag_if_leaving(reply);  // its last step (elastic)
   reply.arrays.push_back(std::move(frame));
   // The next step's keys, unless it starts an epoch (its order is not drawn yet).
   if ((step + 1) % session.steps_per_epoch() != 0) {

@@ -36,6 +36,10 @@ void leave_if_asked() {
   if (leave_asked()) throw LeaveRequest{};
 }
 
+void flag_if_leaving(protocol::Envelope& reply) {
+  if (leave_asked()) reply.fields["leaving"] = true;
+}
+
 void training_done() noexcept { g_training_done = true; }
 
 int leave_run(transport::Connection& connection, const WorkerOptions& options) {

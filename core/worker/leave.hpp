@@ -27,6 +27,10 @@ struct LeaveRequest {};
 // says "leaving" makes the leave part of its step on the coordinator's side, whenever the
 // kLeave that follows it arrives (parameters mode: the round's merge deals its rows next).
 [[nodiscard]] bool leave_asked() noexcept;
+// A step's or round's reply, flagged "leaving" when a leave is asked: the coordinator counts the
+// leave after that step as it reads the reply, before it deals rows for the next epoch, so a
+// leave lands at the same point whichever message it reads first.
+void flag_if_leaving(protocol::Envelope& reply);
 // For a mode whose workers do not wait for the coordinator while they train (async: they talk
 // to the servers), at its own step boundaries: throws LeaveRequest when a leave is due.
 void leave_if_asked();

@@ -79,6 +79,27 @@ def without_pids(membership):
     return membership
 
 
+def test_a_leave_at_an_epochs_last_step_is_not_dealt_a_share(tmp):
+    # Worker 1 leaves after step 71; worker 2 after step 120, the last of epoch 1, and its
+    # reply to it says so: the deal of worker 1's rows before step 121 goes to 0 and 3 only
+    # (none to a leaver, whose share would be lost), in every run, and worker 2's rows follow
+    # from epoch 3 (a leave after an epoch's last step is dealt one epoch later).
+    faults = "{rank: 1, at_step: 70, action: leave}, {rank: 2, at_step: 119, action: leave}"
+    models = []
+    for name in ("first", "again"):
+        cfg, out = config(tmp, name, fault=faults)
+        r = h.run("run", cfg)
+        assert r.code == 0, r
+        m = summary(out)["membership"]
+        assert [(e["rank"], e["step"]) for e in m["events"]] == [(1, 71), (2, 120)], m["events"]
+        first = m["events"][0]["reassigned"]
+        assert (first["from_epoch"], first["to"]) == \
+            (2, [{"rank": 0, "rows": 450}, {"rank": 3, "rows": 450}]), first
+        assert m["rows_per_epoch"] == [3600, 3600 - 49 * 15, 3600 - 900, 3600], m
+        models.append((out / "model.json").read_bytes())
+    assert models[0] == models[1], "the same leaves trained differently"
+
+
 def test_a_replayed_leave_gives_the_same_bits(tmp):
     fault = "{rank: 2, at_step: 100, action: leave}"
     cfg, out = config(tmp, "first", fault=fault)
@@ -189,6 +210,7 @@ def test_a_failing_elastic_run_still_stops_its_workers(tmp):
 
 if __name__ == "__main__":
     h.main([test_a_leave_at_a_step_replans_without_a_failure,
+            test_a_leave_at_an_epochs_last_step_is_not_dealt_a_share,
             test_a_replayed_leave_gives_the_same_bits,
             test_a_leave_read_in_the_gather_of_its_last_step_counts_that_step,
             test_below_min_workers_fails_after_the_join_timeout,

@@ -89,6 +89,30 @@ def test_resume_after_a_leave_goes_on_without_the_leaver(tmp):
         assert s["failures"] == [], s["failures"]
 
 
+def test_a_second_leaver_passes_on_the_rows_it_took_and_resume_replays_it(tmp):
+    # Worker 1 leaves after step 71: its rows go to 0, 2 and 3 from epoch 2 (step 121). Worker
+    # 2 then leaves after step 151 holding a third of them besides its own shard: every row is
+    # re-dealt among 0 and 3 from epoch 3 (step 181), so none is dropped (rows_per_epoch), and
+    # a resume from after that re-plan deals the same again: the same model bits.
+    leaves = ["{rank: 1, at_step: 70, action: leave}", "{rank: 2, at_step: 150, action: leave}"]
+    ref = tmp / "ref"
+    r = h.run("run", config(tmp, "ref", ref, faults=leaves))
+    assert r.code == 0, r
+    m = summary(ref)["membership"]
+    assert m["rows_per_epoch"][3] == TRAIN_ROWS, m["rows_per_epoch"]
+    second = m["events"][1]
+    assert second["rank"] == 2 and second["reassigned"]["from_epoch"] == 3, second
+    assert second["reassigned"]["rows"] == TRAIN_ROWS // 4 + TRAIN_ROWS // 12, second
+    assert [t["rows"] for t in second["reassigned"]["to"]] == [TRAIN_ROWS // 2] * 2, second
+    out = tmp / "cut"
+    stopped_run(tmp, out, faults=leaves, stop=200)
+    r = h.run("run", config(tmp, "resume", out, faults=leaves), "--resume")
+    assert r.code == 0, r
+    assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes(), \
+        "resumed after the re-plan: not the model of the run that never stopped"
+    assert without_pids(summary(out)["membership"]) == without_pids(m)
+
+
 def test_parameters_resume_after_a_leave_gives_the_same_bits(tmp):
     # configs/elastic_parameters.yaml: worker 2 leaves in round 2 (its step 40); its rows are
     # dealt from each taker's next local epoch. Stopped in round 5 and resumed, the takers get
@@ -277,6 +301,7 @@ def test_another_count_is_refused_without_elastic(tmp):
 
 if __name__ == "__main__":
     h.main([test_parameters_resume_after_a_leave_gives_the_same_bits,
+            test_a_second_leaver_passes_on_the_rows_it_took_and_resume_replays_it,
             test_ring_and_servers_resume_after_a_leave_with_every_rank,
             test_resume_after_a_leave_goes_on_without_the_leaver,
             test_resume_with_more_and_with_fewer_workers,
