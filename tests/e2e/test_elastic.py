@@ -12,30 +12,13 @@ import math
 import os
 import signal
 
+import elastic_config as ec
 import harness as h
 
-ELASTIC = """
-version: 1
-name: elastic
-seed: 5
-model: {{type: linear_regression}}
-data: {{synthetic: {{kind: linear, rows: 4000, features: 6, noise: 0.1}}, validation: 0.1}}
-shards: {{count: {workers}}}
-training: {{epochs: {epochs}, batch_size: 60, optimizer: {{type: sgd, lr: 0.02}}}}
-fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 2000, on_worker_failure: {policy},
-                  checkpoint_every: {{steps: {checkpoint}}}{elastic}}}
-{faults}
-output: {{dir: {out}, log_every: {{steps: 20}}}}
-"""
 
 
-def config(tmp, name, workers=4, epochs=4, policy="abort", fault="", checkpoint=0,
-           elastic="min_workers: 1"):
-    out = tmp / name
-    text = ELASTIC.format(workers=workers, epochs=epochs, policy=policy, checkpoint=checkpoint,
-                          elastic=f", elastic: {{{elastic}}}" if elastic is not None else "",
-                          faults=f"faults: [{fault}]" if fault else "", out=out)
-    return h.write_config(tmp, text, f"{name}.yaml"), out
+def config(tmp, name, fault="", **given):
+    return ec.config(tmp, name, faults=[fault] if fault else (), **given)
 
 
 def summary(out):

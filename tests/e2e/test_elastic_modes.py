@@ -14,22 +14,10 @@ accounting: the leaver's pushes, the survivors' longer plans, the updates they a
 
 import math
 
+import elastic_config as ec
 import harness as h
 from test_elastic import sigterm_mid_run, summary, without_pids
 
-CONFIG = """
-version: 1
-name: elastic-modes
-seed: 5
-model: {{type: linear_regression}}
-data: {{synthetic: {{kind: linear, rows: 4000, features: 6, noise: 0.1}}, validation: 0.1}}
-shards: {{count: {workers}}}
-aggregation: {aggregation}
-training: {{epochs: {epochs}, batch_size: 60, optimizer: {{type: sgd, lr: 0.02}}}}
-fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 2000, on_worker_failure: {policy}{elastic}}}
-{faults}
-output: {{dir: {out}, log_every: {{steps: 5}}}}
-"""
 
 # 3600 training rows: 900 a worker, 15 local steps of 60 rows an epoch (4 workers).
 PER_EPOCH = 15
@@ -38,13 +26,9 @@ ROUNDS_BY_STEPS = "{mode: parameters, parameters: {sync_every: {steps: 5}}}"
 ASYNC = "{mode: async, servers: 2, async: {max_staleness: 2}}"
 
 
-def config(tmp, name, aggregation, workers=4, policy="abort", fault="",
-           elastic="min_workers: 1", epochs=4):
-    out = tmp / name
-    text = CONFIG.format(workers=workers, aggregation=aggregation, policy=policy, epochs=epochs,
-                         elastic=f", elastic: {{{elastic}}}" if elastic is not None else "",
-                         faults=f"faults: [{fault}]" if fault else "", out=out)
-    return h.write_config(tmp, text, f"{name}.yaml"), out
+def config(tmp, name, aggregation, fault="", **given):
+    return ec.config(tmp, name, aggregation=aggregation, faults=[fault] if fault else (),
+                     checkpoint=None, log_every=5, title="elastic-modes", **given)
 
 
 def check_left_cleanly(r, out, rank):

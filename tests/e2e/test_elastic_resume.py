@@ -15,33 +15,15 @@ import json
 import math
 import shutil
 
+import elastic_config as ec
 import harness as h
 import test_remote as remote
 
-ELASTIC = """
-version: 1
-name: elastic-resume
-seed: 5
-model: {{type: linear_regression}}
-data: {{synthetic: {{kind: linear, rows: 4000, features: 6, noise: 0.1}}, validation: 0.1}}
-shards: {{count: {workers}}}
-training: {{epochs: 4, batch_size: 60, optimizer: {{type: sgd, lr: {lr}}}}}
-fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 2000, checkpoint_every: {{steps: 0}}{elastic}}}
-{faults}
-output: {{dir: {out}, log_every: {{steps: 20}}}}
-{transport}
-"""
-# 3600 training rows, a global batch of 60: 60 steps an epoch, 240 in all.
-PER_EPOCH = 60
-TRAIN_ROWS = 3600
+PER_EPOCH, TRAIN_ROWS = ec.PER_EPOCH, ec.TRAIN_ROWS  # 60 steps an epoch, 240 in all
 
 
-def config(tmp, name, out, workers=4, faults=(), lr=0.02,
-           elastic="min_workers: 1, max_workers: 4", transport=""):
-    text = ELASTIC.format(workers=workers, lr=lr, transport=transport,
-                          elastic=f", elastic: {{{elastic}}}" if elastic is not None else "",
-                          faults=f"faults: [{', '.join(faults)}]" if faults else "", out=out)
-    return h.write_config(tmp, text, f"{name}.yaml")
+def config(tmp, name, out, elastic="min_workers: 1, max_workers: 4", **given):
+    return ec.config(tmp, name, out, elastic=elastic, title="elastic-resume", **given)[0]
 
 
 def summary(out):

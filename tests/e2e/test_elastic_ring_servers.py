@@ -10,36 +10,20 @@ import os
 import random
 import signal
 
+import elastic_config as ec
 import harness as h
 from test_elastic import summary, without_pids
 
-CONFIG = """
-version: 1
-name: elastic-{kind}
-seed: 5
-model: {{type: linear_regression}}
-data: {{synthetic: {{kind: linear, rows: 4000, features: 6, noise: 0.1}}, validation: 0.1}}
-shards: {{count: {workers}}}
-aggregation: {aggregation}
-training: {{epochs: {epochs}, batch_size: 60, optimizer: {{type: sgd, lr: 0.02}}}}
-fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 2000, on_worker_failure: {policy},
-                  checkpoint_every: {{steps: {checkpoint}}}{elastic}}}
-{faults}
-output: {{dir: {out}, log_every: {{steps: 20}}}}
-"""
 
 KINDS = {"ring": "{topology: ring}", "servers": "{servers: 2}"}
 STAR = "{mode: gradients}"  # for one check of the star's gather (below)
 
 
-def config(tmp, kind, name, faults=(), elastic="min_workers: 1", **given):
-    """A config over `kind` (KINDS, else the star) and its output folder; `given` overrides
-    workers, epochs, policy and checkpoint."""
-    values = {"workers": 4, "epochs": 4, "policy": "abort", "checkpoint": 0, **given}
-    values.update(kind=kind, aggregation=KINDS.get(kind, STAR), out=tmp / f"{kind}-{name}",
-                  elastic="" if elastic is None else ", elastic: {%s}" % elastic,
-                  faults="faults: [%s]" % ", ".join(faults) if faults else "")
-    return h.write_config(tmp, CONFIG.format(**values), f"{kind}-{name}.yaml"), values["out"]
+def config(tmp, kind, name, faults=(), **given):
+    """A config over `kind` (KINDS, else the star) and its output folder (elastic_config's
+    keys in `given`)."""
+    return ec.config(tmp, f"{kind}-{name}", aggregation=KINDS.get(kind, STAR), faults=faults,
+                     title=f"elastic-{kind}", **given)
 
 
 def check_leave_replans(tmp, kind, rank):

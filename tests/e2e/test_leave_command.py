@@ -10,31 +10,19 @@ import os
 import signal
 import subprocess
 
+import elastic_config as ec
 import harness as h
 
-CONFIG = """
-version: 1
-name: leave_command
-seed: 9
-model: {{type: linear_regression}}
-data: {{synthetic: {{kind: linear, rows: 4000, features: 6, noise: 0.1}}, validation: 0.1}}
-shards: {{count: 4}}
-training: {{epochs: {epochs}, batch_size: 60, optimizer: {{type: sgd, lr: 0.02}}}}
-fault_tolerance: {{heartbeat_ms: 100, worker_timeout_ms: 2000, checkpoint_every: {{steps: 0}}{elastic}}}
-{faults}
-output: {{dir: {out}, log_every: {{steps: 20}}}}
-"""
 
 
 # Worker 0 sleeps 1 ms a step: the 1800 steps take a few seconds on any machine, long enough to
 # be asked to leave in the middle.
-SLOW = "faults: [{rank: 0, at_step: 0, action: slow, ms: 1}]"
+SLOW = "{rank: 0, at_step: 0, action: slow, ms: 1}"
 
 
-def config(tmp, name, epochs=30, elastic=", elastic: {min_workers: 1}", faults=SLOW):
-    out = tmp / name
-    text = CONFIG.format(epochs=epochs, elastic=elastic, faults=faults, out=out)
-    return h.write_config(tmp, text, f"{name}.yaml"), out
+def config(tmp, name, epochs=30, elastic="min_workers: 1"):
+    return ec.config(tmp, name, epochs=epochs, elastic=elastic, faults=[SLOW], seed=9,
+                     title="leave_command")
 
 
 def members(out):
@@ -117,7 +105,7 @@ def test_leave_refuses_what_it_cannot_do(tmp):
 
 
 def test_a_run_without_elastic_writes_no_members_file(tmp):
-    cfg, out = config(tmp, "fixed", elastic="")
+    cfg, out = config(tmp, "fixed", elastic=None)
     text = cfg.read_text().replace("checkpoint_every: {steps: 0}", "checkpoint_every: {steps: 20}")
     cfg.write_text(text)
     proc = h.start(cfg)
