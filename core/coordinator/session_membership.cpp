@@ -152,6 +152,15 @@ void CoordinatorSession::publish_members(bool boundary) {
 
 void CoordinatorSession::deal_left_rows(const std::function<std::uint64_t(int)>& from_epoch) {
   if (result_.membership.is_null() || alive_.empty()) return;
+  // After a join (parameters mode admits joiners at a round boundary) every row is re-dealt,
+  // each member from its own next local epoch; and once rows follow a re-plan, a leaver's are
+  // re-dealt with all the others.
+  if (joins_.replan || (joins_.replanned && !lost_unassigned_.empty())) {
+    std::uint64_t first = UINT64_MAX;
+    for (const int r : alive_) first = std::min(first, from_epoch(r));
+    replan_rows(first, from_epoch);
+    return;
+  }
   const auto pending = lost_unassigned_;
   for (const int left : pending) {
     if (!has_left(result_.membership, left)) continue;  // lost under continue: its client's
@@ -201,7 +210,8 @@ void CoordinatorSession::check_min_workers(const std::string& why) {
   const std::string how =
       admits_joiners(config_, plan_.source.sparse.has_value())
           ? fmt::format("`disttrain worker --connect {} --join` joins one", listener_.endpoint())
-          : "workers may join runs of gradients over star with one server only yet";
+          : "workers may join runs of gradients over star with one server, or of parameters "
+            "mode, only yet";
   fail<TrainingError>("{}, leaving {} worker{}, below fault_tolerance.elastic.min_workers = {}, "
                       "and not enough workers joined within join_timeout_ms = {} ms ({}); lower "
                       "min_workers, or rerun with --resume to continue from the last checkpoint",
