@@ -81,6 +81,11 @@ def test_parameters_join_in_rounds_of_steps(tmp):
     assert stats[2]["steps"] == 120 - 40, stats[2]  # 16 rounds of 5 local steps
     assert s["aggregation"]["participation"] == [24, 24, 16], s["aggregation"]
     assert math.isfinite(s["final_loss"]) and s["final_loss"] < 0.1, s["final_loss"]
+    cfg, again = pa_config(tmp, "steps-again", "max_workers: 3, admit_at_steps: [40]",
+                           aggregation=steps)
+    run_with_joiner(cfg)
+    assert (again / "model.json").read_bytes() == (out / "model.json").read_bytes(), \
+        "a replayed join (rounds of steps) changed the model"
     # A step that is not a round's end is refused before training, naming the boundaries.
     cfg, _ = pa_config(tmp, "between", "max_workers: 3, admit_at_steps: [42]", aggregation=steps)
     r = h.run("run", cfg)
