@@ -361,7 +361,8 @@ std::vector<Key> build_keys() {
        "step, dealt rows from the next epoch). Below this many workers the run waits "
        "`join_timeout_ms` for joiners, then fails (exit 3). Leaves in every mode (gradients over "
        "star, sharded servers or ring; parameters; async), joins in gradients over star with one "
-       "server; worker processes (not `inproc`), `parallelism.tensor` 1."},
+       "server and in parameters mode (at a round boundary); worker processes (not `inproc`), "
+       "`parallelism.tensor` 1."},
       {"fault_tolerance.elastic.max_workers", "integer >= `shards.count`", "", "`shards.count`",
        "The most workers the run may have at once; a joiner above it is refused (it exits 2)."},
       {"fault_tolerance.elastic.join_timeout_ms", "integer >= 0", "60000", "",
@@ -370,7 +371,8 @@ std::vector<Key> build_keys() {
       {"fault_tolerance.elastic.admit_at_steps", "list of integers >= 0, ascending", "[]", "",
        "Testing: joiners are admitted only after these steps (`loss.csv`'s numbering), one at "
        "each, and the run waits there for one; the same joins at the same steps give the same "
-       "bits. Empty: a joiner is admitted at the first step boundary after it connects."},
+       "bits. Empty: a joiner is admitted at the first step boundary after it connects. In "
+       "parameters mode each must be a round boundary: 0 or a step a round ends at."},
       // faults (a testing feature)
       {"faults.rank", "integer >= 0", "", "or `server`",
        "The worker rank the fault hits."},

@@ -79,11 +79,14 @@ void check_elastic(const Section& root, const Config& c) {
   const auto& a = c.aggregation;
   const bool star = a.mode == AggregationMode::kGradients && a.topology == Topology::kStar &&
                     a.servers == 1;
-  if (e.max_workers > workers && !star) {
+  // Parameters mode (model averaging) admits joiners at a round boundary (docs/elastic.md).
+  const bool rounds = a.mode == AggregationMode::kParameters;
+  if (e.max_workers > workers && !star && !rounds) {
     s.fail("max_workers", fmt::format("is {}, above the {} workers the run starts with: workers "
                                       "may join only in aggregation.mode gradients over "
-                                      "topology star with one server yet; set max_workers: {} "
-                                      "(leaving works in every mode)",
+                                      "topology star with one server, and in aggregation.mode "
+                                      "parameters, yet; set max_workers: {} (leaving works in "
+                                      "every mode)",
                                       e.max_workers, workers, workers));
   }
   if (e.max_workers > workers && c.shards.strategy == ShardStrategy::kFiles) {

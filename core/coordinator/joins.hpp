@@ -39,10 +39,12 @@ struct JoinState {
 // and dense rows only yet (docs/elastic.md); the other modes can only lose workers.
 [[nodiscard]] bool admits_joiners(const config::Config& config, bool sparse_rows);
 
-// A re-plan: every training row dealt among `members` (share k of m to the k-th) from `epoch`,
-// as deal_shares does; a member not alive now (a replay on --resume) is skipped, its share kept.
+// A re-plan: every training row dealt among `members` (share k of m to the k-th, from
+// from_epoch(its rank)), as deal_shares does; a member not alive now (a replay on --resume) is
+// skipped, its share kept.
 [[nodiscard]] nlohmann::json deal_every_row(CoordinatorSession& session,
-                                            const std::vector<int>& members, std::uint64_t epoch);
+                                            const std::vector<int>& members,
+                                            const std::function<std::uint64_t(int)>& from_epoch);
 
 // Deals the rows of `segments` (of `source`) among `members`: member k of m is sent a
 // kReassign to keep rows k, k + m, ... of them from epoch from_epoch(its rank) (with `fields`

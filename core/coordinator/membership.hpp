@@ -29,6 +29,10 @@ void count_epoch_rows(nlohmann::json& membership, std::uint64_t epoch, std::uint
 // The last step `rank` trained before it left (loss.csv's numbering); none if it did not leave.
 [[nodiscard]] std::optional<std::uint64_t> left_after(const nlohmann::json& membership, int rank);
 [[nodiscard]] nlohmann::json* leave_event(nlohmann::json& membership, int rank);
+// Whether `rank` was dealt rows of another (a taker in a deal of `dealt`, the session's record
+// of deals and re-plans): then its rows are more than its plan shard, and passing on only that
+// shard would drop the rest.
+[[nodiscard]] bool holds_dealt_rows(const nlohmann::json& dealt, int rank);
 // The leave of `rank`, its rows dealt from `from_epoch` to `to` ([{"rank", "rows"}]).
 void note_rows_dealt(nlohmann::json& membership, int rank, std::uint64_t from_epoch,
                      std::uint64_t rows, const nlohmann::json& to);

@@ -191,7 +191,18 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
   for (const auto& d : dealt) {
     if (d.contains("replan")) {  // replan_rows: every row among the members then
       const auto members = saved_ranks(d, "to", ranks(), where);
-      for (const auto& t : deal_every_row(*this, members, manifest_count(d, "from_epoch", where))) {
+      const auto epoch = manifest_count(d, "from_epoch", where);
+      std::vector<std::uint64_t> epochs(members.size(), epoch);  // parameters: each its own
+      if (d.contains("from_epochs")) epochs = manifest_counts(d, "from_epochs", where);
+      if (epochs.size() != members.size()) {
+        fail<DataError>("{}: the checkpoint's membership re-plans for {} ranks with {} epochs",
+                        where, members.size(), epochs.size());
+      }
+      const auto from = [&](int rank) {
+        return epochs[static_cast<std::size_t>(
+            std::find(members.begin(), members.end(), rank) - members.begin())];
+      };
+      for (const auto& t : deal_every_row(*this, members, from)) {
         result_.workers[t["rank"].get<std::size_t>()].rows = t["rows"].get<std::uint64_t>();
       }
       joins_.replanned = true;

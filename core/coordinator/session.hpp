@@ -173,7 +173,7 @@ class CoordinatorSession {
   void drain_joiners();  // reads what the listener holds now (others' messages: stash_)
   [[nodiscard]] bool admit(const PendingJoin& joiner, std::uint64_t step);
   void refuse_joiner(const PendingJoin& joiner, const std::string& why, int exit_code);
-  void replan_rows(std::uint64_t epoch);  // every training row dealt among the members
+  void replan_rows(std::uint64_t epoch, const std::function<std::uint64_t(int)>& from = {});
   [[nodiscard]] bool joins_by_itself(int rank) const;  // no child of this process
   [[nodiscard]] bool deal_later(int rank, std::uint64_t epoch) const;
   [[nodiscard]] bool left_unread(int rank);

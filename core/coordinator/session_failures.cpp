@@ -253,20 +253,6 @@ void CoordinatorSession::drop_worker(int rank, const std::string& cause) {
   lost_unassigned_.push_back(rank);
 }
 
-namespace {
-
-// Whether `rank` was dealt rows of another (a taker in a deal of `dealt`, or a member of a
-// re-plan): then its rows are more than its plan shard, and passing on only that shard would
-// drop the rest.
-bool holds_dealt_rows(const nlohmann::json& dealt, int rank) {
-  return std::any_of(dealt.begin(), dealt.end(), [rank](const nlohmann::json& d) {
-    const auto& to = d["to"];
-    return std::find(to.begin(), to.end(), rank) != to.end();
-  });
-}
-
-}  // namespace
-
 void CoordinatorSession::reassign_lost_rows(std::uint64_t epoch) {
   // A worker that leaves or is lost while rows are dealt (the deal's gather reads its leave)
   // joins lost_unassigned_: deal again until no one new is waiting, so its rows, and any share

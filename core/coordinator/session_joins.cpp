@@ -40,8 +40,11 @@ bool CoordinatorSession::joins_by_itself(int rank) const {
 
 bool admits_joiners(const config::Config& config, bool sparse_rows) {
   const auto& a = config.aggregation;
-  return a.mode == config::AggregationMode::kGradients && a.topology == config::Topology::kStar &&
-         a.servers == 1 && !sparse_rows;
+  const bool star = a.mode == config::AggregationMode::kGradients &&
+                    a.topology == config::Topology::kStar && a.servers == 1;
+  // Parameters mode admits joiners at a round boundary (core/modes/parameters.cpp).
+  const bool rounds = a.mode == config::AggregationMode::kParameters;
+  return (star || rounds) && !sparse_rows;
 }
 
 bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
@@ -63,8 +66,8 @@ bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
   }
   if (!admits_joiners(config_, plan_.source.sparse.has_value())) {
     refuse_joiner({in.peer, hello}, "workers may join a run of aggregation.mode gradients over "
-                  "topology star with one server and dense rows only yet; this run can only lose "
-                  "workers (docs/elastic.md)", 2);
+                  "topology star with one server, or of aggregation.mode parameters, with dense "
+                  "rows only yet; this run can only lose workers (docs/elastic.md)", 2);
     return true;
   }
   // A joiner says hello every second until its setup comes: once queued (or admitted), again.
@@ -272,12 +275,24 @@ nlohmann::json deal_shares(CoordinatorSession& session, const std::vector<int>& 
   return to;
 }
 
-void CoordinatorSession::replan_rows(std::uint64_t epoch) {
+// Every training row dealt among the members, from `epoch`; or, with `from` (parameters mode,
+// whose workers count their own epochs), each member from its own from(rank), recorded in its
+// `to` entry, `epoch` being the earliest.
+void CoordinatorSession::replan_rows(std::uint64_t epoch,
+                                     const std::function<std::uint64_t(int)>& from) {
   const std::vector<int> waiting = lost_unassigned_;  // one that leaves during the deal stays
   const std::vector<int> members = alive_;
-  const auto to = deal_every_row(*this, members, epoch);
+  std::function<std::uint64_t(int)> each = [epoch](int) { return epoch; };
+  if (from) each = from;
+  auto to = deal_every_row(*this, members, each);
   // For a checkpoint (resume_membership.cpp): the same re-plan, again, on --resume.
-  dealt_.push_back({{"replan", true}, {"from_epoch", epoch}, {"to", members}});
+  nlohmann::json record = {{"replan", true}, {"from_epoch", epoch}, {"to", members}};
+  if (from) {
+    for (auto& t : to) t["from_epoch"] = from(t["rank"].get<int>());
+    record["from_epochs"] = nlohmann::json::array();
+    for (const int m : members) record["from_epochs"].push_back(from(m));
+  }
+  dealt_.push_back(std::move(record));
   // The events since the last re-plan: joins get the new plan, leaves (and workers lost under
   // continue) the rows they held, now dealt with every other row.
   const nlohmann::json replanned = {{"from_epoch", epoch}, {"to", to}};
@@ -311,14 +326,14 @@ void CoordinatorSession::replan_rows(std::uint64_t epoch) {
 }
 
 nlohmann::json deal_every_row(CoordinatorSession& session, const std::vector<int>& members,
-                              std::uint64_t epoch) {
+                              const std::function<std::uint64_t(int)>& from_epoch) {
   const auto& plan = session.plan();
   std::vector<data::Segment> every;  // every training row, in the plan's rank order
   for (int r = 0; r < plan.starting_ranks(); ++r) {
     const auto& s = plan.segments[static_cast<std::size_t>(r)];
     every.insert(every.end(), s.begin(), s.end());
   }
-  return deal_shares(session, members, source_for(plan, 0), every, [epoch](int) { return epoch; },
+  return deal_shares(session, members, source_for(plan, 0), every, from_epoch,
                      {{"replan", true}});
 }
 

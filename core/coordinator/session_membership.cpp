@@ -61,6 +61,13 @@ nlohmann::json* leave_event(nlohmann::json& membership, int rank) {
   return nullptr;
 }
 
+bool holds_dealt_rows(const nlohmann::json& dealt, int rank) {
+  return std::any_of(dealt.begin(), dealt.end(), [rank](const nlohmann::json& d) {
+    const auto& to = d["to"];
+    return std::find(to.begin(), to.end(), rank) != to.end();
+  });
+}
+
 void note_rows_dealt(nlohmann::json& membership, int rank, std::uint64_t from_epoch,
                      std::uint64_t rows, const nlohmann::json& to) {
   for (auto& event : membership["events"]) {
@@ -155,6 +162,18 @@ void CoordinatorSession::publish_members(bool boundary) {
 
 void CoordinatorSession::deal_left_rows(const std::function<std::uint64_t(int)>& from_epoch) {
   if (result_.membership.is_null() || alive_.empty()) return;
+  // After a join (parameters mode admits joiners at a round boundary) every row is re-dealt,
+  // each member from its own next local epoch; and once rows follow a re-plan, a leaver's are
+  // re-dealt with all the others, as are those of a leaver that held rows dealt to it.
+  const bool passes_on = std::any_of(lost_unassigned_.begin(), lost_unassigned_.end(), [&](int r) {
+    return has_left(result_.membership, r) && holds_dealt_rows(dealt_, r);
+  });
+  if (joins_.replan || ((joins_.replanned || passes_on) && !lost_unassigned_.empty())) {
+    std::uint64_t first = UINT64_MAX;
+    for (const int r : alive_) first = std::min(first, from_epoch(r));
+    replan_rows(first, from_epoch);
+    return;
+  }
   const auto pending = lost_unassigned_;
   for (const int left : pending) {
     if (!has_left(result_.membership, left)) continue;  // lost under continue: its client's
@@ -204,7 +223,8 @@ void CoordinatorSession::check_min_workers(const std::string& why) {
   const std::string how =
       admits_joiners(config_, plan_.source.sparse.has_value())
           ? fmt::format("`disttrain worker --connect {} --join` joins one", listener_.endpoint())
-          : "workers may join runs of gradients over star with one server only yet";
+          : "workers may join runs of gradients over star with one server, or of parameters "
+            "mode, only yet";
   fail<TrainingError>("{}, leaving {} worker{}, below fault_tolerance.elastic.min_workers = {}, "
                       "and not enough workers joined within join_timeout_ms = {} ms ({}); lower "
                       "min_workers, or rerun with --resume to continue from the last checkpoint",

@@ -42,6 +42,7 @@
 // With plain SGD (no momentum) the two are the same.
 
 #include "core/modes/merge.hpp"
+#include "core/modes/parameters_joins.hpp"
 #include "core/protocol/step_messages.hpp"
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
@@ -220,12 +221,8 @@ class ParametersMode final : public Mode {
     session.schedule().start_clock();
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
     for (std::uint64_t r = first_round_; r < schedule.rounds && !early_stop.stopped(); ++r) {
-      // Elastic: the rows of workers that left go to the others from their next local epoch.
-      session.deal_left_rows([&](int k) {
-        const auto at = static_cast<std::size_t>(k);
-        const auto per = summary["local_steps_per_epoch"][at].get<std::uint64_t>();
-        return (positions_[at] + per - 1) / per;
-      });
+      // Elastic: joiners admitted, leavers' rows dealt (parameters_joins.hpp).
+      joins_.boundary(session, r, [&](std::uint64_t k) { return schedule.end_step(k); });
       // Drawn from every rank, so that losing a worker (continue) does not change whom the
       // other rounds draw; a lost worker drawn simply sits the round out.
       auto clients = sample_clients(config.seed, r, ranks, pc.clients_per_round);
@@ -245,6 +242,7 @@ class ParametersMode final : public Mode {
         protocol::Envelope request{.type = protocol::Type::kRound, .step = r};
         request.fields = {{"round", r}, {"local_step", positions_[static_cast<std::size_t>(c)]}};
         if (keep_state) request.fields["send_optimizer"] = true;
+        joins_.annotate(session, request, c);  // a joiner's local steps per epoch
         // A schedule counts each worker's local steps over the whole run (docs/optimizers.md).
         if (models::has_lr_schedule(config.training.optimizer)) {
           request.fields["schedule_steps"] = schedule.total_steps;
@@ -317,6 +315,7 @@ class ParametersMode final : public Mode {
       rounds_done_ = r + 1;
       session.step_boundary(schedule.end_step(r));
     }
+    session.close_admissions();  // elastic: joiners still waiting are refused
   }
 
   // Checkpoints, at round boundaries: the merged parameters, the next round, each client's
@@ -384,7 +383,7 @@ class ParametersMode final : public Mode {
       optimizer_ = models::make_optimizer(config.training.optimizer, p);
     }
     // Its planned epoch, kept when a leaver's rows join its shard (elastic): batches grow.
-    if (per_epoch_ == 0) per_epoch_ = session.local_steps_per_epoch();
+    if (per_epoch_ == 0) per_epoch_ = RoundJoins::steps_per_epoch(session, message);
     const std::uint64_t steps = message.fields.contains("steps")
                                     ? protocol::count(message, "steps")
                                     : protocol::count(message, "epochs") * per_epoch_;
@@ -477,6 +476,7 @@ class ParametersMode final : public Mode {
   std::uint64_t first_round_ = 0;
   std::vector<std::uint64_t> positions_;
   std::vector<std::optional<models::OptimizerState>> client_optimizers_;
+  RoundJoins joins_{positions_, client_optimizers_};  // elastic: joins at round boundaries
 
   // Worker side: this worker's model, optimizer and position in its data, across rounds.
   std::vector<double> params_;
