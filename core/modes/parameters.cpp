@@ -8,7 +8,8 @@
 // aggregation.parameters.merge (merge.hpp) and starts the next round.
 //
 // Wire per round: the parameters down to each of the round's clients, the parameters plus three
-// numbers up from each. Nothing moves between rounds, whatever K is.
+// numbers up from each. Nothing moves between rounds, whatever K is. With aggregation.compression
+// fp16 / bf16 the models travel as half-float deltas both ways (parameters_half.hpp).
 //
 // The schedule, with S_k = ceil(shard_k / batch_size) local steps per epoch for worker k (1 with
 // batch_size full) and S = max_k S_k:
@@ -42,7 +43,10 @@
 // With plain SGD (no momentum) the two are the same.
 
 #include "core/modes/merge.hpp"
+#include "core/modes/parameters_half.hpp"
 #include "core/modes/parameters_rounds.hpp"
+#include "core/modes/server_mode.hpp"
+#include "core/protocol/compression.hpp"
 #include "core/protocol/step_messages.hpp"
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
@@ -125,6 +129,13 @@ class ParametersMode final : public Mode {
     const bool keep_state = pc.optimizer_state == config::OptimizerState::kKeep &&
                             !models::make_optimizer(config.training.optimizer, 1)->state().slots.empty();
 
+    // aggregation.compression fp16 / bf16: the models travel as deltas (parameters_half.hpp);
+    // the tally goes into the summary at the end, and when the run fails.
+    const auto codec = protocol::half_codec(config);
+    protocol::SummaryTally summary_tally(config, summary);
+    std::optional<HalfModelsOut> half;
+    if (codec) half.emplace(*codec, ranks);
+
     std::vector<double> merged(p);
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
@@ -154,7 +165,7 @@ class ParametersMode final : public Mode {
       timeline::Lap lap;
       // Each client is told where it is in its own data, so a replacement resumes its shard
       // where the lost worker left it.
-      for (const int c : clients) {
+      const auto send_round = [&](int c) {
         protocol::Envelope request{.type = protocol::Type::kRound, .step = r};
         request.fields = {{"round", r}, {"local_step", positions_[static_cast<std::size_t>(c)]}};
         if (keep_state) request.fields["send_optimizer"] = true;
@@ -165,11 +176,31 @@ class ParametersMode final : public Mode {
         request.fields[schedule.sync_steps > 0 ? "steps" : "epochs"] = schedule.amount(r);
         // output.timeline: a worker's local steps go on the log's axis from the round's start.
         if (timeline::on()) request.fields["timeline_step"] = r == 0 ? 0 : schedule.end_step(r - 1);
-        request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+        if (half) {
+          half->put_model(request, c, params, summary_tally.tally());
+        } else {
+          request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+        }
         session.send_to(c, std::move(request));
+      };
+      if (half) {
+        for (int k = 0; k < ranks; ++k) {
+          if (!session.is_alive(k)) half->forget(k);  // a slot a joiner may take
+        }
       }
+      for (const int c : clients) send_round(c);
       lap.mark(timeline::Phase::kBroadcast);
       session.set_round_end(schedule.end_step(r));  // a leave with its reply (elastic)
+      // Compressed, a replacement holds no model to add a delta to: it is sent the round's
+      // model whole (instead of the session's re-send of the delta it was sent).
+      std::optional<LossHandlerScope> loss_scope;
+      if (half) {
+        loss_scope.emplace(session, [&](int rank, config::FailurePolicy action) {
+          half->forget(rank);
+          const bool restart = action == config::FailurePolicy::kRestart;
+          if (restart && std::ranges::binary_search(clients, rank)) send_round(rank);
+        });
+      }
       const auto replies = session.gather_from(protocol::Type::kRoundResult, clients);
       lap.mark(timeline::Phase::kGather);
       if (replies.empty()) {  // every client of the round was lost (continue)
@@ -198,8 +229,10 @@ class ParametersMode final : public Mode {
         }
         loss_sum += worker_loss[ri];
         rows += worker_rows[ri];
-        candidates.push_back({.rank = rank, .params = protocol::doubles(reply, 0, p),
-                              .rows = worker_rows[ri]});
+        const auto model = half ? half->model_of(reply, params, candidates.size(),
+                                                 summary_tally.tally())
+                                : protocol::doubles(reply, 0, p);
+        candidates.push_back({.rank = rank, .params = model, .rows = worker_rows[ri]});
         summary["participation"][ri] = summary["participation"][ri].get<std::uint64_t>() + 1;
       }
       rounds::score(session, pc.merge, candidates, errors);
@@ -211,7 +244,11 @@ class ParametersMode final : public Mode {
         e.add_context(fmt::format("training diverged in round {} of {}", r + 1, schedule.rounds));
         throw;
       }
-      params = merged;
+      if (half) {
+        half->advance(params, merged);  // rounded as the clients rebuild it
+      } else {
+        params = merged;
+      }
       lap.mark(timeline::Phase::kMerge);  // the candidates scored (best, validation_weighted)
       // The clients' positions (and kept optimizer states) move with the merge, so that a
       // checkpoint never holds half a round.
@@ -288,7 +325,9 @@ class ParametersMode final : public Mode {
     const auto& config = session.config();
     auto& model = session.model();
     const std::size_t p = model.parameter_count();
-    const auto merged = protocol::doubles(message, 0, p);
+    const auto codec = protocol::half_codec(config);
+    const auto merged =
+        codec ? half_in_.read_model(message, *codec, p) : protocol::doubles(message, 0, p);
     params_.assign(merged.begin(), merged.end());
     local_step_ = protocol::count(message, "local_step");
     grad_.resize(p);
@@ -332,7 +371,8 @@ class ParametersMode final : public Mode {
     protocol::Envelope reply{.type = protocol::Type::kRoundResult, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"steps", steps}};
     if (roles::leave_asked()) reply.fields["leaving"] = true;  // its last round (elastic)
-    reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
+    reply.arrays.push_back(codec ? half_in_.encode_trained(params_, *codec)
+                                 : wire::to_bytes(std::span<const double>(params_)));
     if (protocol::flag(message, "send_optimizer")) put_optimizer_fields(reply, optimizer_->state());
     session.send(std::move(reply));
   }
@@ -369,6 +409,7 @@ class ParametersMode final : public Mode {
   std::unique_ptr<models::Optimizer> optimizer_;
   std::uint64_t local_step_ = 0;
   std::uint64_t per_epoch_ = 0;  // its local steps per epoch, as planned
+  HalfModelsIn half_in_;         // aggregation.compression: the model it holds
 };
 
 }  // namespace
