@@ -97,6 +97,22 @@ def test_replacement_gets_the_model_whole(tmp):
     assert model_bytes(tmp / "restart") == model_bytes(tmp / "ref")
 
 
+def test_leave_mid_run(tmp):
+    # configs/elastic_parameters.yaml: worker 2 leaves after its round 2; the later rounds go to
+    # the three others (deltas on the model they hold), with the same membership events and
+    # the loss within 1% of the uncompressed run's.
+    config = h.source("configs", "elastic_parameters.yaml")
+    plain = run_ok(config, tmp / "none")
+    summary = run_ok(config, tmp / "fp16", *fp("fp16"))
+    def events(s):
+        return [{k: v for k, v in e.items() if k != "pid"} for e in s["membership"]["events"]]
+    assert events(summary) == events(plain), summary["membership"]
+    assert [(e["event"], e["rank"], e["step"]) for e in events(summary)] == [("leave", 2, 64)]
+    assert abs(summary["final_loss"] - plain["final_loss"]) <= 0.01 * plain["final_loss"]
+    c = summary["aggregation"]["compression"]
+    assert c["whole_models"] == 4 and c["bytes"] < c["float64_bytes"], c
+
+
 PARAMETERS = ("{mode: parameters, compression: fp16, "
               "parameters: {sync_every: {steps: 5}, optimizer_state: keep}}")
 
@@ -189,5 +205,6 @@ def test_resume_dropping_topk_residuals_warns(tmp):
 if __name__ == "__main__":
     h.main([test_final_loss_within_one_percent, test_bytes_in_summary,
             test_reruns_and_transports_identical, test_replacement_gets_the_model_whole,
+            test_leave_mid_run,
             test_resume_is_the_unbroken_run, test_failed_run_counts_what_travelled,
             test_replaced_server_frames_counted, test_resume_dropping_topk_residuals_warns])
