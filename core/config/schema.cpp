@@ -197,7 +197,8 @@ std::vector<Key> build_keys() {
        "`none`",
        "How the workers' gradients travel: `none` as float64; `fp16` or `bf16` in 16 bits a "
        "value (rounded to nearest even, one power-of-two scale a message so nothing overflows); "
-       "the sum and the optimizer stay float64. `gradients` mode (star, servers, ring). Or the "
+       "the sum and the optimizer stay float64. `gradients` mode (star, servers, ring); in "
+       "`parameters` mode the models travel as fp16 / bf16 deltas both ways. Or the "
        "map `{topk: {ratio: R}}`: each worker sends only the largest entries of its gradient "
        "(keys and float64 values) and keeps the rest for its next step (star and servers; not "
        "the ring). See docs/compression.md."},

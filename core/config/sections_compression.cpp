@@ -1,7 +1,8 @@
 // aggregation.compression: how the workers' gradients travel (none: float64; fp16 / bf16: 16 bits
 // a value, transports/half_codec.hpp; {topk: {ratio}}: the largest entries with error feedback,
-// transports/topk_codec.hpp) in mode gradients (star, sharded servers, ring), and the setups it
-// is not available with yet.
+// transports/topk_codec.hpp) in mode gradients (star, sharded servers, ring), the models of mode
+// parameters (fp16 / bf16 deltas, core/modes/parameters_half.hpp), and the setups it is not
+// available with yet.
 
 #include <fmt/format.h>
 
@@ -45,10 +46,12 @@ void check_compression(const Section& root, const Config& c) {
   const auto refuse = [&](const std::string& why) {
     a.fail("compression", fmt::format("{} {}", name, why));
   };
-  if (c.aggregation.mode == AggregationMode::kParameters) {
+  if (c.aggregation.mode == AggregationMode::kParameters && w == WireCompression::kTopk) {
+    // Model averaging sends models (as deltas with fp16 / bf16): a top-k of a model's change
+    // would need a residual per client across rounds it may sit out; not built.
     refuse("compresses the gradients of aggregation.mode gradients; model averaging "
-           "(mode parameters) sends whole models and is not compressed yet; use compression "
-           "none with mode parameters, or mode gradients");
+           "(mode parameters) sends its models as fp16 or bf16 deltas only; use compression "
+           "fp16 or bf16 with mode parameters, or mode gradients");
   }
   if (c.aggregation.mode == AggregationMode::kAsync) {
     refuse("is not available with aggregation.mode async yet; use compression none with "

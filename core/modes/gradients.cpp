@@ -54,7 +54,9 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     session.schedule().start_clock();
     const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
-    protocol::CompressionTally tally;  // aggregation.compression: bytes sent and saved
+    // aggregation.compression: bytes sent and saved, in the summary of a failed run too.
+    protocol::SummaryTally summary_tally(session.config(), session.result().aggregation);
+    auto& tally = summary_tally.tally();
     for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
       session.admit_joiners(step);  // elastic: a joiner trains from this step on
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
@@ -81,9 +83,6 @@ class GradientsMode final : public CoordinatorOptimizerMode {
                   lap);
     }
     session.close_admissions();
-    if (codec || topk) {
-      session.result().aggregation["compression"] = tally.to_json(session.config());
-    }
   }
 
   // Top-k: the workers' residuals go into a checkpoint of a step they were sent with, and back

@@ -8,7 +8,8 @@
 // aggregation.parameters.merge (merge.hpp) and starts the next round.
 //
 // Wire per round: the parameters down to each of the round's clients, the parameters plus three
-// numbers up from each. Nothing moves between rounds, whatever K is.
+// numbers up from each. Nothing moves between rounds, whatever K is. With aggregation.compression
+// fp16 / bf16 the models travel as half-float deltas both ways (parameters_half.hpp).
 //
 // The schedule, with S_k = ceil(shard_k / batch_size) local steps per epoch for worker k (1 with
 // batch_size full) and S = max_k S_k:
@@ -42,7 +43,11 @@
 // With plain SGD (no momentum) the two are the same.
 
 #include "core/modes/merge.hpp"
+#include "core/modes/parameters_half.hpp"
 #include "core/modes/parameters_joins.hpp"
+#include "core/modes/parameters_rounds.hpp"
+#include "core/modes/server_mode.hpp"
+#include "core/protocol/compression.hpp"
 #include "core/protocol/step_messages.hpp"
 #include "core/modes/mode.hpp"
 #include "core/models/optim.hpp"
@@ -53,110 +58,22 @@
 #include "core/worker/leave.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
-#include "base/random.hpp"
 #include "base/text.hpp"
 #include "base/timeline.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numeric>
 #include <optional>
 
 namespace dt::modes {
 namespace {
 
 using config::MergeRule;
-
-struct Schedule {
-  std::uint64_t steps_per_epoch = 1;  // S: the largest shard's local steps per epoch
-  std::uint64_t total_steps = 0;      // training.epochs * S
-  std::uint64_t rounds = 0;
-  std::uint64_t sync_steps = 0;       // K, or 0 with sync_every in epochs
-  std::uint64_t sync_epochs = 0;      // E when sync_steps == 0
-  std::uint64_t epochs = 0;           // training.epochs
-
-  // Local steps (steps form) or local epochs (epochs form) of round r.
-  [[nodiscard]] std::uint64_t amount(std::uint64_t r) const {
-    if (sync_steps > 0) return std::min(sync_steps, total_steps - r * sync_steps);
-    return std::min(sync_epochs, epochs - r * sync_epochs);
-  }
-  // The step (on the log's axis) reached when round r ends.
-  [[nodiscard]] std::uint64_t end_step(std::uint64_t r) const {
-    if (sync_steps > 0) return std::min((r + 1) * sync_steps, total_steps);
-    return std::min((r + 1) * sync_epochs, epochs) * steps_per_epoch;
-  }
-};
-
-Schedule make_schedule(const config::Config& config, const roles::Plan& plan) {
-  const auto& p = config.aggregation.parameters;
-  Schedule s;
-  for (const auto rows : plan.shard_rows) {
-    s.steps_per_epoch = std::max(s.steps_per_epoch, roles::local_steps_per_epoch(config.training, rows));
-  }
-  s.epochs = static_cast<std::uint64_t>(config.training.epochs);
-  s.total_steps = s.epochs * s.steps_per_epoch;
-  if (p.sync_every_steps > 0) {
-    s.sync_steps = static_cast<std::uint64_t>(p.sync_every_steps);
-    s.rounds = (s.total_steps + s.sync_steps - 1) / s.sync_steps;
-  } else {
-    s.sync_epochs = static_cast<std::uint64_t>(std::max(1, p.sync_every_epochs));
-    s.rounds = (s.epochs + s.sync_epochs - 1) / s.sync_epochs;
-  }
-  return s;
-}
-
-// The round's clients, ascending: every rank with fraction 1, otherwise max(1, floor(fraction
-// * n)) distinct ranks drawn by a partial Fisher-Yates shuffle from (seed, round).
-std::vector<int> sample_clients(std::uint64_t seed, std::uint64_t round, int n, double fraction) {
-  std::vector<int> ranks(static_cast<std::size_t>(n));
-  std::iota(ranks.begin(), ranks.end(), 0);
-  const auto m = static_cast<std::size_t>(
-      std::max(1.0, std::floor(fraction * static_cast<double>(n) + 1e-9)));
-  if (m >= ranks.size()) return ranks;
-  random::Generator gen(seed, random::stream::kClientSampling, round);
-  for (std::size_t i = 0; i < m; ++i) {
-    const auto j = i + static_cast<std::size_t>(gen.below(ranks.size() - i));
-    std::swap(ranks[i], ranks[j]);
-  }
-  ranks.resize(m);
-  std::sort(ranks.begin(), ranks.end());
-  return ranks;
-}
-
-// Sum of |prediction - label| over the rows of a regression shard, in chunks (bounded scratch),
-// in row order.
-double absolute_error(models::Model& model, std::span<const double> params,
-                      const data::Shard& shard) {
-  constexpr std::int64_t kChunkRows = 8192;
-  models::RowMatrix predictions;
-  double total = 0;
-  roles::RowScorer scorer(model, params, shard);
-  const auto rows = scorer.rows();
-  for (std::int64_t begin = 0; begin < rows; begin += kChunkRows) {
-    const auto n = std::min(kChunkRows, rows - begin);
-    scorer.predict(begin, n, predictions);
-    for (std::int64_t i = 0; i < n; ++i) total += std::abs(predictions(i, 0) - shard.y(begin + i));
-  }
-  return total;
-}
-
-bool needs_validation(MergeRule rule) {
-  return rule == MergeRule::kBest || rule == MergeRule::kValidationWeighted;
-}
-
-merge::Outcome apply_rule(MergeRule rule, double trim, std::span<const merge::Candidate> c,
-                          std::span<double> out) {
-  switch (rule) {
-    case MergeRule::kWeightedAverage: return merge::weighted_average(c, out);
-    case MergeRule::kAverage: return merge::average(c, out);
-    case MergeRule::kMedian: return merge::median(c, out);
-    case MergeRule::kTrimmedMean: return merge::trimmed_mean(c, trim, out);
-    case MergeRule::kBest: return merge::best(c, out);
-    case MergeRule::kValidationWeighted: return merge::validation_weighted(c, out);
-  }
-  fail<TrainingError>("merge rule {} is not implemented", static_cast<int>(rule));
-}
+using rounds::apply_rule;
+using rounds::make_schedule;
+using rounds::needs_validation;
+using rounds::sample_clients;
 
 class ParametersMode final : public Mode {
  public:
@@ -213,6 +130,13 @@ class ParametersMode final : public Mode {
     const bool keep_state = pc.optimizer_state == config::OptimizerState::kKeep &&
                             !models::make_optimizer(config.training.optimizer, 1)->state().slots.empty();
 
+    // aggregation.compression fp16 / bf16: the models travel as deltas (parameters_half.hpp);
+    // the tally goes into the summary at the end, and when the run fails.
+    const auto codec = protocol::half_codec(config);
+    protocol::SummaryTally summary_tally(config, summary);
+    std::optional<HalfModelsOut> half;
+    if (codec) half.emplace(*codec, ranks);
+
     std::vector<double> merged(p);
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
@@ -238,7 +162,7 @@ class ParametersMode final : public Mode {
       timeline::Lap lap;
       // Each client is told where it is in its own data, so a replacement resumes its shard
       // where the lost worker left it.
-      for (const int c : clients) {
+      const auto send_round = [&](int c) {
         protocol::Envelope request{.type = protocol::Type::kRound, .step = r};
         request.fields = {{"round", r}, {"local_step", positions_[static_cast<std::size_t>(c)]}};
         if (keep_state) request.fields["send_optimizer"] = true;
@@ -250,11 +174,31 @@ class ParametersMode final : public Mode {
         request.fields[schedule.sync_steps > 0 ? "steps" : "epochs"] = schedule.amount(r);
         // output.timeline: a worker's local steps go on the log's axis from the round's start.
         if (timeline::on()) request.fields["timeline_step"] = r == 0 ? 0 : schedule.end_step(r - 1);
-        request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+        if (half) {
+          half->put_model(request, c, params, summary_tally.tally());
+        } else {
+          request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+        }
         session.send_to(c, std::move(request));
+      };
+      if (half) {
+        for (int k = 0; k < ranks; ++k) {
+          if (!session.is_alive(k)) half->forget(k);  // a slot a joiner may take
+        }
       }
+      for (const int c : clients) send_round(c);
       lap.mark(timeline::Phase::kBroadcast);
       session.set_round_end(schedule.end_step(r));  // a leave with its reply (elastic)
+      // Compressed, a replacement holds no model to add a delta to: it is sent the round's
+      // model whole (instead of the session's re-send of the delta it was sent).
+      std::optional<LossHandlerScope> loss_scope;
+      if (half) {
+        loss_scope.emplace(session, [&](int rank, config::FailurePolicy action) {
+          half->forget(rank);
+          const bool restart = action == config::FailurePolicy::kRestart;
+          if (restart && std::ranges::binary_search(clients, rank)) send_round(rank);
+        });
+      }
       const auto replies = session.gather_from(protocol::Type::kRoundResult, clients);
       lap.mark(timeline::Phase::kGather);
       if (replies.empty()) {  // every client of the round was lost (continue)
@@ -283,11 +227,13 @@ class ParametersMode final : public Mode {
         }
         loss_sum += worker_loss[ri];
         rows += worker_rows[ri];
-        candidates.push_back({.rank = rank, .params = protocol::doubles(reply, 0, p),
-                              .rows = worker_rows[ri]});
+        const auto model = half ? half->model_of(reply, params, candidates.size(),
+                                                 summary_tally.tally())
+                                : protocol::doubles(reply, 0, p);
+        candidates.push_back({.rank = rank, .params = model, .rows = worker_rows[ri]});
         summary["participation"][ri] = summary["participation"][ri].get<std::uint64_t>() + 1;
       }
-      score(session, pc.merge, candidates, errors);
+      rounds::score(session, pc.merge, candidates, errors);
 
       merge::Outcome outcome;
       try {
@@ -296,7 +242,11 @@ class ParametersMode final : public Mode {
         e.add_context(fmt::format("training diverged in round {} of {}", r + 1, schedule.rounds));
         throw;
       }
-      params = merged;
+      if (half) {
+        half->advance(params, merged);  // rounded as the clients rebuild it
+      } else {
+        params = merged;
+      }
       lap.mark(timeline::Phase::kMerge);  // the candidates scored (best, validation_weighted)
       // The clients' positions (and kept optimizer states) move with the merge, so that a
       // checkpoint never holds half a round.
@@ -374,7 +324,9 @@ class ParametersMode final : public Mode {
     const auto& config = session.config();
     auto& model = session.model();
     const std::size_t p = model.parameter_count();
-    const auto merged = protocol::doubles(message, 0, p);
+    const auto codec = protocol::half_codec(config);
+    const auto merged =
+        codec ? half_in_.read_model(message, *codec, p) : protocol::doubles(message, 0, p);
     params_.assign(merged.begin(), merged.end());
     local_step_ = protocol::count(message, "local_step");
     grad_.resize(p);
@@ -418,7 +370,8 @@ class ParametersMode final : public Mode {
     protocol::Envelope reply{.type = protocol::Type::kRoundResult, .step = message.step};
     reply.fields = {{"rows", rows}, {"loss_sum", loss_sum}, {"steps", steps}};
     roles::flag_if_leaving(reply);  // its last round (elastic)
-    reply.arrays.push_back(wire::to_bytes(std::span<const double>(params_)));
+    reply.arrays.push_back(codec ? half_in_.encode_trained(params_, *codec)
+                                 : wire::to_bytes(std::span<const double>(params_)));
     if (protocol::flag(message, "send_optimizer")) put_optimizer_fields(reply, optimizer_->state());
     session.send(std::move(reply));
   }
@@ -442,34 +395,6 @@ class ParametersMode final : public Mode {
     return state;
   }
 
-  // Scores each returned model on the validation rows, for the rules that need it: its mean
-  // loss (best) and its quality (validation_weighted; merge::regression_qualities and
-  // merge::accuracy_quality define it).
-  static void score(roles::CoordinatorSession& session, MergeRule rule,
-                    std::vector<merge::Candidate>& candidates, std::vector<double>& errors) {
-    if (!needs_validation(rule)) return;
-    const auto& validation = *session.validation();
-    auto& model = session.model();
-    const auto rows = static_cast<std::uint64_t>(validation.y.size());
-    const bool regression = model.task() == config::Task::kRegression;
-    errors.clear();
-    for (auto& c : candidates) {
-      if (rule == MergeRule::kBest) {
-        c.validation_loss =
-            roles::evaluate_rows(model, c.params, validation).loss_sum / static_cast<double>(rows);
-      } else if (regression) {
-        errors.push_back(absolute_error(model, c.params, validation));
-      } else {
-        c.quality =
-            merge::accuracy_quality(roles::evaluate_rows(model, c.params, validation).correct, rows);
-      }
-    }
-    if (rule == MergeRule::kValidationWeighted && regression) {
-      const auto q = merge::regression_qualities(errors);
-      for (std::size_t k = 0; k < candidates.size(); ++k) candidates[k].quality = q[k];
-    }
-  }
-
   // Coordinator side: rounds merged, each client's position in its data (local steps it has
   // trained), each client's optimizer state (optimizer_state keep), the round to start from.
   std::uint64_t rounds_done_ = 0;
@@ -484,6 +409,7 @@ class ParametersMode final : public Mode {
   std::unique_ptr<models::Optimizer> optimizer_;
   std::uint64_t local_step_ = 0;
   std::uint64_t per_epoch_ = 0;  // its local steps per epoch, as planned
+  HalfModelsIn half_in_;         // aggregation.compression: the model it holds
 };
 
 }  // namespace

@@ -62,6 +62,13 @@ class ShardedGradientsMode final : public ServerGroupMode {
     const auto& config = session.config();
     servers_ = std::make_unique<roles::ServerGroup>(session, std::nullopt, from_);
     auto& servers = *servers_;
+    // aggregation.compression: what the servers received (their replaced ones' too), in the
+    // summary of a failed run as well.
+    const protocol::SummaryTally tally(config, session.result().aggregation,
+                                       [&](protocol::CompressionTally& t) {
+      t = {};
+      for (const auto& s : servers.stats()) t.add(s.half_values, s.half_bytes, s.topk_entries);
+    });
     std::uint64_t round = session.first_step();  // the step in progress, or the next one
     bool in_step = false;  // from the step's broadcast until every server has applied it
     std::vector<int> leaving;  // elastic: left after pushing the round in progress
@@ -129,12 +136,6 @@ class ShardedGradientsMode final : public ServerGroupMode {
     servers.stop();
     session.result().aggregation["servers"] = servers.servers_json();
     session.result().aggregation["server_copy_seconds"] = servers.keep_seconds();
-    if (protocol::half_codec(config) ||  // aggregation.compression: what was saved
-        config.aggregation.compression == config::WireCompression::kTopk) {
-      protocol::CompressionTally tally;
-      for (const auto& s : servers.stats()) tally.add(s.half_values, s.half_bytes, s.topk_entries);
-      session.result().aggregation["compression"] = tally.to_json(session.config());
-    }
   }
 
   // Checkpoints (ServerGroupMode): the servers hold the parameters and optimizer state, each

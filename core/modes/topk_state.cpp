@@ -49,8 +49,30 @@ bool TopkState::save(const config::Config& config, std::uint64_t step,
   return true;
 }
 
+namespace {
+
+// Resumed without top-k from a checkpoint with residuals: what the workers had not sent yet is
+// dropped (a warning; the run goes on, deterministic, but not the run that kept top-k).
+void warn_dropped_residuals(const config::Config& config, const checkpoint::Checkpoint& from) {
+  int held = 0;
+  const int workers = from.manifest.value("workers", 0);
+  for (int rank = 0; rank < workers; ++rank) {
+    if (from.has(protocol::topk_residual_key(rank))) ++held;
+  }
+  if (held == 0) return;
+  log::warn("the checkpoint of step {} holds the top-k residuals of {} workers, and "
+            "aggregation.compression is now {}: their unsent gradient mass is dropped, so this "
+            "run's bytes differ from those of a run that kept top-k",
+            from.step(), held, config::name_of(config.aggregation.compression));
+}
+
+}  // namespace
+
 void TopkState::restore(roles::CoordinatorSession& session, const checkpoint::Checkpoint& from) {
-  if (session.config().aggregation.compression != config::WireCompression::kTopk) return;
+  if (session.config().aggregation.compression != config::WireCompression::kTopk) {
+    warn_dropped_residuals(session.config(), from);
+    return;
+  }
   const std::size_t p = session.params().size();
   int sent = 0;
   // Residuals belong to a worker's rows: with another worker count they are not carried over.

@@ -46,7 +46,8 @@ class TopkState {
   // the mode then writes no checkpoint and the last periodic one stands, so a resume is exact.
   [[nodiscard]] bool save(const config::Config& config, std::uint64_t step,
                           checkpoint::Checkpoint& out) const;
-  // Resumed: each worker its residual of the checkpoint (top-k runs only).
+  // Resumed: each worker its residual of the checkpoint (top-k runs only); resumed without
+  // top-k from a checkpoint with residuals, a warning that they are dropped.
   static void restore(roles::CoordinatorSession& session, const checkpoint::Checkpoint& from);
 
  private:

@@ -38,7 +38,25 @@ nlohmann::json CompressionTally::to_json(const config::Config& config) const {
     j["topk_ratio"] = config.aggregation.topk_ratio;
     j["entries"] = entries_;
   }
+  if (config.aggregation.mode == config::AggregationMode::kParameters) j["whole_models"] = whole_;
   return j;
+}
+
+SummaryTally::SummaryTally(const config::Config& config, nlohmann::json& aggregation,
+                           std::function<void(CompressionTally&)> refresh)
+    : config_(config),
+      aggregation_(aggregation),
+      refresh_(std::move(refresh)),
+      active_(config.aggregation.compression != config::WireCompression::kNone) {}
+
+SummaryTally::~SummaryTally() {
+  if (!active_) return;
+  try {
+    if (refresh_) refresh_(tally_);
+    aggregation_["compression"] = tally_.to_json(config_);
+  } catch (...) {
+    // A summary without its tally beats an exception thrown while another one unwinds.
+  }
 }
 
 }  // namespace dt::protocol

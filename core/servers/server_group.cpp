@@ -208,7 +208,12 @@ std::vector<AppliedUpdate> ServerGroup::take_log() { return servers_.front()->ta
 
 std::vector<ServerStats> ServerGroup::stats() const {
   std::vector<ServerStats> out;
-  for (const auto& s : servers_) out.push_back(s->stats());
+  for (std::size_t k = 0; k < servers_.size(); ++k) {
+    out.push_back(servers_[k]->stats());
+    out.back().half_values += retired_[k].half_values;
+    out.back().half_bytes += retired_[k].half_bytes;
+    out.back().topk_entries += retired_[k].topk_entries;
+  }
   return out;
 }
 
@@ -233,7 +238,7 @@ nlohmann::json ServerGroup::servers_json() const {
   for (std::size_t k = 0; k < servers_.size(); ++k) {
     const auto& s = servers_[k];
     const auto st = s->stats();
-    const auto& old = retired_[k];  // the failed servers' of this range
+    const auto& old = retired_[k].traffic;  // the failed servers' of this range
     list.push_back({{"index", s->options().index},
                     {"keys", {s->options().range.begin, s->options().range.end}},
                     {"key_count", s->options().range.size()},

@@ -87,6 +87,8 @@ class ServerGroup {
   [[nodiscard]] bool save_state(std::uint64_t version, checkpoint::Checkpoint& out) const;
   // Server 0's applied updates since the last call (async mode's loss log).
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
+  // Each server's stats; the compression counts (half_values, half_bytes, topk_entries) add
+  // those of the range's replaced servers, whose frames travelled too.
   [[nodiscard]] std::vector<ServerStats> stats() const;
   void stop();
 
@@ -134,7 +136,7 @@ class ServerGroup {
   std::vector<std::shared_ptr<ServerCopy>> left_;  // async: the copies the servers leave
   std::vector<int> incarnations_;               // replacements of each key range
   std::vector<bool> lost_;                      // failed, not replaced (abort)
-  std::vector<transport::Counters> retired_;    // traffic of each range's failed servers
+  std::vector<ServerStats> retired_;  // traffic and compression counts of each range's failed servers
   double keep_seconds_ = 0;
   int replacements_ = 0;
   std::vector<int> dropped_;                // lost under continue

@@ -30,6 +30,22 @@ namespace dt::roles {
 using transport::Clock;
 using transport::deadline_in;
 
+namespace {
+
+// A failed server's traffic and compression counts, added to those of its range's earlier ones
+// (summary.json counts every frame that travelled, the replaced servers' too).
+void retire_stats(ServerStats& into, const ServerStats& gone) {
+  into.traffic.bytes_sent += gone.traffic.bytes_sent;
+  into.traffic.bytes_received += gone.traffic.bytes_received;
+  into.traffic.messages_sent += gone.traffic.messages_sent;
+  into.traffic.messages_received += gone.traffic.messages_received;
+  into.half_values += gone.half_values;
+  into.half_bytes += gone.half_bytes;
+  into.topk_entries += gone.topk_entries;
+}
+
+}  // namespace
+
 void ServerGroup::check() {
   const std::int64_t timeout = session_.config().fault_tolerance.worker_timeout_ms;
   for (std::size_t k = 0; k < servers_.size(); ++k) {
@@ -105,11 +121,7 @@ void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
   o.optimizer_state = copy.optimizer;
   if (o.asynchronous) o.start_completed = copy.worker_steps;
   servers_[k]->stop();
-  const auto gone = servers_[k]->stats().traffic;
-  retired_[k].bytes_sent += gone.bytes_sent;
-  retired_[k].bytes_received += gone.bytes_received;
-  retired_[k].messages_sent += gone.messages_sent;
-  retired_[k].messages_received += gone.messages_received;
+  retire_stats(retired_[k], servers_[k]->stats());
   servers_[k] = std::make_unique<ParameterServer>(session_.transport(), std::move(o), copy.slice);
   ++replacements_;
   auto& now = *servers_[k];

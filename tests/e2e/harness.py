@@ -100,6 +100,17 @@ def run_json(config, out, *sets, timeout=120):
     return r.json()
 
 
+def model_bytes(run_dir):
+    """The bytes of the model.json a run wrote."""
+    return (Path(run_dir) / "model.json").read_bytes()
+
+
+def parameter_count(run_dir):
+    """The number of parameters of the model a run wrote (its model.json)."""
+    model = json.loads((Path(run_dir) / "model.json").read_text())
+    return sum(len(p["data"]) for p in model["parameters"])
+
+
 def write_config(folder, text, name="config.yaml"):
     path = Path(folder) / name
     path.write_text(text)
@@ -160,6 +171,27 @@ output: {{dir: {out}}}
 
 def long_run(transport, out, aggregation=""):
     return LONG_RUN.format(transport=transport, out=out, aggregation=aggregation)
+
+
+# A small MLP on 3 workers with periodic checkpoints, for runs that are stopped and resumed;
+# `aggregation` is the section's flow map ({mode: gradients, compression: fp16}).
+CHECKPOINTED_MLP = """
+version: 1
+name: {name}
+seed: {seed}
+model: {{type: mlp, hidden: [8]}}
+data: {{synthetic: {{kind: linear, rows: 3000, features: 6}}, validation: 0.1}}
+shards: {{count: 3}}
+aggregation: {aggregation}
+training: {{epochs: {epochs}, batch_size: 32, optimizer: {{type: adam, lr: 0.01}}}}
+fault_tolerance: {{checkpoint_every: {{steps: {every}}}}}
+output: {{dir: {out}, log_every: {{steps: 7}}}}
+"""
+
+
+def checkpointed_mlp(out, aggregation, epochs, every, name="checkpointed-mlp", seed=11):
+    return CHECKPOINTED_MLP.format(out=out, aggregation=aggregation, epochs=epochs, every=every,
+                                   name=name, seed=seed)
 
 
 def start(cfg, env=None):

@@ -66,6 +66,25 @@ def test_parameters_joiner_is_admitted_at_a_round_and_dealt_every_rows_share(tmp
     assert summary(alone)["membership"]["events"] == []
 
 
+def test_parameters_joiner_in_a_compressed_run_is_sent_the_model_whole(tmp):
+    # aggregation.compression fp16 sends half-float deltas from the model a worker holds; a
+    # joiner holds none, so its first round's model travels whole (float64), and it trains from
+    # the very model the others start from: the loss stays within 1% of the uncompressed join.
+    elastic = "max_workers: 3, admit_at_steps: [30]"
+    losses = []
+    for codec in ("none", "fp16"):
+        cfg, out = pa_config(tmp, f"join-{codec}", elastic)
+        run_with_joiner(cfg, "--set", f"aggregation.compression={codec}")
+        s = summary(out)
+        assert [e["event"] for e in s["membership"]["events"]] == ["join"], s["membership"]
+        assert {w["rank"]: w for w in s["worker_stats"]}[2]["steps"] == 3 * 20, s["worker_stats"]
+        losses.append(s["final_loss"])
+    compression = s["aggregation"]["compression"]
+    # Whole: both workers' first round, and the joiner's first (round 2).
+    assert compression["whole_models"] == 3, compression
+    assert abs(losses[1] - losses[0]) <= 0.01 * losses[0], losses
+
+
 def test_parameters_join_in_rounds_of_steps(tmp):
     # Rounds of 5 local steps: the joiner comes in after step 40 (round 8). The others take the
     # new plan from their next local epoch (2, at step 60); the joiner trains its share at once.
@@ -161,6 +180,7 @@ def test_async_joins_are_not_built_yet(tmp):
 
 if __name__ == "__main__":
     h.main([test_parameters_joiner_is_admitted_at_a_round_and_dealt_every_rows_share,
+            test_parameters_joiner_in_a_compressed_run_is_sent_the_model_whole,
             test_parameters_join_in_rounds_of_steps,
             test_parameters_second_joiner_above_max_workers_is_refused,
             test_parameters_join_after_a_leave_takes_its_slot_then_leaves,

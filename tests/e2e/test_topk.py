@@ -100,20 +100,6 @@ def test_bytes_in_summary(tmp):
     assert plain_sent > 4 * sent, (plain_sent, sent)
 
 
-RESUME = """
-version: 1
-name: topk-resume
-seed: 11
-model: {{type: mlp, hidden: [8]}}
-data: {{synthetic: {{kind: linear, rows: 3000, features: 6}}, validation: 0.1}}
-shards: {{count: 3}}
-aggregation: {{mode: gradients, servers: {servers}, compression: {{topk: {{ratio: 0.1}}}}}}
-training: {{epochs: 60, batch_size: 32, optimizer: {{type: adam, lr: 0.01}}}}
-fault_tolerance: {{checkpoint_every: {{steps: 150}}}}
-output: {{dir: {out}, log_every: {{steps: 7}}}}
-"""
-
-
 def test_sigterm_resume_identical(tmp):
     # The stop lands between periodic checkpoints: the residuals are only in those, so the
     # last periodic one stands and the resume redoes the steps since; with the residuals sent
@@ -121,7 +107,10 @@ def test_sigterm_resume_identical(tmp):
     for servers in (1, 2):
         sub = tmp / str(servers)
         sub.mkdir()
-        cfg = h.write_config(sub, RESUME.format(servers=servers, out=sub / "run"))
+        aggregation = (f"{{mode: gradients, servers: {servers}, "
+                       "compression: {topk: {ratio: 0.1}}}")
+        cfg = h.write_config(sub, h.checkpointed_mlp(sub / "run", aggregation, epochs=60,
+                                                     every=150, name="topk-resume"))
         r = h.run("run", cfg, "--set", f"output.dir={sub / 'ref'}", timeout=90)
         assert r.code == 0, r
         run_dir = sub / "run"

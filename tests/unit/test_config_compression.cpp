@@ -30,7 +30,8 @@ TEST_CASE("config compression: none by default and not written; fp16 and bf16 re
   CHECK(plain.aggregation.compression == WireCompression::kNone);
   CHECK_FALSE(YAML::Load(to_yaml(plain))["aggregation"]["compression"].IsDefined());
   for (const char* aggregation : {"{compression: fp16}", "{topology: ring, compression: bf16}",
-                                  "{servers: 2, compression: fp16}"}) {
+                                  "{servers: 2, compression: fp16}",
+                                  "{mode: parameters, compression: bf16}"}) {
     CAPTURE(aggregation);
     const Config c = dt::test::parse_text(with_aggregation(aggregation));
     CHECK(c.aggregation.compression != WireCompression::kNone);
@@ -48,8 +49,11 @@ TEST_CASE("config compression: each refusal names the key and what to use instea
   CHECK(compression_error(with_aggregation("{mode: async, compression: bf16}")) ==
         "test.yaml:3:41: aggregation.compression: bf16 is not available with aggregation.mode "
         "async yet; use compression none with async, or mode gradients");
-  CHECK(compression_error(with_aggregation("{mode: parameters, compression: fp16}")).find(
-            "use compression none with mode parameters, or mode gradients") != std::string::npos);
+  const char* topk_parameters = "{mode: parameters, compression: {topk: {ratio: 0.1}}}";
+  CHECK(compression_error(with_aggregation(topk_parameters))
+            .find("topk compresses the gradients of aggregation.mode gradients; model averaging "
+                  "(mode parameters) sends its models as fp16 or bf16 deltas only; use compression "
+                  "fp16 or bf16 with mode parameters, or mode gradients") != std::string::npos);
   CHECK(compression_error(with_aggregation("{compression: fp16}", "parallelism: {tensor: 2}\n"))
             .find("fp16 is not available with parallelism.tensor > 1; use tensor: 1") !=
         std::string::npos);

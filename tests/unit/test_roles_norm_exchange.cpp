@@ -5,6 +5,7 @@
 
 #include "core/models/optim_controls.hpp"
 #include "core/servers/norm_exchange.hpp"
+#include "base/error.hpp"
 #include "server_fakes.hpp"
 
 #include <doctest/doctest.h>
