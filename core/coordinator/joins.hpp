@@ -4,7 +4,10 @@
 // the session and used from its thread only.
 
 #include "core/config/config.hpp"
+#include "core/coordinator/plan.hpp"
 #include "core/protocol/protocol.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +34,11 @@ struct JoinState {
   bool replan = false;                // a join since the last re-plan: re-deal at the next epoch
   bool replanned = false;             // the rows follow the last re-plan, not the plan's shards
   std::size_t next_admit = 0;         // admit_at_steps: the next entry to honour
+  nlohmann::json last_replan;         // {"from_epoch", "members"} of the last re-plan (checkpoints)
 };
+
+// Every training row of the plan, its shards in rank order: what a re-plan deals.
+[[nodiscard]] std::vector<data::Segment> rows_in_plan_order(const Plan& plan);
 
 // Whether a running job of this config admits joiners: gradients over the star with one server
 // and dense rows only yet (docs/elastic.md); the other modes can only lose workers.

@@ -34,7 +34,9 @@ void CoordinatorSession::set_joiner_setup(protocol::Envelope setup) {
 
 bool CoordinatorSession::joins_by_itself(int rank) const {
   const auto r = static_cast<std::size_t>(rank);
-  return rank >= plan_.starting_ranks() - config_.transport.remote_workers ||
+  // (A join slot held by this process's child, started again on --resume, is not.)
+  return (rank >= plan_.starting_ranks() - config_.transport.remote_workers &&
+          rank < plan_.starting_ranks()) ||
          (r < joins_.taken_over.size() && joins_.taken_over[r]);
 }
 
@@ -255,6 +257,8 @@ nlohmann::json deal_shares(CoordinatorSession& session, const std::vector<int>& 
                            const std::function<std::uint64_t(int)>& from_epoch,
                            const nlohmann::json& fields) {
   for (std::size_t k = 0; k < members.size(); ++k) {
+    // A member gone since (a re-plan dealt again on --resume) keeps its share: none is sent.
+    if (!session.is_alive(members[k])) continue;
     const auto epoch = from_epoch(members[k]);
     auto e = protocol::make_setup({"", "", source, segments});
     e.type = protocol::Type::kReassign;
@@ -272,16 +276,20 @@ nlohmann::json deal_shares(CoordinatorSession& session, const std::vector<int>& 
   return to;
 }
 
-void CoordinatorSession::replan_rows(std::uint64_t epoch) {
-  std::vector<data::Segment> every;  // every training row, in the plan's rank order
-  for (int r = 0; r < plan_.starting_ranks(); ++r) {
-    const auto& s = plan_.segments[static_cast<std::size_t>(r)];
+std::vector<data::Segment> rows_in_plan_order(const Plan& plan) {
+  std::vector<data::Segment> every;
+  for (int r = 0; r < plan.starting_ranks(); ++r) {
+    const auto& s = plan.segments[static_cast<std::size_t>(r)];
     every.insert(every.end(), s.begin(), s.end());
   }
+  return every;
+}
+
+void CoordinatorSession::replan_rows(std::uint64_t epoch) {
   const std::vector<int> members = alive_;
-  const auto to =
-      deal_shares(*this, members, source_for(plan_, 0), every, [epoch](int) { return epoch; },
-                  {{"replan", true}});
+  const auto to = deal_shares(*this, members, source_for(plan_, 0), rows_in_plan_order(plan_),
+                              [epoch](int) { return epoch; }, {{"replan", true}});
+  joins_.last_replan = {{"from_epoch", epoch}, {"members", members}};  // for checkpoints
   // The events since the last re-plan: joins get the new plan, leaves (and workers lost under
   // continue) the rows they held, now dealt with every other row.
   const nlohmann::json replanned = {{"from_epoch", epoch}, {"to", to}};

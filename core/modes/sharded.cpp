@@ -61,6 +61,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
     const auto& config = session.config();
     servers_ = std::make_unique<roles::ServerGroup>(session, std::nullopt, from_);
     auto& servers = *servers_;
+    servers.forget_departed();  // resumed without its leavers (elastic)
     std::uint64_t round = session.first_step();  // the step in progress, or the next one
     bool in_step = false;  // from the step's broadcast until every server has applied it
     std::vector<int> leaving;  // elastic: left after pushing the round in progress
