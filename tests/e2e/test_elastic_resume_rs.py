@@ -41,6 +41,13 @@ def check_resume_after_a_leave(tmp, kind):
     for kill_at in (110, 160):
         out = stopped(tmp, kind, f"cut{kill_at}", [LEAVE], kill_at)
         cfg, _ = config(tmp, kind, f"cut{kill_at}", faults=[LEAVE], checkpoint=50)
+        if kill_at == 160:  # a copy resumed over tcp: the same bits too
+            tcp = tmp / f"{kind}-tcp"
+            shutil.copytree(out, tcp)
+            r = h.run("run", cfg, "--resume", "--set", f"output.dir={tcp}",
+                      "--set", "transport.type=tcp")
+            assert r.code == 0, (kind, r)
+            assert (tcp / "model.json").read_bytes() == model, f"{kind}: tcp resume differs"
         r = h.run("run", cfg, "--resume")
         assert r.code == 0, (kind, r)
         s = summary(out)
