@@ -18,22 +18,30 @@ void WorkerAddresses::set_identity(int rank, std::string identity) {
   identities_.at(static_cast<std::size_t>(rank)) = std::move(identity);
 }
 
-bool WorkerAddresses::take_endpoints(const std::vector<protocol::Envelope>& ready) {
-  std::vector<std::string> endpoints;
+bool WorkerAddresses::take_endpoints(const std::vector<protocol::Envelope>& ready,
+                                     std::size_t ranks) {
+  // By rank: a rank that sent no kReady (one that had left, on --resume) keeps an empty
+  // endpoint, which no ring of the run includes.
+  std::vector<std::string> endpoints(ranks);
+  std::size_t reported = 0;
+  std::size_t silent = 0;
   for (const auto& e : ready) {
     const auto it = e.fields.find("peer_endpoint");
     if (it == e.fields.end() || !it->is_string() || it->get<std::string>().empty()) {
-      if (!endpoints.empty()) {
+      if (reported > 0) {
         fail<ProtocolError>("worker {} reported no peer endpoint while others did", e.rank);
       }
+      ++silent;
       continue;
     }
-    if (endpoints.size() != e.rank) {
+    if (silent > 0) {
       fail<ProtocolError>("worker {} reported a peer endpoint while others did not", e.rank);
     }
-    endpoints.push_back(it->get<std::string>());
+    if (endpoints.size() <= e.rank) endpoints.resize(e.rank + 1);
+    endpoints[e.rank] = it->get<std::string>();
+    ++reported;
   }
-  if (endpoints.empty()) return false;
+  if (reported == 0) return false;
   endpoints_ = std::move(endpoints);
   return true;
 }

@@ -21,8 +21,9 @@ class WorkerAddresses {
   void set_identities(std::vector<std::string> identities) { identities_ = std::move(identities); }
 
   // From the workers' kReady replies: every rank's peer endpoint, or none (a star run; false).
-  // ProtocolError when some report one and others do not.
-  bool take_endpoints(const std::vector<protocol::Envelope>& ready);
+  // ProtocolError when some report one and others do not. `ranks`: the endpoints' count at least
+  // (a rank that sent no kReady, having left before a --resume, gets an empty one).
+  bool take_endpoints(const std::vector<protocol::Envelope>& ready, std::size_t ranks = 0);
   // A replacement's endpoint (ignored in a star run, which has none).
   void replace_endpoint(std::size_t rank, std::string endpoint);
   // Every rank's peer endpoint; empty for a star run. Sent again when a group re-forms

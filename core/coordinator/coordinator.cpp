@@ -153,7 +153,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& planned,
   const int first_remote = ranks - config.transport.remote_workers;
   // Joiners (elastic) join by themselves too, in slots above the starting ranks or a leaver's.
   if (first_remote < ranks || config.fault_tolerance.elastic) {
-    pool = with_remote_ranks(std::move(pool), first_remote);
+    pool = with_remote_ranks(std::move(pool), first_remote, ranks);
   }
   // The endpoints as resolved (a port 0 picked), so that a wrong interface shows at once.
   // With curve a worker needs its key and this coordinator's public key (keygen's pair).
@@ -179,18 +179,21 @@ RunResult run_coordinator(const config::Config& config, const Plan& planned,
   const std::string config_hash = config::config_hash(config);
   try {
     progress::phase(fmt::format("starting {} worker{}", ranks, ranks == 1 ? "" : "s"));
-    const auto departed = departed_at_resume(options.checkpointer, config, ranks);
+    const auto departed = departed_at_resume(options.checkpointer, config, ranks,
+                                             static_cast<int>(plan.shard_rows.size()));
+    // Elastic --resume: the join slots alive at the checkpoint are started too, as local ranks.
+    const int started = std::max(ranks, static_cast<int>(departed.size()));
     const auto gone = [&](int r) {
       return !departed.empty() && departed[static_cast<std::size_t>(r)];
     };
-    for (int r = 0; r < ranks; ++r) {
+    for (int r = 0; r < started; ++r) {
       if (!gone(r)) pool->start(r, listener->endpoint());
     }
     const auto join_timeout = first_remote < ranks
                                   ? std::chrono::milliseconds(config.transport.join_timeout_ms)
                                   : kConnectTimeout;
     const auto hellos =
-        wait_for_hellos(*listener, *pool, ranks, first_remote, job, config_hash, join_timeout,
+        wait_for_hellos(*listener, *pool, started, first_remote, job, config_hash, join_timeout,
                         departed);
     std::vector<std::string> peers;
     for (const auto& j : hellos) {
@@ -202,7 +205,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& planned,
 
     const std::string config_yaml = config::to_yaml(config);
     std::vector<protocol::Envelope> setups;
-    for (int r = 0; r < ranks; ++r) {
+    for (int r = 0; r < started; ++r) {
       // A tensor-parallel rank of a linear model sees only its own feature columns.
       const auto rank = static_cast<std::size_t>(r);
       protocol::Setup setup{config_yaml, heartbeat.endpoint(), source_for(plan, rank),
@@ -230,12 +233,19 @@ RunResult run_coordinator(const config::Config& config, const Plan& planned,
         labels = data::distinct_labels(*validation);
       }
       progress::phase(fmt::format("workers loading their shards ({} rows)", plan.train_rows));
+      // A join slot started again holds no rows (the re-plan deals them), and its joiner was
+      // in no statistics: the statistics are the starting ranks' shards, as they were.
+      auto loaded = session.gather(protocol::Type::kLoaded);
+      std::erase_if(loaded, [&](const auto& e) { return static_cast<int>(e.rank) >= ranks; });
+      const std::vector<bool> planned_departed(
+          departed.begin(), departed.begin() + std::min<std::ptrdiff_t>(
+                                                   static_cast<std::ptrdiff_t>(departed.size()),
+                                                   ranks));
       const auto finalize = merge_loaded(
-          config, plan,
-          with_departed_shards(config, plan, departed, session.gather(protocol::Type::kLoaded)),
+          config, plan, with_departed_shards(config, plan, planned_departed, std::move(loaded)),
           std::move(labels), result, options.init);
       std::vector<protocol::Envelope> finalizes;
-      for (int r = 0; r < ranks; ++r) {  // a tensor rank gets the normalization of its columns
+      for (int r = 0; r < started; ++r) {  // a tensor rank gets the normalization of its columns
         auto mine = finalize;
         if (!plan.columns.empty()) {
           mine.normalization =

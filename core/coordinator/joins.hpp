@@ -4,7 +4,10 @@
 // the session and used from its thread only.
 
 #include "core/config/config.hpp"
+#include "core/coordinator/plan.hpp"
 #include "core/protocol/protocol.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +37,9 @@ struct JoinState {
   std::string below_min;              // a leave with its step in hand left too few: why (the
                                       // wait for joiners comes once that step is complete)
 };
+
+// Every training row of the plan, its shards in rank order: what a re-plan deals.
+[[nodiscard]] std::vector<data::Segment> rows_in_plan_order(const Plan& plan);
 
 // Whether a running job of this config admits joiners: gradients over the star with one server
 // and dense rows only yet (docs/elastic.md); the other modes can only lose workers.

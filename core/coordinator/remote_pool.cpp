@@ -10,8 +10,8 @@ namespace {
 
 class RemotePool final : public WorkerPool {
  public:
-  RemotePool(std::unique_ptr<WorkerPool> local, int first_remote)
-      : local_(std::move(local)), first_remote_(first_remote) {}
+  RemotePool(std::unique_ptr<WorkerPool> local, int first_remote, int end_remote)
+      : local_(std::move(local)), first_remote_(first_remote), end_remote_(end_remote) {}
 
   void start(int rank, const std::string& endpoint) override {
     if (local(rank)) local_->start(rank, endpoint);
@@ -45,19 +45,21 @@ class RemotePool final : public WorkerPool {
 
  private:
   [[nodiscard]] bool local(int rank) const noexcept {
-    return rank < first_remote_ && !taken_.contains(rank);
+    return (rank < first_remote_ || rank >= end_remote_) && !taken_.contains(rank);
   }
 
   std::unique_ptr<WorkerPool> local_;
   int first_remote_;
+  int end_remote_;  // join slots (elastic) from here: local when started again on --resume
   std::map<int, std::int64_t> pids_;
   std::set<int> taken_;  // local slots a joiner holds now (elastic)
 };
 
 }  // namespace
 
-std::unique_ptr<WorkerPool> with_remote_ranks(std::unique_ptr<WorkerPool> local, int first_remote) {
-  return std::make_unique<RemotePool>(std::move(local), first_remote);
+std::unique_ptr<WorkerPool> with_remote_ranks(std::unique_ptr<WorkerPool> local, int first_remote,
+                                              int end_remote) {
+  return std::make_unique<RemotePool>(std::move(local), first_remote, end_remote);
 }
 
 }  // namespace dt::roles

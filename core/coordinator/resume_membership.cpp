@@ -6,6 +6,7 @@
 #include "core/coordinator/membership.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/coordinator/session.hpp"
+#include "core/coordinator/tensor_plan.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
 
@@ -35,25 +36,26 @@ std::vector<int> saved_ranks(const nlohmann::json& m, const char* key, int ranks
   return out;
 }
 
-// Whether --resume carries the membership over (leavers stay out, deals are replayed): gradients
-// over the star with one server, and parameters mode. The ring and the servers keep per-worker
-// state that a resume without the leaver does not rebuild yet: there every rank starts again,
-// the leaver included, and the record starts afresh (as before elastic resumes existed).
+// Whether --resume carries the membership over (leavers stay out, deals are replayed): every
+// mode elastic runs in. The ring forms over the members at the checkpoint before its first step
+// (RingReformer::form_over_members), the servers forget the departed ranks before they answer
+// a push (ServerGroup::forget_departed), async's server 0 deals their rows again.
 bool resumes_membership(const config::Config& c) {
-  const auto& a = c.aggregation;
-  return a.mode == config::AggregationMode::kParameters ||
-         (a.mode == config::AggregationMode::kGradients && a.topology == config::Topology::kStar &&
-          a.servers == 1);
+  return c.parallelism.tensor <= 1;
 }
 
 // Why this config cannot resume a checkpoint of another worker count (nullopt: it can).
+// Gradients over the star or the ring, with one server or sharded ones (the optimizer state is
+// per key, not per worker; top-k residuals start at zero, with a warning: topk_state.hpp); not
+// parameters mode (each worker's own optimizer and local epochs) nor async (each worker's own
+// plan of steps).
 std::optional<std::string> resize_refusal(const config::Config& c) {
   const auto& a = c.aggregation;
   if (!c.fault_tolerance.elastic) return std::string("needs fault_tolerance.elastic");
-  if (a.mode != config::AggregationMode::kGradients || a.topology != config::Topology::kStar ||
-      a.servers > 1 || c.parallelism.tensor > 1) {
-    return fmt::format("is available with aggregation.mode gradients over topology star with one "
-                       "server only, not with {}", config::describe_aggregation(c));
+  if (a.mode != config::AggregationMode::kGradients || c.parallelism.tensor > 1) {
+    return fmt::format("is available with aggregation.mode gradients (over the star or the ring, "
+                       "with one server or sharded ones) only, not with {}",
+                       config::describe_aggregation(c));
   }
   return std::nullopt;
 }
@@ -72,6 +74,24 @@ std::uint64_t training_at(const nlohmann::json& manifest, std::uint64_t workers)
     return workers;
   }
   return std::min<std::uint64_t>(workers, (*it)["alive"].size());
+}
+
+// The joins a checkpoint keeps (membership.joins): whether a join waits for its re-plan, and
+// the slots used.
+void restore_joins(CoordinatorSession& session, JoinState& joins, const nlohmann::json& saved,
+                   const std::string& where) {
+  const auto replan = saved.find("replan");
+  const auto used = saved.find("used");
+  if (!saved.is_object() || replan == saved.end() || !replan->is_boolean() ||
+      used == saved.end() || !used->is_array()) {
+    fail<DataError>("{}: the checkpoint's membership.joins is not {{replan, used}}", where);
+  }
+  joins.replan = replan->get<bool>();
+  for (std::size_t r = 0; r < used->size() && r < joins.used.size(); ++r) {
+    joins.used[r] = (*used)[r].is_boolean() && (*used)[r].get<bool>();
+  }
+  for (const int r : session.alive()) joins.used[static_cast<std::size_t>(r)] = true;
+  // The re-plans themselves are in membership.dealt, dealt again in order.
 }
 
 }  // namespace
@@ -108,38 +128,52 @@ std::optional<std::string> plan_resume_membership(ResumePoint& point,
 }
 
 std::vector<bool> departed_at_resume(const Checkpointer* checkpointer,
-                                     const config::Config& config, int ranks) {
+                                     const config::Config& config, int ranks, int slots) {
   if (checkpointer == nullptr || !config.fault_tolerance.elastic) return {};
   const auto* point = checkpointer->resume();
   if (point == nullptr || point->from_workers != 0) return {};
   const auto& m = point->checkpoint.manifest;
   if (!m.contains("membership")) return {};
-  if (!resumes_membership(config)) {
-    log::notice("--resume of a {} run starts every rank again, those that had left included "
-                "(the membership carries over in gradients over star with one server and in "
-                "parameters mode only)", config::describe_aggregation(config));
-    return {};
-  }
-  const auto alive = saved_ranks(m["membership"], "alive", ranks, point->path.string());
-  std::vector<bool> departed(static_cast<std::size_t>(ranks), true);
+  if (!resumes_membership(config)) return {};
+  const auto alive = saved_ranks(m["membership"], "alive", slots, point->path.string());
+  // Up to the highest slot alive: a joiner's slot is started again (a local worker).
+  int size = ranks;
+  for (const int r : alive) size = std::max(size, r + 1);
+  std::vector<bool> departed(static_cast<std::size_t>(size), true);
   for (const int r : alive) departed[static_cast<std::size_t>(r)] = false;
-  if (std::none_of(departed.begin(), departed.end(), [](bool d) { return d; })) return {};
   std::vector<int> gone;
-  for (int r = 0; r < ranks; ++r) {
-    if (departed[static_cast<std::size_t>(r)]) gone.push_back(r);
+  std::vector<int> joined;
+  for (int r = 0; r < size; ++r) {
+    const bool d = departed[static_cast<std::size_t>(r)];
+    if (r < ranks && d) gone.push_back(r);
+    if (r >= ranks && !d) joined.push_back(r);
   }
-  log::notice("--resume: worker{} {} had left the run at the checkpoint's step and {} not "
-              "started again", gone.size() == 1 ? "" : "s", fmt::join(gone, ", "),
-              gone.size() == 1 ? "is" : "are");
+  if (gone.empty() && joined.empty()) return {};
+  if (!gone.empty()) {
+    log::notice("--resume: worker{} {} had left the run at the checkpoint's step and {} not "
+                "started again", gone.size() == 1 ? "" : "s", fmt::join(gone, ", "),
+                gone.size() == 1 ? "is" : "are");
+  }
+  if (!joined.empty()) {
+    log::notice("--resume: the slot{} of worker{} {}, which joined the run before the "
+                "checkpoint, {} refilled by a worker this coordinator starts", 
+                joined.size() == 1 ? "" : "s", joined.size() == 1 ? "" : "s",
+                fmt::join(joined, ", "), joined.size() == 1 ? "is" : "are");
+  }
   return departed;
 }
 
 void CoordinatorSession::set_departed(const std::vector<bool>& departed) {
   for (std::size_t r = 0; r < departed.size(); ++r) {
-    if (!departed[r]) continue;
+    const int rank = static_cast<int>(r);
+    if (!departed[r] && !alive_flag_[r]) {  // a joiner's slot, started again
+      alive_flag_[r] = true;
+      alive_.insert(std::upper_bound(alive_.begin(), alive_.end(), rank), rank);
+    }
+    if (!departed[r] || !alive_flag_[r]) continue;
     alive_flag_[r] = false;
-    std::erase(alive_, static_cast<int>(r));
-    heartbeat_.forget(static_cast<int>(r));
+    std::erase(alive_, rank);
+    heartbeat_.forget(rank);
   }
 }
 
@@ -147,7 +181,8 @@ nlohmann::json CoordinatorSession::membership_state() const {
   return {{"record", result_.membership},
           {"alive", alive_},
           {"dealt", dealt_},
-          {"undealt", lost_unassigned_}};
+          {"undealt", lost_unassigned_},
+          {"joins", {{"replan", joins_.replan}, {"used", joins_.used}}}};
 }
 
 void CoordinatorSession::restore_membership(const nlohmann::json& saved, int from_workers,
@@ -215,7 +250,7 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
       fail<DataError>("{}: the checkpoint's membership deals the rows of rank {}, not a departed "
                       "rank of this run's {} workers", where, lost, plan_.starting_ranks());
     }
-    const auto to = saved_ranks(d, "to", plan_.starting_ranks(), where);
+    const auto to = saved_ranks(d, "to", ranks(), where);
     if (!d.contains("from_epochs")) {
       deal_rows(static_cast<int>(lost), manifest_count(d, "from_epoch", where), to);
       continue;
@@ -231,9 +266,10 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
     });
     dealt_.push_back(d);
   }
-  for (const int r : saved_ranks(saved, "undealt", plan_.starting_ranks(), where)) {
+  for (const int r : saved_ranks(saved, "undealt", ranks(), where)) {
     if (!is_alive(r)) lost_unassigned_.push_back(r);  // dealt at the next epoch, as before
   }
+  if (saved.contains("joins")) restore_joins(*this, joins_, saved["joins"], where);
 }
 
 }  // namespace dt::roles

@@ -7,7 +7,9 @@
 // the ranks that had left (or were lost under `continue`) are not started again: the
 // coordinator reads their shards' statistics itself, so the normalization is the same bits, and
 // the deals are sent again to the same ranks with the same shares, so the survivors hold the
-// same rows in the same order: the run goes on as the one that never stopped.
+// same rows in the same order: the run goes on as the one that never stopped. A joiner's slot
+// alive at the checkpoint is started again by the coordinator, a local worker with no rows, and
+// the last re-plan is dealt again, so the slot's worker holds the joiner's rows.
 //
 // Resumed with another worker count (shards.count; elastic gradients over star with one server
 // only), the plan is the new count's, made afresh; training goes on from the first step of the
@@ -43,8 +45,12 @@ struct ResumePoint;
                                                                 nlohmann::json& fixed);
 
 // By rank: true for a rank that had left the run at the checkpoint `--resume` continues from
-// (same worker count, elastic), and is not started again. Empty when none did.
+// (same worker count, elastic), and is not started again; false for the others, up to the
+// highest join slot alive at the checkpoint (`slots`: the run's ranks with its join slots),
+// which is started again like the first `ranks`. Empty when every rank of the config trained
+// and no joiner did.
 [[nodiscard]] std::vector<bool> departed_at_resume(const Checkpointer* checkpointer,
-                                                   const config::Config& config, int ranks);
+                                                   const config::Config& config, int ranks,
+                                                   int slots);
 
 }  // namespace dt::roles

@@ -70,7 +70,8 @@ CoordinatorSession::CoordinatorSession(const config::Config& config, const Plan&
 }
 
 void CoordinatorSession::share_peer_endpoints(const std::vector<protocol::Envelope>& ready) {
-  if (!addresses_.take_endpoints(ready)) return;  // a star run: no peer links
+  const auto starting = static_cast<std::size_t>(plan_.starting_ranks());
+  if (!addresses_.take_endpoints(ready, starting)) return;  // a star run: no peer links
   log::debug("peer endpoints: {}", fmt::join(addresses_.endpoints(), " "));
   broadcast(protocol::make_peers(addresses_.endpoints()));
 }

@@ -34,7 +34,9 @@ void CoordinatorSession::set_joiner_setup(protocol::Envelope setup) {
 
 bool CoordinatorSession::joins_by_itself(int rank) const {
   const auto r = static_cast<std::size_t>(rank);
-  return rank >= plan_.starting_ranks() - config_.transport.remote_workers ||
+  // (A join slot held by this process's child, started again on --resume, is not.)
+  return (rank >= plan_.starting_ranks() - config_.transport.remote_workers &&
+          rank < plan_.starting_ranks()) ||
          (r < joins_.taken_over.size() && joins_.taken_over[r]);
 }
 
@@ -258,6 +260,8 @@ nlohmann::json deal_shares(CoordinatorSession& session, const std::vector<int>& 
                            const std::function<std::uint64_t(int)>& from_epoch,
                            const nlohmann::json& fields) {
   for (std::size_t k = 0; k < members.size(); ++k) {
+    // A member gone since (a re-plan dealt again on --resume) keeps its share: none is sent.
+    if (!session.is_alive(members[k])) continue;
     const auto epoch = from_epoch(members[k]);
     auto e = protocol::make_setup({"", "", source, segments});
     e.type = protocol::Type::kReassign;
@@ -273,6 +277,15 @@ nlohmann::json deal_shares(CoordinatorSession& session, const std::vector<int>& 
     to.push_back({{"rank", a.rank}, {"rows", protocol::count(a, "rows")}});
   }
   return to;
+}
+
+std::vector<data::Segment> rows_in_plan_order(const Plan& plan) {
+  std::vector<data::Segment> every;
+  for (int r = 0; r < plan.starting_ranks(); ++r) {
+    const auto& s = plan.segments[static_cast<std::size_t>(r)];
+    every.insert(every.end(), s.begin(), s.end());
+  }
+  return every;
 }
 
 // Every training row dealt among the members, from `epoch`; or, with `from` (parameters mode,
@@ -328,12 +341,7 @@ void CoordinatorSession::replan_rows(std::uint64_t epoch,
 nlohmann::json deal_every_row(CoordinatorSession& session, const std::vector<int>& members,
                               const std::function<std::uint64_t(int)>& from_epoch) {
   const auto& plan = session.plan();
-  std::vector<data::Segment> every;  // every training row, in the plan's rank order
-  for (int r = 0; r < plan.starting_ranks(); ++r) {
-    const auto& s = plan.segments[static_cast<std::size_t>(r)];
-    every.insert(every.end(), s.begin(), s.end());
-  }
-  return deal_shares(session, members, source_for(plan, 0), every, from_epoch,
+  return deal_shares(session, members, source_for(plan, 0), rows_in_plan_order(plan), from_epoch,
                      {{"replan", true}});
 }
 

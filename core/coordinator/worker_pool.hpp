@@ -58,8 +58,9 @@ struct ProcessPoolOptions {
 // launcher) and join by themselves: `local` runs the others. A joining rank is supervised by
 // heartbeats only: start (also for a replacement) just waits for it to join, kill cannot reach
 // it (the session tells it to stop: CoordinatorSession::end_worker), its log is on its own
-// host.
+// host. Ranks from `end_remote` on (an elastic run's join slots) are joiners' (taken_over),
+// or `local`'s when a resumed run starts a joiner's slot again.
 [[nodiscard]] std::unique_ptr<WorkerPool> with_remote_ranks(std::unique_ptr<WorkerPool> local,
-                                                            int first_remote);
+                                                            int first_remote, int end_remote);
 
 }  // namespace dt::roles

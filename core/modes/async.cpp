@@ -161,6 +161,15 @@ class LostWorkers {
               plan.shard_rows[r], fmt::join(to, ", "));
   }
 
+  // A run resumed without the ranks that had left (elastic): the servers stop counting them
+  // and deal their rows again, to each taker from its next local epoch (a taker starts again
+  // from its own plan: the deals of the run before the stop are not replayed).
+  void forget_departed() {
+    for (int r = 0; r < session_.plan().starting_ranks(); ++r) {
+      if (!session_.is_alive(r)) on_loss(r, config::FailurePolicy::kContinue);
+    }
+  }
+
   // A push that states a longer plan (its worker took rows over).
   void replan(std::uint32_t rank, std::uint64_t planned) {
     if (planned == 0 || planned == plans_.at(rank)) return;
@@ -255,6 +264,7 @@ class AsyncMode final : public ServerGroupMode {
     const LossHandlerScope scope(session, [&](int rank, config::FailurePolicy action) {
       lost.on_loss(rank, action);
     });
+    lost.forget_departed();
     session.schedule().start_clock();
     servers.announce();  // the workers start training when they learn the servers
 

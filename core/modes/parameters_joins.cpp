@@ -50,6 +50,7 @@ void RoundJoins::boundary(roles::CoordinatorSession& session, std::uint64_t r,
       const auto at = static_cast<std::size_t>(k);
       if (!session.is_alive(k) && session.plan().shard_rows[at] == 0) per_epoch[at] = 0;
     }
+    resumed_joiners(session);
     checked_ = true;
   }
   const std::vector<int> before = session.alive();
@@ -76,6 +77,29 @@ void RoundJoins::boundary(roles::CoordinatorSession& session, std::uint64_t r,
     const auto k = static_cast<std::size_t>(rank);
     per_epoch[k] =
         roles::local_steps_per_epoch(session.config().training, session.result().workers.at(k).rows);
+  }
+}
+
+void RoundJoins::resumed_joiners(roles::CoordinatorSession& session) {
+  // On --resume, the slots that joiners held at the checkpoint (refilled by this coordinator)
+  // count their local steps from the rows their join dealt them, as in the run that never
+  // stopped; a slot joined twice counts from its last join.
+  const auto& membership = session.result().membership;
+  if (membership.is_null()) return;
+  auto& per_epoch = session.result().aggregation["local_steps_per_epoch"];
+  for (const auto& event : membership["events"]) {
+    const int rank = event.value("rank", -1);
+    if (event["event"] != "join" || !event.contains("replanned") || !session.is_alive(rank)) {
+      continue;
+    }
+    for (const auto& t : event["replanned"]["to"]) {
+      if (t["rank"] != rank) continue;
+      per_epoch[static_cast<std::size_t>(rank)] = roles::local_steps_per_epoch(
+          session.config().training, t["rows"].get<std::uint64_t>());
+    }
+    if (std::find(joiners_.begin(), joiners_.end(), rank) == joiners_.end()) {
+      joiners_.push_back(rank);
+    }
   }
 }
 

@@ -49,6 +49,9 @@ class RoundJoins {
   static void check_admit_steps(const roles::CoordinatorSession& session, std::uint64_t rounds,
                                 const std::function<std::uint64_t(std::uint64_t)>& end_step);
 
+  // At the first boundary of a resumed run: the joiners' slots and their local steps.
+  void resumed_joiners(roles::CoordinatorSession& session);
+
   std::vector<std::uint64_t>& positions_;
   std::vector<std::optional<models::OptimizerState>>& optimizers_;
   bool checked_ = false;

@@ -74,6 +74,7 @@ class RingMode final : public Mode {
     }
     RingReformer reformer(session);
     reformer.follow_batches(in_flight_);  // a leave after the batch in flight (elastic)
+    reformer.form_over_members(session.first_step());  // resumed without its leavers
     const bool grow = !may_reform(session.config());
     ring::BatchPlanner planner(session, grow);
     // Whatever ends the loop, no batch is left in flight: a stop checkpoint may ask the leader.

@@ -48,11 +48,7 @@ void RingReformer::reform(std::uint64_t step) {
       ++reforms_;
       log::warn("{} over workers {} (generation {}); step {} is done again", wording_,
                 fmt::join(members, ", "), session_.generation(), step + 1);
-      protocol::Envelope reform{.type = protocol::Type::kRingReform, .step = step};
-      reform.fields = {{"members", members},
-                       {"fresh", fresh},
-                       {"endpoints", session_.addresses().endpoints()}};
-      session_.broadcast(std::move(reform));
+      send_members(step, members, fresh);
       for (auto& f : session_.result().failures) {
         if (!f.contains("reformed")) f["reformed"] = {{"members", members}, {"redone_step", step + 1}};
       }
@@ -69,6 +65,23 @@ void RingReformer::reform(std::uint64_t step) {
       log::warn("another worker was lost while the ring re-formed; it re-forms again");
     }
   }
+}
+
+void RingReformer::send_members(std::uint64_t step, const std::vector<int>& members,
+                                const std::vector<int>& fresh) {
+  protocol::Envelope reform{.type = protocol::Type::kRingReform, .step = step};
+  reform.fields = {{"members", members},
+                   {"fresh", fresh},
+                   {"endpoints", session_.addresses().endpoints()}};
+  session_.broadcast(std::move(reform));
+}
+
+void RingReformer::form_over_members(std::uint64_t step) {
+  const std::vector<int> members = session_.alive();
+  if (!active_ || static_cast<int>(members.size()) >= session_.plan().starting_ranks()) return;
+  log::notice("--resume: the ring forms over workers {}, those training at the checkpoint's "
+              "step {}", fmt::join(members, ", "), step);
+  send_members(step, members, {});
 }
 
 void RingReformer::relay_state(const std::vector<int>& fresh, std::uint64_t step) {

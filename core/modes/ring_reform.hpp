@@ -70,6 +70,10 @@ class RingReformer {
   // (steps 2-3 above). Throws TrainingError when no replica holding the state is left.
   void reform(std::uint64_t step);
   [[nodiscard]] int reforms() const noexcept { return reforms_; }
+  // A run resumed without the ranks that had left (elastic, resume_membership.hpp): the
+  // replicas, at `step` (the checkpoint's), build their first ring over the members alive.
+  // Nothing is done again and no re-form is counted. A no-op when every starting rank trains.
+  void form_over_members(std::uint64_t step);
   // Before each step: at an epoch start, the rows of workers lost under `continue` go to the
   // survivors (once per epoch: a step done again after a re-form does not deal them twice),
   // then a pending re-form is done. `per_epoch`: the plan's steps per epoch.
@@ -88,6 +92,9 @@ class RingReformer {
 
  private:
   void relay_state(const std::vector<int>& fresh, std::uint64_t step);
+  // kRingReform to every member: go back to `step`, the ring over `members`, every endpoint.
+  void send_members(std::uint64_t step, const std::vector<int>& members,
+                    const std::vector<int>& fresh);
   [[nodiscard]] bool left_after_batch(int rank) const;
 
   roles::CoordinatorSession& session_;

@@ -62,6 +62,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
     const auto& config = session.config();
     servers_ = std::make_unique<roles::ServerGroup>(session, std::nullopt, from_);
     auto& servers = *servers_;
+    servers.forget_departed();  // resumed without its leavers (elastic)
     // aggregation.compression: what the servers received (their replaced ones' too), in the
     // summary of a failed run as well.
     const protocol::SummaryTally tally(config, session.result().aggregation,

@@ -78,6 +78,7 @@ void TopkState::restore(roles::CoordinatorSession& session, const checkpoint::Ch
   // Residuals belong to a worker's rows: with another worker count they are not carried over.
   const bool same_workers = from.manifest.value("workers", -1) == session.ranks();
   for (int rank = 0; same_workers && rank < session.ranks(); ++rank) {
+    if (!session.is_alive(rank)) continue;  // had left (elastic --resume): not started
     const std::string key = protocol::topk_residual_key(rank);
     if (!from.has(key) || from.array(key).size() != p) continue;
     protocol::Envelope state{.type = protocol::Type::kResumeState, .step = from.step()};
@@ -85,11 +86,11 @@ void TopkState::restore(roles::CoordinatorSession& session, const checkpoint::Ch
     session.send_to(rank, std::move(state));
     ++sent;
   }
-  if (sent < session.ranks()) {
+  if (sent < static_cast<int>(session.alive().size())) {
     log::warn("the checkpoint of step {} holds the top-k residuals of {} of the {} workers "
               "(it was written without top-k, or with another worker count): the others start "
               "from zero residuals, so this run's bytes differ from an unbroken run's",
-              from.step(), sent, session.ranks());
+              from.step(), sent, session.alive().size());
   }
 }
 

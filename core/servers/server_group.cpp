@@ -82,7 +82,8 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
       o.copy = std::make_shared<ServerCopy>();
     }
     if (from != nullptr) {
-      o.start_version = from->step();
+      // Sync: the round the run goes on from (after a resize, the next epoch's first).
+      o.start_version = async ? from->step() : session.first_step();
       o.optimizer_state = get_optimizer(*from, fmt::format("server.{}.optimizer", k));
       if (async) {
         // Every server continues from server 0's count of each worker's applied pushes (with

@@ -97,6 +97,9 @@ class ServerGroup {
   // (restart). Returns what each server answered: the rank's pushes it applied (async), its
   // round (sync).
   [[nodiscard]] std::vector<std::uint64_t> lose_worker(int rank, bool replaced);
+  // Sync, a run resumed without the ranks that had left (elastic, resume_membership.hpp): every
+  // server forgets them before the first round, so no round waits for their pushes.
+  void forget_departed();
   // The ranks dropped so far (continue): a server started later, to take over a failed one,
   // must be told of them (drop_worker) or its synchronous rounds would wait for them.
   [[nodiscard]] const std::vector<int>& dropped() const noexcept { return dropped_; }

@@ -27,6 +27,12 @@ std::vector<std::uint64_t> ServerGroup::lose_worker(int rank, bool replaced) {
   return out;
 }
 
+void ServerGroup::forget_departed() {
+  for (int r = 0; r < session_.plan().starting_ranks(); ++r) {
+    if (!session_.is_alive(r)) (void)lose_worker(r, false);
+  }
+}
+
 std::vector<std::uint64_t> ServerGroup::drop_worker_dealing(int rank, protocol::Envelope deal,
                                                             std::vector<int>& dealt_to) {
   dropped_.push_back(rank);
