@@ -23,7 +23,8 @@ class WorkerAddresses {
   // From the workers' kReady replies: every rank's peer endpoint, or none (a star run; false).
   // ProtocolError when some report one and others do not.
   bool take_endpoints(const std::vector<protocol::Envelope>& ready);
-  // A replacement's endpoint (ignored in a star run, which has none).
+  // A replacement's or a joiner's endpoint (a joiner's slot may lie past the list: it grows,
+  // slots between held by no one staying empty); ignored in a star run, which has none.
   void replace_endpoint(std::size_t rank, std::string endpoint);
   // Every rank's peer endpoint; empty for a star run. Sent again when a group re-forms
   // (core/modes/ring_reform.hpp).

@@ -70,9 +70,11 @@ class RingReformer {
   // (steps 2-3 above). Throws TrainingError when no replica holding the state is left.
   void reform(std::uint64_t step);
   [[nodiscard]] int reforms() const noexcept { return reforms_; }
-  // Before each step: at an epoch start, the rows of workers lost under `continue` go to the
-  // survivors (once per epoch: a step done again after a re-form does not deal them twice),
-  // then a pending re-form is done. `per_epoch`: the plan's steps per epoch.
+  // Before each step: joiners are admitted (elastic), at an epoch start the rows of workers
+  // lost under `continue` (or every row, after a join) are dealt (once per epoch: a step done
+  // again after a re-form does not deal them twice), then a pending re-form is done: a joiner
+  // is fresh, handed a member's state like a replacement. `per_epoch`: the plan's steps per
+  // epoch.
   void before_step(std::uint64_t step, std::uint64_t per_epoch);
   // Called first for every loss the handler sees (tensor, continue: drop the lost rank's
   // replica-mates).
@@ -88,6 +90,7 @@ class RingReformer {
 
  private:
   void relay_state(const std::vector<int>& fresh, std::uint64_t step);
+  void admit_joiners(std::uint64_t step);  // fault_tolerance.elastic: before_step's first part
   [[nodiscard]] bool left_after_batch(int rank) const;
 
   roles::CoordinatorSession& session_;
@@ -100,6 +103,7 @@ class RingReformer {
   bool pending_ = false;
   std::set<int> fresh_;  // replacements that have not received a replica's state yet
   int reforms_ = 0;
+  bool joined_ = false;  // the pending re-form takes in joiners (the log says so)
   std::uint64_t dealt_epoch_ = UINT64_MAX;  // the epoch whose start dealt lost workers' rows
   std::string wording_ = "the ring re-forms";
 };
