@@ -104,6 +104,8 @@ bool admits_joiners(const Config& config) {
   return a.mode == AggregationMode::kGradients && config.parallelism.tensor == 1;
 }
 
-const char* joinable_modes() { return "gradients mode (star, sharded servers, ring)"; }
+const char* joinable_modes() {
+  return "gradients mode (star, sharded servers, ring; sparse rows: sharded servers only)";
+}
 
 }  // namespace dt::config

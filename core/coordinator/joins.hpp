@@ -33,8 +33,8 @@ struct JoinState {
   std::size_t next_admit = 0;         // admit_at_steps: the next entry to honour
 };
 
-// Whether a running job of this config admits joiners: config::admits_joiners, dense rows only
-// yet (docs/elastic.md); the other modes can only lose workers.
+// Whether a running job of this config admits joiners: config::admits_joiners, and sparse rows
+// over sharded servers only (docs/elastic.md); the other modes can only lose workers.
 [[nodiscard]] bool admits_joiners(const config::Config& config, bool sparse_rows);
 
 // Deals the rows of `segments` (of `source`) among `members`: member k of m is sent a

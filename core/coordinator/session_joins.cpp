@@ -39,7 +39,9 @@ bool CoordinatorSession::joins_by_itself(int rank) const {
 }
 
 bool admits_joiners(const config::Config& config, bool sparse_rows) {
-  return config::admits_joiners(config) && !sparse_rows;
+  // Sparse rows: the servers' keyed exchange lets a joiner pull its first step's values; the
+  // star's sparse loop admits no one yet.
+  return config::admits_joiners(config) && (!sparse_rows || config.aggregation.servers > 1);
 }
 
 bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
@@ -60,9 +62,8 @@ bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
     return true;
   }
   if (!admits_joiners(config_, plan_.source.sparse.has_value())) {
-    refuse_joiner({in.peer, hello}, fmt::format("workers may join a run of {} with dense rows "
-                                                "only yet; this run can only lose workers "
-                                                "(docs/elastic.md)",
+    refuse_joiner({in.peer, hello}, fmt::format("workers may join a run of {} yet; this run can "
+                                                "only lose workers (docs/elastic.md)",
                                                 config::joinable_modes()), 2);
     return true;
   }

@@ -201,8 +201,7 @@ void CoordinatorSession::check_min_workers(const std::string& why) {
   const std::string how =
       admits_joiners(config_, plan_.source.sparse.has_value())
           ? fmt::format("`disttrain worker --connect {} --join` joins one", listener_.endpoint())
-          : fmt::format("workers may join runs of {} with dense rows only yet",
-                        config::joinable_modes());
+          : fmt::format("workers may join runs of {} yet", config::joinable_modes());
   fail<TrainingError>("{}, leaving {} worker{}, below fault_tolerance.elastic.min_workers = {}, "
                       "and not enough workers joined within join_timeout_ms = {} ms ({}); lower "
                       "min_workers, or rerun with --resume to continue from the last checkpoint",

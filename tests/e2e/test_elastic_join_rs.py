@@ -15,7 +15,7 @@ import harness as h
 import test_hosts
 from test_elastic import summary
 from test_elastic_join import Run, finish_joiner, join_across_hosts, joiner, run_with_joiner
-from test_elastic_ring_servers import config
+from test_elastic_ring_servers import SPARSE, config, sparse_data
 
 def join(at):
     return f"max_workers: 3, admit_at_steps: [{at}]"
@@ -129,6 +129,29 @@ def test_a_joiner_above_max_workers_is_refused_over_ring_and_servers(tmp):
         assert s["membership"]["events"] == [] and s["status"] == "ok", s["membership"]
 
 
+def test_servers_join_with_sparse_rows(tmp):
+    # The keyed exchange (LIBSVM rows read sparse; 630 training rows, global batch 50: 13 steps
+    # an epoch, 39 in all): the joiner, admitted after step 15, pulls its first step's values
+    # from the servers, and its rows come at epoch 2's re-plan. Replayed: the same bits.
+    data = sparse_data(tmp)
+    models = []
+    for name in ("sparse-join", "sparse-again"):
+        out = tmp / name
+        cfg = h.write_config(tmp, SPARSE.format(
+            path=data, policy="abort", fault="", out=out,
+            elastic=", elastic: {max_workers: 4, admit_at_steps: [15]}"), f"{name}.yaml")
+        run_with_joiner(cfg)
+        s = summary(out)
+        assert s["status"] == "ok" and s["failures"] == [], s
+        [event] = s["membership"]["events"]
+        assert (event["event"], event["rank"], event["step"]) == ("join", 3, 15), event
+        assert event["replanned"]["from_epoch"] == 2, event
+        assert len(set(s["membership"]["rows_per_epoch"])) == 1, s["membership"]
+        assert {w["rank"]: w["steps"] for w in s["worker_stats"]}[3] == s["steps"] - 15, s
+        models.append((out / "model.json").read_bytes())
+    assert models[0] == models[1], "a replayed sparse join changed the model"
+
+
 def test_a_ring_worker_joins_from_another_host_over_tcp(tmp):
     """test_elastic_join.py's join across hosts (CURVE keys, the joiner in another network
     namespace), over the ring: the peer links to and from the joiner cross the bridge, and the
@@ -146,5 +169,6 @@ if __name__ == "__main__":
             test_servers_join_mid_run_trains_the_stars_model,
             test_ring_join_after_a_leave_takes_its_slot,
             test_servers_join_after_a_leave_takes_its_slot,
+            test_servers_join_with_sparse_rows,
             test_a_joiner_above_max_workers_is_refused_over_ring_and_servers,
             test_a_ring_worker_joins_from_another_host_over_tcp])

@@ -140,8 +140,8 @@ def test_parameters_below_min_workers_fails_after_the_join_timeout(tmp):
     assert s["error"].startswith("worker 0 left after step 30, leaving 1 worker, below "
                                  "fault_tolerance.elastic.min_workers = 2, and not enough workers "
                                  "joined within join_timeout_ms = 300 ms (workers may join runs "
-                                 "of gradients mode (star, sharded servers, ring) with dense "
-                                 "rows only yet)"), s["error"]
+                                 "of gradients mode (star, sharded servers, ring; sparse rows: "
+                                 "sharded servers only) yet)"), s["error"]
     assert s["error"] in r.stderr, r
     assert [e["rank"] for e in s["membership"]["events"]] == [0]
 
