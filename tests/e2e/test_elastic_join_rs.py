@@ -78,31 +78,37 @@ def test_servers_join_mid_run_trains_the_stars_model(tmp):
         "the servers' join trained otherwise than the star's"
 
 
+LEAVES = ["{rank: 1, at_step: 30, action: leave}", "{rank: 1, at_step: 150, action: leave}"]
+
+
 def check_join_after_leave(tmp, kind):
     # Three workers, max 3, 20 rows a step each: worker 1 leaves after its step 30 (loss.csv's
     # 31); epoch 0 misses its share of steps 32..60 (29 steps), and from epoch 1 the two hold
     # its rows. The joiner, admitted after step 90 (epoch 1), takes its slot (the only free
-    # one); every row is re-dealt among the three from epoch 2.
-    cfg, out = config(tmp, kind, "refill", workers=3, epochs=4,
-                      faults=["{rank: 1, at_step: 30, action: leave}"],
+    # one); every row is re-dealt among the three from epoch 2. It is rank 1 too: the second
+    # fault makes it leave after step 151 (its own leave, not the first holder's): epoch 2
+    # misses its share of steps 152..180, and the two left hold every row from epoch 3.
+    cfg, out = config(tmp, kind, "refill", workers=3, epochs=4, faults=LEAVES,
                       elastic="max_workers: 3, admit_at_steps: [90]")
     run_with_joiner(cfg)
     s = summary(out)
     assert s["status"] == "ok" and s["failures"] == [], s
-    leave, join = s["membership"]["events"]
+    leave, join, again = s["membership"]["events"]
     assert (leave["event"], leave["rank"], leave["step"]) == ("leave", 1, 31), leave
     assert (join["event"], join["rank"], join["step"], join["workers"]) == \
         ("join", 1, 90, 3), join
     assert join["replanned"]["from_epoch"] == 2, join
     assert [t["rows"] for t in join["replanned"]["to"]] == [1200, 1200, 1200], join
-    assert s["membership"]["rows_per_epoch"] == [3600 - 29 * 20, 3600, 3600, 3600], s
-    assert {w["rank"]: w["pid"] for w in s["worker_stats"]}[1] == join["pid"]
+    assert (again["event"], again["rank"], again["step"], again["pid"]) == \
+        ("leave", 1, 151, join["pid"]), again
+    assert again["reassigned"]["from_epoch"] == 3, again
+    assert [t["rows"] for t in again["reassigned"]["to"]] == [1800, 1800], again
+    assert s["membership"]["rows_per_epoch"] == [3600 - 580, 3600, 3600 - 580, 3600], s
     # Replayed: the same bits.
-    cfg, again = config(tmp, kind, "refill-again", workers=3, epochs=4,
-                        faults=["{rank: 1, at_step: 30, action: leave}"],
-                        elastic="max_workers: 3, admit_at_steps: [90]")
+    cfg, replay = config(tmp, kind, "refill-again", workers=3, epochs=4, faults=LEAVES,
+                         elastic="max_workers: 3, admit_at_steps: [90]")
     run_with_joiner(cfg)
-    assert (again / "model.json").read_bytes() == (out / "model.json").read_bytes()
+    assert (replay / "model.json").read_bytes() == (out / "model.json").read_bytes()
 
 
 def test_ring_join_after_a_leave_takes_its_slot(tmp):
