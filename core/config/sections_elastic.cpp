@@ -74,20 +74,13 @@ void check_elastic(const Section& root, const Config& c) {
                             "(a lost worker is then handled by on_worker_failure)",
                             c.parallelism.tensor));
   }
-  // A join deals rows between steps of gradients over the star with one server; the other modes
-  // keep state per worker (the ring, servers, rounds) that a joiner would need first: later.
-  const auto& a = c.aggregation;
-  const bool star = a.mode == AggregationMode::kGradients && a.topology == Topology::kStar &&
-                    a.servers == 1;
-  // Parameters mode (model averaging) admits joiners at a round boundary (docs/elastic.md).
-  const bool rounds = a.mode == AggregationMode::kParameters;
-  if (e.max_workers > workers && !star && !rounds) {
+  // A join deals rows between steps (gradients) or rounds (parameters); async, whose servers
+  // keep clocks per worker that a joiner would need first, refuses it yet.
+  if (e.max_workers > workers && !admits_joiners(c)) {
     s.fail("max_workers", fmt::format("is {}, above the {} workers the run starts with: workers "
-                                      "may join only in aggregation.mode gradients over "
-                                      "topology star with one server, and in aggregation.mode "
-                                      "parameters, yet; set max_workers: {} (leaving works in "
-                                      "every mode)",
-                                      e.max_workers, workers, workers));
+                                      "may join only in {} yet; set max_workers: {} (leaving "
+                                      "works in every mode)",
+                                      e.max_workers, workers, joinable_modes(), workers));
   }
   if (e.max_workers > workers && c.shards.strategy == ShardStrategy::kFiles) {
     s.fail("max_workers", fmt::format("is {}, above the {} workers the run starts with, but "
@@ -103,3 +96,18 @@ void check_elastic(const Section& root, const Config& c) {
 }
 
 }  // namespace dt::config::detail
+
+namespace dt::config {
+
+bool admits_joiners(const Config& config) {
+  const auto& a = config.aggregation;
+  return (a.mode == AggregationMode::kGradients || a.mode == AggregationMode::kParameters) &&
+         config.parallelism.tensor == 1;
+}
+
+const char* joinable_modes() {
+  return "gradients mode (star, sharded servers, ring; sparse rows: sharded servers only) and "
+         "parameters mode (at a round boundary)";
+}
+
+}  // namespace dt::config

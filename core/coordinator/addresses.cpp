@@ -47,7 +47,9 @@ bool WorkerAddresses::take_endpoints(const std::vector<protocol::Envelope>& read
 }
 
 void WorkerAddresses::replace_endpoint(std::size_t rank, std::string endpoint) {
-  if (rank < endpoints_.size()) endpoints_[rank] = std::move(endpoint);
+  if (endpoints_.empty()) return;  // a run without peer links
+  if (rank >= endpoints_.size()) endpoints_.resize(rank + 1);  // a joiner's slot (elastic)
+  endpoints_[rank] = std::move(endpoint);
 }
 
 }  // namespace dt::roles

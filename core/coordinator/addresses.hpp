@@ -24,7 +24,8 @@ class WorkerAddresses {
   // ProtocolError when some report one and others do not. `ranks`: the endpoints' count at least
   // (a rank that sent no kReady, having left before a --resume, gets an empty one).
   bool take_endpoints(const std::vector<protocol::Envelope>& ready, std::size_t ranks = 0);
-  // A replacement's endpoint (ignored in a star run, which has none).
+  // A replacement's or a joiner's endpoint (a joiner's slot may lie past the list: it grows,
+  // slots between held by no one staying empty); ignored in a star run, which has none.
   void replace_endpoint(std::size_t rank, std::string endpoint);
   // Every rank's peer endpoint; empty for a star run. Sent again when a group re-forms
   // (core/modes/ring_reform.hpp).

@@ -41,8 +41,8 @@ struct JoinState {
 // Every training row of the plan, its shards in rank order: what a re-plan deals.
 [[nodiscard]] std::vector<data::Segment> rows_in_plan_order(const Plan& plan);
 
-// Whether a running job of this config admits joiners: gradients over the star with one server
-// and dense rows only yet (docs/elastic.md); the other modes can only lose workers.
+// Whether a running job of this config admits joiners: config::admits_joiners, and sparse rows
+// over sharded servers only (docs/elastic.md); the other modes can only lose workers.
 [[nodiscard]] bool admits_joiners(const config::Config& config, bool sparse_rows);
 
 // A re-plan: every training row dealt among `members` (share k of m to the k-th, from

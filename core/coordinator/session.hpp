@@ -82,7 +82,7 @@ class CoordinatorSession {
   void deal_left_rows(const std::function<std::uint64_t(int rank)>& from_epoch);
   // Parameters mode: the step the round in progress ends at (a leave with its reply: its step).
   void set_round_end(std::uint64_t step) noexcept { round_end_ = step; }
-  // Bumped at every lost worker handled; a reply of an earlier one than its request is stale.
+  // Bumped at every lost worker handled and joiner admitted; an earlier one's reply is stale.
   [[nodiscard]] std::uint32_t generation() const noexcept { return generation_; }
   // Counts a replacement (a worker's or a server's) against max_restarts; false if none is left.
   [[nodiscard]] bool take_restart() noexcept;

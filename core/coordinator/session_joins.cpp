@@ -41,12 +41,11 @@ bool CoordinatorSession::joins_by_itself(int rank) const {
 }
 
 bool admits_joiners(const config::Config& config, bool sparse_rows) {
+  // Sparse rows: the servers' keyed exchange lets a joiner pull its first step's values; the
+  // star's sparse loop admits no one yet.
   const auto& a = config.aggregation;
-  const bool star = a.mode == config::AggregationMode::kGradients &&
-                    a.topology == config::Topology::kStar && a.servers == 1;
-  // Parameters mode admits joiners at a round boundary (core/modes/parameters.cpp).
-  const bool rounds = a.mode == config::AggregationMode::kParameters;
-  return (star || rounds) && !sparse_rows;
+  return config::admits_joiners(config) &&
+         (!sparse_rows || (a.mode == config::AggregationMode::kGradients && a.servers > 1));
 }
 
 bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
@@ -67,9 +66,9 @@ bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
     return true;
   }
   if (!admits_joiners(config_, plan_.source.sparse.has_value())) {
-    refuse_joiner({in.peer, hello}, "workers may join a run of aggregation.mode gradients over "
-                  "topology star with one server, or of aggregation.mode parameters, with dense "
-                  "rows only yet; this run can only lose workers (docs/elastic.md)", 2);
+    refuse_joiner({in.peer, hello}, fmt::format("workers may join a run of {} yet; this run can "
+                                                "only lose workers (docs/elastic.md)",
+                                                config::joinable_modes()), 2);
     return true;
   }
   // A joiner says hello every second until its setup comes: once queued (or admitted), again.
@@ -209,7 +208,11 @@ bool CoordinatorSession::admit(const PendingJoin& joiner, std::uint64_t step) {
     (void)await_from(slot, protocol::Type::kLoaded, deadline, "the worker joining as");
     listener_.send(joiner.peer, protocol::encode(finalizes_.at(0), job_id_),
                    deadline_in(kSendDeadline));
-    (void)await_from(slot, protocol::Type::kReady, deadline, "the worker joining as");
+    const auto ready = await_from(slot, protocol::Type::kReady, deadline, "the worker joining as");
+    if (const auto it = ready.fields.find("peer_endpoint");  // the ring re-forms with it
+        it != ready.fields.end() && it->is_string()) {
+      addresses_.replace_endpoint(r, it->get<std::string>());
+    }
   } catch (const InterruptedError&) {
     throw;
   } catch (const Error& e) {
@@ -232,6 +235,9 @@ bool CoordinatorSession::admit(const PendingJoin& joiner, std::uint64_t step) {
   result_.workers[r] = {slot, hello.pid, hello.host, 0, {}};
   alive_flag_[r] = true;
   alive_.insert(std::upper_bound(alive_.begin(), alive_.end(), slot), slot);
+  // A new membership, a new generation: a ring re-formed with the joiner is a new group even
+  // when its members are those of an earlier ring (a join into a leaver's slot).
+  ++generation_;
   std::erase(lost_unassigned_, slot);  // its old holder's rows: dealt by the re-plan with all
   heartbeat_.forget(slot);             // silent since its admission until it pings
   joined_ms_[r] = steady_ms();

@@ -45,20 +45,33 @@ bool has_left(const nlohmann::json& membership, int rank) {
   });
 }
 
-std::optional<std::uint64_t> left_after(const nlohmann::json& membership, int rank) {
+namespace {
+
+// The leave of the worker holding `rank` now: the slot's last leave, unless a worker joined
+// into the slot since (elastic: a join into a leaver's slot; its own loss is no leave).
+std::optional<std::size_t> current_leave(const nlohmann::json& membership, int rank) {
   if (membership.is_null()) return std::nullopt;
-  for (const auto& e : membership["events"]) {
-    if (e["event"] == "leave" && e["rank"] == rank) return e["step"].get<std::uint64_t>();
+  std::optional<std::size_t> found;
+  const auto& events = membership["events"];
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (events[i].value("rank", -1) != rank) continue;
+    if (events[i]["event"] == "leave") found = i;
+    if (events[i]["event"] == "join") found.reset();
   }
-  return std::nullopt;
+  return found;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> left_after(const nlohmann::json& membership, int rank) {
+  const auto i = current_leave(membership, rank);
+  if (!i) return std::nullopt;
+  return membership["events"][*i]["step"].get<std::uint64_t>();
 }
 
 nlohmann::json* leave_event(nlohmann::json& membership, int rank) {
-  if (membership.is_null()) return nullptr;
-  for (auto& event : membership["events"]) {
-    if (event["event"] == "leave" && event["rank"] == rank) return &event;
-  }
-  return nullptr;
+  const auto i = current_leave(membership, rank);
+  return i ? &membership["events"][*i] : nullptr;
 }
 
 bool holds_dealt_rows(const nlohmann::json& dealt, int rank) {
@@ -223,8 +236,7 @@ void CoordinatorSession::check_min_workers(const std::string& why) {
   const std::string how =
       admits_joiners(config_, plan_.source.sparse.has_value())
           ? fmt::format("`disttrain worker --connect {} --join` joins one", listener_.endpoint())
-          : "workers may join runs of gradients over star with one server, or of parameters "
-            "mode, only yet";
+          : fmt::format("workers may join runs of {} yet", config::joinable_modes());
   fail<TrainingError>("{}, leaving {} worker{}, below fault_tolerance.elastic.min_workers = {}, "
                       "and not enough workers joined within join_timeout_ms = {} ms ({}); lower "
                       "min_workers, or rerun with --resume to continue from the last checkpoint",

@@ -119,6 +119,7 @@ class RingMode final : public Mode {
         reformer.reform(step);
       }
     }
+    session.close_admissions();  // elastic: joiners still waiting are refused
     for (;;) {
       try {
         if (reformer.pending()) reformer.reform(steps);

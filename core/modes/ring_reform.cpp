@@ -7,6 +7,7 @@
 #include "base/log.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace dt::modes {
@@ -46,8 +47,13 @@ void RingReformer::reform(std::uint64_t step) {
         if (fresh_.contains(r)) fresh.push_back(r);
       }
       ++reforms_;
-      log::warn("{} over workers {} (generation {}); step {} is done again", wording_,
-                fmt::join(members, ", "), session_.generation(), step + 1);
+      if (std::exchange(joined_, false)) {
+        log::notice("{} over workers {} before step {} to take in the joined worker {}",
+                    wording_, fmt::join(members, ", "), step + 1, fmt::join(fresh, ", "));
+      } else {
+        log::warn("{} over workers {} (generation {}); step {} is done again", wording_,
+                  fmt::join(members, ", "), session_.generation(), step + 1);
+      }
       send_members(step, members, fresh);
       for (auto& f : session_.result().failures) {
         if (!f.contains("reformed")) f["reformed"] = {{"members", members}, {"redone_step", step + 1}};
@@ -116,7 +122,22 @@ bool RingReformer::left_after_batch(int rank) const {
   return left && in_flight_ != nullptr && in_flight_->has_value() && *left >= (*in_flight_)->end;
 }
 
+void RingReformer::admit_joiners(std::uint64_t step) {
+  if (!active_ || !session_.config().fault_tolerance.elastic) return;
+  const std::vector<int> before = session_.alive();
+  arm(false);  // a loss while a joiner is set up re-forms with it, before the step
+  session_.admit_joiners(step);
+  arm(true);
+  for (const int r : session_.alive()) {
+    if (std::binary_search(before.begin(), before.end(), r)) continue;
+    fresh_.insert(r);  // it holds no state: a member's is relayed to it (relay_state)
+    pending_ = true;
+    joined_ = true;
+  }
+}
+
 void RingReformer::before_step(std::uint64_t step, std::uint64_t per_epoch) {
+  admit_joiners(step);
   per_epoch = std::max<std::uint64_t>(1, per_epoch);
   if (step % per_epoch == 0 && dealt_epoch_ != step / per_epoch) {
     arm(false);  // all or nothing: a loss meanwhile re-forms before the step

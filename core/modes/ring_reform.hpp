@@ -74,9 +74,11 @@ class RingReformer {
   // replicas, at `step` (the checkpoint's), build their first ring over the members alive.
   // Nothing is done again and no re-form is counted. A no-op when every starting rank trains.
   void form_over_members(std::uint64_t step);
-  // Before each step: at an epoch start, the rows of workers lost under `continue` go to the
-  // survivors (once per epoch: a step done again after a re-form does not deal them twice),
-  // then a pending re-form is done. `per_epoch`: the plan's steps per epoch.
+  // Before each step: joiners are admitted (elastic), at an epoch start the rows of workers
+  // lost under `continue` (or every row, after a join) are dealt (once per epoch: a step done
+  // again after a re-form does not deal them twice), then a pending re-form is done: a joiner
+  // is fresh, handed a member's state like a replacement. `per_epoch`: the plan's steps per
+  // epoch.
   void before_step(std::uint64_t step, std::uint64_t per_epoch);
   // Called first for every loss the handler sees (tensor, continue: drop the lost rank's
   // replica-mates).
@@ -95,6 +97,7 @@ class RingReformer {
   // kRingReform to every member: go back to `step`, the ring over `members`, every endpoint.
   void send_members(std::uint64_t step, const std::vector<int>& members,
                     const std::vector<int>& fresh);
+  void admit_joiners(std::uint64_t step);  // fault_tolerance.elastic: before_step's first part
   [[nodiscard]] bool left_after_batch(int rank) const;
 
   roles::CoordinatorSession& session_;
@@ -107,6 +110,7 @@ class RingReformer {
   bool pending_ = false;
   std::set<int> fresh_;  // replacements that have not received a replica's state yet
   int reforms_ = 0;
+  bool joined_ = false;  // the pending re-form takes in joiners (the log says so)
   std::uint64_t dealt_epoch_ = UINT64_MAX;  // the epoch whose start dealt lost workers' rows
   std::string wording_ = "the ring re-forms";
 };

@@ -46,6 +46,7 @@
 #include "base/text.hpp"
 #include "base/timeline.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -106,6 +107,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
     session.schedule().start_clock();
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
     for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
+      admit_joiners(session, servers, step);  // elastic: a joiner trains from this step on
       if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
       round = step;
       in_step = true;
@@ -133,6 +135,7 @@ class ShardedGradientsMode final : public ServerGroupMode {
       }
       session.step_boundary(step + 1);
     }
+    session.close_admissions();
     servers.copy_params(params);
     servers.stop();
     session.result().aggregation["servers"] = servers.servers_json();
@@ -230,6 +233,22 @@ class ShardedGradientsMode final : public ServerGroupMode {
   }
 
  private:
+  // Coordinator, fault_tolerance.elastic: joiners admitted at this step boundary (every server
+  // has applied the round before and idles). Each server waits for their pushes from this
+  // round on, as for a restart's replacement; each joiner is sent the servers and pulls the
+  // parameters from them (the optimizer state stays there). Rows: the session's re-plan.
+  static void admit_joiners(roles::CoordinatorSession& session, roles::ServerGroup& servers,
+                            std::uint64_t step) {
+    if (!session.config().fault_tolerance.elastic) return;
+    const std::vector<int> before = session.alive();
+    session.admit_joiners(step);
+    for (const int rank : session.alive()) {
+      if (std::binary_search(before.begin(), before.end(), rank)) continue;
+      servers.admit_worker(rank);
+      session.send_to(rank, servers.servers_message());
+    }
+  }
+
   // Worker side.
   std::unique_ptr<roles::ServerClient> client_;
   SparseShardedWorker sparse_;  // sparse rows: the keyed exchange (sparse_sharded.hpp)

@@ -101,8 +101,9 @@ class ParameterServer {
   //     completes with the pushes of the others (one of the lost worker's that already arrived
   //     is kept: the round divides by the rows it got); the step clock no longer waits for it
   //     and its steps not done leave total_steps() (async).
-  //   replace_worker (restart): the replacement redoes the rank's first push this server may
-  //     lack, so every (rank, round) or (rank, step) is applied exactly once: a push of one
+  //   replace_worker (restart; sync: also a joiner, elastic, counted from the round in
+  //     progress): a replacement redoes the rank's first push this server may lack, so every
+  //     (rank, round) or (rank, step) is applied exactly once: a push of one
   //     already applied is a duplicate, dropped and answered with the current slice (async:
   //     it also asks for the next step, as every push does). Async: its pull comes first; a
   //     push of the lost worker still on its way before that pull is dropped.
@@ -116,9 +117,7 @@ class ParameterServer {
   struct Dealt { std::uint64_t applied = 0; std::vector<int> to; };
   [[nodiscard]] Dealt drop_worker_dealing(int rank, protocol::Envelope deal,
                                           std::chrono::milliseconds wait);
-  // Async: the pushes this server will have applied at the end (every worker's plan, less the
-  // steps lost workers left undone).
-  [[nodiscard]] std::uint64_t total_steps() const;
+  [[nodiscard]] std::uint64_t total_steps() const;  // async: every plan, less lost steps
   // Async, training.early_stopping (param_server_end.cpp), any thread: training is over; held
   // pulls, then every push (not applied) or pull awaiting an answer, get kEnd, not a slice.
   void end_training() noexcept { end_asked_.store(true); }

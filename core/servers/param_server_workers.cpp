@@ -104,6 +104,10 @@ std::uint64_t ParameterServer::readmit_worker(int rank) {
   const auto r = static_cast<std::size_t>(rank);
   replaced_[r] = true;
   if (!options_.asynchronous) {
+    // A joiner (elastic) takes a slot no worker held or one a worker left: the rounds wait
+    // for it from the one in progress (it is admitted between two: no push of it is here).
+    gone_[r] = false;
+    note_missing();
     std::lock_guard lock(mu_);
     return stats_.version;
   }

@@ -116,6 +116,13 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
   incarnations_.assign(servers_.size(), 0);
   retired_.resize(servers_.size());
   lost_.assign(servers_.size(), false);
+  // fault_tolerance.elastic: the join slots (max_workers above the start) no worker holds yet;
+  // the rounds wait for one from its admission on (admit_worker).
+  if (!async) {
+    for (int rank = 0; rank < session.ranks(); ++rank) {
+      if (!session.is_alive(rank)) (void)lose_worker(rank, false);
+    }
+  }
 }
 
 bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out) const {

@@ -100,8 +100,12 @@ class ServerGroup {
   // Sync, a run resumed without the ranks that had left (elastic, resume_membership.hpp): every
   // server forgets them before the first round, so no round waits for their pushes.
   void forget_departed();
-  // The ranks dropped so far (continue): a server started later, to take over a failed one,
-  // must be told of them (drop_worker) or its synchronous rounds would wait for them.
+  // fault_tolerance.elastic, sync: a worker joined as `rank` between two rounds; every server
+  // waits for its pushes from the round in progress on (ParameterServer::replace_worker).
+  void admit_worker(int rank);
+  // The ranks dropped so far (continue, a leave, and sync: the slots no worker holds at the
+  // start): a server started later, to take over a failed one, must be told of them
+  // (drop_worker) or its synchronous rounds would wait for them.
   [[nodiscard]] const std::vector<int>& dropped() const noexcept { return dropped_; }
   // Async continue: lose_worker(rank, false), and server 0 deals the rank's rows (`deal`: the
   // kReassign message of its shard) to the survivors it will send a slice again

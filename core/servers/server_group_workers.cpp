@@ -33,6 +33,11 @@ void ServerGroup::forget_departed() {
   }
 }
 
+void ServerGroup::admit_worker(int rank) {
+  std::erase(dropped_, rank);
+  for (const auto& s : servers_) (void)s->replace_worker(rank, kNewsWait);
+}
+
 std::vector<std::uint64_t> ServerGroup::drop_worker_dealing(int rank, protocol::Envelope deal,
                                                             std::vector<int>& dealt_to) {
   dropped_.push_back(rank);

@@ -236,20 +236,19 @@ output: {{dir: {out}}}
 """
 
 
-def test_a_worker_joins_from_another_host_over_tcp(tmp):
-    """The coordinator and its two workers on one host (a network namespace), the joiner on
-    another, across the bridge with CURVE keys: the model of the same join on one host."""
-    if test_hosts.skipped("test_a_worker_joins_from_another_host_over_tcp"):
-        return
+def join_across_hosts(tmp, *args):
+    """HOSTS (with `args` for `run`) twice: all on one host, then the coordinator and its two
+    workers on one host (a network namespace) and the joiner on another, across the bridge with
+    CURVE keys. Checks that both give the same model; returns the second run's summary."""
     keys = test_hosts.keys(tmp)
     local = h.write_config(tmp, HOSTS.format(transport="", out=tmp / "local"), "local.yaml")
-    run_with_joiner(local)
+    run_with_joiner(local, *args)
     transport = (f"transport: {{type: tcp, security: curve, keys: {{secret: "
                  f"{keys}/coordinator.key, authorized: {keys}/workers.pub}}}}")
     cfg = h.write_config(tmp, HOSTS.format(transport=transport, out=tmp / "hosts"), "hosts.yaml")
     before = test_hosts.root_links()
     with netns.Hosts(1, tmp) as net:
-        coord, endpoint = test_hosts.start_coordinator(net, cfg)
+        coord, endpoint = test_hosts.start_coordinator(net, cfg, *args)
         worker = net.run(net.workers[0], "joiner", "worker", "--connect", endpoint, "--join",
                          "--key", keys / "host0.key", "--server-key", keys / "coordinator.pub")
         assert net.wait(coord, 90) == 0, net.stderr(coord)
@@ -259,7 +258,15 @@ def test_a_worker_joins_from_another_host_over_tcp(tmp):
     test_hosts.check_gone(net, before)
     assert (tmp / "hosts" / "model.json").read_bytes() == \
         (tmp / "local" / "model.json").read_bytes(), "the join across hosts trained otherwise"
-    [event] = summary(tmp / "hosts")["membership"]["events"]
+    return summary(tmp / "hosts")
+
+
+def test_a_worker_joins_from_another_host_over_tcp(tmp):
+    """The coordinator and its two workers on one host, the joiner on another: the model of
+    the same join on one host."""
+    if test_hosts.skipped("test_a_worker_joins_from_another_host_over_tcp"):
+        return
+    [event] = join_across_hosts(tmp)["membership"]["events"]
     assert (event["rank"], event["step"]) == (2, 70), event
 
 

@@ -174,8 +174,9 @@ def test_async_joins_are_not_built_yet(tmp):
                     elastic="max_workers: 3")
     r = h.run("validate", cfg)
     assert r.code == 2, r
-    assert ("workers may join only in aggregation.mode gradients over topology star with one "
-            "server, and in aggregation.mode parameters, yet; set max_workers: 2") in r.stderr, r
+    assert ("workers may join only in gradients mode (star, sharded servers, ring; sparse rows: "
+            "sharded servers only) and parameters mode (at a round boundary) yet; set "
+            "max_workers: 2") in r.stderr, r
 
 
 if __name__ == "__main__":

@@ -134,9 +134,8 @@ output: {{dir: {out}, log_every: {{steps: 5}}}}
 """
 
 
-def test_servers_leave_with_sparse_rows(tmp):
-    # The keyed exchange (LIBSVM rows read sparse): the leave of worker 2 after its step 8 is
-    # `continue` after a kill at its step 9, bit for bit.
+def sparse_data(tmp):
+    """700 LIBSVM rows over 60 keys, 1 to 8 a row, labelled by a hidden linear rule."""
     rng = random.Random(7)
     truth = [rng.gauss(0, 1) for _ in range(60)]
     lines = []
@@ -147,6 +146,13 @@ def test_servers_leave_with_sparse_rows(tmp):
         lines.append(f"{label} " + " ".join(f"{k + 1}:{v}" for k, v in zip(keys, values)))
     data = tmp / "sparse.svm"
     data.write_text("\n".join(lines) + "\n")
+    return data
+
+
+def test_servers_leave_with_sparse_rows(tmp):
+    # The keyed exchange (LIBSVM rows read sparse): the leave of worker 2 after its step 8 is
+    # `continue` after a kill at its step 9, bit for bit.
+    data = sparse_data(tmp)
     runs = {}
     for name, policy, elastic, fault in [
             ("leave", "abort", ", elastic: {min_workers: 1}", "{rank: 2, at_step: 8, action: leave}"),

@@ -125,11 +125,18 @@ TEST_CASE("ring re-form: generation 0 is the plain ring; bad endpoint updates ar
   CHECK(&links->ring({0, 1}, 3) != &links->ring({0, 1}));
   links->update_endpoints({links->endpoint(), "inproc://two"});  // a new endpoint for rank 1
   CHECK(links->describe(1) == "rank 1 (inproc://two)");
+  // A worker joined in a new slot (elastic): the list grows, an empty slot between stays empty.
+  links->update_endpoints({links->endpoint(), "inproc://two", "", "inproc://three"}, {3});
+  CHECK(links->world_size() == 4);
+  CHECK(links->describe(3) == "rank 3 (inproc://three)");
+  CHECK(&links->ring({0, 1, 3}, 4) != &links->ring({0, 1}, 4));
   using dt::TransportError;
   CHECK(dt::test::message_of<TransportError>(
             [&] { links->update_endpoints({links->endpoint()}); }) ==
-        "peer links: 1 endpoints for a job of 2 ranks");
+        "peer links: 1 endpoints for a job of 4 ranks");
   CHECK(dt::test::message_of<TransportError>(
-            [&] { links->update_endpoints({"inproc://elsewhere", "inproc://two"}); }) ==
+            [&] {
+              links->update_endpoints({"inproc://elsewhere", "inproc://two", "", "inproc://three"});
+            }) ==
         "peer links: rank 0 was told another endpoint for itself (inproc://elsewhere)");
 }

@@ -49,10 +49,11 @@ void PeerLinks::set_endpoints(std::vector<std::string> endpoints) {
 void PeerLinks::update_endpoints(std::vector<std::string> endpoints,
                                  const std::vector<std::uint32_t>& replaced) {
   if (endpoints_.empty()) return set_endpoints(std::move(endpoints));
-  if (endpoints.size() != endpoints_.size()) {
+  if (endpoints.size() < endpoints_.size()) {
     fail<TransportError>("peer links: {} endpoints for a job of {} ranks", endpoints.size(),
                          endpoints_.size());
   }
+  endpoints_.resize(endpoints.size());  // a worker joined in a new slot (elastic)
   for (std::uint32_t r = 0; r < endpoints.size(); ++r) {
     const bool renewed = std::find(replaced.begin(), replaced.end(), r) != replaced.end();
     if (endpoints[r] == endpoints_[r] && !renewed) continue;

@@ -92,8 +92,8 @@ class PeerLinks {
   // sets the endpoints when there are none yet; else, for each rank in `replaced` or whose
   // endpoint changed, takes the new endpoint and drops the cached connection to the old
   // process (what was queued there is lost: it belonged to the abandoned collective; an ipc
-  // replacement listens on the same path, a tcp one on a new port). The rank count must not
-  // change.
+  // replacement listens on the same path, a tcp one on a new port). The rank count may only
+  // grow (a worker that joined in a new slot).
   void update_endpoints(std::vector<std::string> endpoints,
                         const std::vector<std::uint32_t>& replaced = {});
   [[nodiscard]] std::size_t world_size() const noexcept { return endpoints_.size(); }
