@@ -95,6 +95,17 @@ def run_with_joiner(cfg, *args):
     return err, werr
 
 
+def the_join(out, step, rank=2, workers=3):
+    """The summary of a run that ended well after one join (of `rank` after `step`), and that
+    join's event."""
+    s = summary(out)
+    assert s["status"] == "ok" and s["failures"] == [], s
+    [event] = s["membership"]["events"]
+    assert {k: event[k] for k in ("event", "rank", "step", "workers")} == \
+        {"event": "join", "rank": rank, "step": step, "workers": workers}, event
+    return s, event
+
+
 def test_a_worker_joins_mid_run_and_is_dealt_rows(tmp):
     # 3600 training rows, global batch 60: 60 steps an epoch, 180 in all. Two workers start;
     # the joiner is admitted after step 70 (epoch 2), trains steps 71..180 with no rows until
@@ -102,13 +113,9 @@ def test_a_worker_joins_mid_run_and_is_dealt_rows(tmp):
     elastic = "max_workers: 3, admit_at_steps: [70]"
     cfg, out = config(tmp, "join", elastic=elastic)
     err, werr = run_with_joiner(cfg)
-    s = summary(out)
-    assert s["status"] == "ok" and s["failures"] == [], s
+    s, event = the_join(out, 70)
     m = s["membership"]
     assert (m["min_workers"], m["max_workers"], m["workers"]) == (1, 3, 2), m
-    [event] = m["events"]
-    assert {k: event[k] for k in ("event", "rank", "step", "workers")} == \
-        {"event": "join", "rank": 2, "step": 70, "workers": 3}, event
     plan = event["replanned"]
     assert plan["from_epoch"] == 2, plan
     assert [t["rank"] for t in plan["to"]] == [0, 1, 2], plan
