@@ -230,6 +230,32 @@ def test_parameters_resume_after_a_join_refills_the_slot(tmp):
     assert without_pids(s["membership"]) == without_pids(summary(ref)["membership"])
 
 
+def test_ring_and_servers_resume_after_a_join_refill_the_slot(tmp):
+    # As in the star: 2 workers, the joiner admitted after step 70, its rows re-planned from
+    # epoch 2 (step 121). Stopped at step 100 (before the re-plan) and 140 (after), by a kill of
+    # worker 1 (the ring's leader, rank 0, sends the checkpoint's state), and resumed: the slot
+    # is refilled and the ring re-forms with it, or the servers count it: the unbroken run's bits.
+    elastic = "max_workers: 3, admit_at_steps: [70]"
+    every = ("--set", "fault_tolerance.checkpoint_every.steps=20")
+    for kind in ("ring", "servers"):
+        cfg, ref = config(tmp, kind, "ref", workers=2, epochs=3, elastic=elastic)
+        join.run_with_joiner(cfg, *every)
+        for stop in (100, 150):
+            cfg, out = config(tmp, kind, f"cut{stop}", workers=2, epochs=3, elastic=elastic)
+            run = join.Run(cfg, *every, "--fault", f"rank=1,at_step={stop},action=kill")
+            worker = join.joiner(run.join_endpoint())
+            code, err = run.finish()
+            assert code == 3, err
+            join.finish_joiner(worker)
+            r = h.run("run", cfg, *every, "--resume")
+            assert r.code == 0, r
+            saved = summary(out)["checkpoint"]["resumed_from_step"]
+            assert saved in (stop, stop - 10), summary(out)["checkpoint"]
+            assert "is refilled by a worker this coordinator starts" in r.stderr, r.stderr
+            assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes(), \
+                f"{kind}: resumed at step {saved} after a join: not the unbroken run's model"
+
+
 if __name__ == "__main__":
     h.main([test_ring_resume_after_a_leave_gives_the_same_bits,
             test_servers_resume_after_a_leave_gives_the_same_bits,
@@ -238,4 +264,5 @@ if __name__ == "__main__":
             test_parameters_resize_is_refused,
             test_async_resume_after_a_leave_keeps_the_leaver_out,
             test_resume_after_a_join_refills_the_slot,
-            test_parameters_resume_after_a_join_refills_the_slot])
+            test_parameters_resume_after_a_join_refills_the_slot,
+            test_ring_and_servers_resume_after_a_join_refill_the_slot])
