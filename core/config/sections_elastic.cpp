@@ -106,7 +106,7 @@ bool admits_joiners(const Config& config) {
 }
 
 const char* joinable_modes() {
-  return "gradients mode (star, sharded servers, ring; sparse rows: sharded servers only) and "
+  return "gradients mode (star, sharded servers, ring; sparse rows: not the ring) and "
          "parameters mode (at a round boundary)";
 }
 

@@ -42,7 +42,7 @@ struct JoinState {
 [[nodiscard]] std::vector<data::Segment> rows_in_plan_order(const Plan& plan);
 
 // Whether a running job of this config admits joiners: config::admits_joiners, and sparse rows
-// over sharded servers only (docs/elastic.md); the other modes can only lose workers.
+// over the star (one server or sharded ones) only (docs/elastic.md).
 [[nodiscard]] bool admits_joiners(const config::Config& config, bool sparse_rows);
 
 // A re-plan: every training row dealt among `members` (share k of m to the k-th, from

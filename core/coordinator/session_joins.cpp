@@ -41,11 +41,12 @@ bool CoordinatorSession::joins_by_itself(int rank) const {
 }
 
 bool admits_joiners(const config::Config& config, bool sparse_rows) {
-  // Sparse rows: the servers' keyed exchange lets a joiner pull its first step's values; the
-  // star's sparse loop admits no one yet.
+  // Sparse rows: the keyed exchange (the star's, the servers') sends a joiner its first step's
+  // values; the ring, which densifies them, admits no one with them yet.
   const auto& a = config.aggregation;
   return config::admits_joiners(config) &&
-         (!sparse_rows || (a.mode == config::AggregationMode::kGradients && a.servers > 1));
+         (!sparse_rows ||
+          (a.mode == config::AggregationMode::kGradients && a.topology == config::Topology::kStar));
 }
 
 bool CoordinatorSession::take_join_hello(transport::Incoming& in) {

@@ -40,7 +40,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     if (session.plan().source.sparse) {
       refuse_compressed_sparse_rows(session);
       sparse_.coordinate(session, optimizer(session));
-      session.close_admissions();  // elastic: joiners are admitted by the dense loop only
+      session.close_admissions();  // elastic: joiners still waiting are refused
       return;
     }
     auto& params = session.params();

@@ -50,6 +50,7 @@ void SparseStar::coordinate(roles::CoordinatorSession& session, models::Optimize
   const std::uint64_t per_epoch = std::max<std::uint64_t>(1, session.plan().steps_per_epoch);
   const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
   for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped(); ++step) {
+    session.admit_joiners(step);  // elastic: a joiner trains from this step on
     if (step % per_epoch == 0) session.reassign_lost_rows(step / per_epoch);
     timeline::set_step(step + 1);
     timeline::Lap lap;  // output.timeline: broadcast (with any keys asked), gather, apply

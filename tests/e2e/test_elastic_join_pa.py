@@ -171,7 +171,7 @@ def test_async_joins_are_not_built_yet(tmp):
     r = h.run("validate", cfg)
     assert r.code == 2, r
     assert ("workers may join only in gradients mode (star, sharded servers, ring; sparse rows: "
-            "sharded servers only) and parameters mode (at a round boundary) yet; set "
+            "not the ring) and parameters mode (at a round boundary) yet; set "
             "max_workers: 2") in r.stderr, r
 
 

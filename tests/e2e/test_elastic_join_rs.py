@@ -132,17 +132,21 @@ def test_a_joiner_above_max_workers_is_refused_over_ring_and_servers(tmp):
         assert s["membership"]["events"] == [] and s["status"] == "ok", s["membership"]
 
 
-def test_servers_join_with_sparse_rows(tmp):
+def test_servers_and_star_join_with_sparse_rows(tmp):
     # The keyed exchange (LIBSVM rows read sparse; 630 training rows, global batch 50: 13 steps
     # an epoch, 39 in all): the joiner, admitted after step 15, pulls its first step's values
     # from the servers, and its rows come at epoch 2's re-plan. Replayed: the same bits.
+    # Over the star with one server (the coordinator's keyed exchange) the same join gives the
+    # same bits as well.
     data = sparse_data(tmp)
     models = []
-    for name in ("sparse-join", "sparse-again"):
+    for name in ("sparse-join", "sparse-again", "sparse-star"):
         out = tmp / name
-        cfg = h.write_config(tmp, SPARSE.format(
-            path=data, policy="abort", fault="", out=out,
-            elastic=", elastic: {max_workers: 4, admit_at_steps: [15]}"), f"{name}.yaml")
+        text = SPARSE.format(path=data, policy="abort", fault="", out=out,
+                             elastic=", elastic: {max_workers: 4, admit_at_steps: [15]}")
+        if name == "sparse-star":
+            text = text.replace("servers: 2", "servers: 1")
+        cfg = h.write_config(tmp, text, f"{name}.yaml")
         run_with_joiner(cfg)
         s = summary(out)
         assert s["status"] == "ok" and s["failures"] == [], s
@@ -153,6 +157,7 @@ def test_servers_join_with_sparse_rows(tmp):
         assert {w["rank"]: w["steps"] for w in s["worker_stats"]}[3] == s["steps"] - 15, s
         models.append((out / "model.json").read_bytes())
     assert models[0] == models[1], "a replayed sparse join changed the model"
+    assert models[2] == models[0], "the star's sparse join trained otherwise than the servers'"
 
 
 def test_a_ring_worker_joins_from_another_host_over_tcp(tmp):
@@ -172,6 +177,6 @@ if __name__ == "__main__":
             test_servers_join_mid_run_trains_the_stars_model,
             test_ring_join_after_a_leave_takes_its_slot,
             test_servers_join_after_a_leave_takes_its_slot,
-            test_servers_join_with_sparse_rows,
+            test_servers_and_star_join_with_sparse_rows,
             test_a_joiner_above_max_workers_is_refused_over_ring_and_servers,
             test_a_ring_worker_joins_from_another_host_over_tcp])

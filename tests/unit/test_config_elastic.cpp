@@ -98,7 +98,7 @@ TEST_CASE("config: max_workers above the start: gradients over the ring and serv
   CHECK(elastic_error("aggregation: {mode: async, servers: 2}" + elastic) ==
         "test.yaml:5:42: fault_tolerance.elastic.max_workers: is 6, above the 4 workers the run "
         "starts with: workers may join only in gradients mode (star, sharded servers, ring; "
-        "sparse rows: sharded servers only) and parameters mode (at a round boundary) yet; "
+        "sparse rows: not the ring) and parameters mode (at a round boundary) yet; "
         "set max_workers: 4 (leaving works in every mode)");
 }
 
