@@ -216,6 +216,11 @@ inline constexpr const char* kFaultOverride = "faults[]";
 // "parameters, merge median": the mode with whatever else decides how the workers combine.
 [[nodiscard]] std::string describe_aggregation(const Config& config);
 
+// fault_tolerance.elastic: whether this aggregation admits workers joining a running job (the
+// one predicate; docs/elastic.md): gradients over the star with one server, parameters mode, and
+// async without max_staleness. Dense rows only (the coordinator checks the data: joins.hpp).
+[[nodiscard]] bool mode_admits_joiners(const Config& config);
+
 // Worker processes of a run: shards.count * parallelism.tensor.
 [[nodiscard]] int worker_count(const Config& config);
 

@@ -74,18 +74,12 @@ void check_elastic(const Section& root, const Config& c) {
                             "(a lost worker is then handled by on_worker_failure)",
                             c.parallelism.tensor));
   }
-  // A join deals rows between steps of gradients over the star with one server; the other modes
-  // keep state per worker (the ring, servers, rounds) that a joiner would need first: later.
-  const auto& a = c.aggregation;
-  const bool star = a.mode == AggregationMode::kGradients && a.topology == Topology::kStar &&
-                    a.servers == 1;
-  // Parameters mode (model averaging) admits joiners at a round boundary (docs/elastic.md).
-  const bool rounds = a.mode == AggregationMode::kParameters;
-  if (e.max_workers > workers && !star && !rounds) {
+  if (e.max_workers > workers && !mode_admits_joiners(c)) {
     s.fail("max_workers", fmt::format("is {}, above the {} workers the run starts with: workers "
                                       "may join only in aggregation.mode gradients over "
-                                      "topology star with one server, and in aggregation.mode "
-                                      "parameters, yet; set max_workers: {} (leaving works in "
+                                      "topology star with one server, in aggregation.mode "
+                                      "parameters, and in aggregation.mode async without "
+                                      "max_staleness, yet; set max_workers: {} (leaving works in "
                                       "every mode)",
                                       e.max_workers, workers, workers));
   }
@@ -103,3 +97,21 @@ void check_elastic(const Section& root, const Config& c) {
 }
 
 }  // namespace dt::config::detail
+
+namespace dt::config {
+
+bool mode_admits_joiners(const Config& c) {
+  // A join deals rows between steps of gradients over the star with one server, at a round
+  // boundary in parameters mode, between two pushes in async (core/modes/async_joins.cpp). The
+  // ring and sharded servers keep per-worker state a joiner would need first: later. Async's
+  // max_staleness would hold every worker back until a joiner, whose step clock starts at 0,
+  // caught up with them: refused.
+  const auto& a = c.aggregation;
+  const bool star = a.mode == AggregationMode::kGradients && a.topology == Topology::kStar &&
+                    a.servers == 1;
+  const bool rounds = a.mode == AggregationMode::kParameters;
+  const bool async = a.mode == AggregationMode::kAsync && !a.async.max_staleness;
+  return star || rounds || async;
+}
+
+}  // namespace dt::config

@@ -35,8 +35,8 @@ struct JoinState {
                                       // wait for joiners comes once that step is complete)
 };
 
-// Whether a running job of this config admits joiners: gradients over the star with one server
-// and dense rows only yet (docs/elastic.md); the other modes can only lose workers.
+// Whether a running job of this config admits joiners: config::mode_admits_joiners, with dense
+// rows only yet (docs/elastic.md); the other modes can only lose workers.
 [[nodiscard]] bool admits_joiners(const config::Config& config, bool sparse_rows);
 
 // A re-plan: every training row dealt among `members` (share k of m to the k-th, from

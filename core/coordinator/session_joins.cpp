@@ -39,12 +39,7 @@ bool CoordinatorSession::joins_by_itself(int rank) const {
 }
 
 bool admits_joiners(const config::Config& config, bool sparse_rows) {
-  const auto& a = config.aggregation;
-  const bool star = a.mode == config::AggregationMode::kGradients &&
-                    a.topology == config::Topology::kStar && a.servers == 1;
-  // Parameters mode admits joiners at a round boundary (core/modes/parameters.cpp).
-  const bool rounds = a.mode == config::AggregationMode::kParameters;
-  return (star || rounds) && !sparse_rows;
+  return config::mode_admits_joiners(config) && !sparse_rows;
 }
 
 bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
@@ -66,8 +61,9 @@ bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
   }
   if (!admits_joiners(config_, plan_.source.sparse.has_value())) {
     refuse_joiner({in.peer, hello}, "workers may join a run of aggregation.mode gradients over "
-                  "topology star with one server, or of aggregation.mode parameters, with dense "
-                  "rows only yet; this run can only lose workers (docs/elastic.md)", 2);
+                  "topology star with one server, of aggregation.mode parameters, or of "
+                  "aggregation.mode async without max_staleness, with dense rows only yet; this "
+                  "run can only lose workers (docs/elastic.md)", 2);
     return true;
   }
   // A joiner says hello every second until its setup comes: once queued (or admitted), again.

@@ -55,8 +55,9 @@ std::optional<std::uint64_t> left_after(const nlohmann::json& membership, int ra
 
 nlohmann::json* leave_event(nlohmann::json& membership, int rank) {
   if (membership.is_null()) return nullptr;
-  for (auto& event : membership["events"]) {
-    if (event["event"] == "leave" && event["rank"] == rank) return &event;
+  auto& events = membership["events"];
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {  // a slot's latest holder's
+    if ((*it)["event"] == "leave" && (*it)["rank"] == rank) return &*it;
   }
   return nullptr;
 }
@@ -223,8 +224,8 @@ void CoordinatorSession::check_min_workers(const std::string& why) {
   const std::string how =
       admits_joiners(config_, plan_.source.sparse.has_value())
           ? fmt::format("`disttrain worker --connect {} --join` joins one", listener_.endpoint())
-          : "workers may join runs of gradients over star with one server, or of parameters "
-            "mode, only yet";
+          : "workers may join runs of gradients over star with one server, of parameters "
+            "mode, or of async mode without max_staleness, only yet";
   fail<TrainingError>("{}, leaving {} worker{}, below fault_tolerance.elastic.min_workers = {}, "
                       "and not enough workers joined within join_timeout_ms = {} ms ({}); lower "
                       "min_workers, or rerun with --resume to continue from the last checkpoint",

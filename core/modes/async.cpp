@@ -61,6 +61,7 @@
 
 #include "core/modes/mode.hpp"
 #include "core/modes/async_keyed.hpp"
+#include "core/modes/async_joins.hpp"
 #include "core/modes/async_lost.hpp"
 #include "core/protocol/step_messages.hpp"
 #include "core/protocol/timing.hpp"
@@ -114,11 +115,15 @@ class AsyncMode final : public ServerGroupMode {
         static_cast<std::uint64_t>(config.fault_tolerance.checkpoint_every_steps);
     for (int r = 0; r < ranks; ++r) {
       const auto local = roles::local_steps_per_epoch(config.training, session.plan().shard_rows[ri(r)]);
-      serving.worker_steps.push_back(local * static_cast<std::uint64_t>(config.training.epochs));
+      // A join slot (elastic max_workers) plans no steps until a worker joins into it.
+      const bool slot = r >= session.plan().starting_ranks();
+      const auto epochs = static_cast<std::uint64_t>(config.training.epochs);
+      serving.worker_steps.push_back(slot ? 0 : local * epochs);
     }
     servers_ = std::make_unique<roles::ServerGroup>(session, serving, from_);
     auto& servers = *servers_;
     LostWorkers lost(session, servers, serving.worker_steps);  // sets the schedule
+    AsyncJoins joins(session, servers, lost);  // elastic: joiners between two pushes
     // training.early_stopping: a check is each log row's validation pass (on the servers'
     // snapshot of that update); once patience runs out the servers answer with an end.
     const auto& early_stop = session.evaluation().early_stop();
@@ -133,6 +138,7 @@ class AsyncMode final : public ServerGroupMode {
     std::vector<double> worker_loss(ri(ranks), 0.0);
     std::vector<std::uint64_t> worker_rows(ri(ranks), 0);
     std::uint64_t applied = session.first_step();
+    bool training = true;
     const auto drain = [&] {
       servers.check();
       for (const auto& u : servers.take_log()) {
@@ -165,6 +171,7 @@ class AsyncMode final : public ServerGroupMode {
         session.step_boundary(applied);
         if (early_stop.stopped()) servers.end_training();
       }
+      if (training) joins.poll(applied);  // not once every worker is done
     };
     // With early stopping the coordinator follows server 0 to each log step as it gets there
     // (the gather below drains once a poll slice, ~50 ms: many async updates), so that the end
@@ -193,6 +200,7 @@ class AsyncMode final : public ServerGroupMode {
       }
     }
     const auto done = session.gather(protocol::Type::kDone, drain);
+    training = false;
     if (!servers.ended()) servers.wait_all_applied(config.fault_tolerance.worker_timeout_ms);
     drain();  // every plan a push stated is known now
     for (const auto& d : done) {  // the survivors' only, after a continue
@@ -204,6 +212,7 @@ class AsyncMode final : public ServerGroupMode {
       }
     }
     lost.settle(done);
+    joins.settle(done);
     servers.copy_params(params);
     servers.stop();
 
@@ -263,8 +272,17 @@ class AsyncMode final : public ServerGroupMode {
       }
       return std::accumulate(per_epoch.begin(), per_epoch.end(), std::uint64_t{0});
     };
+    // An elastic joiner: its share of every row rides on this message; it trains from the
+    // run's next epoch (async_joins.hpp), its epochs before that have no steps.
+    const auto join_from = protocol::count_or(message, "join_from_epoch", 0);
+    if (const auto it = message.fields.find("reassign"); it != message.fields.end()) {
+      protocol::Envelope share{.type = protocol::Type::kReassign, .fields = *it};
+      share.arrays.push_back(message.arrays.at(0));
+      (void)session.take_share(share, join_from);
+    }
     std::uint64_t steps = plan_from(0);
-    const std::uint64_t planned = steps;  // as the coordinator planned it
+    std::fill_n(per_epoch.begin(), std::min(join_from, epochs), std::uint64_t{0});
+    steps = std::accumulate(per_epoch.begin(), per_epoch.end(), std::uint64_t{0});
     std::uint64_t first = 0;  // a resumed run or a replacement: the steps the servers applied
     if (const auto it = message.fields.find("start_steps"); it != message.fields.end()) {
       first = it->at(session.rank()).get<std::uint64_t>();
@@ -273,6 +291,8 @@ class AsyncMode final : public ServerGroupMode {
     std::uint64_t in_epoch = first;
     while (epoch < epochs && in_epoch >= per_epoch[epoch]) in_epoch -= per_epoch[epoch++];
     nlohmann::json took = nlohmann::json::array();
+    nlohmann::json replans = nlohmann::json::array();  // elastic re-plans taken
+    bool restated = false;  // the plan changed once: every push states it from then on
     if (keyed && first < steps) {
       keyed->start(client, {epoch, in_epoch}, steps);
     } else {
@@ -293,12 +313,18 @@ class AsyncMode final : public ServerGroupMode {
       // last push (this receive is their answer to it), so nothing of it is in flight.
       roles::leave_if_asked();
       if (auto notice = client.take_notice()) {
-        // A share of a lost worker's rows, from the next local epoch (this one keeps its order).
-        const auto from = epoch + 1;
+        // A share of a lost worker's rows, from the next local epoch (this one keeps its order);
+        // an elastic re-plan's share of every row, from the epoch it names if that is later.
+        const auto from = std::max(epoch + 1, protocol::count_or(*notice, "from_epoch", 0));
         const auto rows = session.take_share(*notice, from);
         steps = plan_from(std::min(from, epochs));
-        took.push_back({{"lost_rank", protocol::count(*notice, "lost_rank")}, {"rows", rows},
-                        {"from_epoch", from}});
+        restated = true;
+        if (const auto joined = notice->fields.find("joined"); joined != notice->fields.end()) {
+          replans.push_back({{"joined", *joined}, {"rows", rows}, {"from_epoch", from}});
+        } else {  // a lost worker's rows (after a join: with every other row, a re-plan)
+          took.push_back({{"lost_rank", protocol::count(*notice, "lost_rank")}, {"rows", rows},
+                          {"from_epoch", from}, {"deal", notice->fields.value("deal", 0)}});
+        }
       }
       if (client.ended()) {  // training.early_stopping: a server answered with the end
         steps = step;
@@ -308,7 +334,7 @@ class AsyncMode final : public ServerGroupMode {
       const auto start = std::chrono::steady_clock::now();
       AsyncKeyedWorker::At next{epoch, in_epoch + 1};  // the next step's place
       if (next.second == per_epoch[epoch]) next = {epoch + 1, 0};
-      const auto plan = steps == planned ? 0 : steps;
+      const auto plan = restated ? steps : 0;  // 0: as the coordinator planned it
       models::BatchResult result;
       std::uint64_t rows = 0;  // dense: the batch's rows (keyed: the worker keeps them)
       if (keyed) {
@@ -336,6 +362,7 @@ class AsyncMode final : public ServerGroupMode {
     protocol::Envelope done{.type = protocol::Type::kDone, .step = steps};
     done.fields = {{"steps", steps}};
     if (!took.empty()) done.fields["took"] = took;
+    if (!replans.empty()) done.fields["replans"] = replans;
     session.send(std::move(done));
   }
 

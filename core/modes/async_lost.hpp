@@ -1,8 +1,8 @@
 #pragma once
 // async mode's coordinator side of membership (core/modes/async.cpp): each worker's planned
-// pushes as they change (lost workers, leaves), what lost workers left undone and who took
-// their rows; and every push's staleness merged over the servers. Used on the coordinator's
-// thread only.
+// pushes as they change (lost workers, leaves, joins), what lost workers left undone and who
+// took their rows; and every push's staleness merged over the servers. Used on the
+// coordinator's thread only.
 
 #include "core/coordinator/membership.hpp"
 #include "core/coordinator/session.hpp"
@@ -15,10 +15,25 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
 namespace dt::modes {
+
+// The kReassign of an elastic re-plan: every training row (the plan's shards in rank order),
+// which each worker dealt a share of keeps as its whole shard from the epoch it takes it.
+inline protocol::Envelope every_row_deal(const roles::Plan& plan) {
+  std::vector<data::Segment> every;
+  for (int r = 0; r < plan.starting_ranks(); ++r) {
+    const auto& s = plan.segments[static_cast<std::size_t>(r)];
+    every.insert(every.end(), s.begin(), s.end());
+  }
+  auto deal = protocol::make_setup({"", "", roles::source_for(plan, 0), every});
+  deal.type = protocol::Type::kReassign;
+  deal.fields["replan"] = true;
+  return deal;
+}
 
 // Every push's staleness as the largest over the servers (each server measures its own).
 inline roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& stats) {
@@ -70,7 +85,10 @@ class LostWorkers {
     const auto& plan = session_.plan();
     auto deal = protocol::make_setup({"", "", roles::source_for(plan, r), plan.segments[r]});
     deal.type = protocol::Type::kReassign;
+    // After a join the rows follow its re-plan: a leaver's share goes with every other row.
+    if (replanned_) deal = every_row_deal(plan);
     deal.fields["lost_rank"] = rank;
+    deal.fields["deal"] = dealt_.size();  // the takers' `done` name it (a slot may leave twice)
     std::vector<int> to;
     const auto applied_by = servers_.drop_worker_dealing(rank, std::move(deal), to);
     // Server 0's log counts the updates: the lost worker's pushes it will never apply.
@@ -78,17 +96,33 @@ class LostWorkers {
     total_ -= left;
     plans_[r] -= left;
     update_schedule();
-    if (auto* event = roles::leave_event(session_.result().membership, rank)) {  // a leave
+    auto& membership = session_.result().membership;
+    std::optional<std::size_t> event_at;  // its leave event (settle writes its deal there)
+    if (auto* event = roles::leave_event(membership, rank)) {  // a leave
       (*event)["pushes"] = applied_by.front();
       (*event)["not_done"] = left;
+      for (std::size_t i = 0; i < membership["events"].size(); ++i) {
+        if (&membership["events"][i] == event) event_at = i;
+      }
     } else {
       lost_.push_back({{"rank", rank}, {"applied", applied_by.front()}, {"not_done", left}});
     }
     if (to.empty()) return;  // every survivor is on its last step: evaluation only
     session_.rows_dealt(rank);
-    dealt_.emplace_back(rank, to);
-    log::warn("worker {}'s {} rows are dealt to workers {} from their next local epoch", rank,
-              plan.shard_rows[r], fmt::join(to, ", "));
+    // After a join the rank held its share of the re-plan (async_joins.cpp records it).
+    const auto held = replanned_ ? session_.result().workers.at(r).rows : plan.shard_rows[r];
+    dealt_.push_back({rank, to, held, replanned_, event_at});
+    log::warn("worker {}'s {} rows are dealt to workers {} from their next local epoch{}", rank,
+              held, fmt::join(to, ", "), replanned_ ? ", with every other row (a re-plan)" : "");
+  }
+
+  // An elastic join into `rank`'s slot with a plan of `steps`: the pushes of the slot's
+  // earlier holder (a leaver's) stay in the total. From now on the rows follow a re-plan.
+  void join(std::uint32_t rank, std::uint64_t steps) {
+    plans_.at(rank) = steps;
+    total_ += steps;
+    replanned_ = true;
+    update_schedule();
   }
 
   // A push that states a longer plan (its worker took rows over).
@@ -103,32 +137,41 @@ class LostWorkers {
   // messages say), in summary.json's failures and the survivors' rows.
   void settle(const std::vector<protocol::Envelope>& done) {
     auto& result = session_.result();
-    for (const auto& [lost, to] : dealt_) {
+    for (std::size_t k = 0; k < dealt_.size(); ++k) {
+      const auto& [lost, to, held, replan, event_at] = dealt_[k];
       nlohmann::json takers = nlohmann::json::array();
       std::uint64_t from = UINT64_MAX;
       for (const auto& d : done) {
-        for (const auto& t : protocol::read_took(d)) {
+        const auto took = protocol::read_took(d);
+        for (std::size_t i = 0; i < took.size(); ++i) {
+          const auto& t = took[i];
           if (t.lost_rank != static_cast<std::uint64_t>(lost)) continue;
+          if (d.fields.at("took")[i].value("deal", k) != k) continue;  // another deal of it
           const auto rows = t.rows;
           const auto epoch = t.from_epoch;
           takers.push_back({{"rank", d.rank}, {"rows", rows}, {"from_epoch", epoch}});
-          result.workers[d.rank].rows += rows;
+          // A re-plan's share is the taker's whole shard; after a join a leaver's rows taken
+          // before it are in the join's shares already.
+          auto& holds = result.workers[d.rank].rows;
+          if (replan) {
+            holds = rows;
+          } else if (!replanned_) {
+            holds += rows;
+          }
           from = std::min(from, epoch);
         }
       }
       const nlohmann::json reassigned = {
           {"from_epoch", from == UINT64_MAX ? nlohmann::json() : nlohmann::json(from)},
           {"local_epochs", true},
-          {"rows", session_.plan().shard_rows[static_cast<std::size_t>(lost)]},
+          {"rows", held},
           {"to", takers}};
       for (auto& f : result.failures) {
         if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
           f["reassigned"] = reassigned;
         }
       }
-      if (auto* event = roles::leave_event(result.membership, lost)) {
-        (*event)["reassigned"] = reassigned;
-      }
+      if (event_at) result.membership["events"][*event_at]["reassigned"] = reassigned;
     }
   }
 
@@ -146,8 +189,17 @@ class LostWorkers {
   roles::ServerGroup& servers_;
   std::vector<std::uint64_t> plans_;  // each worker's planned pushes (its own, as they change)
   std::uint64_t total_ = 0;
+  bool replanned_ = false;  // a join re-dealt every row (async_joins.hpp)
   nlohmann::json lost_ = nlohmann::json::array();
-  std::vector<std::pair<int, std::vector<int>>> dealt_;
+  struct Dealt {
+    int rank = 0;
+    std::vector<int> to;
+    std::uint64_t rows = 0;  // the rows it held
+    bool replan = false;     // dealt with every other row (after a join)
+    std::optional<std::size_t> event;  // its leave event's index in membership.events
+  };
+  std::vector<Dealt> dealt_;
 };
+
 
 }  // namespace dt::modes
