@@ -82,9 +82,11 @@ def test_async_join_after_a_leave(tmp):
     # Worker 1 leaves at its local step 5 (6 pushes); worker 0 takes its 1800 rows from its next
     # local epoch (1). After 20 updates a joiner takes the free slot 2 and every row is re-dealt
     # between 0 and 2 (1800 each): worker 0 trains 1800 rows an epoch again from its epoch then.
+    # Over tcp: the joiner reaches the coordinator and the servers by their tcp endpoints.
     faults = [SLOW[0], "{rank: 1, at_step: 5, action: leave}"]
     cfg, out = async_config(tmp, "refill", "max_workers: 3, admit_at_steps: [20]", faults)
-    run_with_joiner(cfg)
+    err, _ = run_with_joiner(cfg, "--set", "transport.type=tcp")  # the servers too, over tcp
+    assert "--connect tcp://127.0.0.1:" in err, err
     s = summary(out)
     assert s["status"] == "ok" and s["failures"] == [], s
     leave, join = s["membership"]["events"]
