@@ -74,8 +74,7 @@ void check_elastic(const Section& root, const Config& c) {
                             "(a lost worker is then handled by on_worker_failure)",
                             c.parallelism.tensor));
   }
-  // A join deals rows between steps (gradients) or rounds (parameters); async, whose servers
-  // keep clocks per worker that a joiner would need first, refuses it yet.
+  // A join deals rows between steps (gradients), rounds (parameters) or pushes (async).
   if (e.max_workers > workers && !admits_joiners(c)) {
     s.fail("max_workers", fmt::format("is {}, above the {} workers the run starts with: workers "
                                       "may join only in {} yet; set max_workers: {} (leaving "
@@ -100,14 +99,18 @@ void check_elastic(const Section& root, const Config& c) {
 namespace dt::config {
 
 bool admits_joiners(const Config& config) {
+  // Async's max_staleness would hold every worker back until a joiner, whose step clock starts
+  // at 0, caught up with them: refused.
   const auto& a = config.aggregation;
-  return (a.mode == AggregationMode::kGradients || a.mode == AggregationMode::kParameters) &&
+  const bool async = a.mode == AggregationMode::kAsync && !a.async.max_staleness;
+  return (a.mode == AggregationMode::kGradients || a.mode == AggregationMode::kParameters ||
+          async) &&
          config.parallelism.tensor == 1;
 }
 
 const char* joinable_modes() {
-  return "gradients mode (star, sharded servers, ring; sparse rows: not the ring) and "
-         "parameters mode (at a round boundary)";
+  return "gradients mode (star, sharded servers, ring; sparse rows: not the ring), parameters "
+         "mode (at a round boundary) and async mode without max_staleness (dense rows)";
 }
 
 }  // namespace dt::config

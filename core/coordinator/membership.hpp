@@ -28,6 +28,7 @@ void count_epoch_rows(nlohmann::json& membership, std::uint64_t epoch, std::uint
 [[nodiscard]] bool has_left(const nlohmann::json& membership, int rank);
 // The last step `rank` trained before it left (loss.csv's numbering); none if it did not leave.
 [[nodiscard]] std::optional<std::uint64_t> left_after(const nlohmann::json& membership, int rank);
+// The rank's latest leave event (a slot a joiner took may have left twice); null if none.
 [[nodiscard]] nlohmann::json* leave_event(nlohmann::json& membership, int rank);
 // Whether `rank` was dealt rows of another (a taker in a deal of `dealt`, the session's record
 // of deals and re-plans): then its rows are more than its plan shard, and passing on only that

@@ -292,6 +292,9 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_impl(
     }
     check_workers();
     if (on_idle) on_idle();
+    if (&wanted == &alive_) {  // a worker admitted by on_idle (async joins) answers it too
+      for (const int r : alive_) expected[static_cast<std::size_t>(r)] = true;
+    }
     const std::int64_t now = steady_ms();
     for (int r = 0; r < n; ++r) {
       const auto i = static_cast<std::size_t>(r);

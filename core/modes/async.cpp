@@ -61,6 +61,8 @@
 
 #include "core/modes/mode.hpp"
 #include "core/modes/async_keyed.hpp"
+#include "core/modes/async_joins.hpp"
+#include "core/modes/async_lost.hpp"
 #include "core/protocol/step_messages.hpp"
 #include "core/protocol/timing.hpp"
 #include "core/modes/server_mode.hpp"
@@ -90,145 +92,6 @@ namespace {
 // run to the gather of the workers' kDone (see coordinate).
 constexpr std::chrono::milliseconds kFollowStall{1000};
 
-// Every push's staleness as the largest over the servers (each server measures its own).
-roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& stats) {
-  roles::StalenessStats out;
-  if (stats.empty()) return out;
-  const auto ranks = stats.front().staleness_of.size();
-  for (std::size_t r = 0; r < ranks; ++r) {
-    // A worker lost under `continue` may have reached one server with its last push and not
-    // another: count the steps every server applied.
-    std::size_t steps = stats.front().staleness_of[r].size();
-    for (const auto& st : stats) steps = std::min(steps, st.staleness_of[r].size());
-    for (std::size_t c = 0; c < steps; ++c) {
-      std::uint64_t s = 0;
-      for (const auto& st : stats) {
-        // A failed server's replacement has none for the steps before it took over.
-        if (c < st.staleness_of[r].size()) s = std::max(s, st.staleness_of[r][c]);
-      }
-      out.add(s);
-    }
-  }
-  return out;
-}
-
-// The coordinator's side of lost workers: each worker's plan and the run's updates as they
-// change, what lost workers left undone, and who took their rows.
-class LostWorkers {
- public:
-  LostWorkers(roles::CoordinatorSession& session, roles::ServerGroup& servers,
-              std::vector<std::uint64_t> plans)
-      : session_(session), servers_(servers), plans_(std::move(plans)) {
-    for (const auto p : plans_) total_ += p;
-    update_schedule();
-  }
-
-  [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
-  [[nodiscard]] std::uint64_t plan(std::uint32_t rank) const { return plans_.at(rank); }
-
-  void on_loss(int rank, config::FailurePolicy action) {
-    const auto r = static_cast<std::size_t>(rank);
-    if (action == config::FailurePolicy::kRestart) {
-      const auto applied_by = servers_.lose_worker(rank, true);
-      auto setup = servers_.servers_message();
-      std::vector<std::uint64_t> start(plans_.size(), 0);
-      start[r] = *std::min_element(applied_by.begin(), applied_by.end());
-      setup.fields["start_steps"] = start;
-      session_.send_to(rank, std::move(setup));
-      return;
-    }
-    const auto& plan = session_.plan();
-    auto deal = protocol::make_setup({"", "", roles::source_for(plan, r), plan.segments[r]});
-    deal.type = protocol::Type::kReassign;
-    deal.fields["lost_rank"] = rank;
-    std::vector<int> to;
-    const auto applied_by = servers_.drop_worker_dealing(rank, std::move(deal), to);
-    // Server 0's log counts the updates: the lost worker's pushes it will never apply.
-    const auto left = plans_[r] - std::min(applied_by.front(), plans_[r]);
-    total_ -= left;
-    plans_[r] -= left;
-    update_schedule();
-    if (auto* event = roles::leave_event(session_.result().membership, rank)) {  // a leave
-      (*event)["pushes"] = applied_by.front();
-      (*event)["not_done"] = left;
-    } else {
-      lost_.push_back({{"rank", rank}, {"applied", applied_by.front()}, {"not_done", left}});
-    }
-    if (to.empty()) return;  // every survivor is on its last step: evaluation only
-    session_.rows_dealt(rank);
-    dealt_.emplace_back(rank, to);
-    log::warn("worker {}'s {} rows are dealt to workers {} from their next local epoch", rank,
-              plan.shard_rows[r], fmt::join(to, ", "));
-  }
-
-  // A run resumed without the ranks that had left (elastic): the servers stop counting them
-  // and deal their rows again, to each taker from its next local epoch (a taker starts again
-  // from its own plan: the deals of the run before the stop are not replayed).
-  void forget_departed() {
-    for (int r = 0; r < session_.plan().starting_ranks(); ++r) {
-      if (!session_.is_alive(r)) on_loss(r, config::FailurePolicy::kContinue);
-    }
-  }
-
-  // A push that states a longer plan (its worker took rows over).
-  void replan(std::uint32_t rank, std::uint64_t planned) {
-    if (planned == 0 || planned == plans_.at(rank)) return;
-    total_ = total_ - plans_[rank] + planned;
-    plans_[rank] = planned;
-    update_schedule();
-  }
-
-  // After training: who trained on which lost rows from when (the survivors' `done`
-  // messages say), in summary.json's failures and the survivors' rows.
-  void settle(const std::vector<protocol::Envelope>& done) {
-    auto& result = session_.result();
-    for (const auto& [lost, to] : dealt_) {
-      nlohmann::json takers = nlohmann::json::array();
-      std::uint64_t from = UINT64_MAX;
-      for (const auto& d : done) {
-        for (const auto& t : protocol::read_took(d)) {
-          if (t.lost_rank != static_cast<std::uint64_t>(lost)) continue;
-          const auto rows = t.rows;
-          const auto epoch = t.from_epoch;
-          takers.push_back({{"rank", d.rank}, {"rows", rows}, {"from_epoch", epoch}});
-          result.workers[d.rank].rows += rows;
-          from = std::min(from, epoch);
-        }
-      }
-      const nlohmann::json reassigned = {
-          {"from_epoch", from == UINT64_MAX ? nlohmann::json() : nlohmann::json(from)},
-          {"local_epochs", true},
-          {"rows", session_.plan().shard_rows[static_cast<std::size_t>(lost)]},
-          {"to", takers}};
-      for (auto& f : result.failures) {
-        if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
-          f["reassigned"] = reassigned;
-        }
-      }
-      if (auto* event = roles::leave_event(result.membership, lost)) {
-        (*event)["reassigned"] = reassigned;
-      }
-    }
-  }
-
-  [[nodiscard]] const nlohmann::json& lost() const noexcept { return lost_; }
-
- private:
-  void update_schedule() {
-    // Epochs in the log are the share of the plan done: updates applied / (updates / epochs),
-    // exact until a lost worker changes the plan, then rounded so as never to claim more.
-    const auto epochs = static_cast<std::uint64_t>(session_.config().training.epochs);
-    session_.schedule().set(total_, std::max<std::uint64_t>(1, (total_ + epochs - 1) / epochs));
-  }
-
-  roles::CoordinatorSession& session_;
-  roles::ServerGroup& servers_;
-  std::vector<std::uint64_t> plans_;  // each worker's planned pushes (its own, as they change)
-  std::uint64_t total_ = 0;
-  nlohmann::json lost_ = nlohmann::json::array();
-  std::vector<std::pair<int, std::vector<int>>> dealt_;
-};
-
 class AsyncMode final : public ServerGroupMode {
  public:
   void coordinate(roles::CoordinatorSession& session) override {
@@ -252,11 +115,15 @@ class AsyncMode final : public ServerGroupMode {
         static_cast<std::uint64_t>(config.fault_tolerance.checkpoint_every_steps);
     for (int r = 0; r < ranks; ++r) {
       const auto local = roles::local_steps_per_epoch(config.training, session.plan().shard_rows[ri(r)]);
-      serving.worker_steps.push_back(local * static_cast<std::uint64_t>(config.training.epochs));
+      // A join slot (elastic max_workers) plans no steps until a worker joins into it.
+      const bool slot = r >= session.plan().starting_ranks();
+      const auto epochs = static_cast<std::uint64_t>(config.training.epochs);
+      serving.worker_steps.push_back(slot ? 0 : local * epochs);
     }
     servers_ = std::make_unique<roles::ServerGroup>(session, serving, from_);
     auto& servers = *servers_;
     LostWorkers lost(session, servers, serving.worker_steps);  // sets the schedule
+    AsyncJoins joins(session, servers, lost);  // elastic: joiners between two pushes
     // training.early_stopping: a check is each log row's validation pass (on the servers'
     // snapshot of that update); once patience runs out the servers answer with an end.
     const auto& early_stop = session.evaluation().early_stop();
@@ -272,6 +139,7 @@ class AsyncMode final : public ServerGroupMode {
     std::vector<double> worker_loss(ri(ranks), 0.0);
     std::vector<std::uint64_t> worker_rows(ri(ranks), 0);
     std::uint64_t applied = session.first_step();
+    bool training = true;
     const auto drain = [&] {
       servers.check();
       for (const auto& u : servers.take_log()) {
@@ -304,6 +172,7 @@ class AsyncMode final : public ServerGroupMode {
         session.step_boundary(applied);
         if (early_stop.stopped()) servers.end_training();
       }
+      if (training) joins.poll(applied);  // not once every worker is done
     };
     // With early stopping the coordinator follows server 0 to each log step as it gets there
     // (the gather below drains once a poll slice, ~50 ms: many async updates), so that the end
@@ -332,6 +201,7 @@ class AsyncMode final : public ServerGroupMode {
       }
     }
     const auto done = session.gather(protocol::Type::kDone, drain);
+    training = false;
     if (!servers.ended()) servers.wait_all_applied(config.fault_tolerance.worker_timeout_ms);
     drain();  // every plan a push stated is known now
     for (const auto& d : done) {  // the survivors' only, after a continue
@@ -343,6 +213,7 @@ class AsyncMode final : public ServerGroupMode {
       }
     }
     lost.settle(done);
+    joins.settle(done);
     servers.copy_params(params);
     servers.stop();
 
@@ -402,8 +273,17 @@ class AsyncMode final : public ServerGroupMode {
       }
       return std::accumulate(per_epoch.begin(), per_epoch.end(), std::uint64_t{0});
     };
+    // An elastic joiner: its share of every row rides on this message; it trains from the
+    // run's next epoch (async_joins.hpp), its epochs before that have no steps.
+    const auto join_from = protocol::count_or(message, "join_from_epoch", 0);
+    if (const auto it = message.fields.find("reassign"); it != message.fields.end()) {
+      protocol::Envelope share{.type = protocol::Type::kReassign, .fields = *it};
+      share.arrays.push_back(message.arrays.at(0));
+      (void)session.take_share(share, join_from);
+    }
     std::uint64_t steps = plan_from(0);
-    const std::uint64_t planned = steps;  // as the coordinator planned it
+    std::fill_n(per_epoch.begin(), std::min(join_from, epochs), std::uint64_t{0});
+    steps = std::accumulate(per_epoch.begin(), per_epoch.end(), std::uint64_t{0});
     std::uint64_t first = 0;  // a resumed run or a replacement: the steps the servers applied
     if (const auto it = message.fields.find("start_steps"); it != message.fields.end()) {
       first = it->at(session.rank()).get<std::uint64_t>();
@@ -412,6 +292,8 @@ class AsyncMode final : public ServerGroupMode {
     std::uint64_t in_epoch = first;
     while (epoch < epochs && in_epoch >= per_epoch[epoch]) in_epoch -= per_epoch[epoch++];
     nlohmann::json took = nlohmann::json::array();
+    nlohmann::json replans = nlohmann::json::array();  // elastic re-plans taken
+    bool restated = false;  // the plan changed once: every push states it from then on
     if (keyed && first < steps) {
       keyed->start(client, {epoch, in_epoch}, steps);
     } else {
@@ -432,12 +314,18 @@ class AsyncMode final : public ServerGroupMode {
       // last push (this receive is their answer to it), so nothing of it is in flight.
       roles::leave_if_asked();
       if (auto notice = client.take_notice()) {
-        // A share of a lost worker's rows, from the next local epoch (this one keeps its order).
-        const auto from = epoch + 1;
+        // A share of a lost worker's rows, from the next local epoch (this one keeps its order);
+        // an elastic re-plan's share of every row, from the epoch it names if that is later.
+        const auto from = std::max(epoch + 1, protocol::count_or(*notice, "from_epoch", 0));
         const auto rows = session.take_share(*notice, from);
         steps = plan_from(std::min(from, epochs));
-        took.push_back({{"lost_rank", protocol::count(*notice, "lost_rank")}, {"rows", rows},
-                        {"from_epoch", from}});
+        restated = true;
+        if (const auto joined = notice->fields.find("joined"); joined != notice->fields.end()) {
+          replans.push_back({{"joined", *joined}, {"rows", rows}, {"from_epoch", from}});
+        } else {  // a lost worker's rows (after a join: with every other row, a re-plan)
+          took.push_back({{"lost_rank", protocol::count(*notice, "lost_rank")}, {"rows", rows},
+                          {"from_epoch", from}, {"deal", notice->fields.value("deal", 0)}});
+        }
       }
       if (client.ended()) {  // training.early_stopping: a server answered with the end
         steps = step;
@@ -447,7 +335,7 @@ class AsyncMode final : public ServerGroupMode {
       const auto start = std::chrono::steady_clock::now();
       AsyncKeyedWorker::At next{epoch, in_epoch + 1};  // the next step's place
       if (next.second == per_epoch[epoch]) next = {epoch + 1, 0};
-      const auto plan = steps == planned ? 0 : steps;
+      const auto plan = restated ? steps : 0;  // 0: as the coordinator planned it
       models::BatchResult result;
       std::uint64_t rows = 0;  // dense: the batch's rows (keyed: the worker keeps them)
       if (keyed) {
@@ -475,6 +363,7 @@ class AsyncMode final : public ServerGroupMode {
     protocol::Envelope done{.type = protocol::Type::kDone, .step = steps};
     done.fields = {{"steps", steps}};
     if (!took.empty()) done.fields["took"] = took;
+    if (!replans.empty()) done.fields["replans"] = replans;
     session.send(std::move(done));
   }
 

@@ -52,7 +52,6 @@
 namespace dt::roles {
 
 class CoordinatorSession;
-
 class ParameterServer {
  public:
   ParameterServer(transport::Transport& transport, ServerOptions options,
@@ -60,7 +59,6 @@ class ParameterServer {
   ~ParameterServer();
   ParameterServer(const ParameterServer&) = delete;
   ParameterServer& operator=(const ParameterServer&) = delete;
-
   [[nodiscard]] const std::string& endpoint() const noexcept { return endpoint_; }
   [[nodiscard]] const ServerOptions& options() const noexcept { return options_; }
   // Waits up to `wait` for the version to reach `version`; true when it has.
@@ -117,6 +115,11 @@ class ParameterServer {
   struct Dealt { std::uint64_t applied = 0; std::vector<int> to; };
   [[nodiscard]] Dealt drop_worker_dealing(int rank, protocol::Envelope deal,
                                           std::chrono::milliseconds wait);
+  // Async joins: join_worker starts `rank`'s slot afresh (its clock at 0 of `steps`); deal_replan
+  // deals `deal` (every row) as above among those and its "joiner" (whose share is sent apart).
+  void join_worker(int rank, std::uint64_t steps, std::chrono::milliseconds wait);
+  [[nodiscard]] std::vector<int> deal_replan(protocol::Envelope deal,
+                                             std::chrono::milliseconds wait);
   [[nodiscard]] std::uint64_t total_steps() const;  // async: every plan, less lost steps
   // Async, training.early_stopping (param_server_end.cpp), any thread: training is over; held
   // pulls, then every push (not applied) or pull awaiting an answer, get kEnd, not a slice.
@@ -158,11 +161,12 @@ class ParameterServer {
   std::atomic<bool> end_asked_{false};
   bool training_ended_ = false;  // thread-only
   // Lost workers (param_server_workers.cpp), on the server thread.
-  [[nodiscard]] Dealt post_news(int rank, bool replaced, std::optional<protocol::Envelope> deal,
-                                std::chrono::milliseconds wait);
+  struct WorkerNews;
+  [[nodiscard]] Dealt post_news(WorkerNews news, std::chrono::milliseconds wait);
   void take_news();
   [[nodiscard]] std::uint64_t forget_worker(int rank);
   [[nodiscard]] std::vector<int> deal_rows(protocol::Envelope deal);
+  void admit_worker(int rank, std::uint64_t steps);  // a joiner's slot, afresh
   // Async: the worker's plan as a push states it (rows taken over lengthen it).
   void update_plan(const protocol::Envelope& e);
   [[nodiscard]] std::uint64_t readmit_worker(int rank);
@@ -170,7 +174,6 @@ class ParameterServer {
   void note_missing();  // stats_.missing for the round in progress; takes mu_
   // True when the message was handled as (or dropped for) a lost or replaced worker.
   [[nodiscard]] bool screen_lost(const protocol::Envelope& e);
-
   // Keyed exchange (sparse rows): pulls and pushes name offsets into the slice (key frames);
   // param_server_keyed.cpp says how sync rounds and async pushes step and answer them.
   void start_keyed();
@@ -197,15 +200,12 @@ class ParameterServer {
   // all capture() copies into a copy of that version (not the width, the keys, a round).
   std::vector<std::uint64_t> stepped_;
   std::uint64_t stepped_from_ = UINT64_MAX;
-
   transport::Listener* listener_ = nullptr;  // the thread's, while it runs
-
   ServerOptions options_;
   std::string endpoint_;
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
   mutable std::map<std::uint64_t, ServerState> kept_;  // async: by version, for checkpoints; under mu_
-
   // Thread-only state.
   std::vector<std::vector<double>> pending_;  // sync: each rank's push of the current round
   std::vector<std::uint64_t> pending_rows_;
@@ -218,7 +218,6 @@ class ParameterServer {
   std::vector<bool> gone_;        // dropped (continue): their messages are ignored
   std::vector<bool> replaced_;    // restarted: duplicates of applied pushes are expected
   std::vector<bool> await_pull_;  // async restart: the replacement's pull has not come yet
-
   mutable std::mutex mu_;
   std::condition_variable cv_;
   ServerStats stats_;
@@ -233,7 +232,8 @@ class ParameterServer {
   // Lost workers posted by the coordinator thread, and the answers to them (by ticket).
   struct WorkerNews {
     int rank = 0;
-    bool replaced = false;
+    enum class Kind { kDrop, kReplace, kJoin, kDeal } kind = Kind::kDrop;
+    std::uint64_t steps = 0;  // kJoin: the joiner's plan
     std::uint64_t ticket = 0;
     std::optional<protocol::Envelope> deal;
   };

@@ -1,4 +1,5 @@
-// ParameterServer's lost workers (fault_tolerance.on_worker_failure continue and restart): the
+// ParameterServer's lost workers (fault_tolerance.on_worker_failure continue and restart), and
+// elastic joins in async mode (join_worker, deal_replan; docs/elastic.md): the
 // coordinator posts the news, the server thread takes it in between two messages, and from then
 // on screens the rank's messages so that every (rank, round) of a synchronous run and every
 // (rank, step) of an asynchronous one is applied exactly once, and a dropped rank is waited for
@@ -14,11 +15,26 @@
 namespace dt::roles {
 
 std::uint64_t ParameterServer::drop_worker(int rank, std::chrono::milliseconds wait) {
-  return post_news(rank, false, std::nullopt, wait).applied;
+  return post_news({.rank = rank, .kind = WorkerNews::Kind::kDrop}, wait).applied;
 }
 
 std::uint64_t ParameterServer::replace_worker(int rank, std::chrono::milliseconds wait) {
-  return post_news(rank, true, std::nullopt, wait).applied;
+  return post_news({.rank = rank, .kind = WorkerNews::Kind::kReplace}, wait).applied;
+}
+
+void ParameterServer::join_worker(int rank, std::uint64_t steps, std::chrono::milliseconds wait) {
+  if (!options_.asynchronous) {
+    fail<TrainingError>("internal error: {} admits joiners only in async mode", name());
+  }
+  (void)post_news({.rank = rank, .kind = WorkerNews::Kind::kJoin, .steps = steps}, wait);
+}
+
+std::vector<int> ParameterServer::deal_replan(protocol::Envelope deal,
+                                              std::chrono::milliseconds wait) {
+  const auto joiner = protocol::count(deal, "joiner");
+  WorkerNews news{.rank = static_cast<int>(joiner), .kind = WorkerNews::Kind::kDeal};
+  news.deal = std::move(deal);
+  return post_news(std::move(news), wait).to;
 }
 
 ParameterServer::Dealt ParameterServer::drop_worker_dealing(int rank, protocol::Envelope deal,
@@ -26,7 +42,9 @@ ParameterServer::Dealt ParameterServer::drop_worker_dealing(int rank, protocol::
   if (!options_.asynchronous) {
     fail<TrainingError>("internal error: {} deals rows only in async mode", name());
   }
-  return post_news(rank, false, std::move(deal), wait);
+  WorkerNews news{.rank = rank, .kind = WorkerNews::Kind::kDrop};
+  news.deal = std::move(deal);
+  return post_news(std::move(news), wait);
 }
 
 std::uint64_t ParameterServer::total_steps() const {
@@ -34,16 +52,17 @@ std::uint64_t ParameterServer::total_steps() const {
   return total_steps_;
 }
 
-ParameterServer::Dealt ParameterServer::post_news(int rank, bool replaced,
-                                                  std::optional<protocol::Envelope> deal,
+ParameterServer::Dealt ParameterServer::post_news(WorkerNews news,
                                                   std::chrono::milliseconds wait) {
+  const int rank = news.rank;
   if (rank < 0 || rank >= options_.workers) {
     fail<TrainingError>("internal error: {} told of worker {} of {}", name(), rank,
                         options_.workers);
   }
   std::unique_lock lock(mu_);
   const auto ticket = ++news_posted_;
-  news_.push_back({rank, replaced, ticket, std::move(deal)});
+  news.ticket = ticket;
+  news_.push_back(std::move(news));
   const bool taken = cv_.wait_for(lock, wait, [&] {
     return news_taken_ >= ticket || !error_.empty();
   });
@@ -65,7 +84,12 @@ void ParameterServer::take_news() {
   }
   for (auto& n : news) {
     Dealt answer;
-    answer.applied = n.replaced ? readmit_worker(n.rank) : forget_worker(n.rank);
+    switch (n.kind) {
+      case WorkerNews::Kind::kDrop: answer.applied = forget_worker(n.rank); break;
+      case WorkerNews::Kind::kReplace: answer.applied = readmit_worker(n.rank); break;
+      case WorkerNews::Kind::kJoin: admit_worker(n.rank, n.steps); break;
+      case WorkerNews::Kind::kDeal: break;
+    }
     if (n.deal) answer.to = deal_rows(std::move(*n.deal));
     std::lock_guard lock(mu_);
     answers_[n.ticket] = answer;
@@ -116,6 +140,27 @@ std::uint64_t ParameterServer::readmit_worker(int rank) {
   return clock_->completed(rank);
 }
 
+void ParameterServer::admit_worker(int rank, std::uint64_t steps) {
+  // A joiner into a slot (a fresh one, or one a worker left): its clock starts at 0 and its
+  // first message is a pull, as a starting worker's; the pushes of the slot's earlier holder
+  // stay in the version and in total_steps().
+  const auto r = static_cast<std::size_t>(rank);
+  std::erase(waiting_, rank);
+  notices_.erase(rank);
+  gone_[r] = false;
+  replaced_[r] = false;
+  await_pull_[r] = false;
+  const auto left = options_.worker_steps[r] - std::min(clock_->completed(rank),
+                                                        options_.worker_steps[r]);
+  clock_->admit(rank, steps);
+  if (!options_.start_completed.empty()) options_.start_completed[r] = 0;
+  std::lock_guard lock(mu_);
+  total_steps_ = total_steps_ - left + steps;
+  options_.worker_steps[r] = steps;
+  stats_.worker_steps[r] = 0;
+  cv_.notify_all();
+}
+
 std::vector<int> ParameterServer::deal_rows(protocol::Envelope deal) {
   // Only to survivors sure to hear from this server again: a share promised to one that has
   // just pushed its last step would never reach it, and its rows would be in no one's hands.
@@ -127,7 +172,16 @@ std::vector<int> ParameterServer::deal_rows(protocol::Envelope deal) {
     const bool held = std::find(waiting_.begin(), waiting_.end(), rank) != waiting_.end();
     if (held || clock_->completed(rank) + 1 < options_.worker_steps[r]) to.push_back(rank);
   }
+  // An elastic join's re-plan: the joiner takes a share too (sent by the coordinator).
+  const int joiner =
+      deal.fields.contains("joiner") ? static_cast<int>(protocol::count(deal, "joiner")) : -1;
+  if (joiner >= 0) {
+    std::erase(to, joiner);
+    to.insert(std::upper_bound(to.begin(), to.end(), joiner), joiner);
+    deal.fields.erase("joiner");
+  }
   for (std::size_t k = 0; k < to.size(); ++k) {
+    if (to[k] == joiner) continue;
     auto notice = deal;
     notice.fields["share"] = k;
     notice.fields["shares"] = to.size();

@@ -112,6 +112,12 @@ class ServerGroup {
   // (ParameterServer::drop_worker_dealing), listed in `dealt_to`.
   [[nodiscard]] std::vector<std::uint64_t> drop_worker_dealing(int rank, protocol::Envelope deal,
                                                                std::vector<int>& dealt_to);
+  // Async elastic joins (core/modes/async_joins.cpp): server 0 deals `deal` (every training
+  // row, "joiner": its rank) among the workers it will send a slice again and the joiner (the
+  // ranks, ascending; ParameterServer::deal_replan); join_worker tells every server that the
+  // joiner's slot starts afresh with a plan of `steps`.
+  [[nodiscard]] std::vector<int> deal_replan(protocol::Envelope deal);
+  void join_worker(int rank, std::uint64_t steps);
   // Sync: the parameters at the start of round `round`, while every server is at that round or
   // has just applied it (a replacement redoes the round from there). TrainingError otherwise.
   void copy_params_of_round(std::uint64_t round, std::vector<double>& params) const;

@@ -1,5 +1,6 @@
-// ServerGroup's lost workers (fault_tolerance.on_worker_failure continue and restart) and the
-// end of async training (training.early_stopping), apart from the group's start and stop.
+// ServerGroup's lost workers (fault_tolerance.on_worker_failure continue and restart), joiners
+// (elastic, async) and the end of async training (training.early_stopping), apart from the
+// group's start and stop.
 
 #include "core/coordinator/session.hpp"
 #include "core/servers/server_group.hpp"
@@ -48,6 +49,15 @@ std::vector<std::uint64_t> ServerGroup::drop_worker_dealing(int rank, protocol::
     out.push_back(servers_[k]->drop_worker(rank, kNewsWait));
   }
   return out;
+}
+
+std::vector<int> ServerGroup::deal_replan(protocol::Envelope deal) {
+  return servers_.front()->deal_replan(std::move(deal), kNewsWait);
+}
+
+void ServerGroup::join_worker(int rank, std::uint64_t steps) {
+  std::erase(dropped_, rank);  // a replacement server need not drop the slot any more
+  for (const auto& s : servers_) s->join_worker(rank, steps, kNewsWait);
 }
 
 void ServerGroup::copy_params_of_round(std::uint64_t round, std::vector<double>& params) const {

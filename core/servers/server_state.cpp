@@ -69,6 +69,14 @@ void StepClock::set_steps(int rank, std::uint64_t steps) {
   steps_[r] = steps;
 }
 
+void StepClock::admit(int rank, std::uint64_t steps) {
+  const auto r = static_cast<std::size_t>(rank);
+  if (completed_.at(r) < steps_.at(r)) --unfinished_;
+  completed_[r] = 0;
+  steps_[r] = steps;
+  if (steps > 0) ++unfinished_;
+}
+
 std::uint64_t StepClock::completed(int rank) const { return completed_.at(static_cast<std::size_t>(rank)); }
 
 bool StepClock::finished(int rank) const {

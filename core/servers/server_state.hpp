@@ -57,6 +57,8 @@ class StepClock {
   // `rank` now plans `steps` steps in all (rows taken over from a lost worker). TrainingError
   // when it has completed more already.
   void set_steps(int rank, std::uint64_t steps);
+  // A worker joins into `rank`'s slot (elastic): its clock starts at 0 completed of `steps`.
+  void admit(int rank, std::uint64_t steps);
 
  private:
   std::vector<std::uint64_t> steps_;

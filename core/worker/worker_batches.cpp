@@ -14,6 +14,11 @@
 namespace dt::roles {
 
 void WorkerSession::adopt_rows(data::Shard rows, std::uint64_t from_epoch, bool replace) {
+  // A re-plan's rows are the whole shard from their epoch: rows adopted for that epoch or a
+  // later one and not yet joined (an earlier re-plan's, a lost worker's) are superseded.
+  if (replace) {
+    std::erase_if(adopted_, [&](const Adopted& a) { return a.from_epoch >= from_epoch; });
+  }
   adopted_.push_back({std::move(rows), from_epoch, replace});
 }
 
@@ -30,8 +35,10 @@ std::uint64_t WorkerSession::take_share(const protocol::Envelope& reassign,
 
 std::uint64_t WorkerSession::rows_in_epoch(std::uint64_t epoch) const {
   auto rows = this->rows();
-  for (const auto& a : adopted_) {
-    if (a.from_epoch <= epoch) rows += static_cast<std::uint64_t>(a.rows.y.size());
+  for (const auto& a : adopted_) {  // in the order prepare_epoch takes them
+    if (a.from_epoch > epoch) continue;
+    const auto n = static_cast<std::uint64_t>(a.rows.y.size());
+    rows = a.replace ? n : rows + n;  // a re-plan replaces the shard, it does not add to it
   }
   return rows;
 }

@@ -106,6 +106,25 @@ def the_join(out, step, rank=2, workers=3):
     return s, event
 
 
+def second_joiner_refused(cfg, workers):
+    """Runs `cfg` with a first joiner (admitted: worker `workers - 1`) and a second, which must
+    be refused: the run already has `workers`, its max_workers. Both the run and the first
+    joiner must end well."""
+    run = Run(cfg)
+    endpoint = run.join_endpoint()
+    first = joiner(endpoint)
+    run.wait_line(rf"worker {workers - 1} joined the run")
+    second = joiner(endpoint)
+    scode, serr = finish_joiner(second)
+    code, err = run.finish()
+    fcode, ferr = finish_joiner(first)
+    assert (code, fcode) == (0, 0), (err, ferr)
+    assert scode == 2, serr
+    assert (f"the coordinator refused this worker's join: the run has {workers} workers, its "
+            "fault_tolerance.elastic.max_workers; raise max_workers, or join when a worker has "
+            "left") in serr, serr
+
+
 def test_a_worker_joins_mid_run_and_is_dealt_rows(tmp):
     # 3600 training rows, global batch 60: 60 steps an epoch, 180 in all. Two workers start;
     # the joiner is admitted after step 70 (epoch 2), trains steps 71..180 with no rows until

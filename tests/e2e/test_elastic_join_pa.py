@@ -6,13 +6,13 @@ state), is sent the merged model with the next round's request, and is dealt its
 training row at the same boundary, each member from its own next local epoch: with rounds of
 one epoch, every training row is in every round after the join (rows_per_epoch). The same join
 replayed gives the same bits, over ipc and tcp; above max_workers it is refused; a join takes the
-slot of a worker that left. Joins in async mode are not built: the config is refused."""
+slot of a worker that left. Async joins: test_elastic_join_async.py."""
 
 import math
 
 import harness as h
 from test_elastic import summary
-from test_elastic_join import Run, finish_joiner, joiner, run_with_joiner, the_join
+from test_elastic_join import run_with_joiner, second_joiner_refused, the_join
 from test_elastic_modes import ROUNDS_BY_EPOCH, config
 
 # 2 workers start: 1800 training rows each, 30 local steps of 60 rows an epoch; 4 rounds of one
@@ -115,19 +115,7 @@ def test_parameters_second_joiner_above_max_workers_is_refused(tmp):
     # max_workers 3: the first joiner is admitted after round 1, the second (after round 2)
     # would make 4 and is refused; the run goes on with three.
     cfg, out = pa_config(tmp, "full", "max_workers: 3, admit_at_steps: [30, 60]")
-    run = Run(cfg)
-    endpoint = run.join_endpoint()
-    first = joiner(endpoint)
-    run.wait_line(r"worker 2 joined the run")
-    second = joiner(endpoint)
-    scode, serr = finish_joiner(second)
-    code, err = run.finish()
-    fcode, ferr = finish_joiner(first)
-    assert (code, fcode) == (0, 0), (err, ferr)
-    assert scode == 2, serr
-    assert ("the coordinator refused this worker's join: the run has 3 workers, its "
-            "fault_tolerance.elastic.max_workers; raise max_workers, or join when a worker has "
-            "left") in serr, serr
+    second_joiner_refused(cfg, 3)
     s = summary(out)
     assert [(e["event"], e["rank"], e["step"]) for e in s["membership"]["events"]] == \
         [("join", 2, 30)], s["membership"]
@@ -165,20 +153,9 @@ def test_parameters_join_after_a_leave_takes_its_slot_then_leaves(tmp):
     assert math.isfinite(s["final_loss"]) and s["final_loss"] < 0.1, s["final_loss"]
 
 
-def test_async_joins_are_not_built_yet(tmp):
-    cfg, _ = config(tmp, "async", "{mode: async, servers: 2}", workers=2,
-                    elastic="max_workers: 3")
-    r = h.run("validate", cfg)
-    assert r.code == 2, r
-    assert ("workers may join only in gradients mode (star, sharded servers, ring; sparse rows: "
-            "not the ring) and parameters mode (at a round boundary) yet; set "
-            "max_workers: 2") in r.stderr, r
-
-
 if __name__ == "__main__":
     h.main([test_parameters_joiner_is_admitted_at_a_round_and_dealt_every_rows_share,
             test_parameters_joiner_in_a_compressed_run_is_sent_the_model_whole,
             test_parameters_join_in_rounds_of_steps,
             test_parameters_second_joiner_above_max_workers_is_refused,
-            test_parameters_join_after_a_leave_takes_its_slot_then_leaves,
-            test_async_joins_are_not_built_yet])
+            test_parameters_join_after_a_leave_takes_its_slot_then_leaves])

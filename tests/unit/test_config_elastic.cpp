@@ -89,17 +89,20 @@ TEST_CASE("config: fault_tolerance.elastic refusals name the key and what to do"
 TEST_CASE("config: max_workers above the start: gradients over the ring and servers, not rounds") {
   const std::string elastic = "\nfault_tolerance: {elastic: {max_workers: 6}}\n";
   for (const char* mode :
-       {"{topology: ring}", "{servers: 2}", "{mode: gradients}", "{mode: parameters}"}) {
+       {"{topology: ring}", "{servers: 2}", "{mode: gradients}", "{mode: parameters}",
+        "{mode: async, servers: 2}"}) {
     CAPTURE(mode);
     const auto c = dt::test::parse_text(std::string(kHead) + "aggregation: " + mode + elastic);
     CHECK(c.fault_tolerance.elastic->max_workers == 6);
     CHECK(admits_joiners(c));
   }
-  CHECK(elastic_error("aggregation: {mode: async, servers: 2}" + elastic) ==
+  CHECK(elastic_error("aggregation: {mode: async, servers: 2, async: {max_staleness: 2}}" +
+                      elastic) ==
         "test.yaml:5:42: fault_tolerance.elastic.max_workers: is 6, above the 4 workers the run "
         "starts with: workers may join only in gradients mode (star, sharded servers, ring; "
-        "sparse rows: not the ring) and parameters mode (at a round boundary) yet; "
-        "set max_workers: 4 (leaving works in every mode)");
+        "sparse rows: not the ring), parameters mode (at a round boundary) and async mode "
+        "without max_staleness (dense rows) yet; set max_workers: 4 (leaving works in every "
+        "mode)");
 }
 
 TEST_CASE("config: fault_tolerance.elastic.admit_at_steps round-trips; its refusals") {

@@ -79,6 +79,29 @@ TEST_CASE("servers: max_staleness s lets the fastest worker run exactly s steps 
   CHECK(clock.may_start(0));
 }
 
+TEST_CASE("servers: a worker joins into a slot with its clock at 0 (elastic, async)") {
+  StepClock clock({2, 3, 0}, std::nullopt);  // slot 2: no worker yet, nothing planned
+  CHECK(clock.finished(2));
+  clock.complete(0);
+  clock.complete(0);
+  clock.retire(1);  // worker 1 leaves before any step: slot 1 done at 0 of 0
+  CHECK(clock.all_finished());
+  clock.admit(2, 4);  // a joiner in the fresh slot
+  CHECK(clock.completed(2) == 0);
+  CHECK(clock.may_start(2));
+  CHECK_FALSE(clock.all_finished());
+  clock.complete(2);
+  CHECK(clock.slowest() == 1u);
+  clock.admit(1, 1);  // a joiner in the slot worker 1 left
+  CHECK(clock.slowest() == 0u);
+  clock.complete(1);
+  CHECK(clock.finished(1));
+  for (int i = 0; i < 3; ++i) clock.complete(2);
+  CHECK(clock.all_finished());
+  clock.admit(2, 0);  // admitting with no steps keeps it finished
+  CHECK(clock.all_finished());
+}
+
 TEST_CASE("servers: unbounded staleness never holds anyone back") {
   StepClock clock({5, 5}, std::nullopt);
   for (int i = 0; i < 5; ++i) {
