@@ -314,9 +314,12 @@ void CoordinatorSession::replan_rows(std::uint64_t epoch,
   }
   dealt_.push_back(std::move(record));
   // The events since the last re-plan: joins get the new plan, leaves (and workers lost under
-  // continue) the rows they held, now dealt with every other row.
+  // continue) the rows they held, now dealt with every other row. (A run without elastic
+  // re-plans too, after a second loss under continue, and has no membership record.)
   const nlohmann::json replanned = {{"from_epoch", epoch}, {"to", to}};
-  for (auto& event : result_.membership["events"]) {
+  auto no_events = nlohmann::json::array();
+  auto& events = result_.membership.is_null() ? no_events : result_.membership["events"];
+  for (auto& event : events) {
     const int rank = event["rank"].get<int>();
     if (event["event"] == "join" && !event.contains("replanned")) event["replanned"] = replanned;
     const bool waited = std::find(waiting.begin(), waiting.end(), rank) != waiting.end();

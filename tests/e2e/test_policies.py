@@ -11,6 +11,7 @@ import signal
 import socket
 import time
 
+import elastic_config as ec
 import harness as h
 
 # ~15000 steps of 4 workers: a couple of seconds, long enough to hit it anywhere.
@@ -163,6 +164,24 @@ def test_continue_finishes_with_the_survivors(tmp):
         assert s["steps"] == clean["steps"]
 
 
+def test_continue_after_a_second_loss_replans_every_row(tmp):
+    # Worker 1 is lost after step 70: its 900 rows go to 0, 2 and 3 from epoch 2. Worker 2 is
+    # lost after step 150 holding 300 of them besides its own 900: every training row is dealt
+    # between 0 and 3 from epoch 3, so none is dropped; a run without elastic has no membership.
+    kills = ["{rank: 1, at_step: 70, action: kill}", "{rank: 2, at_step: 150, action: kill}"]
+    cfg, out = ec.config(tmp, "two-lost", policy="continue", elastic=None, faults=kills)
+    r = h.run("run", cfg)
+    assert r.code == 0, r
+    s = summary(out)
+    assert "membership" not in s, s["membership"]
+    assert [f["rank"] for f in s["failures"]] == [1, 2], s["failures"]
+    second = s["failures"][1]["reassigned"]
+    assert second["from_epoch"] == 3, second
+    assert [(t["rank"], t["rows"]) for t in second["to"]] == [(0, 1800), (3, 1800)], second
+    rows = {w["rank"]: w["rows"] for w in s["worker_stats"]}
+    assert rows[0] + rows[3] == ec.TRAIN_ROWS, rows
+
+
 def test_continue_in_parameters_mode_leaves_the_client_out(tmp):
     _, clean = reference(tmp, PARAMETERS)
     out = tmp / "fedavg-continue"
@@ -191,5 +210,6 @@ if __name__ == "__main__":
             test_restart_of_a_hung_worker_found_by_heartbeat,
             test_restart_gives_up_after_max_restarts,
             test_continue_finishes_with_the_survivors,
+            test_continue_after_a_second_loss_replans_every_row,
             test_continue_in_parameters_mode_leaves_the_client_out,
             test_continue_with_tensor_parallelism_is_refused])
