@@ -14,9 +14,31 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 
 namespace dt::roles {
 namespace {
+
+// The epoch a saved deal or re-plan (membership.dealt) gives each of its `ranks`: its
+// `from_epochs`, one per rank (parameters mode: each its own local epoch), else `from_epoch`.
+std::function<std::uint64_t(int)> saved_epochs(const nlohmann::json& d,
+                                               const std::vector<int>& ranks,
+                                               const std::string& where) {
+  std::vector<std::uint64_t> epochs;
+  if (d.contains("from_epochs")) {
+    epochs = manifest_counts(d, "from_epochs", where);
+  } else {
+    epochs.assign(ranks.size(), manifest_count(d, "from_epoch", where));
+  }
+  if (epochs.size() != ranks.size()) {
+    fail<DataError>("{}: the checkpoint's membership deals rows to {} ranks with {} epochs",
+                    where, ranks.size(), epochs.size());
+  }
+  return [ranks, epochs](int rank) {
+    const auto at = std::find(ranks.begin(), ranks.end(), rank) - ranks.begin();
+    return epochs[static_cast<std::size_t>(at)];
+  };
+}
 
 // The ranks of `key` in the saved membership `m`, each checked to be a rank of this run.
 std::vector<int> saved_ranks(const nlohmann::json& m, const char* key, int ranks,
@@ -226,18 +248,7 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
   for (const auto& d : dealt) {
     if (d.contains("replan")) {  // replan_rows: every row among the members then
       const auto members = saved_ranks(d, "to", ranks(), where);
-      const auto epoch = manifest_count(d, "from_epoch", where);
-      std::vector<std::uint64_t> epochs(members.size(), epoch);  // parameters: each its own
-      if (d.contains("from_epochs")) epochs = manifest_counts(d, "from_epochs", where);
-      if (epochs.size() != members.size()) {
-        fail<DataError>("{}: the checkpoint's membership re-plans for {} ranks with {} epochs",
-                        where, members.size(), epochs.size());
-      }
-      const auto from = [&](int rank) {
-        return epochs[static_cast<std::size_t>(
-            std::find(members.begin(), members.end(), rank) - members.begin())];
-      };
-      for (const auto& t : deal_every_row(*this, members, from)) {
+      for (const auto& t : deal_every_row(*this, members, saved_epochs(d, members, where))) {
         result_.workers[t["rank"].get<std::size_t>()].rows = t["rows"].get<std::uint64_t>();
       }
       joins_.replanned = true;
@@ -256,14 +267,7 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
       continue;
     }
     // Parameters mode (deal_left_rows): each taker from its own local epoch.
-    const auto epochs = manifest_counts(d, "from_epochs", where);
-    if (epochs.size() != to.size()) {
-      fail<DataError>("{}: the checkpoint's membership deals rank {}'s rows to {} ranks with {} "
-                      "epochs", where, lost, to.size(), epochs.size());
-    }
-    (void)roles::deal_rows(*this, static_cast<int>(lost), to, [&](int rank) {
-      return epochs[static_cast<std::size_t>(std::find(to.begin(), to.end(), rank) - to.begin())];
-    });
+    (void)roles::deal_rows(*this, static_cast<int>(lost), to, saved_epochs(d, to, where));
     dealt_.push_back(d);
   }
   for (const int r : saved_ranks(saved, "undealt", ranks(), where)) {
