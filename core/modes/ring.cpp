@@ -29,6 +29,7 @@
 #include "core/modes/ring_batches.hpp"
 #include "core/modes/ring_compress.hpp"
 #include "core/modes/ring_reform.hpp"
+#include "core/modes/ring_state.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
@@ -50,6 +51,9 @@
 
 namespace dt::modes {
 namespace {
+
+using ring::put_state;
+using ring::read_optimizer;
 
 using Clock = std::chrono::steady_clock;
 
@@ -208,29 +212,6 @@ class RingMode final : public Mode {
   [[nodiscard]] ring::Batch sent(roles::CoordinatorSession& session, const ring::Batch& batch) {
     ++requests_;
     return ring::send(session, batch);
-  }
-
-  // [parameters, optimizer slot 0, slot 1, ...] as arrays, the optimizer's step count as a field.
-  static void put_state(protocol::Envelope& e, std::span<const double> params,
-                        const models::OptimizerState& optimizer) {
-    e.fields["optimizer_steps"] = optimizer.steps;
-    e.fields["optimizer_slots"] = optimizer.slots.size();
-    e.arrays.push_back(wire::to_bytes(params));
-    for (const auto& slot : optimizer.slots) {
-      e.arrays.push_back(wire::to_bytes(std::span<const double>(slot)));
-    }
-  }
-  // `first`: the index of the parameters' array (kRingLoss has the step losses before it).
-  static models::OptimizerState read_optimizer(const protocol::Envelope& e, std::size_t p,
-                                               std::size_t first = 0) {
-    models::OptimizerState state;
-    state.steps = protocol::count(e, "optimizer_steps");
-    const auto slots = protocol::count(e, "optimizer_slots");
-    for (std::size_t i = 0; i < slots; ++i) {
-      const auto values = protocol::doubles(e, first + 1 + i, p);
-      state.slots.emplace_back(values.begin(), values.end());
-    }
-    return state;
   }
 
   // Coordinator: rank 0's state after `done` steps, sent with that step's reply.
