@@ -93,6 +93,9 @@ class RingMode final : public Mode {
       };
     };
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
+    // A run that fails reports the compressed frames of the batches recorded (ring_compress.hpp).
+    std::optional<protocol::SummaryTally> sent_frames{std::in_place, session.config(),
+                                                      session.result().aggregation};
     for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped();) {
       try {
         if (!in_flight_) {
@@ -100,6 +103,7 @@ class RingMode final : public Mode {
           in_flight_ = sent(session, planner.batch(step));
         }
         const auto replies = session.gather(protocol::Type::kRingLoss, {}, ring::kFinishGrace);
+        ring::add_counts(sent_frames->tally(), replies);
         const ring::Batch done = *in_flight_;
         in_flight_.reset();
         planner.took(done.count(), seconds_since(done.sent));
@@ -124,6 +128,7 @@ class RingMode final : public Mode {
       }
     }
     session.close_admissions();  // elastic: joiners still waiting are refused
+    sent_frames.reset();  // finish() puts the workers' own counts
     for (;;) {
       try {
         if (reformer.pending()) reformer.reform(steps);
@@ -352,6 +357,7 @@ class RingMode final : public Mode {
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(step_rows_)));
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(step_loss_)));
     roles::flag_if_leaving(reply);  // its last step (elastic)
+    sent_.put(reply, ring_stats());
     const auto want = message.fields.find("send_parameters");
     const auto state = message.fields.find("send_state");
     if (leader(session) && state != message.fields.end() && state->is_boolean() &&
@@ -425,8 +431,7 @@ class RingMode final : public Mode {
   void report(roles::WorkerSession& session, const protocol::Envelope& message) {
     prepare(session);
     const auto peer = session.peers().stats();
-    auto ring = retired_;
-    ring += ring_->stats();
+    const auto ring = ring_stats();
     protocol::Envelope reply{.type = protocol::Type::kRingResult, .step = message.step};
     reply.fields = {{"digest", ring::digest(params_)},
                     {"allreduces", ring.allreduces},
@@ -444,6 +449,12 @@ class RingMode final : public Mode {
     // (the ring is done by now; summary.json's "aggregation" has them on their own).
     session.add_bytes(peer.bytes_sent, peer.bytes_received);
     session.add_comm_seconds(ring.seconds);
+  }
+
+  [[nodiscard]] collectives::RingStats ring_stats() const {
+    auto stats = retired_;
+    stats += ring_->stats();
+    return stats;
   }
 
   // Coordinator side: the batch the workers are working on, if any, and how many were sent.
@@ -469,6 +480,7 @@ class RingMode final : public Mode {
   std::vector<std::uint32_t> members_;  // the ring, in order; empty until the first message
   std::uint64_t ring_generation_ = 0;   // the coordinator's generation when it re-formed
   collectives::RingStats retired_;      // of rings retired by re-forms
+  ring::SentSince sent_;                // compressed frames reported with the batches' replies
   bool keep_previous_ = false;
   bool reported_ = false;
 };

@@ -6,8 +6,11 @@ async mode (the keyed exchange: the joiner pulls the values of its first batch's
 the same join replayed gives the same bits (over ipc and tcp), the model is the star's with the
 same join when the ring has two members (bit for bit), and close to it with four (the ring adds
 each segment in its own order). Parameters: every row once per epoch, replayed bits. Async (not
-reproducible by design): the accounting of every push and row, and the loss."""
+reproducible by design): the accounting of every push and row, and the loss. Also: a ring run
+with compression that fails (on_worker_failure abort) still reports the frames of the steps it
+recorded in summary.json."""
 
+import json
 import math
 
 import harness as h
@@ -158,8 +161,27 @@ def test_async_join_with_sparse_rows(tmp):
     assert "worker 2 joined the run" in err and "error" not in werr.lower(), (err, werr)
 
 
+def test_failed_ring_run_counts_what_travelled(tmp):
+    # A ring run that fails (worker 1 killed at its step 40, on_worker_failure abort: exit 3)
+    # still reports the frames of the steps it recorded: each of the 4 workers sends 2(N-1)
+    # segments a step, the N segments of P values once a phase, so 2(N-1) x P values a step.
+    out = tmp / "ring-killed"
+    r = h.run("run", h.source("configs", "linear_regression.yaml"), "--set",
+              "aggregation.topology=ring", "--set", "aggregation.compression=bf16", "--set",
+              f"output.dir={out}", "--fault", "rank=1,at_step=40,action=kill", timeout=60)
+    assert r.code == 3, r
+    s = json.loads((out / "summary.json").read_text())
+    assert s["status"] == "failed", s
+    c = s["aggregation"]["compression"]
+    p, n = 9, 4  # data/linear.csv: 8 features and the bias
+    assert 0 < s["steps"] <= 40, s["steps"]
+    assert c["codec"] == "bf16" and c["values"] == s["steps"] * 2 * (n - 1) * p, (c, s["steps"])
+    assert c["bytes"] < c["float64_bytes"] == 8 * c["values"], c
+
+
 if __name__ == "__main__":
     h.main([test_ring_join_with_sparse_rows,
             test_ring_of_two_equals_the_star_with_the_same_join,
             test_parameters_join_with_sparse_rows,
-            test_async_join_with_sparse_rows])
+            test_async_join_with_sparse_rows,
+            test_failed_ring_run_counts_what_travelled])
