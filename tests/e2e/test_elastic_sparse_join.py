@@ -5,17 +5,17 @@ joiner is, and reads its sparse rows at the re-plan), in parameters mode (whole 
 async mode (the keyed exchange: the joiner pulls the values of its first batch's keys). Ring:
 the same join replayed gives the same bits (over ipc and tcp), the model is the star's with the
 same join when the ring has two members (bit for bit), and close to it with four (the ring adds
-each segment in its own order). Parameters: every row once per epoch, replayed bits. Async (not
-reproducible by design): the accounting of every push and row, and the loss. Also: a ring run
-with compression that fails (on_worker_failure abort) still reports the frames of the steps it
-recorded in summary.json."""
+each segment in its own order); --resume after the join gives the unbroken run's bits.
+Parameters: every row once per epoch, replayed bits. Async (not reproducible by design): the
+accounting of every push and row, and the loss. Also: a ring run with compression that fails
+(on_worker_failure abort) still reports the frames of the steps it recorded in summary.json."""
 
 import json
 import math
 
 import harness as h
 from test_elastic import summary
-from test_elastic_join import run_with_joiner
+from test_elastic_join import Run, finish_joiner, joiner, run_with_joiner
 from test_elastic_ring_servers import SPARSE, sparse_data
 
 # test_elastic_ring_servers.SPARSE: 700 LIBSVM rows over 60 keys, 630 for training, 3 workers,
@@ -94,6 +94,29 @@ def test_ring_of_two_equals_the_star_with_the_same_join(tmp):
     _, ring = ring_join(tmp, "ring2", RING, 1, 20)
     _, star = ring_join(tmp, "star2", STAR, 1, 20)
     assert ring == star, "the sparse ring's join trained otherwise than the star's"
+
+
+def test_ring_resume_after_a_sparse_join_gives_the_same_bits(tmp):
+    # A checkpoint every 5 steps; worker 1 killed (abort: exit 3) at step 22 (before epoch 2's
+    # re-plan, step 27) or 32 (after it): --resume refills the joiner's slot, re-forms the ring
+    # with it and re-deals the rows as the unbroken run did: its model, bit for bit.
+    every = ("--set", "fault_tolerance.checkpoint_every.steps=5")
+    elastic = "max_workers: 4, admit_at_steps: [15]"
+    cfg, ref = sparse_config(tmp, "ref", aggregation=RING, elastic=elastic)
+    run_with_joiner(cfg, *every)
+    for stop in (22, 32):
+        cfg, out = sparse_config(tmp, f"cut{stop}", aggregation=RING, elastic=elastic)
+        run = Run(cfg, *every, "--fault", f"rank=1,at_step={stop},action=kill")
+        worker = joiner(run.join_endpoint())
+        code, err = run.finish()
+        assert code == 3, err
+        finish_joiner(worker)
+        r = h.run("run", cfg, *every, "--resume")
+        assert r.code == 0, r
+        assert "is refilled by a worker this coordinator starts" in r.stderr, r.stderr
+        assert stop - 5 < summary(out)["checkpoint"]["resumed_from_step"] <= stop, summary(out)
+        assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes(), \
+            f"resumed at step {stop} after a sparse join: not the unbroken run's model"
 
 
 def test_parameters_join_with_sparse_rows(tmp):
@@ -182,6 +205,7 @@ def test_failed_ring_run_counts_what_travelled(tmp):
 if __name__ == "__main__":
     h.main([test_ring_join_with_sparse_rows,
             test_ring_of_two_equals_the_star_with_the_same_join,
+            test_ring_resume_after_a_sparse_join_gives_the_same_bits,
             test_parameters_join_with_sparse_rows,
             test_async_join_with_sparse_rows,
             test_failed_ring_run_counts_what_travelled])
