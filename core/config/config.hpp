@@ -221,11 +221,10 @@ inline constexpr const char* kFaultOverride = "faults[]";
 
 // fault_tolerance.elastic: whether workers may join a running job of this config (so
 // max_workers may exceed the start): gradients mode over the star (one or more servers) or the
-// ring, parameters mode, async without max_staleness; data parallelism only. The one rule for
-// validate and the coordinator, which also refuses joiners with sparse rows over the ring or in
-// async (it knows the data). docs/elastic.md.
+// ring, parameters mode, async without max_staleness; data parallelism only; dense or sparse
+// rows alike. The one rule for validate and the coordinator. docs/elastic.md.
 [[nodiscard]] bool admits_joiners(const Config& config);
-// Where joins work, for messages: "gradients mode (star, sharded servers, ring; sparse rows: ...)".
+// Where joins work, for messages: "gradients mode (star, sharded servers, ring), ...".
 [[nodiscard]] const char* joinable_modes();
 
 // The task a model type implies (mlp: its `task` key).

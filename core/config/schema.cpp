@@ -362,8 +362,9 @@ std::vector<Key> build_keys() {
        "step, dealt rows from the next epoch). Below this many workers the run waits "
        "`join_timeout_ms` for joiners, then fails (exit 3). Leaves in every mode (gradients over "
        "star, sharded servers or ring; parameters; async), joins in gradients mode (star, "
-       "sharded servers or ring; sparse rows: not the ring) and in parameters mode (at a "
-       "round boundary); worker processes (not `inproc`), `parallelism.tensor` 1."},
+       "sharded servers or ring), in parameters mode (at a round boundary) and in async mode "
+       "without `max_staleness`, on dense or sparse rows; worker processes (not `inproc`), "
+       "`parallelism.tensor` 1."},
       {"fault_tolerance.elastic.max_workers", "integer >= `shards.count`", "", "`shards.count`",
        "The most workers the run may have at once; a joiner above it is refused (it exits 2)."},
       {"fault_tolerance.elastic.join_timeout_ms", "integer >= 0", "60000", "",

@@ -100,7 +100,10 @@ namespace dt::config {
 
 bool admits_joiners(const Config& config) {
   // Async's max_staleness would hold every worker back until a joiner, whose step clock starts
-  // at 0, caught up with them: refused.
+  // at 0, caught up with them: refused. Sparse rows join wherever dense rows do: the keyed
+  // exchanges (star, sharded servers, async) give a joiner its first batch's values; the ring
+  // and parameters mode move dense vectors, a member's state or the merged model, as for dense
+  // rows; the joiner reads its sparse rows at the re-plan as every member does.
   const auto& a = config.aggregation;
   const bool async = a.mode == AggregationMode::kAsync && !a.async.max_staleness;
   return (a.mode == AggregationMode::kGradients || a.mode == AggregationMode::kParameters ||
@@ -109,8 +112,8 @@ bool admits_joiners(const Config& config) {
 }
 
 const char* joinable_modes() {
-  return "gradients mode (star, sharded servers, ring; sparse rows: not the ring), parameters "
-         "mode (at a round boundary) and async mode without max_staleness (dense rows)";
+  return "gradients mode (star, sharded servers, ring), parameters mode (at a round boundary) "
+         "and async mode without max_staleness";
 }
 
 }  // namespace dt::config

@@ -41,10 +41,6 @@ struct JoinState {
 // Every training row of the plan, its shards in rank order: what a re-plan deals.
 [[nodiscard]] std::vector<data::Segment> rows_in_plan_order(const Plan& plan);
 
-// Whether a running job of this config admits joiners: config::admits_joiners, and sparse rows
-// over the star (one server or sharded ones) only (docs/elastic.md).
-[[nodiscard]] bool admits_joiners(const config::Config& config, bool sparse_rows);
-
 // A re-plan: every training row dealt among `members` (share k of m to the k-th, from
 // from_epoch(its rank)), as deal_shares does; a member not alive now (a replay on --resume) is
 // skipped, its share kept.

@@ -40,15 +40,6 @@ bool CoordinatorSession::joins_by_itself(int rank) const {
          (r < joins_.taken_over.size() && joins_.taken_over[r]);
 }
 
-bool admits_joiners(const config::Config& config, bool sparse_rows) {
-  // Sparse rows: the keyed exchange (the star's, the servers') sends a joiner its first step's
-  // values; the ring, which densifies them, admits no one with them yet.
-  const auto& a = config.aggregation;
-  return config::admits_joiners(config) &&
-         (!sparse_rows ||
-          (a.mode == config::AggregationMode::kGradients && a.topology == config::Topology::kStar));
-}
-
 bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
   const auto& header = in.message.header;
   if (header.job_id != 0 || header.type != static_cast<std::uint16_t>(protocol::Type::kHello)) {
@@ -66,7 +57,7 @@ bool CoordinatorSession::take_join_hello(transport::Incoming& in) {
                   "fault_tolerance.elastic (its config would need elastic: {max_workers: N})", 2);
     return true;
   }
-  if (!admits_joiners(config_, plan_.source.sparse.has_value())) {
+  if (!config::admits_joiners(config_)) {
     refuse_joiner({in.peer, hello}, fmt::format("workers may join a run of {} yet; this run can "
                                                 "only lose workers (docs/elastic.md)",
                                                 config::joinable_modes()), 2);

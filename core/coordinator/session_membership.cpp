@@ -234,7 +234,7 @@ void CoordinatorSession::check_min_workers(const std::string& why) {
         kPollSlice, deadline - transport::Clock::now()));
   }
   const std::string how =
-      admits_joiners(config_, plan_.source.sparse.has_value())
+      config::admits_joiners(config_)
           ? fmt::format("`disttrain worker --connect {} --join` joins one", listener_.endpoint())
           : fmt::format("workers may join runs of {} yet", config::joinable_modes());
   fail<TrainingError>("{}, leaving {} worker{}, below fault_tolerance.elastic.min_workers = {}, "

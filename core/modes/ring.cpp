@@ -29,6 +29,7 @@
 #include "core/modes/ring_batches.hpp"
 #include "core/modes/ring_compress.hpp"
 #include "core/modes/ring_reform.hpp"
+#include "core/modes/ring_state.hpp"
 #include "core/modes/step.hpp"
 #include "core/models/optim.hpp"
 #include "core/coordinator/session.hpp"
@@ -50,6 +51,9 @@
 
 namespace dt::modes {
 namespace {
+
+using ring::put_state;
+using ring::read_optimizer;
 
 using Clock = std::chrono::steady_clock;
 
@@ -89,6 +93,9 @@ class RingMode final : public Mode {
       };
     };
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
+    // A run that fails reports the compressed frames of the batches recorded (ring_compress.hpp).
+    std::optional<protocol::SummaryTally> sent_frames{std::in_place, session.config(),
+                                                      session.result().aggregation};
     for (std::uint64_t step = session.first_step(); step < steps && !early_stop.stopped();) {
       try {
         if (!in_flight_) {
@@ -96,6 +103,7 @@ class RingMode final : public Mode {
           in_flight_ = sent(session, planner.batch(step));
         }
         const auto replies = session.gather(protocol::Type::kRingLoss, {}, ring::kFinishGrace);
+        ring::add_counts(sent_frames->tally(), replies);
         const ring::Batch done = *in_flight_;
         in_flight_.reset();
         planner.took(done.count(), seconds_since(done.sent));
@@ -120,6 +128,7 @@ class RingMode final : public Mode {
       }
     }
     session.close_admissions();  // elastic: joiners still waiting are refused
+    sent_frames.reset();  // finish() puts the workers' own counts
     for (;;) {
       try {
         if (reformer.pending()) reformer.reform(steps);
@@ -208,29 +217,6 @@ class RingMode final : public Mode {
   [[nodiscard]] ring::Batch sent(roles::CoordinatorSession& session, const ring::Batch& batch) {
     ++requests_;
     return ring::send(session, batch);
-  }
-
-  // [parameters, optimizer slot 0, slot 1, ...] as arrays, the optimizer's step count as a field.
-  static void put_state(protocol::Envelope& e, std::span<const double> params,
-                        const models::OptimizerState& optimizer) {
-    e.fields["optimizer_steps"] = optimizer.steps;
-    e.fields["optimizer_slots"] = optimizer.slots.size();
-    e.arrays.push_back(wire::to_bytes(params));
-    for (const auto& slot : optimizer.slots) {
-      e.arrays.push_back(wire::to_bytes(std::span<const double>(slot)));
-    }
-  }
-  // `first`: the index of the parameters' array (kRingLoss has the step losses before it).
-  static models::OptimizerState read_optimizer(const protocol::Envelope& e, std::size_t p,
-                                               std::size_t first = 0) {
-    models::OptimizerState state;
-    state.steps = protocol::count(e, "optimizer_steps");
-    const auto slots = protocol::count(e, "optimizer_slots");
-    for (std::size_t i = 0; i < slots; ++i) {
-      const auto values = protocol::doubles(e, first + 1 + i, p);
-      state.slots.emplace_back(values.begin(), values.end());
-    }
-    return state;
   }
 
   // Coordinator: rank 0's state after `done` steps, sent with that step's reply.
@@ -371,6 +357,7 @@ class RingMode final : public Mode {
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(step_rows_)));
     reply.arrays.push_back(wire::to_bytes(std::span<const double>(step_loss_)));
     roles::flag_if_leaving(reply);  // its last step (elastic)
+    sent_.put(reply, ring_stats());
     const auto want = message.fields.find("send_parameters");
     const auto state = message.fields.find("send_state");
     if (leader(session) && state != message.fields.end() && state->is_boolean() &&
@@ -444,8 +431,7 @@ class RingMode final : public Mode {
   void report(roles::WorkerSession& session, const protocol::Envelope& message) {
     prepare(session);
     const auto peer = session.peers().stats();
-    auto ring = retired_;
-    ring += ring_->stats();
+    const auto ring = ring_stats();
     protocol::Envelope reply{.type = protocol::Type::kRingResult, .step = message.step};
     reply.fields = {{"digest", ring::digest(params_)},
                     {"allreduces", ring.allreduces},
@@ -463,6 +449,12 @@ class RingMode final : public Mode {
     // (the ring is done by now; summary.json's "aggregation" has them on their own).
     session.add_bytes(peer.bytes_sent, peer.bytes_received);
     session.add_comm_seconds(ring.seconds);
+  }
+
+  [[nodiscard]] collectives::RingStats ring_stats() const {
+    auto stats = retired_;
+    stats += ring_->stats();
+    return stats;
   }
 
   // Coordinator side: the batch the workers are working on, if any, and how many were sent.
@@ -488,6 +480,7 @@ class RingMode final : public Mode {
   std::vector<std::uint32_t> members_;  // the ring, in order; empty until the first message
   std::uint64_t ring_generation_ = 0;   // the coordinator's generation when it re-formed
   collectives::RingStats retired_;      // of rings retired by re-forms
+  ring::SentSince sent_;                // compressed frames reported with the batches' replies
   bool keep_previous_ = false;
   bool reported_ = false;
 };

@@ -11,6 +11,7 @@
 #include "transports/collectives/ring.hpp"
 #include "transports/half_codec.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -26,5 +27,25 @@ void allreduce_step(collectives::Ring& ring, std::span<double> buffer,
 // the run is not compressed.
 void put_compression_summary(roles::CoordinatorSession& session,
                              const std::vector<protocol::Envelope>& results);
+
+// The "half_values" and "half_bytes" of `replies` added to `tally`: a kRingResult's count the
+// whole run, a kRingLoss's what the worker sent since its reply before (SentSince).
+void add_counts(protocol::CompressionTally& tally, const std::vector<protocol::Envelope>& replies);
+
+// A failed run's counts: the workers report their whole run's counts only at the end
+// (kRingResult), so each kRingLoss reply also carries what its worker sent compressed since its
+// reply before; the coordinator adds those of every batch it records into a
+// protocol::SummaryTally, which puts them in summary.json when the run fails (a worker lost
+// under abort). Worker side: the counts already reported.
+class SentSince {
+ public:
+  // Puts into `reply` what `total` (this worker's ring counters so far) adds to what it
+  // reported before; nothing on an uncompressed run.
+  void put(protocol::Envelope& reply, const collectives::RingStats& total);
+
+ private:
+  std::uint64_t values_ = 0;
+  std::uint64_t bytes_ = 0;
+};
 
 }  // namespace dt::modes::ring

@@ -149,9 +149,9 @@ def test_async_joins_need_no_max_staleness(tmp):
     cfg, _ = async_config(tmp, "ssp", "max_workers: 3", aggregation=aggregation)
     r = h.run("validate", cfg)
     assert r.code == 2, r
-    assert ("workers may join only in gradients mode (star, sharded servers, ring; sparse rows: "
-            "not the ring), parameters mode (at a round boundary) and async mode without "
-            "max_staleness (dense rows) yet; set max_workers: 2") in r.stderr, r
+    assert ("workers may join only in gradients mode (star, sharded servers, ring), parameters "
+            "mode (at a round boundary) and async mode without max_staleness yet; set "
+            "max_workers: 2") in r.stderr, r
     # Without max_staleness the same config is valid.
     cfg, _ = async_config(tmp, "free", "max_workers: 3")
     assert h.run("validate", cfg).code == 0

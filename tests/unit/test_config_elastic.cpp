@@ -99,10 +99,9 @@ TEST_CASE("config: max_workers above the start: gradients over the ring and serv
   CHECK(elastic_error("aggregation: {mode: async, servers: 2, async: {max_staleness: 2}}" +
                       elastic) ==
         "test.yaml:5:42: fault_tolerance.elastic.max_workers: is 6, above the 4 workers the run "
-        "starts with: workers may join only in gradients mode (star, sharded servers, ring; "
-        "sparse rows: not the ring), parameters mode (at a round boundary) and async mode "
-        "without max_staleness (dense rows) yet; set max_workers: 4 (leaving works in every "
-        "mode)");
+        "starts with: workers may join only in gradients mode (star, sharded servers, ring), "
+        "parameters mode (at a round boundary) and async mode without max_staleness yet; set "
+        "max_workers: 4 (leaving works in every mode)");
 }
 
 TEST_CASE("config: fault_tolerance.elastic.admit_at_steps round-trips; its refusals") {
