@@ -7,6 +7,8 @@
 #include "transports/collectives/ring.hpp"
 #include "transports/transport.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace dt::roles {
@@ -60,9 +62,13 @@ std::unique_ptr<collectives::PeerLinks> open_peer_links(transport::Transport& tr
     }
   };
   try {
-    auto listener = transport.listen(generation == 0
-                                         ? fmt::format("p{}", options.rank)
-                                         : fmt::format("p{}-{}", options.rank, generation));
+    // A joiner may take the slot of a worker that left: its own name, so that the leaver's
+    // listener, which ZeroMQ unlinks after it closed (asynchronously), cannot take the
+    // joiner's ipc socket file with it.
+    const auto name = options.join     ? fmt::format("p{}-j{}", options.rank, ::getpid())
+                      : generation == 0 ? fmt::format("p{}", options.rank)
+                                        : fmt::format("p{}-{}", options.rank, generation);
+    auto listener = transport.listen(name);
     auto links = std::make_unique<collectives::PeerLinks>(transport, std::move(listener),
                                                           std::move(peer));
     log::info("peer links listen on {}", links->endpoint());
