@@ -5,8 +5,9 @@ run's start; a slot that trained at the checkpoint goes on at its next local epo
 shard), a new slot, or one a worker had left, starts afresh as a joiner does, and the slots
 above the new count are gone. Checked: every training row in every epoch after it
 (rows_per_epoch, worker_stats), the `resize` event with each member's share, a final loss close
-to the unbroken run's, the same bits on a rerun and after a second --resume, fp16 (a new slot
-gets the model whole), and the refusals (exit 2).
+to the unbroken runs', the same bits on a rerun (over tcp) and after a second --resume, rounds of
+steps (the rest of an interrupted local epoch skipped), fp16 (a new slot gets the model whole),
+and the refusals (exit 2).
 
 Every stopped run ends with a `kill` fault under `abort` (exit 3) after periodic checkpoints at
 round boundaries; the resume runs without that fault."""
@@ -46,8 +47,9 @@ def resume(cfg, folder, workers, every, *more):
 
 
 def check_resize(tmp, before, after, kill, every, aggregation=ROUNDS, faults=()):
-    """A run of `before` workers stopped by `kill`, resumed with `after` twice (the folder and a
-    copy): the same bits both times. Returns the summary, the model and the checkpoint's step."""
+    """A run of `before` workers stopped by `kill`, resumed with `after` twice (the folder over
+    ipc, a copy over tcp): the same bits both times. Returns the summary, the model, the
+    checkpoint's step and the first resume's stderr."""
     elastic = f"max_workers: {max(before, after)}"
     cfg, out = pa_config(tmp, "cut", before, aggregation=aggregation, elastic=elastic,
                          faults=faults)
@@ -58,12 +60,14 @@ def check_resize(tmp, before, after, kill, every, aggregation=ROUNDS, faults=())
     models, errs = [], []
     # The config's faults are dropped: a slot that starts afresh would count its local steps
     # from 0 again, and a `leave` fault of its slot would fire again.
-    for folder in (out, copy):
-        r = resume(cfg, folder, after, every, "--set", "faults=[]")
+    for folder, transport in ((out, "ipc"), (copy, "tcp")):
+        r = resume(cfg, folder, after, every, "--set", "faults=[]",
+                   "--set", f"transport.type={transport}")
         assert r.code == 0, r
         models.append((folder / "model.json").read_bytes())
         errs.append(r.stderr)
-    assert models[0] == models[1], f"{before} -> {after} workers: a rerun changed the model"
+    assert models[0] == models[1], \
+        f"{before} -> {after} workers: a rerun (over tcp) changed the model"
     s = summary(out)
     assert s["status"] == "ok" and s["failures"] == [], s
     assert s["checkpoint"]["resumed_from_step"] == step, s["checkpoint"]
@@ -154,6 +158,22 @@ def test_shrink_from_3_to_2_workers(tmp):
     check_loss(tmp, s["final_loss"], 3, 2)
 
 
+def test_shrink_in_rounds_of_steps(tmp):
+    # Rounds of 5 local steps: 3 workers (20 an epoch) stopped in round 7 (worker 2's local step
+    # 33), checkpoint at step 30, the two left at local step 30, in the middle of their epoch 1.
+    # Resumed with 2 (30 local steps an epoch), they skip the rest of it and go on at epoch 2
+    # (local step 60). The log's axis stays 20 steps an epoch: its epoch 1 has 10 steps of three
+    # workers' 60-row batches and 10 of two, the later ones 20 of two.
+    steps = "{mode: parameters, parameters: {sync_every: {steps: 5}}}"
+    s, _, step, _ = check_resize(tmp, 3, 2, kill=(2, 33), every=10, aggregation=steps)
+    assert step == 30, step
+    [event] = s["membership"]["events"]
+    assert (event["from_round"], event["from_epoch"]) == (6, 2), event
+    assert [t["from_epoch"] for t in event["to"]] == [2, 2], event
+    assert s["membership"]["rows_per_epoch"] == [TRAIN_ROWS, 3000, 2400, 2400], s["membership"]
+    assert s["steps"] == 80 and s["aggregation"]["rounds"] == 16, s
+
+
 def test_shrink_with_a_leaver_in_the_checkpoint(tmp):
     # 3 workers; worker 1 leaves in round 2 (its local step 25) and worker 2's kill in round 3
     # stops the run, checkpoint at 40 with 0 and 2 training. Resumed with 2: slot 1, which its
@@ -209,6 +229,7 @@ if __name__ == "__main__":
     h.main([test_grow_from_2_to_3_workers,
             test_a_second_resume_replays_the_resize,
             test_shrink_from_3_to_2_workers,
+            test_shrink_in_rounds_of_steps,
             test_shrink_with_a_leaver_in_the_checkpoint,
             test_compressed_resize,
             test_resizes_refused])
