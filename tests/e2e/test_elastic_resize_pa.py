@@ -6,8 +6,8 @@ shard), a new slot, or one a worker had left, starts afresh as a joiner does, an
 above the new count are gone. Checked: every training row in every epoch after it
 (rows_per_epoch, worker_stats), the `resize` event with each member's share, a final loss close
 to the unbroken runs', the same bits on a rerun (over tcp) and after a second --resume, rounds of
-steps (the rest of an interrupted local epoch skipped), fp16 (a new slot gets the model whole),
-and the refusals (exit 2).
+steps (the rest of an interrupted local epoch skipped), kept optimizer states (optimizer_state
+keep), fp16 (a new slot gets the model whole), and the refusals (exit 2).
 
 Every stopped run ends with a `kill` fault under `abort` (exit 3) after periodic checkpoints at
 round boundaries; the resume runs without that fault."""
@@ -16,6 +16,7 @@ import shutil
 
 import elastic_config as ec
 import harness as h
+from test_checkpoint_edited import decode
 from test_elastic import summary
 
 # 3600 training rows, batches of 60 rows per worker: 2 workers hold 1800 rows (30 local steps
@@ -191,6 +192,50 @@ def test_shrink_with_a_leaver_in_the_checkpoint(tmp):
     assert "worker 1 starts afresh, as joiners do" in err, err
 
 
+def test_a_run_left_below_min_workers_resumes_with_every_rank(tmp):
+    # min_workers 3 of 3: worker 1's leave in round 2 fails the run once join_timeout_ms has
+    # passed (checkpoint at step 40). The resume is a resize of the same count: the slot it
+    # left starts afresh, the others go on at their local epoch 2.
+    leave = "{rank: 1, at_step: 25, action: leave}"
+    cfg, out = pa_config(tmp, "below", 3, elastic="min_workers: 3, join_timeout_ms: 300",
+                         faults=[leave])
+    r = h.run("run", cfg, "--set", "fault_tolerance.checkpoint_every.steps=20")
+    assert r.code == 3 and "below fault_tolerance.elastic.min_workers = 3" in r.stderr, r
+    r = resume(cfg, out, 3, 20, "--set", "faults=[]")
+    assert r.code == 0, r
+    assert "worker 1 starts afresh, as joiners do" in r.stderr, r.stderr
+    s = summary(out)
+    assert [(e["event"], e["step"]) for e in s["membership"]["events"]] == \
+        [("leave", 40), ("resize", 40)], s["membership"]
+    assert [(t["rank"], t["from_epoch"]) for t in s["membership"]["events"][1]["to"]] == \
+        [(0, 2), (1, 0), (2, 2)], s["membership"]
+    assert s["membership"]["rows_per_epoch"] == [TRAIN_ROWS] * 4, s["membership"]
+    assert s["aggregation"]["participation"] == [4, 4, 4], s["aggregation"]
+
+
+def test_kept_optimizer_states_across_a_grow(tmp):
+    # optimizer_state keep (sgd with momentum): grown 2 -> 3 from step 60 and stopped again in
+    # round 4, checkpoint at step 90. Workers 0 and 1 kept their states: 60 optimizer steps
+    # before the resize (two rounds of 30) and 20 after; worker 2's started afresh (20). Their
+    # positions: local epoch 3 of 20 steps, and 1 (20) for the new one; the log's axis, 30.
+    keep = "{mode: parameters, parameters: {sync_every: {epochs: 1}, optimizer_state: keep}}"
+    momentum = ("--set", "training.optimizer.momentum=0.9")
+    cfg, out = pa_config(tmp, "cut", 2, aggregation=keep, elastic="max_workers: 3")
+    r = h.run("run", cfg, *momentum, "--set", "fault_tolerance.checkpoint_every.steps=30",
+              "--fault", "rank=1,at_step=75,action=kill")
+    assert r.code == 3, r
+    r = resume(cfg, out, 3, 30, *momentum, "--fault", "rank=0,at_step=65,action=kill")
+    assert r.code == 3, r
+    newest = sorted((out / "checkpoint").glob("step-*.ckpt"))[-1]
+    _, manifest, _ = decode(newest.read_bytes())
+    assert manifest["step"] == 90, manifest["step"]
+    steps = {k: v["steps"] for k, v in manifest["optimizers"].items()}
+    assert steps == {"client.0.optimizer": 80, "client.1.optimizer": 80,
+                     "client.2.optimizer": 20}, steps
+    state = manifest["mode_state"]
+    assert state["positions"] == [60, 60, 20] and state["steps_per_epoch"] == 30, state
+
+
 def test_compressed_resize(tmp):
     # fp16 models on the wire: grown 2 -> 3 from step 60. The resumed run's tally: no worker of
     # it holds a model, so each of the 3 gets it whole in round 3 (the new one too), then a
@@ -231,5 +276,7 @@ if __name__ == "__main__":
             test_shrink_from_3_to_2_workers,
             test_shrink_in_rounds_of_steps,
             test_shrink_with_a_leaver_in_the_checkpoint,
+            test_a_run_left_below_min_workers_resumes_with_every_rank,
+            test_kept_optimizer_states_across_a_grow,
             test_compressed_resize,
             test_resizes_refused])
