@@ -62,7 +62,9 @@ void RoundsResize::restore(roles::CoordinatorSession& session, const checkpoint:
   if (state.contains("steps_per_epoch")) {
     axis_ = roles::manifest_count(state, "steps_per_epoch", from.origin);
   } else {
-    for (std::size_t k = 0; k < old_per.size(); ++k) axis_ = std::max(axis_, saved_count(old_per, k));
+    for (std::size_t k = 0; k < old_per.size(); ++k) {
+      axis_ = std::max(axis_, saved_count(old_per, k));
+    }
   }
   axis_ = std::max<std::uint64_t>(1, axis_);
   if (was == 0) return;  // resized before: the slots' state is the checkpoint's, as it is

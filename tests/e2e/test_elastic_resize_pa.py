@@ -237,22 +237,26 @@ def test_kept_optimizer_states_across_a_grow(tmp):
 
 
 def test_compressed_resize(tmp):
-    # fp16 models on the wire: grown 2 -> 3 from step 60. The resumed run's tally: no worker of
-    # it holds a model, so each of the 3 gets it whole in round 3 (the new one too), then a
-    # delta in round 4; up, a delta from each in both rounds. 7 parameters a model.
-    fp16 = "{mode: parameters, compression: fp16, parameters: {sync_every: {epochs: 1}}}"
-    s, model, step, _ = check_resize(tmp, 2, 3, kill=(1, 75), every=30, aggregation=fp16)
-    assert step == 60, step
-    assert s["membership"]["rows_per_epoch"] == [TRAIN_ROWS] * 4, s["membership"]
-    c = s["aggregation"]["compression"]
-    assert c["codec"] == "fp16" and c["whole_models"] == 3, c
-    assert c["values"] == 4 * 3 * 7 and c["float64_bytes"] == 8 * c["values"], c
+    # fp16 and bf16 models on the wire: grown 2 -> 3 from step 60. The resumed run's tally: no
+    # worker of it holds a model, so each of the 3 gets it whole in round 3 (the new one too),
+    # then a delta in round 4; up, a delta from each in both rounds. 7 parameters a model. The
+    # final loss within 1% of the uncompressed resize's.
     cfg, plain = pa_config(tmp, "plain", 2, elastic="max_workers: 3")
     stop(cfg, (1, 75), 30)
     assert resume(cfg, plain, 3, 30).code == 0
     want = summary(plain)["final_loss"]
-    assert abs(s["final_loss"] - want) <= 0.01 * abs(want), (s["final_loss"], want)
-    assert (plain / "model.json").read_bytes() != model  # the deltas really were 16 bits
+    for codec in ("fp16", "bf16"):
+        rounds = ROUNDS.replace("{mode: parameters,", f"{{mode: parameters, compression: {codec},")
+        (tmp / codec).mkdir()
+        s, model, step, _ = check_resize(tmp / codec, 2, 3, kill=(1, 75), every=30,
+                                         aggregation=rounds)
+        assert step == 60, step
+        assert s["membership"]["rows_per_epoch"] == [TRAIN_ROWS] * 4, s["membership"]
+        c = s["aggregation"]["compression"]
+        assert c["codec"] == codec and c["whole_models"] == 3, c
+        assert c["values"] == 4 * 3 * 7 and c["float64_bytes"] == 8 * c["values"], c
+        assert abs(s["final_loss"] - want) <= 0.01 * abs(want), (codec, s["final_loss"], want)
+        assert (plain / "model.json").read_bytes() != model  # the deltas really were 16 bits
 
 
 def test_resizes_refused(tmp):
