@@ -68,15 +68,15 @@ bool resumes_membership(const config::Config& c) {
 
 // Why this config cannot resume a checkpoint of another worker count (nullopt: it can).
 // Gradients over the star or the ring, with one server or sharded ones (the optimizer state is
-// per key, not per worker; top-k residuals start at zero, with a warning: topk_state.hpp); not
-// parameters mode (each worker's own optimizer and local epochs) nor async (each worker's own
-// plan of steps).
+// per key, not per worker; top-k residuals start at zero, with a warning: topk_state.hpp), and
+// parameters mode (each slot's own state carried over or started afresh: parameters_resize.hpp);
+// not async (each worker's own plan of steps).
 std::optional<std::string> resize_refusal(const config::Config& c) {
   const auto& a = c.aggregation;
   if (!c.fault_tolerance.elastic) return std::string("needs fault_tolerance.elastic");
-  if (a.mode != config::AggregationMode::kGradients || c.parallelism.tensor > 1) {
+  if (a.mode == config::AggregationMode::kAsync || c.parallelism.tensor > 1) {
     return fmt::format("is available with aggregation.mode gradients (over the star or the ring, "
-                       "with one server or sharded ones) only, not with {}",
+                       "with one server or sharded ones) and parameters only, not with {}",
                        config::describe_aggregation(c));
   }
   return std::nullopt;
@@ -118,15 +118,11 @@ void restore_joins(CoordinatorSession& session, JoinState& joins, const nlohmann
 
 }  // namespace
 
-std::optional<std::string> plan_resume_membership(ResumePoint& point,
-                                                  const config::Config& config, const Plan& plan,
-                                                  nlohmann::json& fixed) {
-  const auto& m = point.checkpoint.manifest;
-  point.start_step = point.checkpoint.step();
+int resize_from(const nlohmann::json& m, const config::Config& config) {
   const auto it = m.find("workers");
   if (it == m.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() == 0 ||
       it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT32_MAX)) {
-    return std::nullopt;  // check_resume_manifest says what is wrong with it
+    return 0;  // check_resume_manifest says what is wrong with it
   }
   const std::uint64_t was = it->get<std::uint64_t>();
   const auto now = static_cast<std::uint64_t>(config::worker_count(config));
@@ -135,17 +131,31 @@ std::optional<std::string> plan_resume_membership(ResumePoint& point,
   // Below min_workers (the run failed waiting for joiners): every rank of the config again.
   const bool refill = elastic && was == now &&
                       training < static_cast<std::uint64_t>(elastic->min_workers);
-  if (was == now && !refill) return std::nullopt;
-  if (auto refusal = resize_refusal(config)) return refusal;
+  if (was == now && !refill) return 0;
   // (A run that lost every worker resumes as a resize of its whole count.)
-  point.from_workers = static_cast<int>(training > 0 ? training : was);
+  return static_cast<int>(training > 0 ? training : was);
+}
+
+std::optional<std::string> plan_resume_membership(ResumePoint& point,
+                                                  const config::Config& config, const Plan& plan,
+                                                  nlohmann::json& fixed) {
+  const auto& m = point.checkpoint.manifest;
+  point.start_step = point.checkpoint.step();
+  const int from = resize_from(m, config);
+  if (from == 0) return std::nullopt;
+  if (auto refusal = resize_refusal(config)) return refusal;
+  point.from_workers = from;
   const auto saved = m.value("fixed", nlohmann::json::object());
   if (saved.is_object()) {  // else check_resume_manifest says what is wrong
     for (const char* key : {"workers", "shards.count"}) {
       if (saved.contains(key)) fixed[key] = saved[key];
     }
   }
-  point.start_step = next_epoch_start(point.checkpoint.step(), plan.steps_per_epoch);
+  // Parameters mode goes on from the checkpoint's round: each slot from its own next local
+  // epoch (parameters_resize.hpp), nothing skipped on the log's axis.
+  if (config.aggregation.mode != config::AggregationMode::kParameters) {
+    point.start_step = next_epoch_start(point.checkpoint.step(), plan.steps_per_epoch);
+  }
   return std::nullopt;
 }
 
@@ -231,6 +241,8 @@ void CoordinatorSession::restore_membership(const nlohmann::json& saved, int fro
                                             {"workers", plan_.starting_ranks()},
                                             {"from_epoch", start_step / per_epoch},
                                             {"skipped_steps", start_step - step}});
+    // (Parameters mode: its own message and the event's details, parameters_resize.cpp.)
+    if (config_.aggregation.mode == config::AggregationMode::kParameters) return;
     log::notice("--resume with {} workers ({} trained at the checkpoint's step): the rows are "
                 "planned for {} afresh, from step {} (the first of epoch {}){}",
                 plan_.starting_ranks(), from_workers, plan_.starting_ranks(), start_step + 1,

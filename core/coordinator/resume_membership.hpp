@@ -11,10 +11,12 @@
 // alive at the checkpoint is started again by the coordinator, a local worker with no rows, and
 // the last re-plan is dealt again, so the slot's worker holds the joiner's rows.
 //
-// Resumed with another worker count (shards.count; elastic gradients over star with one server
-// only), the plan is the new count's, made afresh; training goes on from the first step of the
-// epoch after the checkpoint's (the rest of the interrupted epoch is skipped, so no row is
-// trained twice in an epoch), and membership records a `resize` event.
+// Resumed with another worker count (shards.count; elastic gradients over the star, the ring or
+// sharded servers, and parameters mode), the plan is the new count's, made afresh; training goes
+// on from the first step of the epoch after the checkpoint's (the rest of the interrupted epoch
+// is skipped, so no row is trained twice in an epoch; parameters mode: from the checkpoint's
+// round, each slot from its own next local epoch, parameters_resize.hpp), and membership records
+// a `resize` event.
 //
 // Threading: the coordinator thread only.
 
@@ -43,6 +45,10 @@ struct ResumePoint;
                                                                 const config::Config& config,
                                                                 const Plan& plan,
                                                                 nlohmann::json& fixed);
+
+// The workers training at the checkpoint of `manifest` when this config resumes it as a resize
+// (another worker count, or an elastic run left below min_workers); 0 when it is not one.
+[[nodiscard]] int resize_from(const nlohmann::json& manifest, const config::Config& config);
 
 // By rank: true for a rank that had left the run at the checkpoint `--resume` continues from
 // (same worker count, elastic), and is not started again; false for the others, up to the

@@ -45,6 +45,7 @@
 #include "core/modes/merge.hpp"
 #include "core/modes/parameters_half.hpp"
 #include "core/modes/parameters_joins.hpp"
+#include "core/modes/parameters_resize.hpp"
 #include "core/modes/parameters_rounds.hpp"
 #include "core/modes/server_mode.hpp"
 #include "core/protocol/compression.hpp"
@@ -83,8 +84,10 @@ class ParametersMode final : public Mode {
     auto& params = session.params();
     const std::size_t p = params.size();
     const int ranks = session.ranks();
-    const auto schedule = make_schedule(config, session.plan());
+    // After a resize on --resume the log's axis of the checkpoint's run (parameters_resize.hpp).
+    const auto schedule = make_schedule(config, session.plan(), resize_.steps_per_epoch());
     session.schedule().set(schedule.total_steps, schedule.steps_per_epoch);
+    steps_per_epoch_ = schedule.steps_per_epoch;
 
     const auto* validation = session.validation();
     if (needs_validation(pc.merge) && (validation == nullptr || validation->y.size() == 0)) {
@@ -143,6 +146,7 @@ class ParametersMode final : public Mode {
     std::vector<merge::Candidate> candidates;
     std::vector<double> errors;
     session.schedule().start_clock();
+    resize_.note(session, first_round_, positions_);  // a resize on --resume: its event
     const auto& early_stop = session.evaluation().early_stop();  // training.early_stopping
     for (std::uint64_t r = first_round_; r < schedule.rounds && !early_stop.stopped(); ++r) {
       // Elastic: joiners admitted, leavers' rows dealt (parameters_joins.hpp).
@@ -274,6 +278,8 @@ class ParametersMode final : public Mode {
                   checkpoint::Checkpoint& out) override {
     out.arrays["parameters"] = session.params();
     out.manifest["mode_state"] = {{"round", rounds_done_}, {"positions", positions_}};
+    // The log's axis, which a resize keeps (parameters_resize.hpp).
+    if (steps_per_epoch_ > 0) out.manifest["mode_state"]["steps_per_epoch"] = steps_per_epoch_;
     for (std::size_t k = 0; k < client_optimizers_.size(); ++k) {
       if (client_optimizers_[k]) {
         roles::put_optimizer(out, fmt::format("client.{}.optimizer", k), *client_optimizers_[k]);
@@ -296,13 +302,15 @@ class ParametersMode final : public Mode {
                       from.origin);
     }
     for (std::size_t k = 0; k < ranks; ++k) {
+      const auto name = fmt::format("client.{}.optimizer", k);
+      if (saved.contains(name)) client_optimizers_[k] = roles::get_optimizer(from, name);
+    }
+    // Another worker count: each slot carried over or started afresh (parameters_resize.hpp).
+    resize_.restore(session, from, positions_, client_optimizers_);
+    for (std::size_t k = 0; k < ranks; ++k) {
       protocol::Envelope resume{.type = protocol::Type::kResumeState, .step = from.step()};
       resume.fields = {{"position", positions_[k]}};
-      const auto name = fmt::format("client.{}.optimizer", k);
-      if (saved.contains(name)) {
-        client_optimizers_[k] = roles::get_optimizer(from, name);
-        put_optimizer_fields(resume, *client_optimizers_[k]);
-      }
+      if (client_optimizers_[k]) put_optimizer_fields(resume, *client_optimizers_[k]);
       session.send_to(static_cast<int>(k), std::move(resume));
     }
   }
@@ -402,6 +410,8 @@ class ParametersMode final : public Mode {
   std::vector<std::uint64_t> positions_;
   std::vector<std::optional<models::OptimizerState>> client_optimizers_;
   RoundJoins joins_{positions_, client_optimizers_};  // elastic: joins at round boundaries
+  RoundsResize resize_;                  // elastic: another worker count on --resume
+  std::uint64_t steps_per_epoch_ = 0;    // the log's axis (the schedule's S)
 
   // Worker side: this worker's model, optimizer and position in its data, across rounds.
   std::vector<double> params_;

@@ -87,7 +87,14 @@ void RoundJoins::resumed_joiners(roles::CoordinatorSession& session) {
   const auto& membership = session.result().membership;
   if (membership.is_null()) return;
   auto& per_epoch = session.result().aggregation["local_steps_per_epoch"];
-  for (const auto& event : membership["events"]) {
+  // Joins before a resize (another worker count on --resume) mean nothing in its new plan.
+  const auto& events = membership["events"];
+  std::size_t since = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (events[i]["event"] == "resize") since = i + 1;
+  }
+  for (std::size_t i = since; i < events.size(); ++i) {
+    const auto& event = events[i];
     const int rank = event.value("rank", -1);
     if (event["event"] != "join" || !event.contains("replanned") || !session.is_alive(rank)) {
       continue;

@@ -35,12 +35,14 @@ double absolute_error(models::Model& model, std::span<const double> params,
 
 }  // namespace
 
-Schedule make_schedule(const config::Config& config, const roles::Plan& plan) {
+Schedule make_schedule(const config::Config& config, const roles::Plan& plan,
+                       std::uint64_t steps_per_epoch) {
   const auto& p = config.aggregation.parameters;
   Schedule s;
   for (const auto rows : plan.shard_rows) {
     s.steps_per_epoch = std::max(s.steps_per_epoch, roles::local_steps_per_epoch(config.training, rows));
   }
+  if (steps_per_epoch > 0) s.steps_per_epoch = steps_per_epoch;
   s.epochs = static_cast<std::uint64_t>(config.training.epochs);
   s.total_steps = s.epochs * s.steps_per_epoch;
   if (p.sync_every_steps > 0) {

@@ -41,7 +41,10 @@ struct Schedule {
   }
 };
 
-[[nodiscard]] Schedule make_schedule(const config::Config& config, const roles::Plan& plan);
+// `steps_per_epoch` > 0 sets S instead of the plan's largest shard: the log's axis of the run's
+// start, kept after a resize on --resume (parameters_resize.hpp).
+[[nodiscard]] Schedule make_schedule(const config::Config& config, const roles::Plan& plan,
+                                     std::uint64_t steps_per_epoch = 0);
 
 // The round's clients, ascending: every rank with fraction 1, otherwise max(1, floor(fraction
 // * n)) distinct ranks drawn by a partial Fisher-Yates shuffle from (seed, round).

@@ -4,7 +4,8 @@ with the members of its checkpoint only: the ring forms without the leaver from 
 the servers do not wait for the leaver's pushes, and the model is the bits of the run that
 never stopped. Async keeps the leaver out too (not bit for bit: async runs differ by design);
 its rows are dealt again. Another shards.count on --resume (a resize) re-plans the ring and
-the servers from the next epoch, the same bits on a rerun; parameters mode refuses it.
+the servers from the next epoch, the same bits on a rerun (parameters mode:
+test_elastic_resize_pa.py).
 
 Every stopped run ends with a `kill` fault under `abort` (exit 3) after periodic checkpoints
 every 50 steps; the resume runs the config without that fault."""
@@ -118,21 +119,6 @@ def test_servers_resize_on_resume(tmp):
     s = check_resize(tmp, "servers", 3, 2, 110)
     # Every server counts the rounds on from the next epoch's first step (121): 240 at the end.
     assert [k["version"] for k in s["aggregation"]["servers"]] == [240, 240], s["aggregation"]
-
-
-def test_parameters_resize_is_refused(tmp):
-    cfg = h.source("configs", "elastic_parameters.yaml")
-    out = tmp / "params"
-    every = "fault_tolerance.checkpoint_every.steps=32"
-    r = h.run("run", cfg, "--set", f"output.dir={out}", "--set", every,
-              "--fault", "rank=0,at_step=70,action=kill")
-    assert r.code == 3, r
-    r = h.run("run", cfg, "--set", f"output.dir={out}", "--set", every, "--resume",
-              "--set", "shards.count=2", "--set", "faults=[]")
-    assert r.code == 2, r
-    assert "Resuming with another worker count is available with aggregation.mode gradients " \
-        "(over the star or the ring, with one server or sharded ones) only, not with " \
-        "parameters" in r.stderr, r.stderr
 
 
 def test_async_resume_after_a_leave_keeps_the_leaver_out(tmp):
@@ -261,7 +247,6 @@ if __name__ == "__main__":
             test_servers_resume_after_a_leave_gives_the_same_bits,
             test_ring_resize_on_resume,
             test_servers_resize_on_resume,
-            test_parameters_resize_is_refused,
             test_async_resume_after_a_leave_keeps_the_leaver_out,
             test_resume_after_a_join_refills_the_slot,
             test_parameters_resume_after_a_join_refills_the_slot,
