@@ -68,12 +68,15 @@ bool resumes_membership(const config::Config& c) {
 
 // Why this config cannot resume a checkpoint of another worker count (nullopt: it can).
 // Gradients over the star or the ring, with one server or sharded ones (the optimizer state is
-// per key, not per worker; top-k residuals start at zero, with a warning: topk_state.hpp); not
-// parameters mode (each worker's own optimizer and local epochs) nor async (each worker's own
-// plan of steps).
+// per key, not per worker; top-k residuals start at zero, with a warning: topk_state.hpp), and
+// async (the state lives in the servers; each worker's plan is made afresh from the next epoch:
+// core/modes/async_resume.hpp); not parameters mode (each worker's own optimizer and local
+// epochs).
 std::optional<std::string> resize_refusal(const config::Config& c) {
   const auto& a = c.aggregation;
   if (!c.fault_tolerance.elastic) return std::string("needs fault_tolerance.elastic");
+  // Async: a new plan of each worker's steps from the next epoch (async_resume.hpp).
+  if (a.mode == config::AggregationMode::kAsync && c.parallelism.tensor <= 1) return std::nullopt;
   if (a.mode != config::AggregationMode::kGradients || c.parallelism.tensor > 1) {
     return fmt::format("is available with aggregation.mode gradients (over the star or the ring, "
                        "with one server or sharded ones) only, not with {}",
@@ -145,7 +148,11 @@ std::optional<std::string> plan_resume_membership(ResumePoint& point,
       if (saved.contains(key)) fixed[key] = saved[key];
     }
   }
-  point.start_step = next_epoch_start(point.checkpoint.step(), plan.steps_per_epoch);
+  // Async counts updates on from the checkpoint's; the epoch it skips to is its own
+  // (async_resume.hpp).
+  if (config.aggregation.mode != config::AggregationMode::kAsync) {
+    point.start_step = next_epoch_start(point.checkpoint.step(), plan.steps_per_epoch);
+  }
   return std::nullopt;
 }
 

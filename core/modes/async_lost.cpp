@@ -18,8 +18,12 @@ void LostWorkers::on_loss(int rank, config::FailurePolicy action) {
   const auto& plan = session_.plan();
   auto deal = protocol::make_setup({"", "", roles::source_for(plan, r), plan.segments[r]});
   deal.type = protocol::Type::kReassign;
-  // After a join the rows follow its re-plan: a leaver's share goes with every other row.
-  if (replanned_) deal = every_row_deal(plan);
+  // After a join the rows follow its re-plan: a leaver's share goes with every other row. So
+  // do the rows of one that took rows of an earlier departed worker: passing on its plan
+  // shard alone would drop the share it held (as holds_dealt_rows in gradients mode).
+  const bool replan = replanned_ || took_rows(rank);
+  const auto held = rows_held(rank);  // before the re-plan changes the record
+  if (replan) deal = every_row_deal(plan);
   deal.fields["lost_rank"] = rank;
   deal.fields["deal"] = dealt_.size();  // the takers' `done` name it (a slot may leave twice)
   std::vector<int> to;
@@ -42,14 +46,27 @@ void LostWorkers::on_loss(int rank, config::FailurePolicy action) {
   }
   if (to.empty()) return;  // every survivor is on its last step: evaluation only
   session_.rows_dealt(rank);
-  // After a join the rank held its share of the re-plan (async_joins.cpp records it).
-  const auto held = replanned_ ? session_.result().workers.at(r).rows : plan.shard_rows[r];
-  dealt_.push_back({rank, to, held, replanned_, event_at});
+  dealt_.push_back({rank, to, held, replan, event_at});
+  if (replan) {  // each taker's whole shard from now on (settle writes what each reports)
+    replanned_ = true;
+    for (std::size_t k = 0; k < to.size(); ++k) {
+      session_.result().workers.at(static_cast<std::size_t>(to[k])).rows =
+          share_of(every_row_count(plan), k, to.size());
+    }
+  }
   log::warn("worker {}'s {} rows are dealt to workers {} from their next local epoch{}", rank,
-            held, fmt::join(to, ", "), replanned_ ? ", with every other row (a re-plan)" : "");
+            held, fmt::join(to, ", "), replan ? ", with every other row (a re-plan)" : "");
 }
 
-void LostWorkers::forget_departed() {
+void LostWorkers::forget_departed(bool replanned) {
+  if (replanned) {
+    servers_.forget_departed();
+    for (int r = 0; r < session_.plan().starting_ranks(); ++r) {
+      if (!session_.is_alive(r)) session_.rows_dealt(r);
+    }
+    replanned_ = true;
+    return;
+  }
   for (int r = 0; r < session_.plan().starting_ranks(); ++r) {
     if (!session_.is_alive(r)) on_loss(r, config::FailurePolicy::kContinue);
   }
@@ -93,6 +110,24 @@ void LostWorkers::settle(const std::vector<protocol::Envelope>& done) {
     }
     if (event_at) result.membership["events"][*event_at]["reassigned"] = reassigned;
   }
+}
+
+bool LostWorkers::took_rows(int rank) const {
+  return std::any_of(dealt_.begin(), dealt_.end(), [rank](const Dealt& d) {
+    return std::find(d.to.begin(), d.to.end(), rank) != d.to.end();
+  });
+}
+
+std::uint64_t LostWorkers::rows_held(int rank) const {
+  const auto r = static_cast<std::size_t>(rank);
+  if (replanned_) return session_.result().workers.at(r).rows;
+  std::uint64_t rows = session_.plan().shard_rows[r];
+  for (const auto& d : dealt_) {
+    const auto at = std::find(d.to.begin(), d.to.end(), rank);
+    if (at == d.to.end()) continue;
+    rows += share_of(d.rows, static_cast<std::size_t>(at - d.to.begin()), d.to.size());
+  }
+  return rows;
 }
 
 }  // namespace dt::modes

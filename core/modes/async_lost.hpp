@@ -31,6 +31,20 @@ inline protocol::Envelope every_row_deal(const roles::Plan& plan) {
   return deal;
 }
 
+// How many rows every_row_deal deals: the shards of the plan's starting ranks.
+inline std::uint64_t every_row_count(const roles::Plan& plan) {
+  std::uint64_t n = 0;
+  for (int r = 0; r < plan.starting_ranks(); ++r) {
+    n += plan.shard_rows[static_cast<std::size_t>(r)];
+  }
+  return n;
+}
+
+// Share k of m of n rows: data::every_nth_row's count of rows k, k + m, ...
+inline std::uint64_t share_of(std::uint64_t n, std::size_t k, std::size_t m) {
+  return k < n ? (n - k + m - 1) / m : 0;
+}
+
 // Every push's staleness as the largest over the servers (each server measures its own).
 inline roles::StalenessStats merged_staleness(const std::vector<roles::ServerStats>& stats) {
   roles::StalenessStats out;
@@ -68,13 +82,16 @@ class LostWorkers {
   [[nodiscard]] std::uint64_t plan(std::uint32_t rank) const { return plans_.at(rank); }
 
   // The session's loss handler: a replacement under restart is sent where to resume; a rank
-  // lost under continue, or a leave, is dropped by the servers and server 0 deals its rows.
+  // lost under continue, or a leave, is dropped by the servers and server 0 deals its rows (a
+  // re-plan of every row when the rows follow one, or when it held rows dealt to it).
   void on_loss(int rank, config::FailurePolicy action);
 
   // A run resumed without the ranks that had left (elastic): the servers stop counting them
   // and deal their rows again, to each taker from its next local epoch (a taker starts again
-  // from its own plan: the deals of the run before the stop are not replayed).
-  void forget_departed();
+  // from its own plan: the deals of the run before the stop are not replayed). When the resumed
+  // run re-plans every row among the members (`replanned`, async_resume.hpp), their rows are in
+  // it: the servers only forget them, and a later leave re-plans too.
+  void forget_departed(bool replanned);
 
   // An elastic join into `rank`'s slot with a plan of `steps`: the pushes of the slot's
   // earlier holder (a leaver's) stay in the total. From now on the rows follow a re-plan.
@@ -85,9 +102,11 @@ class LostWorkers {
     update_schedule();
   }
 
-  // A push that states a longer plan (its worker took rows over).
+  // A push that states a longer plan (its worker took rows over). Not a departed worker's: its
+  // plan was settled at its loss (its pushes from before may be read from the log after it).
   void replan(std::uint32_t rank, std::uint64_t planned) {
     if (planned == 0 || planned == plans_.at(rank)) return;
+    if (!session_.is_alive(static_cast<int>(rank))) return;
     total_ = total_ - plans_[rank] + planned;
     plans_[rank] = planned;
     update_schedule();
@@ -100,6 +119,12 @@ class LostWorkers {
   [[nodiscard]] const nlohmann::json& lost() const noexcept { return lost_; }
 
  private:
+  // Whether `rank` was dealt a share of an earlier departed worker's rows.
+  [[nodiscard]] bool took_rows(int rank) const;
+  // The rows `rank` holds: after a re-plan its share (recorded at the deal), else its plan shard
+  // and its shares of the departed workers' rows dealt to it.
+  [[nodiscard]] std::uint64_t rows_held(int rank) const;
+
   void update_schedule() {
     // Epochs in the log are the share of the plan done: updates applied / (updates / epochs),
     // exact until a lost worker changes the plan, then rounded so as never to claim more.
@@ -111,13 +136,13 @@ class LostWorkers {
   roles::ServerGroup& servers_;
   std::vector<std::uint64_t> plans_;  // each worker's planned pushes (its own, as they change)
   std::uint64_t total_ = 0;
-  bool replanned_ = false;  // a join re-dealt every row (async_joins.hpp)
+  bool replanned_ = false;  // the rows follow a re-plan of every row (a join, a leave, a resume)
   nlohmann::json lost_ = nlohmann::json::array();
   struct Dealt {
     int rank = 0;
     std::vector<int> to;
     std::uint64_t rows = 0;  // the rows it held
-    bool replan = false;     // dealt with every other row (after a join)
+    bool replan = false;     // dealt with every other row (a re-plan)
     std::optional<std::size_t> event;  // its leave event's index in membership.events
   };
   std::vector<Dealt> dealt_;
