@@ -58,6 +58,30 @@ def check_resumed(s, members, rows, from_epoch, epochs=EPOCHS):
     assert math.isfinite(s["final_loss"]) and s["final_loss"] < 0.1, s["final_loss"]
 
 
+JOIN_EPOCHS = 8
+
+
+def stop_after_a_join_and_resume(tmp, out, faults, kill):
+    """A run of 2 workers (8 epochs) that a joiner joins into slot 2 after 10 updates and the
+    `kill` fault stops after a checkpoint (every 20 updates) that follows the join; then its
+    resume with `faults`. Returns the join event, the checkpoint's updates, the resume's run."""
+    elastic = "max_workers: 3, admit_at_steps: [10]"
+    cfg, _ = async_config(tmp, f"{out.name}-stop", out, 2, elastic, [*faults, kill],
+                          epochs=JOIN_EPOCHS)
+    run = join.Run(cfg)
+    worker = join.joiner(run.join_endpoint())
+    code, err = run.finish()
+    assert code == 3, err
+    join.finish_joiner(worker)
+    stopped = summary(out)
+    event = stopped["membership"]["events"][-1]
+    assert (event["event"], event["rank"]) == ("join", 2), event
+    saved = stopped["checkpoint"]["last_step"]
+    assert saved > event["updates"], (stopped["checkpoint"], event)
+    cfg, _ = async_config(tmp, f"{out.name}-resume", out, 2, elastic, faults, epochs=JOIN_EPOCHS)
+    return event, saved, h.run("run", cfg, "--resume")
+
+
 def test_async_resume_after_a_join_refills_the_slot_and_re_deals_every_row(tmp):
     # 2 workers (1800 rows, 30 steps an epoch; 8 epochs, 60 updates each), a joiner admitted
     # after 10 updates into slot 2 (then 1200 rows each: 20 steps an epoch). The workers train
@@ -65,25 +89,9 @@ def test_async_resume_after_a_join_refills_the_slot_and_re_deals_every_row(tmp):
     # late enough, at its local step 90, for checkpoints (every 20 updates) after the join.
     # The resumed run starts slot 2 itself and deals every row among workers 0, 1 and 2 from
     # the run's next epoch.
-    epochs = 8
     out = tmp / "join"
-    elastic = "max_workers: 3, admit_at_steps: [10]"
     kill = "{rank: 1, at_step: 90, action: kill}"
-    cfg, _ = async_config(tmp, "join-stop", out, 2, elastic, [*slow([0, 1]), kill],
-                          epochs=epochs)
-    run = join.Run(cfg)
-    worker = join.joiner(run.join_endpoint())
-    code, err = run.finish()
-    assert code == 3, err
-    join.finish_joiner(worker)
-    stopped = summary(out)
-    [event] = stopped["membership"]["events"]
-    assert (event["event"], event["rank"]) == ("join", 2), event
-    saved = stopped["checkpoint"]["last_step"]
-    assert saved > event["updates"], (stopped["checkpoint"], event)
-
-    cfg, _ = async_config(tmp, "join-resume", out, 2, elastic, slow([0, 1]), epochs=epochs)
-    r = h.run("run", cfg, "--resume")
+    event, saved, r = stop_after_a_join_and_resume(tmp, out, slow([0, 1]), kill)
     assert r.code == 0, r
     assert "the slot of worker 2, which joined the run before the checkpoint, is refilled by a " \
         "worker this coordinator starts" in r.stderr, r.stderr
@@ -96,9 +104,30 @@ def test_async_resume_after_a_join_refills_the_slot_and_re_deals_every_row(tmp):
     from_epoch = resume["from_epoch"]
     assert resume["replanned"] == {"from_epoch": from_epoch,
                                    "to": [{"rank": r, "rows": 1200} for r in (0, 1, 2)]}, resume
-    assert 1 <= from_epoch < epochs, resume
-    check_resumed(s, (0, 1, 2), 1200, from_epoch, epochs)
+    assert 1 <= from_epoch < JOIN_EPOCHS, resume
+    check_resumed(s, (0, 1, 2), 1200, from_epoch, JOIN_EPOCHS)
     assert (out / "workers" / "2.log").exists()  # the resumed run's own child
+
+
+def test_async_resume_after_a_leave_and_a_join(tmp):
+    # Worker 1 leaves at its step 5; a joiner takes slot 2 after 10 updates; worker 0 is killed
+    # at its step 150. The resumed run does not start worker 1, refills slot 2, and deals every
+    # row between workers 0 and 2 (1800 each: 30 steps an epoch).
+    out = tmp / "leftjoin"
+    faults = [*slow([0, 1]), "{rank: 1, at_step: 5, action: leave}"]
+    event, saved, r = stop_after_a_join_and_resume(
+        tmp, out, faults, "{rank: 0, at_step: 150, action: kill}")
+    assert r.code == 0, r
+    assert "worker 1 had left the run at the checkpoint's step and is not started again" \
+        in r.stderr, r.stderr
+    s = summary(out)
+    leave, joined, resume = s["membership"]["events"]
+    assert (leave["event"], leave["rank"], joined) == ("leave", 1, event), s["membership"]
+    assert (resume["event"], resume["step"], resume["workers"]) == ("resume", saved, 2), resume
+    assert resume["replanned"]["to"] == [{"rank": 0, "rows": 1800}, {"rank": 2, "rows": 1800}]
+    [left] = [w for w in s["worker_stats"] if w["rank"] == 1]
+    assert left["pid"] == 0, left  # never started by the resumed run
+    check_resumed(s, (0, 2), 1800, resume["from_epoch"], JOIN_EPOCHS)
 
 
 def test_async_resize_on_resume(tmp):
@@ -172,5 +201,6 @@ def test_async_second_leaver_passes_on_every_row(tmp):
 
 if __name__ == "__main__":
     h.main([test_async_resume_after_a_join_refills_the_slot_and_re_deals_every_row,
+            test_async_resume_after_a_leave_and_a_join,
             test_async_resize_on_resume,
             test_async_second_leaver_passes_on_every_row])
