@@ -69,15 +69,14 @@ bool resumes_membership(const config::Config& c) {
 // Why this config cannot resume a checkpoint of another worker count (nullopt: it can).
 // Gradients over the star or the ring, with one server or sharded ones (the optimizer state is
 // per key, not per worker; top-k residuals start at zero, with a warning: topk_state.hpp), and
-// parameters mode (each slot's own state carried over or started afresh: parameters_resize.hpp);
-// not async (each worker's own plan of steps).
+// parameters mode (each slot's own state carried over or started afresh: parameters_resize.hpp)
+// and async (the state lives in the servers; each worker's plan is made afresh from the next
+// epoch: core/modes/async_resume.hpp).
 std::optional<std::string> resize_refusal(const config::Config& c) {
-  const auto& a = c.aggregation;
   if (!c.fault_tolerance.elastic) return std::string("needs fault_tolerance.elastic");
-  if (a.mode == config::AggregationMode::kAsync || c.parallelism.tensor > 1) {
-    return fmt::format("is available with aggregation.mode gradients (over the star or the ring, "
-                       "with one server or sharded ones) and parameters only, not with {}",
-                       config::describe_aggregation(c));
+  if (c.parallelism.tensor > 1) {
+    return fmt::format("is available in aggregation.mode gradients, parameters and async, not "
+                       "with tensor parallelism ({})", config::describe_aggregation(c));
   }
   return std::nullopt;
 }
@@ -152,8 +151,10 @@ std::optional<std::string> plan_resume_membership(ResumePoint& point,
     }
   }
   // Parameters mode goes on from the checkpoint's round: each slot from its own next local
-  // epoch (parameters_resize.hpp), nothing skipped on the log's axis.
-  if (config.aggregation.mode != config::AggregationMode::kParameters) {
+  // epoch (parameters_resize.hpp), nothing skipped on the log's axis. Async counts updates on
+  // from the checkpoint's; the epoch it skips to is its own (async_resume.hpp).
+  if (config.aggregation.mode != config::AggregationMode::kParameters &&
+      config.aggregation.mode != config::AggregationMode::kAsync) {
     point.start_step = next_epoch_start(point.checkpoint.step(), plan.steps_per_epoch);
   }
   return std::nullopt;

@@ -12,11 +12,13 @@
 // the last re-plan is dealt again, so the slot's worker holds the joiner's rows.
 //
 // Resumed with another worker count (shards.count; elastic gradients over the star, the ring or
-// sharded servers, and parameters mode), the plan is the new count's, made afresh; training goes
-// on from the first step of the epoch after the checkpoint's (the rest of the interrupted epoch
-// is skipped, so no row is trained twice in an epoch; parameters mode: from the checkpoint's
-// round, each slot from its own next local epoch, parameters_resize.hpp), and membership records
-// a `resize` event.
+// sharded servers, parameters mode and async), the plan is the new count's, made afresh; training
+// goes on from the first step of the epoch after the checkpoint's (the rest of the interrupted
+// epoch is skipped, so no row is trained twice in an epoch; parameters mode: from the
+// checkpoint's round, each slot from its own next local epoch, parameters_resize.hpp), and
+// membership records a `resize` event. Async counts its updates on from the checkpoint's and
+// skips to its own next epoch (core/modes/async_resume.hpp), which also re-plans an async run
+// resumed after a join.
 //
 // Threading: the coordinator thread only.
 

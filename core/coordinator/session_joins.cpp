@@ -220,7 +220,7 @@ bool CoordinatorSession::admit(const PendingJoin& joiner, std::uint64_t step) {
     result_.workers.push_back({static_cast<int>(result_.workers.size()), 0, {}, 0, {}});
   }
   for (auto& event : result_.membership["events"]) {  // a leaver's rows, before its slot goes
-    if (event["rank"] == slot && event["event"] == "leave" && !event.contains("reassigned")) {
+    if (event["event"] == "leave" && event["rank"] == slot && !event.contains("reassigned")) {
       event["rows_held"] = result_.workers[r].rows;
     }
   }
@@ -311,7 +311,7 @@ void CoordinatorSession::replan_rows(std::uint64_t epoch,
   auto no_events = nlohmann::json::array();
   auto& events = result_.membership.is_null() ? no_events : result_.membership["events"];
   for (auto& event : events) {
-    const int rank = event["rank"].get<int>();
+    const int rank = event.value("rank", -1);  // none in a resize or resume event
     if (event["event"] == "join" && !event.contains("replanned")) event["replanned"] = replanned;
     const bool waited = std::find(waiting.begin(), waiting.end(), rank) != waiting.end();
     if (event["event"] == "leave" && waited && !event.contains("reassigned")) {

@@ -63,6 +63,7 @@
 #include "core/modes/async_keyed.hpp"
 #include "core/modes/async_joins.hpp"
 #include "core/modes/async_lost.hpp"
+#include "core/modes/async_resume.hpp"
 #include "core/protocol/step_messages.hpp"
 #include "core/protocol/timing.hpp"
 #include "core/modes/server_mode.hpp"
@@ -120,6 +121,12 @@ class AsyncMode final : public ServerGroupMode {
       const auto epochs = static_cast<std::uint64_t>(config.training.epochs);
       serving.worker_steps.push_back(slot ? 0 : local * epochs);
     }
+    // Resumed after a join or with another worker count: a re-plan (async_resume.hpp).
+    AsyncResume resume(session, from_);
+    if (resume.active()) {
+      serving.worker_steps = resume.plans();
+      serving.start_steps = resume.done();
+    }
     servers_ = std::make_unique<roles::ServerGroup>(session, serving, from_);
     auto& servers = *servers_;
     LostWorkers lost(session, servers, serving.worker_steps);  // sets the schedule
@@ -131,9 +138,14 @@ class AsyncMode final : public ServerGroupMode {
     const LossHandlerScope scope(session, [&](int rank, config::FailurePolicy action) {
       lost.on_loss(rank, action);
     });
-    lost.forget_departed();
+    lost.forget_departed(resume.active() && !resume.resized());
     session.schedule().start_clock();
-    servers.announce();  // the workers start training when they learn the servers
+    // The workers start training when they learn the servers.
+    if (resume.active()) {
+      resume.announce(servers);
+    } else {
+      servers.announce();
+    }
 
     const auto every = static_cast<std::uint64_t>(config.output.log_every_steps);
     std::vector<double> worker_loss(ri(ranks), 0.0);
@@ -267,29 +279,35 @@ class AsyncMode final : public ServerGroupMode {
     // Local steps of each local epoch: all alike, until rows taken over from a lost worker
     // (continue) lengthen the epochs from the one they join.
     std::vector<std::uint64_t> per_epoch(epochs, 0);
+    std::uint64_t first = 0;  // a resumed run or a replacement: the steps the servers applied
+    if (const auto it = message.fields.find("start_steps"); it != message.fields.end()) {
+      first = it->at(session.rank()).get<std::uint64_t>();
+    }
+    // An elastic joiner: its share of every row rides on this message; it trains from the
+    // run's next epoch (async_joins.hpp), its epochs before that have no steps. So does a
+    // worker of a resumed run that re-plans (async_resume.hpp), its step count going on from
+    // its start_steps (`base`, in no epoch of its plan).
+    const bool resumed = message.fields.contains("replan_from_epoch");
+    const std::uint64_t base = resumed ? first : 0;
     const auto plan_from = [&](std::uint64_t first_epoch) {
       for (auto e = first_epoch; e < epochs; ++e) {
         per_epoch[e] = roles::local_steps_per_epoch(training, session.rows_in_epoch(e));
       }
-      return std::accumulate(per_epoch.begin(), per_epoch.end(), std::uint64_t{0});
+      return base + std::accumulate(per_epoch.begin(), per_epoch.end(), std::uint64_t{0});
     };
-    // An elastic joiner: its share of every row rides on this message; it trains from the
-    // run's next epoch (async_joins.hpp), its epochs before that have no steps.
-    const auto join_from = protocol::count_or(message, "join_from_epoch", 0);
+    const auto join_from = protocol::count_or(message, resumed ? "replan_from_epoch"
+                                                               : "join_from_epoch", 0);
     if (const auto it = message.fields.find("reassign"); it != message.fields.end()) {
       protocol::Envelope share{.type = protocol::Type::kReassign, .fields = *it};
       share.arrays.push_back(message.arrays.at(0));
       (void)session.take_share(share, join_from);
     }
-    std::uint64_t steps = plan_from(0);
+    (void)plan_from(0);
     std::fill_n(per_epoch.begin(), std::min(join_from, epochs), std::uint64_t{0});
-    steps = std::accumulate(per_epoch.begin(), per_epoch.end(), std::uint64_t{0});
-    std::uint64_t first = 0;  // a resumed run or a replacement: the steps the servers applied
-    if (const auto it = message.fields.find("start_steps"); it != message.fields.end()) {
-      first = it->at(session.rank()).get<std::uint64_t>();
-    }
-    std::uint64_t epoch = 0;  // the local epoch of `step`, and its step within it
-    std::uint64_t in_epoch = first;
+    std::uint64_t steps =
+        base + std::accumulate(per_epoch.begin(), per_epoch.end(), std::uint64_t{0});
+    std::uint64_t epoch = resumed ? std::min(join_from, epochs) : 0;  // the local epoch of
+    std::uint64_t in_epoch = resumed ? 0 : first;                      // `step`, its step in it
     while (epoch < epochs && in_epoch >= per_epoch[epoch]) in_epoch -= per_epoch[epoch++];
     nlohmann::json took = nlohmann::json::array();
     nlohmann::json replans = nlohmann::json::array();  // elastic re-plans taken

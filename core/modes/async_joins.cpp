@@ -15,6 +15,10 @@ void AsyncJoins::poll(std::uint64_t applied) {
   const auto& elastic = session_.config().fault_tolerance.elastic;
   if (!elastic || servers_.ended()) return;
   const auto& at = elastic->admit_at_steps;
+  // A resumed run: the listed steps before its checkpoint's are behind it.
+  while (next_ < at.size() && static_cast<std::uint64_t>(at[next_]) < session_.first_step()) {
+    ++next_;
+  }
   std::uint64_t step = applied;
   if (next_ < at.size() && static_cast<std::uint64_t>(at[next_]) <= applied) {
     step = static_cast<std::uint64_t>(at[next_++]);  // the session waits for a joiner there
@@ -43,10 +47,8 @@ void AsyncJoins::take(int rank, std::uint64_t applied) {
   const auto to = servers_.deal_replan(deal);
   const auto k = static_cast<std::size_t>(std::find(to.begin(), to.end(), rank) - to.begin());
   const auto m = to.size();
-  std::uint64_t n = 0;  // every training row
-  for (int r = 0; r < plan.starting_ranks(); ++r) n += plan.shard_rows[static_cast<std::size_t>(r)];
-  // data::every_nth_row's count: rows k, k + m, ... of n.
-  const auto share_rows = [&](std::size_t s) { return s < n ? (n - s + m - 1) / m : 0; };
+  const auto n = every_row_count(plan);
+  const auto share_rows = [&](std::size_t s) { return share_of(n, s, m); };
   const auto rows = k < m ? share_rows(k) : 0;
   const auto steps = rows == 0 ? 0 : (epochs - from) * roles::local_steps_per_epoch(training, rows);
   servers_.join_worker(rank, steps);

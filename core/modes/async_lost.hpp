@@ -2,7 +2,7 @@
 // async mode's coordinator side of membership (core/modes/async.cpp): each worker's planned
 // pushes as they change (lost workers, leaves, joins), what lost workers left undone and who
 // took their rows; and every push's staleness merged over the servers. Used on the
-// coordinator's thread only.
+// coordinator's thread only. LostWorkers' longer members are in async_lost.cpp.
 
 #include "core/coordinator/membership.hpp"
 #include "core/coordinator/session.hpp"
@@ -29,6 +29,20 @@ inline protocol::Envelope every_row_deal(const roles::Plan& plan) {
   deal.type = protocol::Type::kReassign;
   deal.fields["replan"] = true;
   return deal;
+}
+
+// How many rows every_row_deal deals: the shards of the plan's starting ranks.
+inline std::uint64_t every_row_count(const roles::Plan& plan) {
+  std::uint64_t n = 0;
+  for (int r = 0; r < plan.starting_ranks(); ++r) {
+    n += plan.shard_rows[static_cast<std::size_t>(r)];
+  }
+  return n;
+}
+
+// Share k of m of n rows: data::every_nth_row's count of rows k, k + m, ...
+inline std::uint64_t share_of(std::uint64_t n, std::size_t k, std::size_t m) {
+  return k < n ? (n - k + m - 1) / m : 0;
 }
 
 // Every push's staleness as the largest over the servers (each server measures its own).
@@ -67,59 +81,17 @@ class LostWorkers {
   [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
   [[nodiscard]] std::uint64_t plan(std::uint32_t rank) const { return plans_.at(rank); }
 
-  void on_loss(int rank, config::FailurePolicy action) {
-    const auto r = static_cast<std::size_t>(rank);
-    if (action == config::FailurePolicy::kRestart) {
-      const auto applied_by = servers_.lose_worker(rank, true);
-      auto setup = servers_.servers_message();
-      std::vector<std::uint64_t> start(plans_.size(), 0);
-      start[r] = *std::min_element(applied_by.begin(), applied_by.end());
-      setup.fields["start_steps"] = start;
-      session_.send_to(rank, std::move(setup));
-      return;
-    }
-    const auto& plan = session_.plan();
-    auto deal = protocol::make_setup({"", "", roles::source_for(plan, r), plan.segments[r]});
-    deal.type = protocol::Type::kReassign;
-    // After a join the rows follow its re-plan: a leaver's share goes with every other row.
-    if (replanned_) deal = every_row_deal(plan);
-    deal.fields["lost_rank"] = rank;
-    deal.fields["deal"] = dealt_.size();  // the takers' `done` name it (a slot may leave twice)
-    std::vector<int> to;
-    const auto applied_by = servers_.drop_worker_dealing(rank, std::move(deal), to);
-    // Server 0's log counts the updates: the lost worker's pushes it will never apply.
-    const auto left = plans_[r] - std::min(applied_by.front(), plans_[r]);
-    total_ -= left;
-    plans_[r] -= left;
-    update_schedule();
-    auto& membership = session_.result().membership;
-    std::optional<std::size_t> event_at;  // its leave event (settle writes its deal there)
-    if (auto* event = roles::leave_event(membership, rank)) {  // a leave
-      (*event)["pushes"] = applied_by.front();
-      (*event)["not_done"] = left;
-      for (std::size_t i = 0; i < membership["events"].size(); ++i) {
-        if (&membership["events"][i] == event) event_at = i;
-      }
-    } else {
-      lost_.push_back({{"rank", rank}, {"applied", applied_by.front()}, {"not_done", left}});
-    }
-    if (to.empty()) return;  // every survivor is on its last step: evaluation only
-    session_.rows_dealt(rank);
-    // After a join the rank held its share of the re-plan (async_joins.cpp records it).
-    const auto held = replanned_ ? session_.result().workers.at(r).rows : plan.shard_rows[r];
-    dealt_.push_back({rank, to, held, replanned_, event_at});
-    log::warn("worker {}'s {} rows are dealt to workers {} from their next local epoch{}", rank,
-              held, fmt::join(to, ", "), replanned_ ? ", with every other row (a re-plan)" : "");
-  }
+  // The session's loss handler: a replacement under restart is sent where to resume; a rank
+  // lost under continue, or a leave, is dropped by the servers and server 0 deals its rows (a
+  // re-plan of every row when the rows follow one, or when it held rows dealt to it).
+  void on_loss(int rank, config::FailurePolicy action);
 
   // A run resumed without the ranks that had left (elastic): the servers stop counting them
   // and deal their rows again, to each taker from its next local epoch (a taker starts again
-  // from its own plan: the deals of the run before the stop are not replayed).
-  void forget_departed() {
-    for (int r = 0; r < session_.plan().starting_ranks(); ++r) {
-      if (!session_.is_alive(r)) on_loss(r, config::FailurePolicy::kContinue);
-    }
-  }
+  // from its own plan: the deals of the run before the stop are not replayed). When the resumed
+  // run re-plans every row among the members (`replanned`, async_resume.hpp), their rows are in
+  // it: the servers only forget them, and a later leave re-plans too.
+  void forget_departed(bool replanned);
 
   // An elastic join into `rank`'s slot with a plan of `steps`: the pushes of the slot's
   // earlier holder (a leaver's) stay in the total. From now on the rows follow a re-plan.
@@ -130,9 +102,11 @@ class LostWorkers {
     update_schedule();
   }
 
-  // A push that states a longer plan (its worker took rows over).
+  // A push that states a longer plan (its worker took rows over). Not a departed worker's: its
+  // plan was settled at its loss (its pushes from before may be read from the log after it).
   void replan(std::uint32_t rank, std::uint64_t planned) {
     if (planned == 0 || planned == plans_.at(rank)) return;
+    if (!session_.is_alive(static_cast<int>(rank))) return;
     total_ = total_ - plans_[rank] + planned;
     plans_[rank] = planned;
     update_schedule();
@@ -140,49 +114,17 @@ class LostWorkers {
 
   // After training: who trained on which lost rows from when (the survivors' `done`
   // messages say), in summary.json's failures and the survivors' rows.
-  void settle(const std::vector<protocol::Envelope>& done) {
-    auto& result = session_.result();
-    for (std::size_t k = 0; k < dealt_.size(); ++k) {
-      const auto& [lost, to, held, replan, event_at] = dealt_[k];
-      nlohmann::json takers = nlohmann::json::array();
-      std::uint64_t from = UINT64_MAX;
-      for (const auto& d : done) {
-        const auto took = protocol::read_took(d);
-        for (std::size_t i = 0; i < took.size(); ++i) {
-          const auto& t = took[i];
-          if (t.lost_rank != static_cast<std::uint64_t>(lost)) continue;
-          if (d.fields.at("took")[i].value("deal", k) != k) continue;  // another deal of it
-          const auto rows = t.rows;
-          const auto epoch = t.from_epoch;
-          takers.push_back({{"rank", d.rank}, {"rows", rows}, {"from_epoch", epoch}});
-          // A re-plan's share is the taker's whole shard; after a join a leaver's rows taken
-          // before it are in the join's shares already.
-          auto& holds = result.workers[d.rank].rows;
-          if (replan) {
-            holds = rows;
-          } else if (!replanned_) {
-            holds += rows;
-          }
-          from = std::min(from, epoch);
-        }
-      }
-      const nlohmann::json reassigned = {
-          {"from_epoch", from == UINT64_MAX ? nlohmann::json() : nlohmann::json(from)},
-          {"local_epochs", true},
-          {"rows", held},
-          {"to", takers}};
-      for (auto& f : result.failures) {
-        if (f["rank"] == lost && f["action"] == "continue" && !f.contains("reassigned")) {
-          f["reassigned"] = reassigned;
-        }
-      }
-      if (event_at) result.membership["events"][*event_at]["reassigned"] = reassigned;
-    }
-  }
+  void settle(const std::vector<protocol::Envelope>& done);
 
   [[nodiscard]] const nlohmann::json& lost() const noexcept { return lost_; }
 
  private:
+  // Whether `rank` was dealt a share of an earlier departed worker's rows.
+  [[nodiscard]] bool took_rows(int rank) const;
+  // The rows `rank` holds: after a re-plan its share (recorded at the deal), else its plan shard
+  // and its shares of the departed workers' rows dealt to it.
+  [[nodiscard]] std::uint64_t rows_held(int rank) const;
+
   void update_schedule() {
     // Epochs in the log are the share of the plan done: updates applied / (updates / epochs),
     // exact until a lost worker changes the plan, then rounded so as never to claim more.
@@ -194,13 +136,13 @@ class LostWorkers {
   roles::ServerGroup& servers_;
   std::vector<std::uint64_t> plans_;  // each worker's planned pushes (its own, as they change)
   std::uint64_t total_ = 0;
-  bool replanned_ = false;  // a join re-dealt every row (async_joins.hpp)
+  bool replanned_ = false;  // the rows follow a re-plan of every row (a join, a leave, a resume)
   nlohmann::json lost_ = nlohmann::json::array();
   struct Dealt {
     int rank = 0;
     std::vector<int> to;
     std::uint64_t rows = 0;  // the rows it held
-    bool replan = false;     // dealt with every other row (after a join)
+    bool replan = false;     // dealt with every other row (a re-plan)
     std::optional<std::size_t> event;  // its leave event's index in membership.events
   };
   std::vector<Dealt> dealt_;

@@ -89,7 +89,7 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
         // Every server continues from server 0's count of each worker's applied pushes (with
         // several servers, one may have applied a push or two more or less of a worker at the
         // same version: asynchronous training tolerates that, as it tolerates staleness).
-        start_steps_ = read_worker_steps(*from);
+        start_steps_ = async->start_steps.empty() ? read_worker_steps(*from) : async->start_steps;
         o.start_completed = start_steps_;
       }
     }

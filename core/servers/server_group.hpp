@@ -39,6 +39,9 @@ struct AsyncServing {
   bool staleness_lr = false;
   std::uint64_t snapshot_every = 0;  // see ServerOptions::snapshot_every
   std::uint64_t checkpoint_every = 0;  // see ServerOptions::checkpoint_every
+  // A resumed run that re-plans (core/modes/async_resume.hpp): each worker's pushes counted so
+  // far, instead of the checkpoint's (empty: the checkpoint's).
+  std::vector<std::uint64_t> start_steps;
 };
 
 class ServerGroup {
