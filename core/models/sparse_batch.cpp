@@ -233,6 +233,46 @@ void add_gradient(std::span<const double> local_grad, const SparseBatch& batch,
   std::swap(into.values, values);
 }
 
+namespace {
+
+// sum_parts of two single-output parts, without a branch on the keys' order (a merge of two
+// random key lists mispredicts about every other key): each place takes the smaller key and
+// (0.0 + a's value or 0.0) + (b's value or 0.0), the bits of sum_parts' general form (0.0, then
+// a, then b: a lone -0.0 becomes +0.0 there too).
+void merge_two(const KeyedPart& a, const KeyedPart& b, std::vector<std::uint32_t>& keys,
+               std::vector<double>& sums) {
+  const std::size_t na = a.keys.size();
+  const std::size_t nb = b.keys.size();
+  keys.resize(na + nb);
+  sums.resize(na + nb);
+  std::uint32_t* key_out = keys.data();
+  double* sum_out = sums.data();
+  std::size_t i = 0, j = 0, o = 0;
+  while (i < na && j < nb) {
+    const std::uint32_t ka = a.keys[i];
+    const std::uint32_t kb = b.keys[j];
+    const bool take_a = ka <= kb;
+    const bool take_b = kb <= ka;
+    key_out[o] = take_a ? ka : kb;
+    sum_out[o] = (0.0 + (take_a ? a.values[i] : 0.0)) + (take_b ? b.values[j] : 0.0);
+    i += take_a ? 1 : 0;
+    j += take_b ? 1 : 0;
+    ++o;
+  }
+  for (; i < na; ++i, ++o) {
+    key_out[o] = a.keys[i];
+    sum_out[o] = 0.0 + a.values[i];
+  }
+  for (; j < nb; ++j, ++o) {
+    key_out[o] = b.keys[j];
+    sum_out[o] = 0.0 + b.values[j];
+  }
+  keys.resize(o);
+  sums.resize(o);
+}
+
+}  // namespace
+
 void sum_parts(std::span<const KeyedPart> parts, std::size_t outputs,
                std::vector<std::uint32_t>& keys, std::vector<double>& sums) {
   keys.clear();
@@ -241,6 +281,10 @@ void sum_parts(std::span<const KeyedPart> parts, std::size_t outputs,
   for (const auto& part : parts) total += part.keys.size();
   keys.reserve(total);
   sums.reserve(total * outputs);
+  if (parts.size() == 2 && outputs == 1) {  // two workers' or pushes' single-output gradients
+    merge_two(parts[0], parts[1], keys, sums);
+    return;
+  }
   if (parts.size() == 2) {  // the common case (two workers, or two pushes), merged directly
     const auto& a = parts[0];
     const auto& b = parts[1];

@@ -30,17 +30,25 @@ class SparseShardedWorker {
             const protocol::Envelope& message);
 
  private:
+  // The batch's loss and gradient sum at `values` (its parameter indices'), into `grad`.
+  models::BatchResult gradient(const PreparedBatch& batch, std::span<const double> values,
+                               std::vector<double>& grad);
   std::unique_ptr<models::SparseModel> model_;
   std::uint64_t width_ = 0;
   std::size_t outputs_ = 1;
-  PreparedBatch current_;
-  PreparedBatch next_;
+  BatchesAhead batches_;
   std::vector<std::uint64_t> indices_;
   std::vector<std::uint64_t> next_indices_;
   std::vector<double> local_;       // the values of current_'s indices, once values_step_ is its step
   std::vector<double> next_local_;  // those of next_'s, received with the round
   std::uint64_t values_step_ = UINT64_MAX;
   std::vector<double> grad_;
+  // The gradient of step ready_step_, computed as soon as its values came (the end of the step
+  // before), before its kStep: the worker's compute overlaps the coordinator's part of a round.
+  std::vector<double> next_grad_;
+  models::BatchResult ready_result_;
+  std::uint64_t ready_step_ = UINT64_MAX;
+  double ahead_seconds_ = 0;  // compaction and gradient done ahead: the next step's compute
   std::vector<double> start_;
   std::uint64_t start_step_ = UINT64_MAX;
 };

@@ -21,6 +21,7 @@
 #include "core/models/sparse_model.hpp"
 #include "core/protocol/protocol.hpp"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -43,6 +44,24 @@ struct PreparedBatch {
   std::vector<double> y;
 };
 void prepare_batch(roles::WorkerSession& session, std::uint64_t step, PreparedBatch& into);
+
+// A worker's compacted batches of the steps at hand: the one it trains, the next one (whose keys
+// its reply or push carries) and the one after, which it compacts once its reply is sent, while
+// the coordinator or the servers apply the step (compaction is most of a worker's CPU time a
+// step; this takes it off the step's critical path). A batch may be made ahead only within the
+// epoch of the step in progress: an epoch's order, and rows dealt at its start, are known then.
+class BatchesAhead {
+ public:
+  // The batch of `step`: the one made ahead, or made now.
+  PreparedBatch& at(roles::WorkerSession& session, std::uint64_t step);
+  // Makes the batch of `step + 2` while the reply of `step` is on its way, when both step + 1
+  // and step + 2 lie in step's epoch. Returns whether it made one (its time is compute time,
+  // added to the next step's: add_compute_seconds counts steps).
+  bool make_ahead(roles::WorkerSession& session, std::uint64_t step);
+
+ private:
+  std::array<PreparedBatch, 3> slots_;
+};
 
 class SparseStar {
  public:
@@ -70,11 +89,12 @@ class SparseStar {
 
   // Worker side.
   std::unique_ptr<models::SparseModel> model_;
-  PreparedBatch current_;
-  PreparedBatch next_;
+  BatchesAhead batches_;
+  double ahead_seconds_ = 0;  // compaction made ahead, counted in the next step's compute
 };
 
-// A key list's 64-bit FNV-1a hash (the step message's check that both ends mean the same keys).
+// A key list's 64-bit hash (the step message's check that both ends mean the same keys): FNV-1a
+// over whole keys in four interleaved lanes, folded with the count.
 [[nodiscard]] std::uint64_t key_list_hash(std::span<const std::uint32_t> keys) noexcept;
 
 }  // namespace dt::modes

@@ -188,46 +188,53 @@ TEST_CASE("sparse batch: gather, scatter into a full vector and merge into a key
 }
 
 TEST_CASE("sparse batch: sum_parts adds keyed parts in order, to the bits of a zeroed full vector") {
+  // One output (two parts take a branch-free merge of their own) and two.
+  for (const std::size_t k : {std::size_t{1}, std::size_t{2}}) {
+    CAPTURE(k);
+    const std::size_t width = 40;
+    // Parts with overlapping, sorted keys; one is empty; -0.0 values, which a sum starting at +0.0
+    // turns into +0.0 exactly as the full vector does.
+    const std::vector<std::vector<std::uint32_t>> keys = {{1, 5, 7, 39}, {}, {0, 5, 6, 7, 20}};
+    std::vector<std::vector<double>> values;
+    std::uint64_t seed = 30;
+    for (const auto& part : keys) {
+      auto v = dt::test::random_params(part.size() * k, seed++, 1.0);
+      if (!v.empty()) v[0] = -0.0;
+      if (v.size() > k) v[k] = -0.0;  // key 5 in parts 0 and 2: -0.0 twice
+      values.push_back(std::move(v));
+    }
+    // Each subset of the parts (two parts take a path of their own), against the full vector.
+    const std::vector<std::vector<std::size_t>> subsets = {{0, 1, 2}, {0, 2}, {2, 0}, {0}, {0, 1},
+                                                           {1, 2}};
+    for (const auto& subset : subsets) {
+      CAPTURE(subset.size());
+      std::vector<double> full(width * k, 0.0);
+      std::vector<dt::models::KeyedPart> parts;
+      std::set<std::uint32_t> want_keys;
+      for (const std::size_t j : subset) {
+        parts.push_back({keys[j], values[j].data()});
+        want_keys.insert(keys[j].begin(), keys[j].end());
+        for (std::size_t i = 0; i < keys[j].size(); ++i) {
+          for (std::size_t c = 0; c < k; ++c) full[keys[j][i] * k + c] += values[j][i * k + c];
+        }
+      }
+      std::vector<std::uint32_t> union_keys = {99};  // replaced, not appended to
+      std::vector<double> sums = {1.0};
+      dt::models::sum_parts(parts, k, union_keys, sums);
+      CHECK(union_keys == std::vector<std::uint32_t>(want_keys.begin(), want_keys.end()));
+      REQUIRE(sums.size() == union_keys.size() * k);
+      for (std::size_t i = 0; i < union_keys.size(); ++i) {
+        for (std::size_t c = 0; c < k; ++c) {
+          const double want = full[union_keys[i] * k + c];
+          CHECK(std::memcmp(&sums[i * k + c], &want, sizeof want) == 0);  // the same bits
+        }
+      }
+      // Key 1's first value was -0.0, alone: +0.0 + -0.0 is +0.0.
+      const auto one = std::find(union_keys.begin(), union_keys.end(), 1U) - union_keys.begin();
+      CHECK_FALSE(std::signbit(sums[static_cast<std::size_t>(one) * k]));
+    }
+  }
   const std::size_t k = 2;
-  const std::size_t width = 40;
-  // Parts with overlapping, sorted keys; one is empty; -0.0 values, which a sum starting at +0.0
-  // turns into +0.0 exactly as the full vector does.
-  const std::vector<std::vector<std::uint32_t>> keys = {{1, 5, 7, 39}, {}, {0, 5, 6, 7, 20}};
-  std::vector<std::vector<double>> values;
-  std::uint64_t seed = 30;
-  for (const auto& part : keys) {
-    auto v = dt::test::random_params(part.size() * k, seed++, 1.0);
-    if (!v.empty()) v[0] = -0.0;
-    values.push_back(std::move(v));
-  }
-  // Each subset of the parts (two parts take a path of their own), against the full vector.
-  for (const auto& subset : std::vector<std::vector<std::size_t>>{{0, 1, 2}, {0, 2}, {2, 0}, {0}}) {
-    CAPTURE(subset.size());
-    std::vector<double> full(width * k, 0.0);
-    std::vector<dt::models::KeyedPart> parts;
-    std::set<std::uint32_t> want_keys;
-    for (const std::size_t j : subset) {
-      parts.push_back({keys[j], values[j].data()});
-      want_keys.insert(keys[j].begin(), keys[j].end());
-      for (std::size_t i = 0; i < keys[j].size(); ++i) {
-        for (std::size_t c = 0; c < k; ++c) full[keys[j][i] * k + c] += values[j][i * k + c];
-      }
-    }
-    std::vector<std::uint32_t> union_keys = {99};  // replaced, not appended to
-    std::vector<double> sums = {1.0};
-    dt::models::sum_parts(parts, k, union_keys, sums);
-    CHECK(union_keys == std::vector<std::uint32_t>(want_keys.begin(), want_keys.end()));
-    REQUIRE(sums.size() == union_keys.size() * k);
-    for (std::size_t i = 0; i < union_keys.size(); ++i) {
-      for (std::size_t c = 0; c < k; ++c) {
-        const double want = full[union_keys[i] * k + c];
-        CHECK(std::memcmp(&sums[i * k + c], &want, sizeof want) == 0);  // the same bits
-      }
-    }
-    // Key 1's first value was -0.0, alone: +0.0 + -0.0 is +0.0.
-    const auto one = std::find(union_keys.begin(), union_keys.end(), 1U) - union_keys.begin();
-    CHECK_FALSE(std::signbit(sums[static_cast<std::size_t>(one) * k]));
-  }
   std::vector<std::uint32_t> union_keys = {3};
   std::vector<double> sums = {1.0};
   dt::models::sum_parts({}, k, union_keys, sums);

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -150,6 +151,40 @@ TEST_CASE("checkpoint: a long array mostly of zeros is stored as its nonzero ent
   CHECK(decode_error_of(ck::encode(c)).find("lists index 77 after 4096") != std::string::npos);
   s.indices = {0, 77, 4096, 100000};
   CHECK(decode_error_of(ck::encode(c)).find("lists index 100000 after 4096") != std::string::npos);
+}
+
+TEST_CASE("checkpoint: the nonzero entries of pieces of any length, at the right indices") {
+  // ArrayBuilder tests eight values at a time: pieces whose lengths are not multiples of
+  // eight, nonzeros at a block's first and last place, a lone -0.0 and runs of zeros.
+  ck::Checkpoint c;
+  const std::size_t lengths[] = {7, 70001, 13, 64, 69915};
+  std::vector<double> whole;
+  std::vector<std::uint32_t> want;
+  std::uint64_t draw = 12345;
+  for (const std::size_t n : lengths) {
+    for (std::size_t i = 0; i < n; ++i) {
+      draw = draw * 6364136223846793005ULL + 1442695040888963407ULL;
+      double v = (draw >> 60) == 0 ? static_cast<double>(draw >> 40) : 0.0;  // 1 in 16
+      if (whole.size() % 8 == 0 && whole.size() % 1000 == 0) v = -0.0;
+      if (whole.size() % 8 == 7 && whole.size() % 999 == 0) v = 3.0;
+      if (std::bit_cast<std::uint64_t>(v) != 0) want.push_back(static_cast<std::uint32_t>(whole.size()));
+      whole.push_back(v);
+    }
+  }
+  ck::ArrayBuilder builder("pieces", whole.size());
+  std::size_t at = 0;
+  for (const std::size_t n : lengths) {
+    builder.add(std::span<const double>(whole).subspan(at, n));
+    at += n;
+  }
+  builder.finish(c);
+  REQUIRE(c.sparse.count("pieces") == 1);
+  CHECK(c.sparse.at("pieces").indices == want);
+  REQUIRE(c.sparse.at("pieces").values.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CHECK(std::bit_cast<std::uint64_t>(c.sparse.at("pieces").values[i]) ==
+          std::bit_cast<std::uint64_t>(whole[want[i]]));
+  }
 }
 
 TEST_CASE("checkpoint: a file of format version 1 (FNV-1a checksum) is still read") {
