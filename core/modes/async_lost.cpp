@@ -1,12 +1,24 @@
 // async mode's coordinator side of membership: see async_lost.hpp.
 
 #include "core/modes/async_lost.hpp"
+#include "base/error.hpp"
 
 namespace dt::modes {
 
 void LostWorkers::on_loss(int rank, config::FailurePolicy action) {
   const auto r = static_cast<std::size_t>(rank);
   if (action == config::FailurePolicy::kRestart) {
+    // A replacement plans its steps from the plan's shard: it cannot redo a plan that a
+    // re-plan (a join, a leave) or rows taken over had changed, which the servers count by.
+    // Ending the run here, clearly, beats a replacement the servers never finish.
+    if (replanned_ || took_rows(rank)) {
+      session_.result().failures.back()["action"] = "abort";
+      fail<TrainingError>("worker {} was lost after its rows changed ({}); async mode cannot "
+                          "restart a worker on re-planned rows: resume the run from its last "
+                          "checkpoint (--resume), or use on_worker_failure: continue",
+                          rank, replanned_ ? "every row was re-dealt after a join or a leave"
+                                           : "it had taken a departed worker's rows");
+    }
     const auto applied_by = servers_.lose_worker(rank, true);
     auto setup = servers_.servers_message();
     std::vector<std::uint64_t> start(plans_.size(), 0);

@@ -199,8 +199,42 @@ def test_async_second_leaver_passes_on_every_row(tmp):
         "other row (a re-plan)" in r.stderr, r.stderr
 
 
+
+def test_async_restart_after_a_join_ends_clearly_and_resumes(tmp):
+    # Under restart, a replacement would plan its steps from the plan's shard, not from the
+    # re-plan a join made: the servers, counting by the re-plan, would never see it finish (the
+    # run hung). The run ends instead (exit 3), saying why and how to go on, and --resume
+    # (re-planning every row among workers 0, 1, 2) finishes it.
+    out = tmp / "restart"
+    elastic = "max_workers: 3, admit_at_steps: [10]"
+    kill = "{rank: 0, at_step: 90, action: kill}"
+    cfg, _ = ec.config(tmp, "restart-stop", out, workers=2, epochs=JOIN_EPOCHS,
+                       aggregation=ASYNC, policy="restart", elastic=elastic,
+                       faults=[*slow([0, 1]), kill], checkpoint=20, log_every=10)
+    run = join.Run(cfg)
+    worker = join.joiner(run.join_endpoint())
+    code, err = run.finish()
+    join.finish_joiner(worker)
+    assert code == 3, err
+    assert "worker 0 was lost after its rows changed (every row was re-dealt after a join or a " \
+        "leave); async mode cannot restart a worker on re-planned rows" in err, err
+    stopped = summary(out)
+    [failure] = stopped["failures"]
+    assert (failure["rank"], failure["action"]) == (0, "abort"), failure
+    cfg, _ = ec.config(tmp, "restart-resume", out, workers=2, epochs=JOIN_EPOCHS,
+                       aggregation=ASYNC, policy="restart", elastic=elastic,
+                       faults=slow([0, 1]), checkpoint=20, log_every=10)
+    r = h.run("run", cfg, "--resume")
+    assert r.code == 0, r
+    s = summary(out)
+    resume = s["membership"]["events"][-1]
+    assert (resume["event"], resume["workers"]) == ("resume", 3), resume
+    check_resumed(s, (0, 1, 2), 1200, resume["from_epoch"], JOIN_EPOCHS)
+
+
 if __name__ == "__main__":
     h.main([test_async_resume_after_a_join_refills_the_slot_and_re_deals_every_row,
             test_async_resume_after_a_leave_and_a_join,
             test_async_resize_on_resume,
-            test_async_second_leaver_passes_on_every_row])
+            test_async_second_leaver_passes_on_every_row,
+            test_async_restart_after_a_join_ends_clearly_and_resumes])
