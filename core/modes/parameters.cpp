@@ -43,6 +43,7 @@
 // With plain SGD (no momentum) the two are the same.
 
 #include "core/modes/merge.hpp"
+#include "core/modes/optimizer_wire.hpp"
 #include "core/modes/parameters_half.hpp"
 #include "core/modes/parameters_joins.hpp"
 #include "core/modes/parameters_resize.hpp"
@@ -257,7 +258,7 @@ class ParametersMode final : public Mode {
       for (const auto& reply : replies) {
         const auto ri = static_cast<std::size_t>(reply.rank);
         positions_[ri] += protocol::count(reply, "steps");
-        if (keep_state) client_optimizers_[ri] = read_optimizer(reply, 1, p);
+        if (keep_state) client_optimizers_[ri] = read_optimizer_slots(reply, 1, p);
       }
       if (outcome.fallback) summary["fallback_rounds"] = summary["fallback_rounds"].get<int>() + 1;
       if (sampling) summary["selected"].push_back(clients);
@@ -310,7 +311,7 @@ class ParametersMode final : public Mode {
     for (std::size_t k = 0; k < ranks; ++k) {
       protocol::Envelope resume{.type = protocol::Type::kResumeState, .step = from.step()};
       resume.fields = {{"position", positions_[k]}};
-      if (client_optimizers_[k]) put_optimizer_fields(resume, *client_optimizers_[k]);
+      if (client_optimizers_[k]) put_optimizer(resume, *client_optimizers_[k]);
       session.send_to(static_cast<int>(k), std::move(resume));
     }
   }
@@ -321,7 +322,7 @@ class ParametersMode final : public Mode {
       if (message.fields.contains("optimizer_steps")) {
         const std::size_t p = session.model().parameter_count();
         optimizer_ = models::make_optimizer(session.config().training.optimizer, p);
-        optimizer_->set_state(read_optimizer(message, 0, p));
+        optimizer_->set_state(read_optimizer_slots(message, 0, p));
       }
       return;
     }
@@ -380,29 +381,11 @@ class ParametersMode final : public Mode {
     roles::flag_if_leaving(reply);  // its last round (elastic)
     reply.arrays.push_back(codec ? half_in_.encode_trained(params_, *codec)
                                  : wire::to_bytes(std::span<const double>(params_)));
-    if (protocol::flag(message, "send_optimizer")) put_optimizer_fields(reply, optimizer_->state());
+    if (protocol::flag(message, "send_optimizer")) put_optimizer(reply, optimizer_->state());
     session.send(std::move(reply));
   }
 
  private:
-  // An optimizer state as message fields and arrays (appended after the ones already there).
-  static void put_optimizer_fields(protocol::Envelope& e, const models::OptimizerState& state) {
-    e.fields["optimizer_steps"] = state.steps;
-    e.fields["optimizer_slots"] = state.slots.size();
-    for (const auto& slot : state.slots) e.arrays.push_back(wire::to_bytes(std::span<const double>(slot)));
-  }
-  static models::OptimizerState read_optimizer(const protocol::Envelope& e, std::size_t first,
-                                               std::size_t p) {
-    models::OptimizerState state;
-    state.steps = protocol::count(e, "optimizer_steps");
-    const auto slots = protocol::count(e, "optimizer_slots");
-    for (std::size_t i = 0; i < slots; ++i) {
-      const auto values = protocol::doubles(e, first + i, p);
-      state.slots.emplace_back(values.begin(), values.end());
-    }
-    return state;
-  }
-
   // Coordinator side: rounds merged, each client's position in its data (local steps it has
   // trained), each client's optimizer state (optimizer_state keep), the round to start from.
   std::uint64_t rounds_done_ = 0;

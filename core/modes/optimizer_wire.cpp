@@ -1,0 +1,29 @@
+#include "core/modes/optimizer_wire.hpp"
+
+#include "transports/wire.hpp"
+
+#include <span>
+
+namespace dt::modes {
+
+void put_optimizer(protocol::Envelope& e, const models::OptimizerState& state) {
+  e.fields["optimizer_steps"] = state.steps;
+  e.fields["optimizer_slots"] = state.slots.size();
+  for (const auto& slot : state.slots) {
+    e.arrays.push_back(wire::to_bytes(std::span<const double>(slot)));
+  }
+}
+
+models::OptimizerState read_optimizer_slots(const protocol::Envelope& e, std::size_t first_slot,
+                                            std::size_t p) {
+  models::OptimizerState state;
+  state.steps = protocol::count(e, "optimizer_steps");
+  const auto slots = protocol::count(e, "optimizer_slots");
+  for (std::size_t i = 0; i < slots; ++i) {
+    const auto values = protocol::doubles(e, first_slot + i, p);
+    state.slots.emplace_back(values.begin(), values.end());
+  }
+  return state;
+}
+
+}  // namespace dt::modes
