@@ -2,6 +2,7 @@
 
 #include "core/data/categorical.hpp"
 #include "core/data/categorical_cells.hpp"
+#include "core/data/csv_cells.hpp"
 #include "core/data/dataset.hpp"
 #include "base/error.hpp"
 #include "base/hash.hpp"
@@ -64,12 +65,21 @@ std::vector<Encoding> configured(const config::DataConfig& data, const SourceInf
 // Every one_hot column's distinct values over the data rows of the indexed CSV. An empty cell
 // is refused unless `empty_allowed` (data.missing is not error: it encodes as all zeros).
 void find_categories(const SourceInfo& info, std::vector<Encoding>& encodings,
-                     bool empty_allowed) {
+                     bool empty_allowed, const CellScan* gathered) {
   std::vector<std::pair<std::size_t, Encoding*>> wanted;  // source column, encoding
   for (auto& e : encodings) {
     if (!e.hashed()) wanted.emplace_back(position_of(info.columns, e.column), &e);
   }
   if (wanted.empty() || !info.csv || info.csv->rows() == 0) return;
+  const CellScan* g = gathered;
+  if (g != nullptr && g->complete(info.csv->rows()) && g->names.size() == wanted.size()) {
+    for (auto& [at, encoding] : wanted) {  // gathered by the index pass, for these columns
+      const auto& values = g->seen.at(static_cast<std::size_t>(
+          std::find(g->names.begin(), g->names.end(), encoding->column) - g->names.begin()));
+      encoding->categories.assign(values.begin(), values.end());
+    }
+    return;
+  }
   const CsvIndex& index = *info.csv;
   const std::string name = index.path.string();
   std::vector<std::set<std::string, std::less<>>> seen(wanted.size());
@@ -148,7 +158,7 @@ std::string Encoding::feature_name(std::size_t i) const {
 }
 
 void resolve_categorical(const config::DataConfig& data, SourceInfo& info,
-                         const std::string& origin) {
+                         const std::string& origin, const CellScan* cells) {
   if (data.categorical.empty()) return;
   if (!info.csv) {
     fail<DataError>("{}: data.categorical applies to CSV data (and stdin, .gz, .zst, which are "
@@ -156,7 +166,7 @@ void resolve_categorical(const config::DataConfig& data, SourceInfo& info,
                     origin);
   }
   auto encodings = configured(data, info, origin);
-  find_categories(info, encodings, data.missing != config::Missing::kError);
+  find_categories(info, encodings, data.missing != config::Missing::kError, cells);
   std::vector<std::string> features;
   for (const auto& f : info.features) {
     const auto it = std::find_if(encodings.begin(), encodings.end(),

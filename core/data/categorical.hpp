@@ -18,6 +18,7 @@
 namespace dt::data {
 
 struct SourceInfo;
+struct CellScan;
 struct Normalization;
 
 // More distinct values than this in a one_hot column is refused (suggesting hash), as for classes.
@@ -46,8 +47,9 @@ struct Encoding {
 // (held-out rows too, like classes), and replaces each categorical column in info.features by
 // its encoded features, in place. DataError naming the file, line and column for an empty or
 // non-UTF-8 cell, and the column with a hint for more than kMaxCategories values.
+// `cells`: the categories index_csv gathered (csv_cells.hpp), used when complete.
 void resolve_categorical(const config::DataConfig& data, SourceInfo& info,
-                         const std::string& origin);
+                         const std::string& origin, const CellScan* cells = nullptr);
 
 // The names of all encoded features.
 [[nodiscard]] std::unordered_set<std::string> encoded_features(

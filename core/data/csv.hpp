@@ -13,6 +13,8 @@
 
 namespace dt::data {
 
+struct CellScan;
+
 struct CsvIndex {
   std::filesystem::path path;
   std::vector<std::string> columns;       // header names, BOM stripped, unquoted
@@ -33,9 +35,11 @@ struct CsvIndex {
 //
 // `delimiter` 0 detects the separator (detect_delimiter); else it is used as given, and a header
 // it does not split while another does is refused with the one the header seems to use.
+//
+// `cells` (csv_cells.hpp), when given, gathers the distinct values of a few columns on the way.
 [[nodiscard]] CsvIndex index_csv(const std::filesystem::path& path, unsigned threads = 1,
                                  std::uint64_t min_parallel_bytes = std::uint64_t{64} << 20,
-                                 char delimiter = 0);
+                                 char delimiter = 0, CellScan* cells = nullptr);
 
 // The separator of a file: tab for a name ending in .tsv; else the one of ',', '\t', ';', '|'
 // that splits the header line into the most fields (more than one), the first data line (if

@@ -4,6 +4,7 @@
 // over 256 KiB blocks.
 
 #include "core/data/csv.hpp"
+#include "core/data/csv_cells.hpp"
 #include "core/data/csv_io.hpp"
 #include "base/error.hpp"
 
@@ -14,9 +15,9 @@
 #include <bit>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 
 namespace dt::data {
 namespace {
@@ -68,12 +69,6 @@ inline std::uint64_t drain_commas(__m128i& commas) noexcept {
          static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
 }
 #endif
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 std::string plural(std::uint64_t n, const char* word) {
   return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
@@ -179,6 +174,10 @@ class Indexer {
     return state_ == State::kRowStart && blank_line_ == 0;
   }
   [[nodiscard]] std::uint64_t line() const noexcept { return line_; }
+  // The wanted cells of the rows indexed so far (csv_cells.hpp); the offset to keep mapped.
+  std::uint64_t scan(CellScan& cells, const char* data, std::uint64_t got, bool range_end) {
+    return cells.scan(data, index_.row_offset, got, range_end, sep_);
+  }
 
   void finish() {
     switch (state_) {
@@ -330,57 +329,20 @@ class Indexer {
   std::uint64_t quote_column_ = 0;
 };
 
-}  // namespace
-void detail::read_header(CsvIndex& index, RecordReader& reader) {
-  const std::string name = index.path.string();
-  std::vector<CsvField> header;
-  if (!reader.next(header)) {
-    fail<DataError>("{}: the file is empty; expected a header row", name);
-  }
-  if (header.front().line != 1) {
-    fail<DataError>("{}:1:1: blank line before the header row; the first line must name the columns",
-                    name);
-  }
-  for (const auto& field : header) {
-    // Lines that end with CR alone (classic Mac OS, some exports) make the whole file one line;
-    // say so rather than report what that line looks like ("duplicate column name").
-    const auto cr = field.text.find('\r');
-    if (cr != std::string::npos && cr + 1 < field.text.size()) {
-      fail<DataError>("{}:{}:{}: the header row holds a carriage return (CR): the lines of this "
-                      "file end with CR alone; convert them to LF (tr '\\r' '\\n' < in.csv > "
-                      "out.csv) or CRLF",
-                      name, field.line, field.column + cr);
-    }
-  }
-  std::unordered_map<std::string_view, std::size_t> seen;
-  index.columns.reserve(header.size());
-  for (const auto& field : header) index.columns.emplace_back(trim(field.text));
-  for (std::size_t i = 0; i < header.size(); ++i) {
-    const std::string& column = index.columns[i];
-    if (column.empty()) {
-      fail<DataError>("{}:{}:{}: column {} has an empty name; every header cell needs a name",
-                      name, header[i].line, header[i].column, i + 1);
-    }
-    const auto [it, inserted] = seen.emplace(column, i);
-    if (!inserted) {
-      fail<DataError>("{}:{}:{}: duplicate column name '{}' (also column {}); column names must be "
-                      "unique",
-                      name, header[i].line, header[i].column, column, it->second + 1);
-    }
-  }
-}
-
-namespace {
-
-// Feeds [from, to) of the mapped file to `indexer` a window at a time; returns where it stopped
-// (short of `to` only when the file has shrunk).
-std::uint64_t index_range(Indexer& indexer, detail::MappedFile& map,
+// Feeds [from, to) of the mapped file to `indexer` a window at a time, and `cells` (if any)
+// the rows' wanted cells while they are in cache; returns where it stopped (short of `to` only
+// when the file has shrunk). A row whose cells run into the next window keeps its pages.
+std::uint64_t index_range(Indexer& indexer, CellScan* cells, detail::MappedFile& map,
                           const detail::FileHandle& file, std::uint64_t from, std::uint64_t to) {
+  std::uint64_t mapped = from;  // not dropped yet from here on
   while (from < to) {
     const std::uint64_t end = std::min(from + detail::MappedFile::kWindow, to);
     const std::uint64_t got = map.readable(file, from, end);
     indexer.feed(map.data() + from, static_cast<std::size_t>(got - from), from);
-    map.drop(from, got);
+    const std::uint64_t keep =
+        cells == nullptr ? got : indexer.scan(*cells, map.data(), got, got == to);
+    map.drop(mapped, keep);
+    mapped = std::max(mapped, keep);
     if (got < end) return got;
     from = end;
   }
@@ -403,7 +365,7 @@ std::uint64_t next_line_start(detail::MappedFile& map, const detail::FileHandle&
 // (split inside a quoted field, a blank line before it, an error to report with its true line
 // number) `indexer` reads it again, in order. Either way `indexer` is left where one pass
 // would leave it, for finish().
-void index_halves(CsvIndex& index, Indexer& indexer, detail::MappedFile& map,
+void index_halves(CsvIndex& index, Indexer& indexer, CellScan* cells, detail::MappedFile& map,
                   const detail::FileHandle& file, std::uint64_t start, std::uint64_t split,
                   std::uint64_t size) {
   CsvIndex tail;
@@ -428,21 +390,25 @@ void index_halves(CsvIndex& index, Indexer& indexer, detail::MappedFile& map,
     tail.row_line.reserve(rows);
   }
   Indexer tail_indexer(tail, split, 1);
+  std::optional<CellScan> tail_cells;  // the second half's cells, fresh
+  if (cells != nullptr) tail_cells = *cells;
   std::exception_ptr tail_error;
   std::jthread second([&] {
     try {
-      (void)index_range(tail_indexer, map, file, split, size);  // short if the file shrank
+      // Short if the file shrank.
+      (void)index_range(tail_indexer, tail_cells ? &*tail_cells : nullptr, map, file, split, size);
       tail_indexer.finish();
     } catch (...) {
       tail_error = std::current_exception();
     }
   });
-  if (index_range(indexer, map, file, start, split) < split) return;  // the file shrank
+  if (index_range(indexer, cells, map, file, start, split) < split) return;  // the file shrank
   second.join();
   if (!indexer.clean_row_start() || tail_error != nullptr) {
-    (void)index_range(indexer, map, file, split, size);
+    (void)index_range(indexer, cells, map, file, split, size);
     return;
   }
+  if (cells != nullptr) cells->merge(std::move(*tail_cells));
   const std::uint64_t shift = indexer.line() - 1;
   index.row_offset.insert(index.row_offset.end(), tail.row_offset.begin(), tail.row_offset.end());
   index.row_line.reserve(index.row_offset.size());
@@ -452,13 +418,14 @@ void index_halves(CsvIndex& index, Indexer& indexer, detail::MappedFile& map,
 }  // namespace
 
 CsvIndex index_csv(const std::filesystem::path& path, unsigned threads,
-                   std::uint64_t min_parallel_bytes, char delimiter) {
+                   std::uint64_t min_parallel_bytes, char delimiter, CellScan* cells) {
   CsvIndex index;
   index.path = path;
   index.delimiter = detail::choose_delimiter(path, delimiter);
   detail::RecordReader reader(path, 0, 1, index.delimiter);
   index.file_size = reader.file_size();
   detail::read_header(index, reader);
+  if (cells != nullptr) cells->start(index.columns);
 
   const detail::FileHandle file(path);
   const std::uint64_t start = reader.offset();
@@ -472,14 +439,15 @@ CsvIndex index_csv(const std::filesystem::path& path, unsigned threads,
                                     ? next_line_start(map, file, start + (size - start) / 2, size)
                                     : size;
     if (split < size) {
-      index_halves(index, indexer, map, file, start, split, size);
+      index_halves(index, indexer, cells, map, file, start, split, size);
       // What the thread did allocate stays in its own malloc arena once freed: give it back.
       (void)::malloc_trim(0);
     } else {
-      (void)index_range(indexer, map, file, start, size);
+      (void)index_range(indexer, cells, map, file, start, size);
     }
     indexer.finish();  // nothing to do after a kept second half: it ended between rows
   } else {
+    if (cells != nullptr) cells->given_up = true;  // read through a block: the caller's own pass
     std::uint64_t offset = start;
     const auto block = std::make_unique_for_overwrite<char[]>(detail::kBlockSize);
     for (;;) {

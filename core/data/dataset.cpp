@@ -2,6 +2,7 @@
 
 #include "core/data/dataset.hpp"
 #include "core/data/categorical_cells.hpp"
+#include "core/data/csv_cells.hpp"
 #include "core/data/csv_io.hpp"
 #include "core/data/hashed_csv.hpp"
 #include "core/data/label_sink.hpp"
@@ -336,6 +337,7 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
   const config::DataConfig& data = config.data;
   SourceInfo info;
   std::string origin;
+  CellScan cells;
   if (data.synthetic) {
     const auto& spec = *data.synthetic;
     if (!data.path.empty()) {
@@ -380,7 +382,14 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
       fail<DataError>("data.labels {}: a labels file goes with a NumPy .npy data.path; for a "
                       "CSV, name the label column with data.label", data.labels.string());
     }
-    info.csv = index_csv(data.path, index_threads, std::uint64_t{64} << 20, data.delimiter);
+    // The one_hot columns' categories are gathered by the index pass (csv_cells.hpp).
+    for (const auto& c : data.categorical) {
+      if (c.buckets == 0) cells.names.push_back(c.column);
+    }
+    cells.empty_allowed = data.missing != config::Missing::kError;
+    cells.max_distinct = kMaxCategories;
+    info.csv = index_csv(data.path, index_threads, std::uint64_t{64} << 20, data.delimiter,
+                         cells.names.empty() ? nullptr : &cells);
     info.delimiter = info.csv->delimiter;
     info.columns = info.csv->columns;
     for (const auto& column : info.columns) {
@@ -406,7 +415,7 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
   }
   info.features =
       select_features(info.columns, info.label_index, data.features, data.exclude, origin);
-  resolve_categorical(data, info, origin);
+  resolve_categorical(data, info, origin, &cells);
   if (data.hash || (data.sparse == config::SparseChoice::kOn && !data.synthetic)) {
     make_sparse_csv(data, info, origin);  // hashed_csv.hpp
   }
