@@ -267,9 +267,12 @@ def finish(proc, timeout, what="the run"):
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        kids = [describe_process(pid) for pid in children_of(proc.pid)]  # before the kill
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise AssertionError(f"{what} did not stop within {timeout} s")
+        _, err = proc.communicate()
+        raise AssertionError(f"{what} did not stop within {timeout} s; its children then: "
+                             f"{', '.join(kids) or 'none'}\n--- its stderr's tail\n"
+                             f"{(err or '')[-3000:]}")
     return out, err
 
 
