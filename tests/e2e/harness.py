@@ -147,10 +147,71 @@ def rank_of(pid):
     return int(args[args.index(b"--rank") + 1])
 
 
+def describe_process(pid):
+    """`pid rank N state S` (or its command line before exec) from /proc, for failure messages."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return f"{pid} (gone)"
+    state = stat[stat.rindex(")") + 2]
+    if b"--rank" in args:
+        return f"{pid} rank {int(args[args.index(b'--rank') + 1])} state {state}"
+    return f"{pid} state {state} {b' '.join(args).decode(errors='replace')[:120]!r}"
+
+
+def wait_while_running(proc, predicate, timeout, what, seen=None):
+    """wait_for, for a condition on the run `proc` (from start): past the deadline, or as soon as
+    the coordinator has exited, it fails saying which, with the coordinator's exit code and its
+    stderr's tail (a coordinator still running is killed with its group first) and `seen()` (what
+    the wait saw), so that a run that ended early is told from one that hung."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        exited = proc.poll() is not None
+        if exited or time.monotonic() >= deadline:
+            break
+        time.sleep(0.02)
+    if exited and (value := predicate()):  # it came true as the run ended
+        return value
+    if exited:
+        state = (f"gave up waiting for {what}: the coordinator had exited with code "
+                 f"{proc.returncode}")
+    else:
+        state = (f"timed out after {timeout} s waiting for {what}: the coordinator was still "
+                 "running (killed now)")
+        os.killpg(proc.pid, signal.SIGKILL)
+    saw = seen() if seen else ""
+    err = ""
+    if proc.stderr is not None and not proc.stderr.closed:
+        try:
+            _, err = proc.communicate(timeout=10)
+        except (subprocess.TimeoutExpired, ValueError):
+            err = "(its stderr could not be read)"
+    else:
+        proc.wait(10)
+    raise AssertionError(f"{state}{'; ' + saw if saw else ''}\n--- its stderr's tail\n"
+                         f"{(err or '')[-3000:]}")
+
+
 def worker_processes(proc, count, timeout=20):
-    """Waits until the coordinator `proc` has `count` worker processes; returns their pids."""
-    return wait_for(lambda: len(children_of(proc.pid)) == count and children_of(proc.pid),
-                    timeout, f"{count} worker processes")
+    """Waits until the coordinator `proc` (from start) has `count` worker processes; returns
+    their pids. Fails as wait_while_running does, naming the children it saw over the wait."""
+    seen = {}  # pid -> its description (its rank, once it has exec'd)
+
+    def exactly():
+        kids = children_of(proc.pid)
+        for pid in kids:
+            if "rank" not in seen.get(pid, ""):
+                seen[pid] = describe_process(pid)
+        return kids if len(kids) == count else None
+
+    return wait_while_running(
+        proc, exactly, timeout, f"{count} worker processes",
+        lambda: f"children seen: {', '.join(seen.values()) or 'none'}, now: "
+                f"{children_of(proc.pid)}")
 
 
 # A run long enough to be killed, stopped or interrupted mid-training; `aggregation` picks the
@@ -206,9 +267,12 @@ def finish(proc, timeout, what="the run"):
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        kids = [describe_process(pid) for pid in children_of(proc.pid)]  # before the kill
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise AssertionError(f"{what} did not stop within {timeout} s")
+        _, err = proc.communicate()
+        raise AssertionError(f"{what} did not stop within {timeout} s; its children then: "
+                             f"{', '.join(kids) or 'none'}\n--- its stderr's tail\n"
+                             f"{(err or '')[-3000:]}")
     return out, err
 
 

@@ -27,6 +27,15 @@ fault_tolerance: {{heartbeat_ms: 50, worker_timeout_ms: 500, on_worker_failure: 
 output: {{dir: {out}, log_every: {{steps: 200}}}}
 """
 
+# Epochs by mode: training long enough for the test to see the workers, and for most faults (sent
+# after the workers have loaded, then up to 0.4 s) to land mid-run. A step of local SGD
+# (parameters mode) is far cheaper than a synchronous one: at 40 epochs its 1280 steps took
+# 0.08 s on a quiet machine (gradients mode's 3760 steps 0.8 s), most faults landed after the
+# end, and a test process descheduled for a few tenths of a second missed the workers
+# altogether: the wait for them timed out though the run had ended well (exit 0). 200 epochs:
+# 0.4 s of training on a quiet machine, seconds on a loaded one.
+EPOCHS = {"gradients": 40, "parameters": 200}
+
 # What each hit may end in: the policy decides for a lost worker; an interrupt is 130.
 EXPECTED = {
     ("kill", "abort"): {3}, ("hang", "abort"): {3},
@@ -38,6 +47,7 @@ EXPECTED = {
 def test_random_faults_leave_nothing_behind(tmp):
     rng = random.Random(2026)
     outcomes = {}
+    ended_by_fault = {mode: 0 for mode in EPOCHS}  # runs a fault ended (exit 3 or 130), by mode
     for i in range(RUNS):
         policy = rng.choice(["abort", "restart", "continue"])
         fault = rng.choice(["kill", "kill", "hang", "interrupt", "interrupt", "none", "drop", "delay",
@@ -47,7 +57,7 @@ def test_random_faults_leave_nothing_behind(tmp):
                                       "{sync_every: {steps: 2}}}"])
         out = tmp / f"run{i}"
         text = CONFIG.format(i=i, aggregation=aggregation, transport=transport, policy=policy,
-                             out=out, epochs=40)
+                             out=out, epochs=EPOCHS["parameters" if aggregation else "gradients"])
         if fault in ("drop", "delay", "slow"):  # injected by the worker itself, seeded
             text += (f"faults: [{{rank: {rng.randrange(3)}, action: {fault}, "
                      # each drop costs a re-send wait (>= 200 ms): keep them few
@@ -59,8 +69,9 @@ def test_random_faults_leave_nothing_behind(tmp):
         # Every worker has said hello (and loads its shard): a worker stopped before its hello
         # is a start-up failure, found by the 30 s connect timeout, not by heartbeats.
         logs = [out / "workers" / f"{r}.log" for r in range(3)]
-        h.wait_for(lambda: all(p.exists() and "loaded" in p.read_text() for p in logs), 20,
-                   "the workers to load their shards")
+        unloaded = lambda: [p.name for p in logs if not p.exists() or "loaded" not in p.read_text()]
+        h.wait_while_running(proc, lambda: not unloaded(), 20, "the workers to load their shards",
+                             lambda: f"worker logs without 'loaded': {unloaded()}")
         time.sleep(rng.uniform(0.0, 0.4))
         what = f"run {i}: {fault} under {policy} ({transport}, {aggregation or 'gradients'})"
         if fault in ("kill", "hang"):
@@ -88,8 +99,13 @@ def test_random_faults_leave_nothing_behind(tmp):
         h.assert_gone(workers + spawned)
         assert list(tmpdir.iterdir()) == [], f"{what}: left {list(tmpdir.iterdir())}"
         outcomes[proc.returncode] = outcomes.get(proc.returncode, 0) + 1
-    # The seed must exercise every ending, or the loop proves less than it claims.
+        if proc.returncode in (3, 130):
+            ended_by_fault["parameters" if aggregation else "gradients"] += 1
+    # The seed must exercise every ending, and faults must land mid-run in each mode, or the
+    # loop proves less than it claims.
+    print(f"  exit codes {outcomes}; runs a fault ended, by mode: {ended_by_fault}", flush=True)
     assert {0, 3, 130} <= set(outcomes), outcomes
+    assert all(ended_by_fault.values()), ended_by_fault
 
 
 if __name__ == "__main__":

@@ -247,9 +247,10 @@ def test_corrupt_latest_checkpoint_falls_back(tmp):
     proc = h.start(cfg)
     h.wait_for(lambda: len(checkpoints(run_dir)) == 2 or proc.poll() is not None, 30,
                "two checkpoints")
+    assert proc.poll() is None, "the run ended before it could be stopped: make it longer"
     os.kill(proc.pid, signal.SIGTERM)
-    h.finish(proc, 20)
-    assert proc.returncode == 130
+    _, err = h.finish(proc, 20)
+    assert proc.returncode == 130, (proc.returncode, err)
     files = checkpoints(run_dir)
     assert len(files) == 2, files
     data = bytearray(files[-1].read_bytes())

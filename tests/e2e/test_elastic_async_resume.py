@@ -10,11 +10,17 @@ each pushes exactly its share's steps for the epochs left, the updates add up, t
 A second leaver that had been dealt rows of a first passes on every row (a re-plan), not only
 its plan shard.
 
-Every stopped run ends with a `kill` fault under `abort` (exit 3) after periodic checkpoints;
-the resume runs the config without that fault."""
+Every stopped run ends with a worker killed under `abort` (exit 3) after periodic checkpoints;
+the resume runs the config without that kill. After a join the test kills the worker itself
+(SIGKILL, as the `kill` fault does) once the join is in and a checkpoint follows it: a `kill`
+fault at a fixed local step could fire before a slow-starting joiner was admitted.
+"""
 
 import math
+import os
+import re
 import shutil
+import signal
 
 import elastic_config as ec
 import harness as h
@@ -61,21 +67,52 @@ def check_resumed(s, members, rows, from_epoch, epochs=EPOCHS):
 JOIN_EPOCHS = 8
 
 
-def stop_after_a_join_and_resume(tmp, out, faults, kill):
+def kill_after_the_join(run, out, rank):
+    """Once the joiner is in (the coordinator's "joins after N updates" line: the re-plan is
+    made) and a checkpoint of a later step is on disk, SIGKILLs worker `rank` (a child of the
+    coordinator; the joiner is the test's). The run trains for seconds after that (its workers
+    are slowed), so the kill lands mid-run. Returns N."""
+    updates = int(run.wait_line(r"worker 2 joins after (\d+) updates", timeout=60).group(1))
+
+    def later_checkpoint():
+        assert run.proc.poll() is None, \
+            f"the run ended before a checkpoint after the join:\n{''.join(run.lines)}"
+        names = [p.name for p in (out / "checkpoint").glob("step-*.ckpt")]
+        return any(int(re.search(r"\d+", n).group()) > updates for n in names)
+
+    h.wait_for(later_checkpoint, 60, f"a checkpoint after the join's {updates} updates")
+    def rank_of(pid):
+        try:
+            return h.rank_of(pid)
+        except (OSError, ValueError):  # exited: a leaver not yet reaped has no command line
+            return None
+
+    [pid] = [p for p in h.children_of(run.proc.pid) if rank_of(p) == rank]
+    os.kill(pid, signal.SIGKILL)
+    return updates
+
+
+def stop_after_a_join_and_resume(tmp, out, faults, kill_rank, first=None):
     """A run of 2 workers (8 epochs) that a joiner joins into slot 2 after 10 updates and the
-    `kill` fault stops after a checkpoint (every 20 updates) that follows the join; then its
-    resume with `faults`. Returns the join event, the checkpoint's updates, the resume's run."""
+    test stops, killing worker `kill_rank`, after a checkpoint (every 20 updates) that follows
+    the join; then its resume with `faults`. `first`: a stderr pattern the joiner starts after
+    (what must come before the join). Returns the join event, the checkpoint's updates, the
+    resume's run."""
     elastic = "max_workers: 3, admit_at_steps: [10]"
-    cfg, _ = async_config(tmp, f"{out.name}-stop", out, 2, elastic, [*faults, kill],
-                          epochs=JOIN_EPOCHS)
+    cfg, _ = async_config(tmp, f"{out.name}-stop", out, 2, elastic, faults, epochs=JOIN_EPOCHS)
     run = join.Run(cfg)
-    worker = join.joiner(run.join_endpoint())
+    endpoint = run.join_endpoint()
+    if first:
+        run.wait_line(first)
+    worker = join.joiner(endpoint)
+    updates = kill_after_the_join(run, out, kill_rank)
     code, err = run.finish()
     assert code == 3, err
+    assert f"worker {kill_rank}" in err and "killed by signal 9" in err, err
     join.finish_joiner(worker)
     stopped = summary(out)
     event = stopped["membership"]["events"][-1]
-    assert (event["event"], event["rank"]) == ("join", 2), event
+    assert (event["event"], event["rank"], event["updates"]) == ("join", 2, updates), event
     saved = stopped["checkpoint"]["last_step"]
     assert saved > event["updates"], (stopped["checkpoint"], event)
     cfg, _ = async_config(tmp, f"{out.name}-resume", out, 2, elastic, faults, epochs=JOIN_EPOCHS)
@@ -85,13 +122,11 @@ def stop_after_a_join_and_resume(tmp, out, faults, kill):
 def test_async_resume_after_a_join_refills_the_slot_and_re_deals_every_row(tmp):
     # 2 workers (1800 rows, 30 steps an epoch; 8 epochs, 60 updates each), a joiner admitted
     # after 10 updates into slot 2 (then 1200 rows each: 20 steps an epoch). The workers train
-    # on while the run waits for the joiner to start (an epoch or two), so worker 1 is killed
-    # late enough, at its local step 90, for checkpoints (every 20 updates) after the join.
-    # The resumed run starts slot 2 itself and deals every row among workers 0, 1 and 2 from
-    # the run's next epoch.
+    # on while the run waits for the joiner to start (an epoch or two); worker 1 is killed
+    # after a checkpoint (every 20 updates) that follows the join. The resumed run starts
+    # slot 2 itself and deals every row among workers 0, 1 and 2 from the run's next epoch.
     out = tmp / "join"
-    kill = "{rank: 1, at_step: 90, action: kill}"
-    event, saved, r = stop_after_a_join_and_resume(tmp, out, slow([0, 1]), kill)
+    event, saved, r = stop_after_a_join_and_resume(tmp, out, slow([0, 1]), 1)
     assert r.code == 0, r
     assert "the slot of worker 2, which joined the run before the checkpoint, is refilled by a " \
         "worker this coordinator starts" in r.stderr, r.stderr
@@ -110,13 +145,17 @@ def test_async_resume_after_a_join_refills_the_slot_and_re_deals_every_row(tmp):
 
 
 def test_async_resume_after_a_leave_and_a_join(tmp):
-    # Worker 1 leaves at its step 5; a joiner takes slot 2 after 10 updates; worker 0 is killed
-    # at its step 150. The resumed run does not start worker 1, refills slot 2, and deals every
-    # row between workers 0 and 2 (1800 each: 30 steps an epoch).
+    # Worker 1 leaves at its step 5; a joiner, started once it has left, takes slot 2 after 10
+    # updates (or later); worker 0 is killed after a checkpoint that follows the join. Both
+    # orders are the test's own: a kill at worker 0's local step 150 could come before a
+    # slow-starting joiner was admitted (no join event), and a joiner started at once could be
+    # admitted before a slow-starting worker 1 had left. The resumed run does not start
+    # worker 1, refills slot 2, and deals every row between workers 0 and 2 (1800 each: 30
+    # steps an epoch).
     out = tmp / "leftjoin"
     faults = [*slow([0, 1]), "{rank: 1, at_step: 5, action: leave}"]
     event, saved, r = stop_after_a_join_and_resume(
-        tmp, out, faults, "{rank: 0, at_step: 150, action: kill}")
+        tmp, out, faults, 0, first=r"worker 1 \(pid \d+\) left the run")
     assert r.code == 0, r
     assert "worker 1 had left the run at the checkpoint's step and is not started again" \
         in r.stderr, r.stderr
@@ -205,14 +244,15 @@ def test_async_restart_after_a_join_ends_clearly_and_resumes(tmp):
     # re-plan a join made: the servers, counting by the re-plan, would never see it finish (the
     # run hung). The run ends instead (exit 3), saying why and how to go on, and --resume
     # (re-planning every row among workers 0, 1, 2) finishes it.
+    # Worker 0 is killed after the join (and a checkpoint that follows it).
     out = tmp / "restart"
     elastic = "max_workers: 3, admit_at_steps: [10]"
-    kill = "{rank: 0, at_step: 90, action: kill}"
     cfg, _ = ec.config(tmp, "restart-stop", out, workers=2, epochs=JOIN_EPOCHS,
                        aggregation=ASYNC, policy="restart", elastic=elastic,
-                       faults=[*slow([0, 1]), kill], checkpoint=20, log_every=10)
+                       faults=slow([0, 1]), checkpoint=20, log_every=10)
     run = join.Run(cfg)
     worker = join.joiner(run.join_endpoint())
+    kill_after_the_join(run, out, 0)
     code, err = run.finish()
     join.finish_joiner(worker)
     assert code == 3, err
