@@ -20,9 +20,9 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
-#include <thread>
 #include <map>
 #include <optional>
+#include <thread>
 
 namespace dt::cli {
 namespace {
