@@ -19,8 +19,10 @@ namespace dt::data {
                                                  bool named = true);
 
 // Decompresses `from` (gzip: every member, as zcat does; zstd: every frame) into `to`, created
-// new. DataError naming the file and the byte offset for corrupt or truncated input, IoError
-// when `to` cannot be written (a full disk). Returns the bytes written.
+// new: on a thread of its own, which hands 1 MiB blocks to the calling thread's writes (4 of
+// them at most in flight). DataError naming the file and the byte offset for corrupt or
+// truncated input, IoError when `to` cannot be written (a full disk), InterruptedError after
+// Ctrl-C; the thread has ended when it returns or throws. Returns the bytes written.
 std::uint64_t decompress(const std::filesystem::path& from, config::Compression compression,
                          const std::filesystem::path& to);
 
