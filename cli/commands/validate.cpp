@@ -210,7 +210,8 @@ int validate(const ValidateArgs& args) {
 
   // Load every shard as the workers would, and the held-out rows as the coordinator would, so
   // that every cell is checked; count each shard's labels on the way. A shard is read a piece
-  // at a time (about 16 MiB of values each), so memory stays bounded and warm whatever its size.
+  // at a time (about 16 MiB of values each), so memory stays bounded and warm whatever its size;
+  // the rows are checked, not kept (data::check_shard), unless their statistics are needed.
   const std::size_t ranks = plan.segments.size();
   std::vector<LabelTally> tallies(ranks + 1);  // the ranks, then the validation rows
   // Sparse rows: 64Ki rows a piece (their size is the nonzeros', unknown before reading).
@@ -225,7 +226,9 @@ int validate(const ValidateArgs& args) {
     const auto& source = plan.source_of(r);
     for (const auto& piece : data::chunk_segments(plan.segments[r], piece_rows, source.csv,
                                                   data::rows_by_number(config, source))) {
-      const auto shard = data::load_shard(config, source, piece, kind);
+      // Only data.missing: mean needs the values (their statistics); else no row is kept.
+      const auto shard = mean_fill ? data::load_shard(config, source, piece, kind)
+                                   : data::check_shard(config, source, piece, kind);
       if (mean_fill) data::merge_into(present, data::column_stats(shard.x));
       tallies[r].add(shard, kind);
       if (shard.sparse) sparse[r].add(*shard.sparse);
