@@ -1,5 +1,6 @@
 // check_shard (validate's load: every cell checked, no row kept) against load_shard, and the
-// column statistics' blocked loops against the plain loops they replace, bit for bit.
+// column statistics against the plain loops, bit for bit: a guard for any faster rewrite (one
+// with SSE2 min/max in the wrong operand order failed it).
 
 #include "core/data/dataset.hpp"
 #include "base/error.hpp"
@@ -130,7 +131,7 @@ TEST_CASE("column_stats: bit for bit the plain loops over rows and columns, at e
           x(r, c) = std::sin(static_cast<double>(r * cols + c)) * std::pow(10.0, static_cast<double>(c % 7));
         }
       }
-      // Column 0: -0 then +0 only. std::min and std::max keep the first seen, and so must the
+      // Column 0: -0 then +0 only. std::min and std::max keep the first seen, and so must any
       // vector instructions (minpd and maxpd keep their second operand when equal).
       for (Eigen::Index r = 0; r < rows; ++r) x(r, 0) = r == 0 ? -0.0 : 0.0;
       if (cols > 3) x(rows - 1, 3) = inf;
