@@ -141,8 +141,10 @@ std::vector<CheckedPiece> check_pieces(const config::Config& config, const roles
       out[i].rank = pieces[i].rank;
       out[i].sparse.bytes = 0;
       try {
-        const auto shard =
-            data::load_shard(config, plan.source_of(pieces[i].rank), pieces[i].segments, kind);
+        // Only data.missing: mean needs the values (their statistics); else no row is kept.
+        const auto& source = plan.source_of(pieces[i].rank);
+        const auto shard = mean_fill ? data::load_shard(config, source, pieces[i].segments, kind)
+                                     : data::check_shard(config, source, pieces[i].segments, kind);
         if (mean_fill) out[i].present = data::column_stats(shard.x);
         out[i].labels.add(shard, kind);
         if (shard.sparse) out[i].sparse.add(*shard.sparse);
@@ -272,7 +274,8 @@ int validate(const ValidateArgs& args) {
 
   // Load every shard as the workers would, and the held-out rows as the coordinator would, so
   // that every cell is checked; count each shard's labels on the way. A shard is read a piece
-  // at a time (about 16 MiB of values each), so memory stays bounded and warm whatever its size.
+  // at a time (about 16 MiB of values each), so memory stays bounded and warm whatever its size;
+  // the rows are checked, not kept (data::check_shard), unless their statistics are needed.
   const std::size_t ranks = plan.segments.size();
   std::vector<LabelTally> tallies(ranks + 1);  // the ranks, then the validation rows
   // Sparse rows: 64Ki rows a piece (their size is the nonzeros', unknown before reading).

@@ -20,11 +20,9 @@
 #include <unordered_map>
 
 namespace dt::data {
-namespace {
 
-// Source column -> feature column, or -1 for the label and for columns the features do not use
-// (predict reads a model's features, in the model's order, from a file that may have more).
-std::vector<std::ptrdiff_t> feature_targets(const SourceInfo& source, const std::string& origin) {
+std::vector<std::ptrdiff_t> detail::feature_targets(const SourceInfo& source,
+                                                    const std::string& origin) {
   std::unordered_map<std::string_view, std::size_t> column_of;
   for (std::size_t c = 0; c < source.columns.size(); ++c) column_of.emplace(source.columns[c], c);
   std::vector<std::ptrdiff_t> target(source.columns.size(), -1);
@@ -47,17 +45,20 @@ std::vector<std::ptrdiff_t> feature_targets(const SourceInfo& source, const std:
   return target;
 }
 
+namespace {
+
 // `index` is null in a worker, which gets the byte offsets through its segments instead.
 // `missing`: data.missing, what a missing feature cell becomes (missing.hpp).
 // `stream`: a reader of the whole file front to back (load_stream_rows), which `segments` (one,
 // of the rows wanted) does not seek; its end ends the load. Returns the rows read.
+// Not `keep` (check_shard): every row is parsed into shard.x's one row, which stays in the cache.
 Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
                       const SourceInfo& source, const std::vector<Segment>& segments, Shard& shard,
                       LabelKind kind, config::Missing missing,
-                      detail::RecordReader* stream = nullptr) {
+                      detail::RecordReader* stream = nullptr, bool keep = true) {
   const std::string name = path.string();
   const std::size_t width = source.columns.size();
-  const auto target = feature_targets(source, name);
+  const auto target = detail::feature_targets(source, name);
   const bool has_label = source.label_index != kNoLabel;
   const auto p = shard.x.cols();
   detail::LabelSink sink{shard, kind, source.label};
@@ -105,7 +106,7 @@ Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
     }
     if (stream == nullptr) reader = &detail::reader_at(own, path, offset, line, sep);
     for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
-      double* row = shard.x.data() + r * p;
+      double* row = shard.x.data() + (keep ? r : 0) * p;
       double& label = has_label && kind != LabelKind::kCategorical ? shard.y(r) : unused_label;
       const std::string_view window = reader->peek(kLookahead);
       std::string_view text;
@@ -145,144 +146,6 @@ Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
   return r;
 }
 
-// Whether every one of `n` values is finite: x * 0 is NaN for a NaN or an infinity and ±0
-// otherwise. Eight sums at once: one would wait on each addition (its latency, not the
-// adder's throughput, would set the pace of an .npy load).
-constexpr std::uint64_t kFiniteLanes = 8;
-
-bool npy_block_finite(const double* values, std::uint64_t n) {
-  double sums[kFiniteLanes] = {};
-  std::uint64_t i = 0;
-  for (; i + kFiniteLanes <= n; i += kFiniteLanes) {
-    for (std::uint64_t k = 0; k < kFiniteLanes; ++k) sums[k] += values[i + k] * 0.0;
-  }
-  double total = 0.0;
-  for (; i < n; ++i) total += values[i] * 0.0;
-  for (const double s : sums) total += s;
-  return total == 0.0;
-}
-
-// The first `p` values of each of `n` rows of `cols` values into `out` (p a row), checking all
-// `cols` finite on the way (npy_block_finite's test): one pass over the rows, which come
-// straight from the page cache. Rows with a bad value are copied too: the caller reads the
-// block again value by value, to name it.
-bool npy_copy_finite(const double* in, std::uint64_t cols, std::uint64_t p, std::uint64_t n,
-                     double* out) {
-  double sums[kFiniteLanes] = {};
-  double total = 0.0;
-  for (std::uint64_t k = 0; k < n; ++k, in += cols, out += p) {
-    std::uint64_t c = 0;
-    for (; c + kFiniteLanes <= p; c += kFiniteLanes) {
-      for (std::uint64_t l = 0; l < kFiniteLanes; ++l) {
-        out[c + l] = in[c + l];
-        sums[l] += in[c + l] * 0.0;
-      }
-    }
-    for (; c < p; ++c) {
-      out[c] = in[c];
-      total += in[c] * 0.0;
-    }
-    for (; c < cols; ++c) total += in[c] * 0.0;
-  }
-  for (const double s : sums) total += s;
-  return total == 0.0;
-}
-
-// An .npy data.path (npy.hpp): each segment's rows read at their byte offset, a block at a time,
-// every value checked finite; labels from the label column or the data.labels file, turned into
-// text for classes as a CSV's would be (1.0 is class "1").
-void load_npy(const config::DataConfig& data, const SourceInfo& source,
-              const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
-  NpyReader x_reader(read_npy_header(data.path));
-  const NpyArray& x = x_reader.array();
-  const std::string name = data.path.string();
-  const auto target = feature_targets(source, name);
-  const bool has_label = source.label_index != kNoLabel;
-  const bool label_file = has_label && source.label_index >= x.cols;
-  if (source.columns.size() != x.cols &&
-      (source.columns.size() != x.cols + 1 || data.labels.empty())) {
-    fail<DataError>("{}: {} columns described, the array has {}; did it change?", name,
-                    source.columns.size(), x.cols);
-  }
-  std::optional<NpyReader> y;
-  if (label_file) {
-    if (data.labels.empty()) fail<DataError>("{}: no data.labels file for the label 'y'", name);
-    y.emplace(read_npy_header(data.labels));
-  }
-  detail::LabelSink sink{shard, kind, source.label};
-  const auto bad_value = [](const std::string& file, std::uint64_t row, std::size_t col,
-                            const std::string& column, double v) {
-    fail<DataError>("{}: row {}, column {} ('{}'): {} is not a finite number; replace or drop "
-                    "it (rows and columns count from 0, as in numpy)", file, row, col, column, v);
-  };
-  // The common layouts: the features are the array's first p columns in order (the label, if
-  // any, after them). Their rows are copied whole (a float64 array of features alone is read
-  // straight into the shard), and checked finite a block at a time; other layouts, and a block
-  // with a NaN or infinity somewhere, go value by value (which names the bad one).
-  const auto p = static_cast<std::size_t>(shard.x.cols());
-  bool leading = x.cols == p || (x.cols == p + 1 && (!has_label || source.label_index == p));
-  for (std::size_t c = 0; leading && c < p; ++c) leading = target[c] == static_cast<std::ptrdiff_t>(c);
-  const bool direct = leading && x.cols == p && x.kind == 'f' && x.item == 8;
-  const std::uint64_t block = std::max<std::uint64_t>(1, (std::uint64_t{1} << 17) / x.cols);
-  std::vector<double> buf, labels;
-  Eigen::Index r = 0;
-  for (const Segment& seg : segments) {
-    for (std::uint64_t done = 0; done < seg.count; done += block) {
-      const std::uint64_t n = std::min(block, seg.count - done);
-      const std::uint64_t first = seg.first_row + done;
-      // Features alone in float64: read straight into the shard. Else the rows where they lie
-      // in the page cache (a float64 array), or widened into a buffer.
-      const double* values = direct ? nullptr : x_reader.view(first, n);
-      if (direct) {
-        double* rows = shard.x.data() + r * shard.x.cols();
-        x_reader.read(first, n, rows);
-        values = rows;
-      } else if (values == nullptr) {
-        buf.resize(n * x.cols);
-        x_reader.read(first, n, buf.data());
-        values = buf.data();
-      }
-      if (y) {
-        labels.resize(n);
-        y->read(first, n, labels.data());
-      }
-      // A block with a NaN or an infinity is read again value by value below.
-      const bool fast =
-          leading && (direct ? npy_block_finite(values, n * x.cols)
-                             : npy_copy_finite(values, x.cols, p, n, shard.x.data() + r * p));
-      for (std::uint64_t k = 0; k < n; ++k, ++r) {
-        const double* in = values + k * x.cols;
-        double* row = shard.x.data() + r * shard.x.cols();
-        for (std::size_t c = 0; !fast && c < x.cols; ++c) {
-          if (target[c] < 0 && (!has_label || c != source.label_index)) continue;
-          if (std::isnan(in[c]) && target[c] >= 0) {  // a missing feature value
-            if (data.missing == config::Missing::kError) {
-              refuse_missing(fmt::format("{}: row {}, column {} ('{}')", name, first + k, c,
-                                         source.columns[c]), "NaN");
-            }
-            row[target[c]] = missing_value(data.missing);
-            continue;
-          }
-          if (!std::isfinite(in[c])) bad_value(name, first + k, c, source.columns[c], in[c]);
-          if (target[c] >= 0) row[target[c]] = in[c];
-        }
-        if (!has_label) continue;
-        const double v = y ? labels[k] : in[source.label_index];
-        if (y && !std::isfinite(v)) bad_value(data.labels.string(), first + k, 0, "y", v);
-        if (kind == LabelKind::kNumeric) {
-          shard.y(r) = v;
-          continue;
-        }
-        const std::string text = fmt::format("{}", v);
-        sink.put(r, text, [&] {
-          return fmt::format("{}: row {}", y ? data.labels.string() : name, first + k);
-        });
-      }
-      if (!direct) x_reader.release(first, n);
-    }
-  }
-}
-
 void load_synthetic(const config::Config& config, const SourceInfo& source,
                     const std::vector<Segment>& segments, Shard& shard, LabelKind kind) {
   const config::SyntheticConfig& spec = *config.data.synthetic;
@@ -291,7 +154,7 @@ void load_synthetic(const config::Config& config, const SourceInfo& source,
     fail<DataError>("synthetic data: {} columns described, but the generator makes {}",
                     source.columns.size(), generated + 1);
   }
-  const auto target = feature_targets(source, "synthetic data");
+  const auto target = detail::feature_targets(source, "synthetic data");
   const bool has_label = source.label_index != kNoLabel;
   // The usual layout (features x0..x{P-1} in order, label y) is generated in place.
   bool in_place = has_label && source.label_index == static_cast<std::size_t>(generated);
@@ -438,8 +301,12 @@ bool rows_by_number(const config::Config& config, const SourceInfo& source) {
   return config.data.synthetic.has_value();
 }
 
-Shard load_shard(const config::Config& config, const SourceInfo& source,
-                 const std::vector<Segment>& segments, LabelKind kind) {
+namespace {
+
+// load_shard (`keep`) and check_shard (not: the NumPy and CSV loaders then read every row into
+// one row of shard.x, and x is left with none; the others keep their rows, then drop them).
+Shard load_rows(const config::Config& config, const SourceInfo& source,
+                const std::vector<Segment>& segments, LabelKind kind, bool keep) {
   std::uint64_t total = 0;
   for (const Segment& seg : segments) {
     if (seg.first_row + seg.count > source.rows) {
@@ -450,36 +317,62 @@ Shard load_shard(const config::Config& config, const SourceInfo& source,
   }
   if (source.sparse) return load_sparse_shard(config, source, segments, kind);
   Shard shard;
-  shard.x.resize(static_cast<Eigen::Index>(total), static_cast<Eigen::Index>(source.features.size()));
-  // Before the first touch: the loaders below fault every page of it in.
-  memory::advise_huge_pages(shard.x.data(), static_cast<std::size_t>(shard.x.size()) * sizeof(double));
-  shard.y = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(total));
+  const auto width = static_cast<Eigen::Index>(source.features.size());
+  // Huge pages before the first touch: the loaders below fault every page in (y: setZero).
+  shard.y.resize(static_cast<Eigen::Index>(total));
+  memory::advise_huge_pages(shard.y.data(), static_cast<std::size_t>(total) * sizeof(double));
+  shard.y.setZero();
   if (kind == LabelKind::kCategorical && source.label_index != kNoLabel) shard.raw_labels.reserve(total);
-
+  const auto rows_for = [&](bool all) {
+    shard.x.resize(all ? static_cast<Eigen::Index>(total) : 1, width);
+    memory::advise_huge_pages(shard.x.data(), static_cast<std::size_t>(shard.x.size()) * sizeof(double));
+  };
+  const config::Missing missing = config.data.missing;
   if (!config.data.path.empty() && source.file.empty() && reads_npy(config.data)) {
-    load_npy(config.data, source, segments, shard, kind);
+    rows_for(keep);
+    load_npy(config.data, source, segments, shard, kind, keep);
   } else if (!config.data.path.empty() && source.file.empty() && reads_libsvm(config.data)) {
+    rows_for(true);
     // The index's file: data.path, or a worker's own copy of it (use_local_copy).
     load_libsvm(source.csv ? source.csv->path : config.data.path, source, segments, shard, kind);
   } else if (!source.file.empty() && libsvm_content(source.file, libsvm_extension(source.file))) {
+    rows_for(true);
     load_libsvm(source.file, source, segments, shard, kind);  // a worker's own LIBSVM file
   } else if (source.csv) {
-    load_csv(source.csv->path, &*source.csv, source, segments, shard, kind, config.data.missing);
+    rows_for(keep);
+    load_csv(source.csv->path, &*source.csv, source, segments, shard, kind, missing, nullptr, keep);
   } else if (!source.file.empty() && source.file.extension() == ".npy") {
     config::DataConfig own = config.data;  // a worker's own array: shards.files, --data FILE
     own.path = source.file;
     own.labels.clear();  // its labels are a column (describe_files and use_local_copy check)
-    load_npy(own, source, segments, shard, kind);
+    rows_for(keep);
+    load_npy(own, source, segments, shard, kind, keep);
   } else if (!source.file.empty()) {
-    load_csv(source.file, nullptr, source, segments, shard, kind, config.data.missing);
+    rows_for(keep);
+    load_csv(source.file, nullptr, source, segments, shard, kind, missing, nullptr, keep);
   } else if (config.data.synthetic) {
+    rows_for(true);
     load_synthetic(config, source, segments, shard, kind);
   } else if (!config.data.path.empty()) {
-    load_csv(config.data.path, nullptr, source, segments, shard, kind, config.data.missing);
+    rows_for(keep);
+    load_csv(config.data.path, nullptr, source, segments, shard, kind, missing, nullptr, keep);
   } else {
     fail<DataError>("data: no data source; set data.path or data.synthetic");
   }
+  if (!keep) shard.x.resize(0, width);
   return shard;
+}
+
+}  // namespace
+
+Shard load_shard(const config::Config& config, const SourceInfo& source,
+                 const std::vector<Segment>& segments, LabelKind kind) {
+  return load_rows(config, source, segments, kind, true);
+}
+
+Shard check_shard(const config::Config& config, const SourceInfo& source,
+                  const std::vector<Segment>& segments, LabelKind kind) {
+  return load_rows(config, source, segments, kind, false);
 }
 
 std::uint64_t detail::load_stream_rows(RecordReader& reader, const SourceInfo& source,

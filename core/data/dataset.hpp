@@ -154,6 +154,12 @@ struct Shard {
 // non-finite cells, labels that do not fit `kind`), or synthetic rows generated.
 [[nodiscard]] Shard load_shard(const config::Config& config, const SourceInfo& source,
                                const std::vector<Segment>& segments, LabelKind kind);
+// load_shard that keeps the labels (y, raw_labels; sparse rows too) but no row of x (0 rows):
+// every cell read and checked as load_shard does, with the same errors, for `validate`. A
+// float64 .npy is checked where it lies in the page cache and CSV rows are parsed into one row
+// that stays in the cache: no matrix of fresh memory, no copy.
+[[nodiscard]] Shard check_shard(const config::Config& config, const SourceInfo& source,
+                                const std::vector<Segment>& segments, LabelKind kind);
 
 // Per-column statistics that merge exactly across shards (Chan et al.'s parallel variance).
 // A NaN cell (a missing value under data.missing: mean) is left out of its column's statistics:

@@ -13,11 +13,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dt::data::detail {
 
 constexpr const char* kBinaryHint =
     "logistic_regression and binary mlp need 0/1 labels (use softmax_regression for more classes)";
+
+// Source column -> feature column, or -1 for the label and for columns the features do not use
+// (predict reads a model's features, in the model's order, from a file that may have more).
+// DataError naming `origin` for a feature that is no column.
+[[nodiscard]] std::vector<std::ptrdiff_t> feature_targets(const SourceInfo& source,
+                                                          const std::string& origin);
 
 // The shard loaders' reader of a file (not a stream) at a row start: `own` made at the first
 // call, moved by seek() at the next ones (defined in csv_reader.cpp).

@@ -88,6 +88,9 @@ class NpyReader {
 namespace dt::data {
 
 struct SourceInfo;
+struct Segment;
+struct Shard;
+enum class LabelKind;
 
 // Whether data.path is read as an .npy (data.format npy, or auto and the name ends in .npy).
 [[nodiscard]] bool reads_npy(const config::DataConfig& data);
@@ -96,5 +99,13 @@ struct SourceInfo;
 // "xJ" or an index "J"; default the last) named "y"; with data.labels, all k columns are
 // features and "y" is the labels file. DataError for a labels file whose length differs.
 [[nodiscard]] SourceInfo describe_npy(const config::DataConfig& data);
+
+// An .npy data.path's rows of `segments` into `shard` (load_shard's NumPy branch, npy_load.cpp):
+// read at their byte offset a block at a time, every value checked finite (DataError naming row
+// and column from 0, as numpy does); labels from the label column or the data.labels file, as
+// text for classes as a CSV's would be (1.0 is class "1"). Not `keep` (check_shard): shard.x
+// holds one row, and the rows are checked in place, not copied.
+void load_npy(const config::DataConfig& data, const SourceInfo& source,
+              const std::vector<Segment>& segments, Shard& shard, LabelKind kind, bool keep);
 
 }  // namespace dt::data
