@@ -26,8 +26,8 @@ namespace {
 // The coordinates are far apart and cold, in the copy and in the server's state alike (the
 // server stepped them on its own thread, maybe on the other core): both are fetched a few
 // indices ahead. Fetching the copy's alone left each source read a miss: 50 ns a key with three
-// vectors of 2^21 values where fetching both took 25 (measured on the sync keyed rounds' copy,
-// which journal_at now takes; the async servers' copies use it).
+// vectors of 2^21 values where fetching both took 25 (the keyed rounds' keep: two servers'
+// 18,000 keys each at 2^22, every step).
 template <class Index>
 void copy_at(std::span<const Index> at, const std::vector<double>& slice,
              const models::OptimizerState& optimizer, ServerState& to) {
@@ -50,70 +50,7 @@ void copy_at(std::span<const Index> at, const std::vector<double>& slice,
   to.optimizer.steps = optimizer.steps;
 }
 
-// Sync keyed rounds (capture): the round's coordinates `at` and their values after it, appended
-// to the copy's journal. The server's values are fetched a few indices ahead (they were stepped
-// on the server's thread); the journal is written in order.
-void journal_at(std::span<const std::uint64_t> at, const std::vector<double>& slice,
-                const models::OptimizerState& optimizer, ServerState& to) {
-  constexpr std::size_t kAhead = 16;
-  const std::size_t n = at.size();
-  const std::size_t width = 1 + optimizer.slots.size();
-  auto& journal = to.journal;
-  const std::size_t first = journal.entries;
-  if (journal.keys.size() < first + n) {  // grows to the budget and a round, then stays
-    journal.keys.resize(std::max(first + n, 2 * journal.keys.size()));
-    journal.values.resize(journal.keys.size() * width);
-  }
-  journal.entries = first + n;
-  std::uint32_t* key = journal.keys.data() + first;
-  double* value = journal.values.data() + first * width;
-  for (std::size_t j = 0; j < n; ++j) {
-    if (j + kAhead < n) {
-      const std::size_t next = at[j + kAhead];
-      __builtin_prefetch(slice.data() + next, 0, 1);
-      for (const auto& slot : optimizer.slots) __builtin_prefetch(slot.data() + next, 0, 1);
-    }
-    const std::size_t i = at[j];
-    key[j] = static_cast<std::uint32_t>(i);
-    *value++ = slice[i];
-    for (const auto& slot : optimizer.slots) *value++ = slot[i];
-  }
-  to.optimizer.steps = optimizer.steps;
-}
-
-// The journal's entries that make capture() settle the copy: a quarter of the slice's width
-// (a copy of 2^21 keys settles every 25 to 30 rounds of 18,000 keys, its journal 16 MB), or
-// 1024 for a narrow slice.
-std::size_t journal_budget(std::size_t width) { return std::max<std::size_t>(width / 4, 1024); }
-
 }  // namespace
-
-void settle(ServerState& state) {
-  auto& journal = state.journal;
-  const std::size_t n = journal.entries;
-  if (n == 0) return;
-  auto& slots = state.optimizer.slots;
-  const std::size_t width = 1 + slots.size();
-  journal.seen.assign((state.slice.size() + 63) / 64, 0);
-  constexpr std::size_t kAhead = 16;
-  // Newest first: a key's first entry met is its value at the copy's version.
-  for (std::size_t e = n; e-- > 0;) {
-    if (e >= kAhead) {
-      const std::size_t next = journal.keys[e - kAhead];
-      __builtin_prefetch(state.slice.data() + next, 1, 1);
-      for (auto& slot : slots) __builtin_prefetch(slot.data() + next, 1, 1);
-    }
-    const std::size_t i = journal.keys[e];
-    std::uint64_t& word = journal.seen[i / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (i % 64);
-    if ((word & bit) != 0) continue;
-    word |= bit;
-    const double* value = journal.values.data() + e * width;
-    state.slice[i] = value[0];
-    for (std::size_t s = 0; s < slots.size(); ++s) slots[s][i] = value[1 + s];
-  }
-  journal.entries = 0;
-}
 
 std::optional<std::string> ParameterServer::failure(std::int64_t timeout_ms) const {
   {
@@ -154,7 +91,7 @@ void ParameterServer::capture(ServerState& out) const {
   std::lock_guard lock(mu_);
   const auto& state = optimizer_->state();
   // A copy of the version the last keyed round started from lacks only what that round
-  // stepped: its journal takes that (settled when it grows past its budget).
+  // stepped (copy_at).
   const auto same_shape = [&] {
     if (out.slice.size() != slice_.size() || out.optimizer.slots.size() != state.slots.size()) {
       return false;
@@ -165,10 +102,8 @@ void ParameterServer::capture(ServerState& out) const {
     return true;
   };
   if (stepped_from_ == out.version && stats_.version == out.version + 1 && same_shape()) {
-    journal_at(std::span<const std::uint64_t>(stepped_), slice_, state, out);
-    if (out.journal.entries >= journal_budget(slice_.size())) settle(out);
+    copy_at(std::span<const std::uint64_t>(stepped_), slice_, state, out);
   } else {
-    out.journal.entries = 0;  // all of it is written again
     copy_whole(slice_, state, out);
   }
   out.version = stats_.version;

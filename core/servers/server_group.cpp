@@ -136,7 +136,7 @@ bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out)
       put_optimizer(out, fmt::format("server.{}.optimizer", k), optimizer);
       if (k == 0) out.manifest["mode_state"]["worker_steps"] = worker_steps;
     };
-    auto& copy = copies_[k];
+    const auto& copy = copies_[k];
     // A server that failed (abort): its slice is the coordinator's copy, if of that version.
     if (!lost_[k]) {
       // Async: server 0's log says `version` updates happened; the other servers may not
@@ -148,7 +148,6 @@ bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out)
     }
     // The state before the latest round is the coordinator's copy (a stop during a round).
     if (copy.version != version) return false;
-    settle(copy);
     take(copy.slice, copy.optimizer, copy.worker_steps);
   }
   params.finish(out);
@@ -209,7 +208,6 @@ void ServerGroup::copy_params_at(std::uint64_t version, std::vector<double>& par
 
 void ServerGroup::copy_kept(std::size_t k, std::vector<double>& params) const {
   // A server killed since the last check(): its slice as last copied.
-  settle(copies_[k]);
   std::copy(copies_[k].slice.begin(), copies_[k].slice.end(),
             params.begin() + static_cast<std::ptrdiff_t>(ranges_[k].begin));
 }

@@ -148,8 +148,7 @@ class ServerGroup {
   // Failed servers (server_recovery.cpp).
   void lose_server(std::size_t k, const std::string& cause);
   void copy_kept(std::size_t k, std::vector<double>& params) const;
-  // The last copy of every server's state; settled (settle()) where it is read.
-  mutable std::vector<ServerState> copies_;
+  std::vector<ServerState> copies_;             // the last copy of every server's state
   std::vector<std::shared_ptr<ServerCopy>> left_;  // async: the copies the servers leave
   std::vector<int> incarnations_;               // replacements of each key range
   std::vector<bool> lost_;                      // failed, not replaced (abort)

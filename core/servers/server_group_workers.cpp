@@ -67,10 +67,7 @@ void ServerGroup::copy_params_of_round(std::uint64_t round, std::vector<double>&
     // lost worker's push reached every server before it died), the copy kept at the round's
     // start (keep).
     auto state = servers_[k]->state_at(round);
-    if (!state && copies_[k].version == round) {
-      settle(copies_[k]);
-      state = copies_[k];
-    }
+    if (!state && copies_[k].version == round) state = copies_[k];
     if (!state) {
       fail<TrainingError>("internal error: parameter server {} is at update {}, not at the start "
                           "of round {} or just past it", k, servers_[k]->stats().version,

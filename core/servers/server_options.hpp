@@ -77,31 +77,13 @@ struct ServerOptions {
   int incarnation = 0;
 };
 
-// The coordinator's copy of a sync keyed server between two settles (ParameterServer::capture):
-// the coordinates each round stepped since, and their values after that round (the parameter,
-// then each optimizer slot), in round order. Appending a round's reads the server's state at
-// its keys and writes two arrays in order; writing them into the copy's wide vectors at once
-// cost a cache and TLB miss a key and vector (the copy is cold), and a key stepped by several
-// rounds is written once by settle().
-struct StateJournal {
-  std::size_t entries = 0;          // in use, of keys (the buffers only grow: no clearing)
-  std::vector<std::uint32_t> keys;
-  std::vector<double> values;       // keys.size() x (1 + slots)
-  std::vector<std::uint64_t> seen;  // settle's bitmap of the keys written
-};
-
 // A server's slice and optimizer state after `version` updates (a checkpoint's part).
 struct ServerState {
   std::uint64_t version = 0;
   std::vector<double> slice;
   models::OptimizerState optimizer;
   std::vector<std::uint64_t> worker_steps;  // async: each worker's pushes applied
-  // Sync keyed rounds, the coordinator's copy: slice and optimizer lack the journal's values
-  // until settle() (param_server_failure.cpp) writes them; every reader of the copy settles it.
-  StateJournal journal;
 };
-// Writes the journal's values over `state` (the newest of each key) and empties it.
-void settle(ServerState& state);
 // A ServerState's parts where they lie: read(slice, optimizer state, worker steps).
 using StateReader = std::function<void(std::span<const double>, const models::OptimizerState&,
                                        const std::vector<std::uint64_t>&)>;

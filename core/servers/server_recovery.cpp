@@ -94,7 +94,6 @@ void ServerGroup::lose_server(std::size_t k, const std::string& cause) {
     std::lock_guard lock(left_[k]->mu);  // async: the copy the server left
     copies_[k] = left_[k]->state;
   }
-  settle(copies_[k]);  // sync keyed rounds: its journal
   const auto give_up = [&](const std::string& why) {
     failure["action"] = "abort";
     result.failures.push_back(std::move(failure));

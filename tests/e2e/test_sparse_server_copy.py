@@ -1,10 +1,9 @@
-"""The coordinator's copy of keyed (sparse) parameter servers: each round's stepped keys and
-their new values go to a journal that is written into the copy when it grows past a quarter of
-the slice (at least 1024 entries) and whenever the copy is read (core/servers/server_options.hpp
-StateJournal). 210 rounds of about 16 keys a server settle it every 60-odd rounds, so a server
-killed at round 150 fails with a settled copy plus a journal of later rounds: the replacement
+"""The coordinator's copy of keyed (sparse) parameter servers after many rounds: it is updated
+at each round's stepped keys only (ServerGroup::keep, ParameterServer::capture), so a server
+killed at round 150 of 210 fails with a copy that 150 partial updates made. The replacement
 (restart) must train the bits of an unfailed run, and under abort the checkpoint of the last
-completed step, which holds the dead server's slice from the copy, must resume to them."""
+completed step (157, no multiple of checkpoint_every), which holds the dead server's slice from
+the copy, must resume to them."""
 
 import json
 import random
@@ -60,7 +59,7 @@ def reference(tmp, data):
     return out
 
 
-def test_a_replaced_server_starts_from_the_journaled_copy(tmp):
+def test_a_replaced_server_starts_from_the_copy(tmp):
     data = libsvm(tmp / "clicks.svm")
     ref = reference(tmp, data)
     cfg, out = config(tmp, "restart", data,
@@ -72,7 +71,7 @@ def test_a_replaced_server_starts_from_the_journaled_copy(tmp):
     assert (out / "model.json").read_bytes() == (ref / "model.json").read_bytes()
 
 
-def test_abort_checkpoints_the_dead_server_from_the_journaled_copy(tmp):
+def test_abort_checkpoints_the_dead_server_from_the_copy(tmp):
     data = libsvm(tmp / "clicks.svm")
     ref = reference(tmp, data)
     cfg, out = config(tmp, "abort", data, policy="abort")
@@ -91,5 +90,5 @@ def test_abort_checkpoints_the_dead_server_from_the_journaled_copy(tmp):
 
 
 if __name__ == "__main__":
-    h.main([test_a_replaced_server_starts_from_the_journaled_copy,
-            test_abort_checkpoints_the_dead_server_from_the_journaled_copy])
+    h.main([test_a_replaced_server_starts_from_the_copy,
+            test_abort_checkpoints_the_dead_server_from_the_copy])

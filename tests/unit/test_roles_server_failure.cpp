@@ -153,22 +153,3 @@ TEST_CASE("server failure: an async replacement counts the steps it lost as done
   CHECK_FALSE(w1->receive(deadline_in(std::chrono::milliseconds(50))).has_value());
   server.stop();
 }
-
-TEST_CASE("server failure: settling a copy writes each journaled key's newest values") {
-  // Two rounds of a keyed server with two optimizer slots: keys 1 and 3, then 3 and 4. The
-  // copy a replacement starts from holds each key's values after the last round that stepped
-  // it, and the keys no round stepped as they were.
-  dt::roles::ServerState copy;
-  copy.slice = {-1, -1, -1, -1, -1};
-  copy.optimizer.slots = {{-2, -2, -2, -2, -2}, {-3, -3, -3, -3, -3}};
-  copy.journal.keys = {1, 3, 3, 4};
-  copy.journal.values = {10, 11, 12, 30, 31, 32, 130, 131, 132, 40, 41, 42};
-  copy.journal.entries = 4;
-  dt::roles::settle(copy);
-  CHECK(copy.slice == std::vector<double>{-1, 10, -1, 130, 40});
-  CHECK(copy.optimizer.slots[0] == std::vector<double>{-2, 11, -2, 131, 41});
-  CHECK(copy.optimizer.slots[1] == std::vector<double>{-3, 12, -3, 132, 42});
-  CHECK(copy.journal.entries == 0);
-  dt::roles::settle(copy);  // an empty journal changes nothing
-  CHECK(copy.slice == std::vector<double>{-1, 10, -1, 130, 40});
-}
