@@ -12,7 +12,8 @@ namespace dt::memory {
 // TLB entry per 2 MiB instead of per 4 KiB, which made random rows about twice as fast to
 // reach, and first-touch faults come 2 MiB at a time (far less kernel time, most of all in a
 // virtual machine). A no-op where the kernel offers none (THP "never", other systems) or the buffer is
-// small; never fails.
+// small; never fails. It drops the pages the range has already (MADV_DONTNEED: reused heap
+// memory keeps its 4 KiB pages otherwise), so whatever the buffer held is lost.
 void advise_huge_pages(void* data, std::size_t bytes) noexcept;
 
 // `out` = `count` copies of `value` in a fresh buffer given huge pages before it is written: a
