@@ -74,7 +74,11 @@ def test_async_converges_on_linear_and_logistic(tmp):
     assert [w["steps"] for w in s["worker_stats"]] == [76, 76, 76]
     assert agg["staleness"]["count"] == 228
     assert agg["max_staleness"] is None and len(agg["servers"]) == 1
-    assert s["final_metrics"]["mse"] <= best * 1.05, (s["final_metrics"], best)
+    # Three workers' interleavings differ from run to run: 40 runs ended at 1.028 to 1.052 times
+    # the least-squares optimum (median 1.035), one epoch already at 1.03 to 1.04; a run that
+    # learned too little (lr 0.005 for the same 4 epochs) ends at 1.33 times, one that diverges
+    # exits 3. So 1.10: above the spread, well below what an under-trained model reaches.
+    assert s["final_metrics"]["mse"] <= best * 1.10, (s["final_metrics"], best)
     rows = (tmp / "run" / "loss.csv").read_text().strip().splitlines()
     assert len(rows) == 1 + 228 // 20 + 1, rows  # a row every 20 applied updates, and the last
 
