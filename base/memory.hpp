@@ -32,8 +32,15 @@ void assign_huge(std::vector<T>& out, std::size_t count, const T& value) {
 // pages (assign_huge): a copy of a wide model's state that is later written at random keys.
 template <class T>
 void copy_huge(std::vector<T>& to, const std::vector<T>& from) {
-  if (to.size() != from.size()) assign_huge(to, from.size(), T{});
-  std::copy(from.begin(), from.end(), to.begin());
+  if (to.size() == from.size()) {
+    std::copy(from.begin(), from.end(), to.begin());
+    return;
+  }
+  std::vector<T> fresh;  // written once, by the copy (not cleared first)
+  fresh.reserve(from.size());
+  advise_huge_pages(fresh.data(), from.size() * sizeof(T));
+  fresh.assign(from.begin(), from.end());
+  to = std::move(fresh);
 }
 
 }  // namespace dt::memory

@@ -79,7 +79,7 @@ def run_once(binary, cfg_text, tmp, every):
     steps = s1 - s0
     workers = [b - a for a, b in zip(w0, w1) if a is not None and b is not None]
     return {"coordinator": (c1 - c0) / steps, "worker": statistics.mean(workers) / steps,
-            "copy": 1e3 * summary["aggregation"].get("server_copy_seconds", 0) / summary["steps"],
+            "copy": 1e3 * summary.get("aggregation", {}).get("server_copy_seconds", 0) / summary["steps"],
             "wall": 1e3 * summary["train_seconds"] / summary["steps"],
             "loss": summary["final_loss"], "steps": steps}
 

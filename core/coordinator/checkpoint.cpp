@@ -308,7 +308,7 @@ void ArrayBuilder::add(std::span<const double> piece) {
     at_ += piece.size();
     return;
   }
-  // The entries with nonzero bits; past a third of the array, dense from here on. Eight values
+  // The entries with nonzero bits (past a third of the array, dense: densify_if_full). Eight values
   // at a time: a run of zeros (most of a wide sparse model, checkpointed every 100 steps by
   // default) costs one test instead of a branch a value.
   const double* v = piece.data();
@@ -328,14 +328,33 @@ void ArrayBuilder::add(std::span<const double> piece) {
   }
   for (; i < n; ++i) take(i);
   at_ += n;
-  if (s_.indices.size() > s_.size / 3) {
-    dense_.reserve(s_.size);
-    dense_.assign(at_, 0.0);
-    for (std::size_t i = 0; i < s_.indices.size(); ++i) dense_[s_.indices[i]] = s_.values[i];
-    s_.indices = {};
-    s_.values = {};
-    sparse_ = false;
+  densify_if_full();
+}
+
+void ArrayBuilder::add_at(std::span<const double> piece, std::span<const std::uint32_t> at) {
+  if (!sparse_ || piece.size() > s_.size - at_) {
+    add(piece);  // dense (every entry), or the error
+    return;
   }
+  for (const std::uint32_t j : at) {
+    if (std::bit_cast<std::uint64_t>(piece[j]) != 0) {
+      s_.indices.push_back(static_cast<std::uint32_t>(at_ + j));
+      s_.values.push_back(piece[j]);
+    }
+  }
+  at_ += piece.size();
+  densify_if_full();
+}
+
+void ArrayBuilder::densify_if_full() {
+  // Past a third of the array: dense from here on.
+  if (s_.indices.size() <= s_.size / 3) return;
+  dense_.reserve(s_.size);
+  dense_.assign(at_, 0.0);
+  for (std::size_t i = 0; i < s_.indices.size(); ++i) dense_[s_.indices[i]] = s_.values[i];
+  s_.indices = {};
+  s_.values = {};
+  sparse_ = false;
 }
 
 void ArrayBuilder::finish(Checkpoint& out) {

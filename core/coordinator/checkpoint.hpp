@@ -76,9 +76,13 @@ class ArrayBuilder {
  public:
   ArrayBuilder(std::string name, std::uint64_t size);
   void add(std::span<const double> piece);
+  // add(piece) when every entry of `piece` outside `at` (ascending offsets into it) is zero:
+  // the same array, reading only `at` while the array is sparse.
+  void add_at(std::span<const double> piece, std::span<const std::uint32_t> at);
   void finish(Checkpoint& out);
 
  private:
+  void densify_if_full();
   std::string name_;
   std::uint64_t at_ = 0;
   bool sparse_ = false;

@@ -287,8 +287,10 @@ RunResult run_coordinator(const config::Config& config, const Plan& planned,
         session.set_checkpointer(options.checkpointer);
         options.checkpointer->restore(session);
       }
-      const auto train_start = steady_ms();
+      auto train_start = steady_ms();
       try {
+        mode->prepare(session);  // the optimizer's or servers' state: before the clock
+        train_start = steady_ms();
         mode->coordinate(session);
       } catch (const Error&) {
         // The checkpoint of the last completed step, while the workers (and replicas) can be asked.

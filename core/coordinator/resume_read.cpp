@@ -244,10 +244,17 @@ void put_log(checkpoint::Checkpoint& out, const std::vector<LogRow>& log) {
 }
 
 void put_optimizer(checkpoint::Checkpoint& out, const std::string& prefix,
-                   const models::OptimizerState& state) {
+                   const models::OptimizerState& state, const std::vector<std::uint32_t>* at) {
   out.manifest["optimizers"][prefix] = {{"steps", state.steps}, {"slots", state.slots.size()}};
   for (std::size_t i = 0; i < state.slots.size(); ++i) {
-    checkpoint::put(out, fmt::format("{}.slot{}", prefix, i), state.slots[i]);
+    const auto name = fmt::format("{}.slot{}", prefix, i);
+    if (at == nullptr) {
+      checkpoint::put(out, name, state.slots[i]);
+      continue;
+    }
+    checkpoint::ArrayBuilder array(name, state.slots[i].size());
+    array.add_at(state.slots[i], *at);
+    array.finish(out);
   }
 }
 

@@ -57,8 +57,10 @@ struct RestoredRun {
 void put_log(checkpoint::Checkpoint& out, const std::vector<LogRow>& log);
 
 // Optimizer state into and out of a checkpoint, under `prefix` ("optimizer", "server.1.optimizer").
+// `at`: when given, every slot is zero outside these keys (ascending; ArrayBuilder::add_at).
 void put_optimizer(checkpoint::Checkpoint& out, const std::string& prefix,
-                   const models::OptimizerState& state);
+                   const models::OptimizerState& state,
+                   const std::vector<std::uint32_t>* at = nullptr);
 [[nodiscard]] models::OptimizerState get_optimizer(const checkpoint::Checkpoint& in,
                                                    const std::string& prefix);
 

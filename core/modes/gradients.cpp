@@ -34,6 +34,16 @@ namespace {
 
 class GradientsMode final : public CoordinatorOptimizerMode {
  public:
+  void prepare(roles::CoordinatorSession& session) override {
+    CoordinatorOptimizerMode::prepare(session);
+    if (session.plan().source.sparse) {
+      sparse_.mark_start(session.params(), optimizer(session).state());
+    }
+  }
+  [[nodiscard]] bool touched_keys(std::vector<std::uint32_t>& out) const override {
+    return sparse_.touched_keys(out);
+  }
+
   void coordinate(roles::CoordinatorSession& session) override {
     const auto codec = protocol::half_codec(session.config());
     const bool topk = session.config().aggregation.compression == config::WireCompression::kTopk;

@@ -30,6 +30,10 @@ class Mode {
   virtual ~Mode() = default;
   // Runs training to the end, leaving the final parameters in the session.
   virtual void coordinate(roles::CoordinatorSession& session) = 0;
+  // Before the training clock (summary.json's train_seconds) and after restore_state: set-up
+  // that exchanges nothing with the workers, such as the optimizer state or the parameter
+  // servers' slices, which a wide model allocates and clears at its full width.
+  virtual void prepare(roles::CoordinatorSession& /*session*/) {}
   // Handles one message the common worker loop does not know (kStep, ...).
   virtual void work(roles::WorkerSession& session, const protocol::Envelope& message) = 0;
   // Answers the final kEvaluate itself and returns true, or returns false to let the common

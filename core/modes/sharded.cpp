@@ -57,11 +57,17 @@ namespace {
 
 class ShardedGradientsMode final : public ServerGroupMode {
  public:
-  void coordinate(roles::CoordinatorSession& session) override {
+  // The servers' slices and optimizer state (and their copies for a replacement): at 2^24
+  // keys, a dozen vectors of 64 MB to clear, before the training clock.
+  void prepare(roles::CoordinatorSession& session) override {
     refuse_compressed_sparse_rows(session);
+    servers_ = std::make_unique<roles::ServerGroup>(session, std::nullopt, from_);
+  }
+
+  void coordinate(roles::CoordinatorSession& session) override {
+    if (!servers_) prepare(session);
     auto& params = session.params();
     const auto& config = session.config();
-    servers_ = std::make_unique<roles::ServerGroup>(session, std::nullopt, from_);
     auto& servers = *servers_;
     servers.forget_departed();  // resumed without its leavers (elastic)
     // aggregation.compression: what the servers received (their replaced ones' too), in the

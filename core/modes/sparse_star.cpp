@@ -39,6 +39,7 @@ std::uint64_t key_list_hash(std::span<const std::uint32_t> keys) noexcept {
 
 namespace {
 constexpr std::size_t kKeysAhead = 16;  // keys whose parameters step_message fetches early
+constexpr std::size_t kMaxMarked = std::size_t{1} << 32;  // a checkpoint's sparse arrays' most
 }  // namespace
 
 void SparseStar::coordinate(roles::CoordinatorSession& session, models::Optimizer& optimizer) {
@@ -84,12 +85,28 @@ void SparseStar::coordinate(roles::CoordinatorSession& session, models::Optimize
         }
         optimizer.step_indices(indices_, sums_, 1.0, params);
       }
+      if (marks_.version != UINT64_MAX) marks_.mark(indices_);
       lap.mark(timeline::Phase::kApply);  // the replies summed by key, the optimizer's step
       session.add_samples(rows);
       session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
     }
     session.step_boundary(step + 1);
   }
+}
+
+void SparseStar::mark_start(std::span<const double> params, const models::OptimizerState& state) {
+  marks_.version = UINT64_MAX;
+  if (params.size() > kMaxMarked) return;
+  std::vector<std::span<const double>> vectors{params};
+  for (const auto& slot : state.slots) vectors.emplace_back(slot);
+  marks_.reset_from(vectors, params.size());
+  marks_.version = 0;  // kept by every step from here on
+}
+
+bool SparseStar::touched_keys(std::vector<std::uint32_t>& out) const {
+  if (marks_.version == UINT64_MAX) return false;
+  marks_.list(out);
+  return true;
 }
 
 void SparseStar::ask_keys(roles::CoordinatorSession& session, std::uint64_t step) {

@@ -18,8 +18,10 @@
 // steps only them (Optimizer::step_indices): the same bits as the dense run for sgd without
 // momentum, adagrad and ftrl; L2 and adam/momentum are lazy (docs/sparse.md).
 
+#include "core/models/optim.hpp"
 #include "core/models/sparse_model.hpp"
 #include "core/protocol/protocol.hpp"
+#include "core/servers/server_state.hpp"
 
 #include <array>
 #include <cstdint>
@@ -67,6 +69,12 @@ class SparseStar {
  public:
   // Trains to the end (GradientsMode::coordinate's loop, on sparse rows).
   void coordinate(roles::CoordinatorSession& session, models::Optimizer& optimizer);
+  // Before the clock: marks the keys where `params` or `state` are nonzero (one read of the
+  // width); the steps mark the keys they touch from then on (touched_keys).
+  void mark_start(std::span<const double> params, const models::OptimizerState& state);
+  // The keys outside which the parameters and optimizer state are zero, ascending; false
+  // before mark_start (or past 2^32 values).
+  [[nodiscard]] bool touched_keys(std::vector<std::uint32_t>& out) const;
   // Answers a kStep of the sparse exchange.
   void work(roles::WorkerSession& session, const protocol::Envelope& message);
 
@@ -86,6 +94,7 @@ class SparseStar {
   std::vector<std::uint32_t> union_;
   std::vector<std::uint64_t> indices_;
   std::vector<double> sums_;
+  roles::KeyMarks marks_;  // mark_start's keys and every step's since
 
   // Worker side.
   std::unique_ptr<models::SparseModel> model_;

@@ -80,9 +80,15 @@ void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimize
 }
 
 void save_coordinator_state(roles::CoordinatorSession& session, const models::Optimizer& optimizer,
-                            checkpoint::Checkpoint& out) {
-  checkpoint::put(out, "parameters", session.params());
-  roles::put_optimizer(out, "optimizer", optimizer.state());
+                            checkpoint::Checkpoint& out, const std::vector<std::uint32_t>* at) {
+  if (at == nullptr) {
+    checkpoint::put(out, "parameters", session.params());
+  } else {
+    checkpoint::ArrayBuilder params("parameters", session.params().size());
+    params.add_at(session.params(), *at);
+    params.finish(out);
+  }
+  roles::put_optimizer(out, "optimizer", optimizer.state(), at);
 }
 
 std::unique_ptr<models::Optimizer> coordinator_optimizer(roles::CoordinatorSession& session,

@@ -64,9 +64,11 @@ void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimize
                  const std::vector<std::uint64_t>& worker_rows, timeline::Lap& lap);
 
 // The state of a mode whose coordinator holds the parameters and the one optimizer (star,
-// tensor): "parameters" and "optimizer" of the last completed step.
+// tensor): "parameters" and "optimizer" of the last completed step. `at`: when given, the keys
+// outside it (ascending) are zero in both (the keys a sparse run has touched: read only those).
 void save_coordinator_state(roles::CoordinatorSession& session, const models::Optimizer& optimizer,
-                            checkpoint::Checkpoint& out);
+                            checkpoint::Checkpoint& out,
+                            const std::vector<std::uint32_t>* at = nullptr);
 // The optimizer such a mode continues with: the checkpoint's state, or a fresh one (`from` null).
 [[nodiscard]] std::unique_ptr<models::Optimizer> coordinator_optimizer(
     roles::CoordinatorSession& session, const checkpoint::Checkpoint* from);
@@ -78,15 +80,22 @@ class CoordinatorOptimizerMode : public Mode {
   bool save_state(roles::CoordinatorSession& session, std::uint64_t /*step*/,
                   checkpoint::Checkpoint& out) override {
     if (!optimizer_) return false;
-    save_coordinator_state(session, *optimizer_, out);  // the state of the last completed step
+    std::vector<std::uint32_t> at;  // the state of the last completed step
+    save_coordinator_state(session, *optimizer_, out, touched_keys(at) ? &at : nullptr);
     return true;
   }
   void restore_state(roles::CoordinatorSession& session,
                      const checkpoint::Checkpoint& from) override {
     optimizer_ = coordinator_optimizer(session, &from);
   }
+  void prepare(roles::CoordinatorSession& session) override { (void)optimizer(session); }
 
  protected:
+  // The keys outside which parameters and optimizer state are zero, ascending, into `out`; false
+  // when not known (the checkpoint then reads the width).
+  [[nodiscard]] virtual bool touched_keys(std::vector<std::uint32_t>& /*out*/) const {
+    return false;
+  }
   [[nodiscard]] models::Optimizer& optimizer(roles::CoordinatorSession& session) {
     if (!optimizer_) optimizer_ = coordinator_optimizer(session, nullptr);
     return *optimizer_;

@@ -24,9 +24,10 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
       slice_(std::move(slice)),
       faults_(FaultInjector::for_server(options_.faults, options_.index)) {
   const auto n = options_.range.size();
-  if (slice_.size() != n || options_.l2.size() != n) {
-    fail<TrainingError>("internal error: server {} owns {} keys but got {} values and {} L2 "
-                        "coefficients", options_.index, n, slice_.size(), options_.l2.size());
+  if (slice_.size() != n || (!options_.l2.empty() && options_.l2.back().end > n)) {
+    fail<TrainingError>("internal error: server {} owns {} keys but got {} values and L2 "
+                        "coefficients up to key {}", options_.index, n, slice_.size(),
+                        options_.l2.empty() ? 0 : options_.l2.back().end);
   }
   // clip_norm over several servers: the factor comes from the norm exchange, not the slice.
   auto rule = options_.optimizer;
@@ -35,7 +36,8 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
   if (options_.optimizer_state) optimizer_->set_state(*options_.optimizer_state);
   stats_.version = options_.start_version;
   const auto workers = static_cast<std::size_t>(options_.workers);
-  grad_.assign(n, 0.0);
+  // grad_ and pending_ get the range's size at the first dense round or push: keyed rounds
+  // (sparse rows) use neither, and at 2^24 keys they are 64 MB each to clear.
   stats_.worker_steps.assign(workers, 0);
   stats_.staleness_of.resize(workers);
   gone_.assign(workers, false);
@@ -52,7 +54,7 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
     before_.assign(n, 0.0);
     for (const auto s : options_.worker_steps) total_steps_ += s;
   } else {
-    pending_.assign(workers, std::vector<double>(n, 0.0));
+    pending_.assign(workers, {});
     pending_rows_.assign(workers, 0);
     have_.assign(workers, false);
   }
@@ -255,7 +257,9 @@ void ParameterServer::on_sync_push(const protocol::Envelope& e) {
                         e.rank, e.step + 1, version + 1);
   }
   if (have_[r]) fail<ProtocolError>("worker {} pushed step {} twice", e.rank, e.step + 1);
-  if (e.fields.contains("keyed")) {
+  const bool keyed = e.fields.contains("keyed");
+  if (!keyed) pending_[r].resize(options_.range.size());  // a dense push: the whole range
+  if (keyed) {
     take_keyed_push(e);  // param_server_keyed.cpp
   } else if (options_.topk) {  // top-k: the entries this worker chose in my range (maybe none)
     const auto frame = protocol::frame_of(e, 0);
@@ -293,7 +297,7 @@ void ParameterServer::apply_round() {
   if (keyed_) {
     sum_keyed_round();
   } else {
-    std::fill(grad_.begin(), grad_.end(), 0.0);
+    grad_.assign(options_.range.size(), 0.0);
     std::uint64_t rows = 0;
     const auto n = grad_.size();
     for (std::size_t r = 0; r < pending_.size(); ++r) {
@@ -305,10 +309,7 @@ void ParameterServer::apply_round() {
     if (rows > 0) {  // an empty round (tiny shards) changes nothing, as on the single server
       const double inv = 1.0 / static_cast<double>(rows);
       for (double& g : grad_) g *= inv;
-      // slice_ changes on this thread only: read without the lock.
-      for (std::size_t i = 0; i < n; ++i) {
-        if (options_.l2[i] != 0.0) grad_[i] += options_.l2[i] * slice_[i];
-      }
+      add_l2(options_.l2, slice_, grad_);  // slice_ changes on this thread only: no lock
     }
   }
   if (options_.norms) {
@@ -376,11 +377,10 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   } else if (rows > 0) {
     copy_in_part_ = false;  // a dense step: the next copy is whole
     const double inv = 1.0 / static_cast<double>(rows);
-    const auto n = grad_.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      grad_[i] = g[i] * inv;
-      if (options_.l2[i] != 0.0) grad_[i] += options_.l2[i] * slice_[i];
-    }
+    const auto n = options_.range.size();
+    grad_.resize(n);
+    for (std::size_t i = 0; i < n; ++i) grad_[i] = g[i] * inv;
+    add_l2(options_.l2, slice_, grad_);
     if (options_.staleness_lr && staleness > 0) {
       // Divide the STEP (not the gradient: adam would undo that) by 1 + staleness; the
       // optimizer's state still sees the whole gradient.

@@ -102,10 +102,24 @@ void ParameterServer::capture(ServerState& out) const {
     return true;
   };
   if (stepped_from_ == out.version && stats_.version == out.version + 1 && same_shape()) {
+    const bool marked = out.marks.version == out.version;
     copy_at(std::span<const std::uint64_t>(stepped_), slice_, state, out);
+    if (marked) {
+      out.marks.mark(stepped_);
+    } else {
+      out.marks.version = UINT64_MAX;
+    }
   } else {
     copy_whole(slice_, state, out);
+    out.marks.version = UINT64_MAX;
+    if (options_.sparse_rows && !options_.asynchronous) {  // one read of the width
+      std::vector<std::span<const double>> vectors{out.slice};
+      for (const auto& slot : out.optimizer.slots) vectors.emplace_back(slot);
+      out.marks.reset_from(vectors, out.slice.size());
+      out.marks.version = stats_.version;
+    }
   }
+  if (out.marks.version != UINT64_MAX) out.marks.version = stats_.version;
   out.version = stats_.version;
   out.worker_steps = stats_.worker_steps;
 }
@@ -118,6 +132,7 @@ void ParameterServer::leave_copy() {
   std::lock_guard lock(options_.copy->mu);
   auto& state = options_.copy->state;
   state.version = stats_.version;
+  state.marks.version = UINT64_MAX;  // kept by capture() only
   const auto& optimizer = optimizer_->state();
   if (copy_in_part_) {
     // Keyed pushes step only their offsets: the rest of the copy is still this server's state.

@@ -96,11 +96,8 @@ void ParameterServer::sum_keyed_round() {
   round_.rows = rows;
   if (rows == 0) return;  // an empty round changes nothing, as in the dense round
   const double inv = 1.0 / static_cast<double>(rows);
-  for (std::size_t i = 0; i < sums_.size(); ++i) {  // slice_: this thread is its only writer
-    sums_[i] *= inv;
-    const double l2 = options_.l2[touched_list_[i]];
-    if (l2 != 0.0) sums_[i] += l2 * slice_[touched_list_[i]];
-  }
+  for (double& s : sums_) s *= inv;
+  add_l2_at(options_.l2, touched_list_, slice_, sums_);  // slice_: this thread its only writer
 }
 
 void ParameterServer::reply_keyed(int rank) {
@@ -141,11 +138,8 @@ void ParameterServer::apply_keyed_push(std::span<const double> g, std::uint64_t 
     changed_.insert(changed_.end(), touched_list_.begin(), touched_list_.end());
   }
   sums_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto o = touched_list_[i];
-    sums_[i] = g[i] * inv;
-    if (options_.l2[o] != 0.0) sums_[i] += options_.l2[o] * slice_[o];
-  }
+  for (std::size_t i = 0; i < n; ++i) sums_[i] = g[i] * inv;
+  add_l2_at(options_.l2, touched_list_, slice_, sums_);
   if (!options_.staleness_lr || staleness == 0) {
     optimizer_->step_indices(touched_index_, sums_, clip, slice_);
     return;

@@ -21,15 +21,11 @@ using transport::deadline_in;
 
 namespace {
 
-// The L2 coefficient of every key: the model's l2 on regularized blocks (weights), 0 elsewhere.
-std::vector<double> l2_per_key(const models::Model& model) {
-  std::vector<double> out(model.parameter_count(), 0.0);
-  const double l2 = model.spec().config.l2;
-  if (l2 == 0.0) return out;
+// The model's regularized blocks (weights; the model's l2 applies to them, to nothing else).
+std::vector<KeyRange> regularized_blocks(const models::Model& model) {
+  std::vector<KeyRange> out;
   for (const auto& b : model.layout()) {
-    if (!b.regularized) continue;
-    std::fill(out.begin() + static_cast<std::ptrdiff_t>(b.offset),
-              out.begin() + static_cast<std::ptrdiff_t>(b.offset + b.size), l2);
+    if (b.regularized) out.push_back({b.offset, b.offset + b.size});
   }
   return out;
 }
@@ -41,7 +37,8 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
   const auto& config = session.config();
   const auto& params = session.params();
   ranges_ = split_keys(params.size(), config.aggregation.servers);
-  const auto l2 = l2_per_key(session.model());
+  const auto regularized = regularized_blocks(session.model());
+  const double l2 = session.model().spec().config.l2;
   const double clip = config.training.optimizer.clip_norm;
   if (!async && clip > 0.0 && ranges_.size() > 1) {
     norms_ = std::make_shared<NormExchange>(static_cast<int>(ranges_.size()), clip);
@@ -59,7 +56,8 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
     o.topk = config.aggregation.compression == config::WireCompression::kTopk && !async;
     o.optimizer = config.training.optimizer;
     o.schedule_steps = session.schedule().total_steps();
-    o.l2.assign(l2.begin() + first, l2.begin() + last);
+    o.l2 = l2_blocks(regularized, l2, range);
+    o.sparse_rows = session.plan().source.sparse.has_value();
     o.norms = norms_;
     o.clip_from_push = async.has_value() && clip > 0.0 && ranges_.size() > 1;
     o.job_id = session.job_id();
@@ -129,14 +127,25 @@ bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out)
   // Each server's slice, in key order (split_keys's ranges follow each other), read where it
   // lies: "parameters" is made of them as they come, sparse when the model is.
   checkpoint::ArrayBuilder params("parameters", session_.params().size());
+  std::vector<std::uint32_t> marked;
   for (std::size_t k = 0; k < servers_.size(); ++k) {
+    const auto& copy = copies_[k];
+    // Sparse rows: the state of this version is zero outside the keys its copy has marked
+    // (touched since the start), which are all a checkpoint needs to read.
+    const bool at_marks = copy.marks.version == version && copy.version == version &&
+                          !servers_[k]->options().asynchronous;
+    if (at_marks) copy.marks.list(marked);
     const auto take = [&](std::span<const double> slice, const models::OptimizerState& optimizer,
                           const std::vector<std::uint64_t>& worker_steps) {
-      params.add(slice);
-      put_optimizer(out, fmt::format("server.{}.optimizer", k), optimizer);
+      if (at_marks) {
+        params.add_at(slice, marked);
+      } else {
+        params.add(slice);
+      }
+      put_optimizer(out, fmt::format("server.{}.optimizer", k), optimizer,
+                    at_marks ? &marked : nullptr);
       if (k == 0) out.manifest["mode_state"]["worker_steps"] = worker_steps;
     };
-    const auto& copy = copies_[k];
     // A server that failed (abort): its slice is the coordinator's copy, if of that version.
     if (!lost_[k]) {
       // Async: server 0's log says `version` updates happened; the other servers may not

@@ -38,7 +38,8 @@ struct ServerOptions {
   config::OptimizerConfig optimizer;
   // The updates of the whole run (sync: steps; async: pushes), for an lr schedule's total.
   std::uint64_t schedule_steps = 0;
-  std::vector<double> l2;  // per key of the range: the L2 coefficient (0 for biases)
+  std::vector<L2Block> l2;  // the range's keys with an L2 coefficient (server_state.hpp)
+  bool sparse_rows = false;  // keyed rounds: capture() keeps its copy's KeyMarks
   std::uint64_t job_id = 0;
   // output.timeline: the server thread's recorder (owned with its group); null: not recorded.
   std::shared_ptr<timeline::Recorder> recorder;
@@ -83,6 +84,7 @@ struct ServerState {
   std::vector<double> slice;
   models::OptimizerState optimizer;
   std::vector<std::uint64_t> worker_steps;  // async: each worker's pushes applied
+  KeyMarks marks;  // sync, sparse rows: the keys that may be nonzero (capture keeps them)
 };
 // A ServerState's parts where they lie: read(slice, optimizer state, worker steps).
 using StateReader = std::function<void(std::span<const double>, const models::OptimizerState&,

@@ -3,8 +3,72 @@
 #include "base/error.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace dt::roles {
+
+std::vector<L2Block> l2_blocks(const std::vector<KeyRange>& regularized, double l2,
+                               const KeyRange& range) {
+  std::vector<L2Block> out;
+  if (l2 == 0.0) return out;
+  for (const auto& b : regularized) {
+    const std::size_t first = std::max(b.begin, range.begin);
+    const std::size_t last = std::min(b.end, range.end);
+    if (first < last) out.push_back({first - range.begin, last - range.begin, l2});
+  }
+  std::sort(out.begin(), out.end(), [](const L2Block& a, const L2Block& b) {
+    return a.begin < b.begin;
+  });
+  return out;
+}
+
+void add_l2_at(std::span<const L2Block> blocks, std::span<const std::uint32_t> offsets,
+               std::span<const double> slice, std::span<double> sums) {
+  if (blocks.empty()) return;
+  std::size_t b = 0;
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    const std::size_t o = offsets[i];
+    while (b < blocks.size() && blocks[b].end <= o) ++b;
+    if (b == blocks.size()) return;
+    if (o >= blocks[b].begin) sums[i] += blocks[b].l2 * slice[o];
+  }
+}
+
+void add_l2(std::span<const L2Block> blocks, std::span<const double> slice,
+            std::span<double> grad) {
+  for (const auto& b : blocks) {
+    for (std::size_t i = b.begin; i < b.end; ++i) grad[i] += b.l2 * slice[i];
+  }
+}
+
+void KeyMarks::reset_from(std::span<const std::span<const double>> vectors, std::size_t keys) {
+  words_.assign((keys + 63) / 64, 0);
+  for (const auto v : vectors) {
+    for (std::size_t w = 0; w < words_.size(); ++w) {
+      const std::size_t first = w * 64;
+      const std::size_t last = std::min(first + 64, keys);
+      std::uint64_t any = 0;  // a word of zeros (most of a wide model): one test
+      for (std::size_t i = first; i < last; ++i) any |= std::bit_cast<std::uint64_t>(v[i]);
+      if (any == 0) continue;
+      for (std::size_t i = first; i < last; ++i) {
+        if (std::bit_cast<std::uint64_t>(v[i]) != 0) words_[w] |= std::uint64_t{1} << (i - first);
+      }
+    }
+  }
+}
+
+void KeyMarks::mark(std::span<const std::uint64_t> keys) {
+  for (const std::uint64_t k : keys) words_[k / 64] |= std::uint64_t{1} << (k % 64);
+}
+
+void KeyMarks::list(std::vector<std::uint32_t>& out) const {
+  out.clear();
+  for (std::size_t w = 0; w < words_.size(); ++w) {
+    for (std::uint64_t bits = words_[w]; bits != 0; bits &= bits - 1) {
+      out.push_back(static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+    }
+  }
+}
 
 std::vector<KeyRange> split_keys(std::size_t count, int servers) {
   if (servers < 1) {

@@ -3,7 +3,9 @@
 // can pin it exactly:
 //   KeyRange / split_keys  which contiguous part of the parameter vector each server owns;
 //   StepClock              stale-synchronous parallel (SSP): who may start a step;
-//   StalenessStats         the distribution of gradient staleness a server observed.
+//   StalenessStats         the distribution of gradient staleness a server observed;
+//   L2Block / add_l2       a range's L2 coefficients as runs of keys, and the L2 term;
+//   KeyMarks               the keys of a copy of a server's state that may be nonzero.
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace dt::roles {
@@ -27,6 +30,47 @@ struct KeyRange {
 // one (the first count % servers ranges hold one key more). ConfigError when servers < 1 or
 // servers > count: a server with no keys would have nothing to do, and the user should know.
 [[nodiscard]] std::vector<KeyRange> split_keys(std::size_t count, int servers);
+
+// Keys [begin, end) of a server's range (offsets into its slice) that share one nonzero L2
+// coefficient: the model's regularized blocks (weights; biases have none). Runs of keys rather
+// than a coefficient a key: at 2^24 keys a width-sized vector of them is 64 MB a server to make,
+// and a keyed round would read it at every touched key (a cache miss each).
+struct L2Block {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  double l2 = 0.0;
+  friend bool operator==(const L2Block&, const L2Block&) = default;
+};
+
+// The blocks of `range` from the model's regularized blocks (`regularized`: [begin, end) of the
+// whole parameter vector, any order), in key order; none when l2 is 0.
+[[nodiscard]] std::vector<L2Block> l2_blocks(const std::vector<KeyRange>& regularized, double l2,
+                                             const KeyRange& range);
+
+// sums[i] += l2 * slice[offsets[i]] for each offset (ascending) inside a block: the keyed
+// rounds' lazy L2 term, the same arithmetic as a coefficient a key.
+void add_l2_at(std::span<const L2Block> blocks, std::span<const std::uint32_t> offsets,
+               std::span<const double> slice, std::span<double> sums);
+
+// grad[i] += l2 * slice[i] for every key of every block: the dense rounds' L2 term.
+void add_l2(std::span<const L2Block> blocks, std::span<const double> slice, std::span<double> grad);
+
+// The keys of a server's range whose value or optimizer state may have nonzero bits in a copy
+// of its state (ServerState), a bit a key (1 MB at 2^23 keys), so that a checkpoint of a wide
+// sparse model reads the keys the run has touched instead of its whole width: every key left
+// unmarked is zero in every vector of the copy. `version`: the copy's version the marks are
+// true of (UINT64_MAX: none; then the checkpoint reads the width).
+class KeyMarks {
+ public:
+  std::uint64_t version = UINT64_MAX;
+  // Marks exactly the keys with nonzero bits in any of `vectors` (each of `keys` values).
+  void reset_from(std::span<const std::span<const double>> vectors, std::size_t keys);
+  void mark(std::span<const std::uint64_t> keys);  // keys < the size reset_from gave
+  void list(std::vector<std::uint32_t>& out) const;  // the marked keys, ascending
+
+ private:
+  std::vector<std::uint64_t> words_;
+};
 
 // Stale-synchronous parallel over `workers` clocks. A worker's clock is the number of steps it
 // has completed (pushed). Worker w may start its step c (having completed c steps) only when

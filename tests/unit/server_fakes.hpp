@@ -62,7 +62,6 @@ struct FakeWorker {
   o.workers = workers;
   o.asynchronous = asynchronous;
   o.optimizer.lr = 1.0;
-  o.l2 = {0.0, 0.0};
   o.job_id = kJob;
   return o;
 }

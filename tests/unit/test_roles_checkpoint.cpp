@@ -295,3 +295,30 @@ TEST_CASE("checkpoint writer: writes on its own thread, keeps the newest, report
   CHECK(failed[0].error->find("cannot create the checkpoint folder") != std::string::npos);
   CHECK_FALSE(failed[0].replaced);
 }
+
+TEST_CASE("checkpoint: add_at (the keys a run touched) makes the bytes add makes, sparse or dense") {
+  // Two pieces whose nonzeros lie within `at`, which also holds keys that are zero again (a
+  // key touched, then back to 0, or -0.0, whose bits are not zero). Once with few nonzeros
+  // (sparse), once with more than a third (the array turns dense in the second piece).
+  for (const std::size_t every : {std::size_t{50}, std::size_t{2}}) {
+    const std::size_t n = 80000;
+    std::vector<double> first(n, 0.0), second(n, 0.0);
+    std::vector<std::uint32_t> at;
+    for (std::size_t i = 0; i < n; i += every) {
+      at.push_back(static_cast<std::uint32_t>(i));
+      const double v = i % (3 * every) == 0 ? 0.0 : (i % (7 * every) == 0 ? -0.0 : 0.5 + i);
+      first[i] = v;
+      second[i] = -v;
+    }
+    ck::Checkpoint whole_scan, marked;
+    ck::ArrayBuilder a("p", 2 * n), b("p", 2 * n);
+    a.add(first);
+    a.add(second);
+    b.add_at(first, at);
+    b.add_at(second, at);
+    a.finish(whole_scan);
+    b.finish(marked);
+    CHECK(whole_scan.sparse.count("p") == (every == 50 ? 1U : 0U));
+    CHECK(ck::encode(whole_scan) == ck::encode(marked));
+  }
+}

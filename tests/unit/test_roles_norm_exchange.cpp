@@ -84,7 +84,6 @@ ServerOptions clipped(int index, dt::roles::KeyRange range, int workers,
   o.workers = workers;
   o.optimizer.lr = 1.0;
   o.optimizer.clip_norm = 1.0;
-  o.l2.assign(range.size(), 0.0);
   o.job_id = kJob;
   o.norms = std::move(norms);
   return o;

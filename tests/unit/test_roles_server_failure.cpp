@@ -30,7 +30,6 @@ ServerOptions failure_options(int workers, bool asynchronous) {
   o.workers = workers;
   o.asynchronous = asynchronous;
   o.optimizer.lr = 0.5;
-  o.l2.assign(3, 0.0);
   o.job_id = kFailureJob;
   return o;
 }

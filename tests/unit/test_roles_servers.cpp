@@ -160,7 +160,7 @@ TEST_CASE("servers: a synchronous round adds the pushes in rank order, divides b
   o.range = {4, 7};
   o.workers = 2;
   o.optimizer.lr = 0.5;
-  o.l2 = {0.1, 0.0, 0.1};  // a bias in the middle
+  o.l2 = {{0, 1, 0.1}, {2, 3, 0.1}};  // a bias in the middle
   o.job_id = kJob;
   dt::roles::ParameterServer server(*transport, o, {1.0, 1.0, 1.0});
   FakeWorker w0(*transport, server.endpoint(), 0), w1(*transport, server.endpoint(), 1);
@@ -203,7 +203,6 @@ TEST_CASE("servers: async applies each push at once, measures staleness, and hol
   o.workers = 2;
   o.asynchronous = true;
   o.optimizer.lr = 1.0;
-  o.l2 = {0.0, 0.0};
   o.job_id = kJob;
   o.worker_steps = {2, 2};
   o.max_staleness = 0;
@@ -247,4 +246,38 @@ TEST_CASE("servers: async applies each push at once, measures staleness, and hol
   CHECK(log[3].rank == 0);
   CHECK(log[0].rows == 2);
   server.check();
+}
+
+TEST_CASE("servers: L2 blocks of a range, and the lazy L2 term at sorted offsets") {
+  using dt::roles::L2Block;
+  // Weights [0, 10) and [12, 20) of a model, a bias at 10 and 11; a server owning [8, 16).
+  const std::vector<KeyRange> regularized{{12, 20}, {0, 10}};
+  CHECK(dt::roles::l2_blocks(regularized, 0.0, {8, 16}).empty());
+  const auto blocks = dt::roles::l2_blocks(regularized, 0.5, {8, 16});
+  CHECK(blocks == std::vector<L2Block>{{0, 2, 0.5}, {4, 8, 0.5}});
+  const std::vector<double> slice{1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<std::uint32_t> offsets{1, 2, 3, 4, 7};
+  std::vector<double> sums(offsets.size(), 1.0);
+  dt::roles::add_l2_at(blocks, offsets, slice, sums);
+  CHECK(sums == std::vector<double>{2.0, 1.0, 1.0, 3.5, 5.0});  // 2, 3 (bias) untouched
+  std::vector<double> grad(slice.size(), 0.0);
+  dt::roles::add_l2(blocks, slice, grad);
+  CHECK(grad == std::vector<double>{0.5, 1.0, 0.0, 0.0, 2.5, 3.0, 3.5, 4.0});
+}
+
+TEST_CASE("servers: key marks list the keys with nonzero bits, then the keys marked since") {
+  dt::roles::KeyMarks marks;
+  std::vector<double> slice(200, 0.0), slot(200, 0.0);
+  slice[3] = 1.0;
+  slot[64] = -0.0;  // nonzero bits
+  slot[199] = 2.0;
+  const std::vector<std::span<const double>> vectors{slice, slot};
+  marks.reset_from(vectors, 200);
+  std::vector<std::uint32_t> listed;
+  marks.list(listed);
+  CHECK(listed == std::vector<std::uint32_t>{3, 64, 199});
+  const std::vector<std::uint64_t> stepped{0, 3, 127, 128};
+  marks.mark(stepped);
+  marks.list(listed);
+  CHECK(listed == std::vector<std::uint32_t>{0, 3, 64, 127, 128, 199});
 }

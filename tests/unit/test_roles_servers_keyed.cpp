@@ -22,7 +22,7 @@ ServerOptions keyed_async_options() {
   o.workers = 2;
   o.asynchronous = true;
   o.optimizer.lr = 0.5;
-  o.l2 = {0.0, 0.1, 0.0, 0.0, 0.0};
+  o.l2 = {{1, 2, 0.1}};
   o.job_id = kJob;
   o.worker_steps = {2, 2};
   o.staleness_lr = true;
