@@ -1,5 +1,6 @@
 #include "core/data/compressed.hpp"
 #include "core/data/byte_stream.hpp"
+#include "core/data/decode_thread.hpp"
 
 #include "base/error.hpp"
 #include "base/files.hpp"
@@ -13,15 +14,8 @@
 
 #include <array>
 #include <cerrno>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <exception>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
 
 namespace dt::data {
 namespace {
@@ -86,74 +80,6 @@ class Output {
   std::uint64_t total_ = 0;
 };
 
-// The decompressed bytes on their way from the decompressing thread to the writer: a few large
-// buffers that go round (free, filled, written, free again), so memory stays at kBlocks x
-// kBlock whatever the file's size and each write(2) is large. One producer, one consumer.
-class BlockRing {
- public:
-  static constexpr std::size_t kBlock = std::size_t{1} << 20;
-  static constexpr std::size_t kBlocks = 4;
-  struct Block {
-    std::vector<char> bytes;
-    std::size_t size = 0;  // 0: the end of the data
-  };
-
-  BlockRing() {
-    for (auto& b : blocks_) {
-      b.bytes.resize(kBlock);
-      free_.push_back(&b);
-    }
-  }
-  // The producer's next empty block; nullptr once the consumer has stopped.
-  [[nodiscard]] Block* take_free() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return stopped_ || !free_.empty(); });
-    if (stopped_) return nullptr;
-    Block* b = free_.front();
-    free_.pop_front();
-    return b;
-  }
-  // A filled block (size 0 at the end), or nullptr for the producer's error.
-  void push_filled(Block* block) { put(filled_, block); }
-  // The consumer's next block, in order; nullptr when the producer failed. Waits in short
-  // slices so that Ctrl-C is seen (a condition variable's wait is not interrupted by it).
-  [[nodiscard]] Block* next_filled(const fs::path& name) {
-    std::unique_lock lock(mutex_);
-    while (!changed_.wait_for(lock, std::chrono::milliseconds(100),
-                              [this] { return !filled_.empty(); })) {
-      if (signals::interrupted()) {
-        fail<InterruptedError>("interrupted while decompressing {}", name.string());
-      }
-    }
-    Block* b = filled_.front();
-    filled_.pop_front();
-    return b;
-  }
-  void give_back(Block* block) { put(free_, block); }
-  void stop() {
-    {
-      const std::lock_guard lock(mutex_);
-      stopped_ = true;
-    }
-    changed_.notify_all();
-  }
-
- private:
-  void put(std::deque<Block*>& queue, Block* block) {
-    {
-      const std::lock_guard lock(mutex_);
-      queue.push_back(block);
-    }
-    changed_.notify_all();
-  }
-
-  std::array<Block, kBlocks> blocks_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Block*> free_, filled_;
-  bool stopped_ = false;
-};
-
 }  // namespace
 
 config::Compression compression_of(const fs::path& path, Compression wanted, const char* what,
@@ -196,57 +122,15 @@ std::uint64_t decompress(const fs::path& from, Compression compression, const fs
   if (compression != Compression::kGzip && compression != Compression::kZstd) {
     fail<DataError>("{}: not compressed", from.string());
   }
-  auto in = decompressing(open_bytes(from), compression, from);
-  Output out(to);
   // The decompressor runs on a thread of its own and the blocks it fills are written here, so
   // the two overlap on two cores (the copy into the page cache was 15-20% of a zstd file's
-  // `validate`, done in turn with the decompression before).
-  BlockRing ring;
-  std::exception_ptr failure;
-  std::jthread decompressor([&ring, &in, &failure, &from] {
-    try {
-      for (;;) {
-        BlockRing::Block* block = ring.take_free();
-        if (block == nullptr) return;  // the writer gave up
-        if (signals::interrupted()) {
-          fail<InterruptedError>("interrupted while decompressing {}", from.string());
-        }
-        std::size_t n = 0;
-        for (std::size_t k; n < block->bytes.size() &&
-                            (k = in->read(block->bytes.data() + n, block->bytes.size() - n)) > 0;) {
-          n += k;
-        }
-        block->size = n;
-        ring.push_filled(block);
-        if (n == 0) return;  // the end, sent as an empty block
-      }
-    } catch (...) {
-      failure = std::current_exception();
-      ring.push_filled(nullptr);
-    }
-  });
-  // Whatever ends the loop (the end, the decompressor's error, a write error, Ctrl-C), the
-  // thread is stopped and joined before `in` and `out` go.
-  const auto stop = [&ring, &decompressor] {
-    ring.stop();
-    if (decompressor.joinable()) decompressor.join();
-  };
-  try {
-    for (;;) {
-      BlockRing::Block* block = ring.next_filled(from);
-      if (block == nullptr) {
-        stop();
-        std::rethrow_exception(failure);
-      }
-      if (block->size == 0) break;
-      out.write(block->bytes.data(), block->size);
-      ring.give_back(block);
-    }
-  } catch (...) {
-    stop();
-    throw;
+  // `validate`, done in turn with the decompression before). Whatever ends the loop (the end,
+  // the decompressor's error, a write error, Ctrl-C), the thread has ended when this returns.
+  detail::DecodeThread blocks(decompressing(open_bytes(from), compression, from), from);
+  Output out(to);
+  for (std::string_view block; !(block = blocks.next()).empty();) {
+    out.write(block.data(), block.size());
   }
-  stop();
   return out.total();
 }
 
