@@ -1,5 +1,7 @@
 #include "core/data/compressed.hpp"
 #include "core/data/byte_stream.hpp"
+#include "core/data/csv.hpp"
+#include "core/data/csv_io.hpp"
 #include "core/data/decode_thread.hpp"
 
 #include "base/error.hpp"
@@ -15,6 +17,8 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <string>
 
 namespace dt::data {
@@ -80,6 +84,71 @@ class Output {
   std::uint64_t total_ = 0;
 };
 
+// index_csv's pass over the decompressed file, made while it is written (the writing thread has
+// time to spare: the decompressor is the slower stage), so that `run` need not read the whole
+// file again before it plans. It starts once the first MiB is written (the header, and the
+// first lines that tell the separator, read from the file as index_csv reads them), then takes
+// each block as it is written. It gives up quietly at anything it cannot do as index_csv would
+// (a header past the first MiB, a bad row): index_csv then indexes the file and says what is
+// wrong, as before.
+class IndexOnTheWay {
+ public:
+  IndexOnTheWay(CsvIndex& index, fs::path path) : index_(index), path_(std::move(path)) {}
+  void add(std::string_view block) {
+    if (failed_) return;
+    try {
+      if (indexer_) {
+        indexer_->feed(block.data(), block.size());
+        return;
+      }
+      pending_.append(block);
+      if (pending_.size() >= std::max(detail::kDelimiterHead, std::size_t{1} << 20)) start();
+    } catch (const DataError&) {
+      give_up();
+    }
+  }
+  // At the end of the data: true with the whole index in `index`.
+  [[nodiscard]] bool finish() {
+    try {
+      if (!failed_ && !indexer_) start();
+      if (!failed_) indexer_->finish();
+    } catch (const DataError&) {
+      give_up();
+    }
+    return !failed_;
+  }
+
+ private:
+  void start() {
+    const char forced = index_.delimiter;
+    index_ = CsvIndex{};
+    index_.path = path_;
+    index_.delimiter = detail::choose_delimiter(path_, forced);
+    detail::RecordReader reader(path_, 0, 1, index_.delimiter);
+    detail::read_header(index_, reader);
+    const std::uint64_t offset = reader.offset();
+    // The header must have ended at a line end inside what is written, not at its end.
+    if (offset == 0 || offset > pending_.size() || pending_[offset - 1] != '\n') {
+      give_up();
+      return;
+    }
+    indexer_.emplace(index_, offset, reader.line());
+    indexer_->feed(pending_.data() + offset, pending_.size() - offset);
+    std::string().swap(pending_);
+  }
+  void give_up() {
+    failed_ = true;
+    indexer_.reset();
+    std::string().swap(pending_);
+  }
+
+  CsvIndex& index_;
+  fs::path path_;
+  std::string pending_;  // the bytes written before the indexer started
+  std::optional<StreamIndexer> indexer_;
+  bool failed_ = false;
+};
+
 }  // namespace
 
 config::Compression compression_of(const fs::path& path, Compression wanted, const char* what,
@@ -118,7 +187,8 @@ config::Compression compression_of(const fs::path& path, Compression wanted, con
                       : fmt::format("starts like a {} file", config::name_of(content)));
 }
 
-std::uint64_t decompress(const fs::path& from, Compression compression, const fs::path& to) {
+std::uint64_t decompress(const fs::path& from, Compression compression, const fs::path& to,
+                         CsvIndex* index) {
   if (compression != Compression::kGzip && compression != Compression::kZstd) {
     fail<DataError>("{}: not compressed", from.string());
   }
@@ -128,9 +198,13 @@ std::uint64_t decompress(const fs::path& from, Compression compression, const fs
   // the decompressor's error, a write error, Ctrl-C), the thread has ended when this returns.
   detail::DecodeThread blocks(decompressing(open_bytes(from), compression, from), from);
   Output out(to);
+  std::optional<IndexOnTheWay> follow;
+  if (index != nullptr) follow.emplace(*index, to);
   for (std::string_view block; !(block = blocks.next()).empty();) {
     out.write(block.data(), block.size());
+    if (follow) follow->add(block);
   }
+  if (follow && !follow->finish()) *index = CsvIndex{};
   return out.total();
 }
 

@@ -232,6 +232,40 @@ def test_the_errors_of_the_plain_file(tmp):
     assert list((tmp / "tmpdir").iterdir()) == []
 
 
+def test_run_indexes_while_decompressing(tmp):
+    """run still decompresses into the private folder (its workers seek into it), and indexes the
+    rows while it writes them: the same model bytes as the plain file's run; a ragged row past
+    the first MiB stops it with the plain file's message (index_csv reads the copy again)."""
+    _, env = h.private_tmpdir(tmp)
+    raw = linear_rows(tmp)
+
+    def run(name, *extra):
+        cfg = h.write_config(tmp, PLAN.format(path=tmp / name, out=tmp / f"run-{name}"),
+                             f"run-{name}.yaml")
+        return subprocess.run([h.binary(), "run", str(cfg), *extra], capture_output=True,
+                              env=env, timeout=120)
+    names = packed(tmp, "lin.csv", raw)
+    assert run("lin.csv", "-q").returncode == 0
+    model = (tmp / "run-lin.csv" / "model.json").read_bytes()
+    for name in names:
+        r = run(name, "-v")
+        assert r.returncode == 0, (name, r.stderr)
+        assert b"while it was decompressed" in r.stderr, (name, r.stderr)
+        assert (tmp / f"run-{name}" / "model.json").read_bytes() == model, name
+    lines = raw.split(b"\n")
+    lines[17000] += b",7"
+    data = b"\n".join(lines)
+    (tmp / "ragged.csv").write_bytes(data)
+    plain = run("ragged.csv")
+    assert plain.returncode == 2 and b"ragged.csv:17001:1: row has 8 fields" in plain.stderr, plain
+    for name in packed(tmp, "ragged.csv", data):
+        r = run(name)
+        assert r.returncode == 2, (name, r.stderr)
+        assert error_tail(r.stderr, "ragged.csv") == error_tail(plain.stderr, "ragged.csv"), r
+    assert list((tmp / "tmpdir").iterdir()) == []
+
+
 if __name__ == "__main__":
     h.main([test_labels_per_rank_as_the_plain_file, test_every_option_as_the_plain_file,
-            test_no_copy_is_written, test_the_errors_of_the_plain_file])
+            test_no_copy_is_written, test_the_errors_of_the_plain_file,
+            test_run_indexes_while_decompressing])
