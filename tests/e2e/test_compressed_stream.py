@@ -56,6 +56,7 @@ def same_as_plain(tmp, env, config, name, raw, streamed=True):
     want = json.loads(plain.stdout)
     text = validate(tmp, env, config, tmp / name)
     assert text.returncode == 0, text.stderr
+    (tmp / name).unlink()  # the packed files are read with no plain file beside them
     for packed_name in names:
         r = validate(tmp, env, config, tmp / packed_name, "--json", "-v")
         assert r.returncode == 0, (packed_name, r.stderr)
