@@ -3,13 +3,17 @@
 and beside another build of disttrain (before / after a change), interleaved rep by rep.
 
     /usr/bin/python3 bench/bench_compressed.py OLD_BINARY NEW_BINARY [--rows 1000000]
-        [--reps 5] [--cache-dir DIR] [--kinds zst,gz]
+        [--reps 5] [--cache-dir DIR] [--kinds zst,gz] [--plan]
 
 Makes the CSV once in --cache-dir (`disttrain gen linear --rows R --features 100 --seed 1`, the
 file bench_all.py's CSV rows read at 1M rows) and its gzip -1 / zstd -3 copies, then per rep and
 kind runs the tool (to /dev/null), OLD and NEW, in that order. Prints each one's median wall (CSV
 bytes / wall in MB/s) and median CPU (user + sys of the process and its threads), and the
 ratios to the tool. Judge CPU on a loaded machine; wall only on a quiet one.
+
+--plan times `disttrain run` up to its plan instead (decompressing into the private folder and
+indexing the copy): the config names a model.init that does not exist, so the run stops with
+exit 2 right after the plan, before any worker starts.
 """
 
 import argparse
@@ -32,13 +36,13 @@ transport: {{type: ipc}}
 """
 
 
-def timed(cmd):
+def timed(cmd, code=0):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
+    if done.returncode != code:
         raise SystemExit(f"{' '.join(map(str, cmd))} failed: {done.stderr.decode()}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -59,6 +63,7 @@ def main():
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--kinds", default="zst,gz")
+    p.add_argument("--plan", action="store_true", help="time `run` up to its plan")
     p.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
                                                        "disttrain-bench-cache"))
     args = p.parse_args()
@@ -73,13 +78,19 @@ def main():
         with open(csv, "rb") as src:
             packed = made(cache / f"{stem}.csv.{kind}", pack, stdin=src)
         config = cache / f"bench_compressed_{kind}.yaml"
-        config.write_text(CONFIG.format(path=packed))
+        config.write_text(CONFIG.format(path=packed) + (
+            f"output: {{dir: {cache / 'bench_plan_run'}}}\n" if args.plan else ""))
+        if args.plan:  # stops right after the plan (read_initial_model)
+            config.write_text(config.read_text().replace(
+                "model: {type: linear_regression}",
+                f"model: {{type: linear_regression, init: {cache / 'no-such-model.json'}}}"))
+        verb = ["run", str(config), "-q"] if args.plan else ["validate", str(config)]
         subprocess.run(["sh", "-c", f"cat '{packed}' > /dev/null"], check=True)  # page cache
         got = {tool: [], "old": [], "new": []}
         for _ in range(args.reps):
             got[tool].append(timed(["sh", "-c", f"{tool} '{packed}' > /dev/null"]))
-            got["old"].append(timed([args.old, "validate", str(config)]))
-            got["new"].append(timed([args.new, "validate", str(config)]))
+            got["old"].append(timed([args.old, *verb], code=2 if args.plan else 0))
+            got["new"].append(timed([args.new, *verb], code=2 if args.plan else 0))
         wall = {k: statistics.median(w for w, _ in v) for k, v in got.items()}
         for name, runs in got.items():
             cpu = statistics.median(c for _, c in runs)

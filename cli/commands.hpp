@@ -20,6 +20,7 @@
 
 namespace dt::data {
 class ByteSource;
+struct CsvIndex;
 }  // namespace dt::data
 
 namespace dt::cli {
@@ -75,10 +76,13 @@ struct JoinOptions {
 // A data file as the readers take it: `path` itself when it is plain; stdin ('-') spooled, and
 // a gzip or zstd file (data.compression, core/data/compressed.hpp) decompressed, into `spool`
 // (made on first need; a private folder that goes with it). `what` names the file in messages.
+// `index`: a decompressed file is also indexed as a CSV while it is written (data::decompress);
+// left empty (no path) otherwise.
 [[nodiscard]] std::filesystem::path readable_data(const std::filesystem::path& path,
                                                   config::Compression compression,
                                                   std::optional<files::TempDir>& spool,
-                                                  const char* what);
+                                                  const char* what,
+                                                  data::CsvIndex* index = nullptr);
 
 // After readable_data: data.format resolved (auto: the name checked against the first bytes,
 // DataError on a mismatch) to csv or npy; an .npz's arrays (data.arrays) unpacked into `spool`

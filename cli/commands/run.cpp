@@ -215,14 +215,22 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   std::optional<files::TempDir> spool;
   const auto given_path = config.data.path;
   auto shown_data = config.data;  // the resolved config shows the files as given
+  // A decompressed CSV is indexed while it is written (not with data.categorical: its one_hot
+  // values are gathered by the index pass over the file).
+  data::CsvIndex indexed;
+  indexed.delimiter = config.data.delimiter;
   if (!config.data.synthetic && !config.data.path.empty()) {
-    config.data.path = readable_data(config.data.path, config.data.compression, spool, "data.path");
+    config.data.path = readable_data(config.data.path, config.data.compression, spool, "data.path",
+                                     config.data.categorical.empty() ? &indexed : nullptr);
     shown_data.format = resolve_format(config.data, given_path == "-", spool, "data.path");
   }
+  const bool use_index = !indexed.path.empty() && indexed.path == config.data.path &&
+                         config.data.format == config::DataFormat::kCsv;
+  if (use_index) log::info("indexed {} while it was decompressed", given_path.string());
   // Everything that can be checked before a process starts is: bad data exits 2 and leaves
   // no run folder behind, and neither does a checkpoint that does not fit.
   // Two threads for the CSV index: no worker has started yet, so the cores are free.
-  const auto plan = roles::make_plan(config, 2);
+  const auto plan = roles::make_plan(config, 2, use_index ? &indexed : nullptr);
   std::optional<roles::InitialModel> init;
   if (!config.model.init.empty()) init = output::read_initial_model(config, plan.source);
   const auto keys = roles::run_keys(config);

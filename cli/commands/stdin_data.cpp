@@ -112,7 +112,8 @@ config::DataFormat resolve_format(config::DataConfig& data, bool from_stdin,
 
 std::filesystem::path readable_data(const std::filesystem::path& path,
                                     config::Compression compression,
-                                    std::optional<files::TempDir>& spool, const char* what) {
+                                    std::optional<files::TempDir>& spool, const char* what,
+                                    data::CsvIndex* index) {
   const auto folder = [&spool]() -> const std::filesystem::path& { return spool_folder(spool); };
   const bool from_stdin = path == "-";
   const auto plain = from_stdin ? spool_stdin(folder()) : path;
@@ -124,7 +125,7 @@ std::filesystem::path readable_data(const std::filesystem::path& path,
       folder() / (from_stdin ? std::filesystem::path("stdin.csv") : plain.stem());
   if (from_stdin) std::filesystem::rename(plain, folder() / "stdin.compressed");
   const auto source = from_stdin ? folder() / "stdin.compressed" : plain;
-  const auto bytes = data::decompress(source, found, target);
+  const auto bytes = data::decompress(source, found, target, index);
   log::info("decompressed {} ({}): {} bytes", from_stdin ? "stdin" : plain.string(),
             config::name_of(found), bytes);
   if (from_stdin) std::filesystem::remove(source);  // the compressed copy is not needed again

@@ -2,6 +2,7 @@
 // plan a run would follow. Exit 0 when valid, 2 otherwise; nothing is written.
 
 #include "cli/commands.hpp"
+#include "cli/commands/validate_stream.hpp"
 #include "base/files.hpp"
 #include "core/config/config.hpp"
 #include "core/models/model.hpp"
@@ -31,48 +32,6 @@ struct ValidateArgs {
   std::string config_path;
   std::vector<std::string> sets;
   bool json = false;
-};
-
-// Row counts per label of one loaded shard, before the class list is known (it needs the labels
-// of every shard): raw label texts for categorical tasks, 0/1 counts for binary ones.
-struct LabelTally {
-  std::map<std::string, std::uint64_t> texts;
-  std::uint64_t ones = 0;
-  std::uint64_t rows = 0;
-
-  void add(const data::Shard& shard, data::LabelKind kind) {
-    rows += static_cast<std::uint64_t>(shard.y.size());
-    if (kind == data::LabelKind::kCategorical) {
-      for (const auto& t : shard.raw_labels) ++texts[t];
-    } else if (kind == data::LabelKind::kBinary) {
-      ones += static_cast<std::uint64_t>((shard.y.array() == 1.0).count());
-    }
-  }
-  void merge(const LabelTally& other) {
-    for (const auto& [text, n] : other.texts) texts[text] += n;
-    ones += other.ones;
-    rows += other.rows;
-  }
-  // {"class": rows, ...} in class order, every class listed (0 when absent).
-  [[nodiscard]] nlohmann::ordered_json by_class(const std::vector<std::string>& classes,
-                                                data::LabelKind kind) const {
-    std::vector<std::uint64_t> counts(classes.size(), 0);
-    if (kind == data::LabelKind::kBinary) {
-      counts = {rows - ones, ones};
-    } else {
-      // Map each text to its class exactly as the run does ("02" is class 2).
-      data::Shard mapping;
-      for (const auto& [text, n] : texts) mapping.raw_labels.push_back(text);
-      data::assign_classes(mapping, classes);
-      std::size_t i = 0;
-      for (const auto& [text, n] : texts) {
-        counts[static_cast<std::size_t>(mapping.y(static_cast<Eigen::Index>(i++)))] += n;
-      }
-    }
-    nlohmann::ordered_json j = nlohmann::ordered_json::object();
-    for (std::size_t c = 0; c < classes.size(); ++c) j[classes[c]] = counts[c];
-    return j;
-  }
 };
 
 // The per-worker label histogram, classes as columns:
@@ -258,53 +217,59 @@ int validate(const ValidateArgs& args) {
   std::vector<config::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
   auto config = config::load(args.config_path, overrides);
-  // data.path '-' (stdin) or a compressed file, read as `run` reads it.
+  const auto kind = data::label_kind(config::task_of(config.model));
+  // A compressed CSV is checked as it is decompressed, where that gives what the plain path
+  // gives (validate_stream.hpp); else data.path '-' (stdin) or a compressed file is read as
+  // `run` reads it, through a copy in a private folder.
   std::optional<files::TempDir> spool;
   const auto given_path = config.data.path;
-  if (!config.data.synthetic && !config.data.path.empty()) {
+  auto streamed = check_while_decompressing(config, kind);
+  if (!streamed && !config.data.synthetic && !config.data.path.empty()) {
     config.data.path = readable_data(config.data.path, config.data.compression, spool, "data.path");
     (void)resolve_format(config.data, given_path == "-", spool, "data.path");
   }
   (void)roles::run_keys(config);  // key files readable, private, well-formed
-  const auto plan = roles::make_plan(config);
+  const auto plan = roles::make_plan(config, 1, streamed ? &streamed->index : nullptr);
   std::optional<roles::InitialModel> init;
   if (!config.model.init.empty()) init = output::read_initial_model(config, plan.source);
-  const auto task = config::task_of(config.model);
-  const auto kind = data::label_kind(task);
 
-  // Load every shard as the workers would, and the held-out rows as the coordinator would, so
-  // that every cell is checked; count each shard's labels on the way. A shard is read a piece
-  // at a time (about 16 MiB of values each), so memory stays bounded and warm whatever its size;
-  // the rows are checked, not kept (data::check_shard), unless their statistics are needed.
   const std::size_t ranks = plan.segments.size();
   std::vector<LabelTally> tallies(ranks + 1);  // the ranks, then the validation rows
-  // Sparse rows: 64Ki rows a piece (their size is the nonzeros', unknown before reading).
-  const std::uint64_t piece_rows = plan.source.sparse
-                                       ? std::uint64_t{1} << 16
-                                       : (16ULL << 20) / (8 * (plan.source.columns.size() + 1));
   std::vector<SparseTally> sparse(ranks);
-  // data.missing: mean needs a present value in every column, over all training rows.
-  const bool mean_fill = config.data.missing == config::Missing::kMean && plan.columns.empty();
-  std::vector<Piece> pieces;
-  for (std::size_t r = 0; r < ranks; ++r) {
-    const auto& source = plan.source_of(r);
-    for (auto& piece : data::chunk_segments(plan.segments[r], piece_rows, source.csv,
-                                            data::rows_by_number(config, source))) {
-      pieces.push_back({r, std::move(piece)});
+  if (streamed) {
+    tallies = streamed->tallies(plan, kind);  // every row was checked on the way
+  } else {
+    // Load every shard as the workers would, and the held-out rows as the coordinator would, so
+    // that every cell is checked; count each shard's labels on the way. A shard is read a piece
+    // at a time (about 16 MiB of values each), so memory stays bounded and warm whatever its size;
+    // the rows are checked, not kept (data::check_shard), unless their statistics are needed.
+    // Sparse rows: 64Ki rows a piece (their size is the nonzeros', unknown before reading).
+    const std::uint64_t piece_rows = plan.source.sparse
+                                         ? std::uint64_t{1} << 16
+                                         : (16ULL << 20) / (8 * (plan.source.columns.size() + 1));
+    // data.missing: mean needs a present value in every column, over all training rows.
+    const bool mean_fill = config.data.missing == config::Missing::kMean && plan.columns.empty();
+    std::vector<Piece> pieces;
+    for (std::size_t r = 0; r < ranks; ++r) {
+      const auto& source = plan.source_of(r);
+      for (auto& piece : data::chunk_segments(plan.segments[r], piece_rows, source.csv,
+                                              data::rows_by_number(config, source))) {
+        pieces.push_back({r, std::move(piece)});
+      }
     }
+    data::ColumnStats present;
+    // Data that came through the private folder (decompressed, or stdin's copy) is checked on
+    // two threads: this pass is what is left of its time once it is there (issue 15: a .zst at
+    // the decompressor's speed). A plain file keeps validate on one core, as measured.
+    for (auto& checked : check_pieces(config, plan, pieces, kind, mean_fill, spool ? 2 : 1)) {
+      if (checked.error) std::rethrow_exception(checked.error);
+      if (mean_fill) data::merge_into(present, checked.present);
+      tallies[checked.rank].merge(checked.labels);
+      sparse[checked.rank].merge(checked.sparse);
+    }
+    if (mean_fill) (void)data::missing_fill(config.data.missing, present, plan.source.features);
+    tallies[ranks].add(roles::load_validation(config, plan, kind), kind);
   }
-  data::ColumnStats present;
-  // Data that came through the private folder (decompressed, or stdin's copy) is checked on
-  // two threads: this pass is what is left of its time once it is there (issue 15: a .zst at
-  // the decompressor's speed). A plain file keeps validate on one core, as measured.
-  for (auto& checked : check_pieces(config, plan, pieces, kind, mean_fill, spool ? 2 : 1)) {
-    if (checked.error) std::rethrow_exception(checked.error);
-    if (mean_fill) data::merge_into(present, checked.present);
-    tallies[checked.rank].merge(checked.labels);
-    sparse[checked.rank].merge(checked.sparse);
-  }
-  if (mean_fill) (void)data::missing_fill(config.data.missing, present, plan.source.features);
-  tallies[ranks].add(roles::load_validation(config, plan, kind), kind);
   std::vector<std::string> classes;
   if (kind == data::LabelKind::kCategorical) {
     std::vector<std::string> labels;
@@ -359,7 +324,7 @@ int validate(const ValidateArgs& args) {
   }
   j["data"] = config.data.synthetic ? std::string("synthetic")
               : given_path == "-"  ? std::string("stdin")
-              : spool              ? given_path.string()
+              : spool || streamed  ? given_path.string()
               : files.empty()       ? config.data.path.string()
                                     : fmt::format("{}", fmt::join(files, ", "));
   j["rows"] = plan.source.rows;

@@ -38,12 +38,13 @@ void refuse_sparse_misfits(const config::Config& config) {
 
 }  // namespace
 
-Plan make_plan(const config::Config& config, unsigned index_threads) {
+Plan make_plan(const config::Config& config, unsigned index_threads,
+               const data::CsvIndex* indexed) {
   Plan plan;
   if (config.shards.strategy == config::ShardStrategy::kContiguous) {
-    plan_segments(config, plan, index_threads);  // no list of every row: no shard can be empty
+    plan_segments(config, plan, index_threads, indexed);  // no list of every row: no shard can be empty
   } else {
-    const auto shards = plan_rows(config, plan, index_threads);
+    const auto shards = plan_rows(config, plan, index_threads, indexed);
     for (std::size_t r = 0; r < shards.size(); ++r) {
       plan.segments.push_back(data::to_segments(shards[r], plan.source_of(r).csv));
       plan.shard_rows.push_back(shards[r].size());

@@ -46,7 +46,9 @@ struct Plan {
 [[nodiscard]] Plan with_join_slots(const config::Config& config, Plan plan);
 // index_threads: how many threads the CSV index may use. `run` gives 2: nothing else runs before
 // the plan is made. `validate` keeps 1 (its bytes per second are read as one core's).
-[[nodiscard]] Plan make_plan(const config::Config& config, unsigned index_threads = 1);
+// `indexed`: the CSV's index when it is already made (data::describe_source).
+[[nodiscard]] Plan make_plan(const config::Config& config, unsigned index_threads = 1,
+                             const data::CsvIndex* indexed = nullptr);
 
 // Local steps per epoch of a worker with `rows` rows in the modes where training.batch_size is
 // per worker (parameters, async): ceil(rows / batch_size), at least 1; 1 with `full`.

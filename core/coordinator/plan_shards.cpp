@@ -44,16 +44,18 @@ std::vector<std::vector<std::uint64_t>> plan_files(const config::Config& config,
 }
 
 // The source and the held-out rows, for every strategy but files.
-void describe(const config::Config& config, Plan& plan, unsigned index_threads) {
-  plan.source = data::describe_source(config, index_threads);
+void describe(const config::Config& config, Plan& plan, unsigned index_threads,
+              const data::CsvIndex* indexed) {
+  plan.source = data::describe_source(config, index_threads, indexed);
   plan.validation_rows =
       data::validation_rows(plan.source.rows, config.data.validation_fraction, config.seed);
 }
 
 }  // namespace
 
-void plan_segments(const config::Config& config, Plan& plan, unsigned index_threads) {
-  describe(config, plan, index_threads);
+void plan_segments(const config::Config& config, Plan& plan, unsigned index_threads,
+                   const data::CsvIndex* indexed) {
+  describe(config, plan, index_threads, indexed);
   plan.segments = data::contiguous_segments(plan.source.rows, plan.validation_rows,
                                             config.shards.count, plan.source.csv);
   for (const auto& segments : plan.segments) {
@@ -65,11 +67,12 @@ void plan_segments(const config::Config& config, Plan& plan, unsigned index_thre
 }
 
 std::vector<std::vector<std::uint64_t>> plan_rows(const config::Config& config, Plan& plan,
-                                                  unsigned index_threads) {
+                                                  unsigned index_threads,
+                                                  const data::CsvIndex* indexed) {
   const auto& shards = config.shards;
   if (shards.strategy == config::ShardStrategy::kFiles) return plan_files(config, plan);
 
-  describe(config, plan, index_threads);
+  describe(config, plan, index_threads, indexed);
   if (shards.strategy != config::ShardStrategy::kByLabel &&
       shards.strategy != config::ShardStrategy::kDirichlet) {
     return data::plan_shards(plan.source.rows, plan.validation_rows, shards.count,

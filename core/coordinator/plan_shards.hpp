@@ -12,13 +12,15 @@ namespace dt::roles {
 // Fills plan.source and plan.validation_rows (and, for strategy files, plan.rank_sources) and
 // returns each rank's training rows, sorted, numbered in its own source. (The contiguous
 // strategy, the default, goes straight to segments instead: plan_segments.)
-// index_threads as in make_plan.
+// index_threads and indexed as in make_plan.
 [[nodiscard]] std::vector<std::vector<std::uint64_t>> plan_rows(const config::Config& config,
-                                                                Plan& plan, unsigned index_threads);
+                                                                Plan& plan, unsigned index_threads,
+                                                                const data::CsvIndex* indexed);
 
 // The contiguous strategy: fills plan.source, plan.validation_rows, plan.segments and
 // plan.shard_rows without listing every row (data::contiguous_segments).
-void plan_segments(const config::Config& config, Plan& plan, unsigned index_threads);
+void plan_segments(const config::Config& config, Plan& plan, unsigned index_threads,
+                   const data::CsvIndex* indexed);
 
 // Warnings for ranks whose shard is empty (possible with by_label and dirichlet).
 [[nodiscard]] std::vector<std::string> empty_shard_warnings(

@@ -37,6 +37,12 @@ class ByteSource {
                                                         config::Compression compression,
                                                         const std::filesystem::path& name);
 
+// `in` read ahead on a thread of its own (a few 1 MiB blocks ahead), so that decompressing
+// overlaps with what the caller does with the bytes; the same errors, in order; the thread has
+// ended when the source is destroyed. `name` names the data in the Ctrl-C message.
+[[nodiscard]] std::unique_ptr<ByteSource> read_ahead(std::unique_ptr<ByteSource> in,
+                                                     const std::filesystem::path& name);
+
 // A source whose first bytes can be looked at before they are read (to tell a format or a
 // compression by its content): head() reads up to `want` bytes ahead, and read() then returns
 // them first.

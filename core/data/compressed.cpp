@@ -1,5 +1,8 @@
 #include "core/data/compressed.hpp"
 #include "core/data/byte_stream.hpp"
+#include "core/data/csv.hpp"
+#include "core/data/csv_io.hpp"
+#include "core/data/decode_thread.hpp"
 
 #include "base/error.hpp"
 #include "base/files.hpp"
@@ -13,15 +16,10 @@
 
 #include <array>
 #include <cerrno>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <exception>
-#include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
-#include <vector>
+#include <string>
 
 namespace dt::data {
 namespace {
@@ -86,72 +84,69 @@ class Output {
   std::uint64_t total_ = 0;
 };
 
-// The decompressed bytes on their way from the decompressing thread to the writer: a few large
-// buffers that go round (free, filled, written, free again), so memory stays at kBlocks x
-// kBlock whatever the file's size and each write(2) is large. One producer, one consumer.
-class BlockRing {
+// index_csv's pass over the decompressed file, made while it is written (the writing thread has
+// time to spare: the decompressor is the slower stage), so that `run` need not read the whole
+// file again before it plans. It starts once the first MiB is written (the header, and the
+// first lines that tell the separator, read from the file as index_csv reads them), then takes
+// each block as it is written. It gives up quietly at anything it cannot do as index_csv would
+// (a header past the first MiB, a bad row): index_csv then indexes the file and says what is
+// wrong, as before.
+class IndexOnTheWay {
  public:
-  static constexpr std::size_t kBlock = std::size_t{1} << 20;
-  static constexpr std::size_t kBlocks = 4;
-  struct Block {
-    std::vector<char> bytes;
-    std::size_t size = 0;  // 0: the end of the data
-  };
-
-  BlockRing() {
-    for (auto& b : blocks_) {
-      b.bytes.resize(kBlock);
-      free_.push_back(&b);
-    }
-  }
-  // The producer's next empty block; nullptr once the consumer has stopped.
-  [[nodiscard]] Block* take_free() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [this] { return stopped_ || !free_.empty(); });
-    if (stopped_) return nullptr;
-    Block* b = free_.front();
-    free_.pop_front();
-    return b;
-  }
-  // A filled block (size 0 at the end), or nullptr for the producer's error.
-  void push_filled(Block* block) { put(filled_, block); }
-  // The consumer's next block, in order; nullptr when the producer failed. Waits in short
-  // slices so that Ctrl-C is seen (a condition variable's wait is not interrupted by it).
-  [[nodiscard]] Block* next_filled(const fs::path& name) {
-    std::unique_lock lock(mutex_);
-    while (!changed_.wait_for(lock, std::chrono::milliseconds(100),
-                              [this] { return !filled_.empty(); })) {
-      if (signals::interrupted()) {
-        fail<InterruptedError>("interrupted while decompressing {}", name.string());
+  IndexOnTheWay(CsvIndex& index, fs::path path) : index_(index), path_(std::move(path)) {}
+  void add(std::string_view block) {
+    if (failed_) return;
+    try {
+      if (indexer_) {
+        indexer_->feed(block.data(), block.size());
+        return;
       }
+      pending_.append(block);
+      if (pending_.size() >= std::max(detail::kDelimiterHead, std::size_t{1} << 20)) start();
+    } catch (const DataError&) {
+      give_up();
     }
-    Block* b = filled_.front();
-    filled_.pop_front();
-    return b;
   }
-  void give_back(Block* block) { put(free_, block); }
-  void stop() {
-    {
-      const std::lock_guard lock(mutex_);
-      stopped_ = true;
+  // At the end of the data: true with the whole index in `index`.
+  [[nodiscard]] bool finish() {
+    try {
+      if (!failed_ && !indexer_) start();
+      if (!failed_) indexer_->finish();
+    } catch (const DataError&) {
+      give_up();
     }
-    changed_.notify_all();
+    return !failed_;
   }
 
  private:
-  void put(std::deque<Block*>& queue, Block* block) {
-    {
-      const std::lock_guard lock(mutex_);
-      queue.push_back(block);
+  void start() {
+    const char forced = index_.delimiter;
+    index_ = CsvIndex{};
+    index_.path = path_;
+    index_.delimiter = detail::choose_delimiter(path_, forced);
+    detail::RecordReader reader(path_, 0, 1, index_.delimiter);
+    detail::read_header(index_, reader);
+    const std::uint64_t offset = reader.offset();
+    // The header must have ended at a line end inside what is written, not at its end.
+    if (offset == 0 || offset > pending_.size() || pending_[offset - 1] != '\n') {
+      give_up();
+      return;
     }
-    changed_.notify_all();
+    indexer_.emplace(index_, offset, reader.line());
+    indexer_->feed(pending_.data() + offset, pending_.size() - offset);
+    std::string().swap(pending_);
+  }
+  void give_up() {
+    failed_ = true;
+    indexer_.reset();
+    std::string().swap(pending_);
   }
 
-  std::array<Block, kBlocks> blocks_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Block*> free_, filled_;
-  bool stopped_ = false;
+  CsvIndex& index_;
+  fs::path path_;
+  std::string pending_;  // the bytes written before the indexer started
+  std::optional<StreamIndexer> indexer_;
+  bool failed_ = false;
 };
 
 }  // namespace
@@ -192,61 +187,24 @@ config::Compression compression_of(const fs::path& path, Compression wanted, con
                       : fmt::format("starts like a {} file", config::name_of(content)));
 }
 
-std::uint64_t decompress(const fs::path& from, Compression compression, const fs::path& to) {
+std::uint64_t decompress(const fs::path& from, Compression compression, const fs::path& to,
+                         CsvIndex* index) {
   if (compression != Compression::kGzip && compression != Compression::kZstd) {
     fail<DataError>("{}: not compressed", from.string());
   }
-  auto in = decompressing(open_bytes(from), compression, from);
-  Output out(to);
   // The decompressor runs on a thread of its own and the blocks it fills are written here, so
   // the two overlap on two cores (the copy into the page cache was 15-20% of a zstd file's
-  // `validate`, done in turn with the decompression before).
-  BlockRing ring;
-  std::exception_ptr failure;
-  std::jthread decompressor([&ring, &in, &failure, &from] {
-    try {
-      for (;;) {
-        BlockRing::Block* block = ring.take_free();
-        if (block == nullptr) return;  // the writer gave up
-        if (signals::interrupted()) {
-          fail<InterruptedError>("interrupted while decompressing {}", from.string());
-        }
-        std::size_t n = 0;
-        for (std::size_t k; n < block->bytes.size() &&
-                            (k = in->read(block->bytes.data() + n, block->bytes.size() - n)) > 0;) {
-          n += k;
-        }
-        block->size = n;
-        ring.push_filled(block);
-        if (n == 0) return;  // the end, sent as an empty block
-      }
-    } catch (...) {
-      failure = std::current_exception();
-      ring.push_filled(nullptr);
-    }
-  });
-  // Whatever ends the loop (the end, the decompressor's error, a write error, Ctrl-C), the
-  // thread is stopped and joined before `in` and `out` go.
-  const auto stop = [&ring, &decompressor] {
-    ring.stop();
-    if (decompressor.joinable()) decompressor.join();
-  };
-  try {
-    for (;;) {
-      BlockRing::Block* block = ring.next_filled(from);
-      if (block == nullptr) {
-        stop();
-        std::rethrow_exception(failure);
-      }
-      if (block->size == 0) break;
-      out.write(block->bytes.data(), block->size);
-      ring.give_back(block);
-    }
-  } catch (...) {
-    stop();
-    throw;
+  // `validate`, done in turn with the decompression before). Whatever ends the loop (the end,
+  // the decompressor's error, a write error, Ctrl-C), the thread has ended when this returns.
+  detail::DecodeThread blocks(decompressing(open_bytes(from), compression, from), from);
+  Output out(to);
+  std::optional<IndexOnTheWay> follow;
+  if (index != nullptr) follow.emplace(*index, to);
+  for (std::string_view block; !(block = blocks.next()).empty();) {
+    out.write(block.data(), block.size());
+    if (follow) follow->add(block);
   }
-  stop();
+  if (follow && !follow->finish()) *index = CsvIndex{};
   return out.total();
 }
 

@@ -9,6 +9,8 @@
 
 namespace dt::data {
 
+struct CsvIndex;
+
 // The compression of `path` for `wanted` (data.compression): kAuto looks at the name (.gz,
 // .zst) and the first bytes; DataError when they disagree ("x.csv starts like a gzip file:
 // name it x.csv.gz, or set data.compression: gzip") or when a forced one does not match the
@@ -23,7 +25,11 @@ namespace dt::data {
 // them at most in flight). DataError naming the file and the byte offset for corrupt or
 // truncated input, IoError when `to` cannot be written (a full disk), InterruptedError after
 // Ctrl-C; the thread has ended when it returns or throws. Returns the bytes written.
+//
+// With `index` (its delimiter: data.delimiter, 0 to detect): `to` is also indexed as a CSV while
+// it is written, as index_csv(to, ..., delimiter) would index it; `index` is left empty (no
+// path) where that could not be done (not a CSV, a bad row: index_csv then says what is wrong).
 std::uint64_t decompress(const std::filesystem::path& from, config::Compression compression,
-                         const std::filesystem::path& to);
+                         const std::filesystem::path& to, CsvIndex* index = nullptr);
 
 }  // namespace dt::data

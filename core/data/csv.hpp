@@ -41,6 +41,25 @@ struct CsvIndex {
                                  std::uint64_t min_parallel_bytes = std::uint64_t{64} << 20,
                                  char delimiter = 0, CellScan* cells = nullptr);
 
+// index_csv's pass over bytes that come a block at a time with no file behind them (a stream
+// being decompressed: validate, issue 15): the same rows, lines, checks and messages as
+// index_csv of a file holding the same bytes, read in one pass. `index` holds the header (path,
+// columns, delimiter: read_header's) and stays the caller's; `offset` and `line` are where the
+// header ended. feed() takes the bytes from `offset` on, in order; finish() at their end.
+class StreamIndexer {
+ public:
+  StreamIndexer(CsvIndex& index, std::uint64_t offset, std::uint64_t line);
+  ~StreamIndexer();
+  StreamIndexer(const StreamIndexer&) = delete;
+  StreamIndexer& operator=(const StreamIndexer&) = delete;
+  void feed(const char* data, std::size_t n);
+  void finish();  // sets index.file_size; DataError for a file with no data row, as index_csv
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // The separator of a file: tab for a name ending in .tsv; else the one of ',', '\t', ';', '|'
 // that splits the header line into the most fields (more than one), the first data line (if
 // any) into as many; ',' when none does.

@@ -20,7 +20,8 @@
 #include <thread>
 
 namespace dt::data {
-namespace {
+// Named (not anonymous): StreamIndexer::Impl holds an Indexer.
+namespace index_pass {
 
 enum class State : std::uint8_t {
   kRowStart,    // before the first byte of a record
@@ -415,7 +416,12 @@ void index_halves(CsvIndex& index, Indexer& indexer, CellScan* cells, detail::Ma
   for (const std::uint64_t line : tail.row_line) index.row_line.push_back(line + shift);
 }
 
-}  // namespace
+}  // namespace index_pass
+
+using index_pass::Indexer;
+using index_pass::index_halves;
+using index_pass::index_range;
+using index_pass::next_line_start;
 
 CsvIndex index_csv(const std::filesystem::path& path, unsigned threads,
                    std::uint64_t min_parallel_bytes, char delimiter, CellScan* cells) {
@@ -460,6 +466,32 @@ CsvIndex index_csv(const std::filesystem::path& path, unsigned threads,
   }
   if (index.rows() == 0) fail<DataError>("{}: no data rows after the header", path.string());
   return index;
+}
+
+struct StreamIndexer::Impl {
+  Impl(CsvIndex& index, std::uint64_t offset, std::uint64_t line)
+      : index(index), indexer(index, offset, line), offset(offset) {}
+  CsvIndex& index;
+  Indexer indexer;
+  std::uint64_t offset;  // of the next byte fed
+};
+
+StreamIndexer::StreamIndexer(CsvIndex& index, std::uint64_t offset, std::uint64_t line)
+    : impl_(std::make_unique<Impl>(index, offset, line)) {}
+
+StreamIndexer::~StreamIndexer() = default;
+
+void StreamIndexer::feed(const char* data, std::size_t n) {
+  impl_->indexer.feed(data, n, impl_->offset);
+  impl_->offset += n;
+}
+
+void StreamIndexer::finish() {
+  impl_->indexer.finish();
+  impl_->index.file_size = impl_->offset;
+  if (impl_->index.rows() == 0) {
+    fail<DataError>("{}: no data rows after the header", impl_->index.path.string());
+  }
 }
 
 }  // namespace dt::data

@@ -19,6 +19,7 @@ namespace dt::data {
 
 namespace detail {
 class RecordReader;
+class IndexingTee;
 }
 
 class CsvStream {
@@ -26,13 +27,20 @@ class CsvStream {
   // Reads the header now, with index_csv's checks and messages; the separator is detected from
   // the first lines as index_csv does (a .tsv `name` is tab-separated). `name` names the data in
   // messages ("stdin:7:3: ...").
-  CsvStream(std::unique_ptr<PeekedSource> source, const std::filesystem::path& name);
+  // `delimiter`: the separator as given (data.delimiter), 0 to detect it. `index`: also index
+  // the rows as they are read (a StreamIndexer), for index() (validate of a compressed file).
+  CsvStream(std::unique_ptr<PeekedSource> source, const std::filesystem::path& name,
+            char delimiter = 0, bool index = false);
   ~CsvStream();
   CsvStream(const CsvStream&) = delete;
   CsvStream& operator=(const CsvStream&) = delete;
   [[nodiscard]] const std::vector<std::string>& columns() const noexcept { return header_.columns; }
   [[nodiscard]] char delimiter() const noexcept { return header_.delimiter; }
   [[nodiscard]] const std::filesystem::path& name() const noexcept { return header_.path; }
+  // The header, and with `index` the rows read so far; whole, as index_csv would make it of a
+  // file holding the same bytes (file_size set), once indexed() (next() has met the end).
+  [[nodiscard]] const CsvIndex& index() const noexcept { return header_; }
+  [[nodiscard]] bool indexed() const noexcept;
   // The next rows (at most max_rows; fewer only at the end, none after it) of the columns
   // `source` describes (its columns must be columns()); `missing`: what a missing cell becomes
   // (the model's data.missing). A sparse `source` (hashed columns: a sparse model's) gives
@@ -42,7 +50,8 @@ class CsvStream {
 
  private:
   std::unique_ptr<PeekedSource> source_;
-  CsvIndex header_;  // columns, delimiter and name only: there is no index
+  std::unique_ptr<detail::IndexingTee> tee_;  // between source_ and reader_, with `index`
+  CsvIndex header_;  // columns, delimiter and name; the rows too with `index`
   std::unique_ptr<detail::RecordReader> reader_;
 };
 

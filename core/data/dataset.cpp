@@ -196,7 +196,8 @@ void load_synthetic(const config::Config& config, const SourceInfo& source,
 
 }  // namespace
 
-SourceInfo describe_source(const config::Config& config, unsigned index_threads) {
+SourceInfo describe_source(const config::Config& config, unsigned index_threads,
+                           const CsvIndex* indexed) {
   const config::DataConfig& data = config.data;
   SourceInfo info;
   std::string origin;
@@ -251,8 +252,10 @@ SourceInfo describe_source(const config::Config& config, unsigned index_threads)
     }
     cells.empty_allowed = data.missing != config::Missing::kError;
     cells.max_distinct = kMaxCategories;
-    info.csv = index_csv(data.path, index_threads, std::uint64_t{64} << 20, data.delimiter,
-                         cells.names.empty() ? nullptr : &cells);
+    info.csv = indexed != nullptr ? *indexed
+                                  : index_csv(data.path, index_threads, std::uint64_t{64} << 20,
+                                              data.delimiter, cells.names.empty() ? nullptr : &cells);
+    if (indexed != nullptr) cells.given_up = true;  // no pass gathered categories
     info.delimiter = info.csv->delimiter;
     info.columns = info.csv->columns;
     for (const auto& column : info.columns) {

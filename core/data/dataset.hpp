@@ -84,8 +84,11 @@ void use_local_copy(const std::filesystem::path& file, const config::DataConfig&
 
 // Indexes the CSV (or describes the synthetic source) and resolves the label column.
 // DataError when the label column is missing: "data.csv: no column 'target'; columns are: a, b, y
-// (did you mean 'targets'?)". index_threads: how many threads index_csv may use.
-[[nodiscard]] SourceInfo describe_source(const config::Config& config, unsigned index_threads = 1);
+// (did you mean 'targets'?)". index_threads: how many threads index_csv may use. `indexed`: the
+// CSV's index, already made (validate indexes a compressed file as it decompresses it, with no
+// file to index: StreamIndexer); its path stands for data.path in messages.
+[[nodiscard]] SourceInfo describe_source(const config::Config& config, unsigned index_threads = 1,
+                                         const CsvIndex* indexed = nullptr);
 
 // "a, b, c" for messages, shortened for files with hundreds of columns.
 [[nodiscard]] std::string column_list(const std::vector<std::string>& columns);
