@@ -62,6 +62,10 @@ def test_float32_converges_near_float64_and_says_so(tmp):
     assert "dtype" not in m64, "a float64 model.json keeps its bytes: no dtype key"
     resolved = (tmp / "f32" / "config.resolved.yaml").read_text()
     assert "dtype: float32" in resolved, resolved
+    v = h.run("validate", config(tmp, name="v.yaml"), timeout=30)
+    assert v.code == 0 and "parameters, float32 products" in v.stdout, v
+    v = h.run("validate", config(tmp, name="v.yaml"), "--json", timeout=30)
+    assert v.code == 0 and v.json()["dtype"] == "float32", v
 
 
 def test_float32_is_byte_identical_across_reruns_and_transports(tmp):
