@@ -495,7 +495,7 @@ def row_small_steps(b):
 
 MLP = """
 seed: 1
-model: {{type: mlp, hidden: [64], activation: relu, task: binary}}
+model: {{type: mlp, hidden: [64], activation: relu, task: binary, dtype: {dtype}}}
 data: {{synthetic: {{kind: logistic, rows: 200000, features: 100}}}}
 shards: {{count: {workers}}}
 aggregation: {{mode: gradients, topology: star}}
@@ -531,11 +531,14 @@ def mlp_flops_per_row(features=100, hidden=64, outputs=1):
 def row_mlp(b):
     print("MLP 200k x 100 -> 64, batch 256 per worker, 2 epochs", flush=True)
     runs = {2: [], 1: []}
+    runs32 = {2: [], 1: []}  # model.dtype float32: the same job with single-precision products
     ddp = {"float64": [], "float32": []}
     gemm = []
     for _ in range(b.reps):
         for workers in (2, 1):
-            runs[workers].append(b.disttrain("mlp", MLP.format(workers=workers)))
+            runs[workers].append(b.disttrain("mlp", MLP.format(workers=workers, dtype="float64")))
+            runs32[workers].append(b.disttrain("mlp", MLP.format(workers=workers,
+                                                                  dtype="float32")))
         for dtype in ddp:
             ddp[dtype].append(b.peer_json(
                 "torch_ddp.py", "--model", "mlp", "--workers", 2, "--rows", 200000, "--features",
@@ -554,6 +557,24 @@ def row_mlp(b):
     r = ratio_of(train[1], train[2])
     add("MLP", "2 workers vs 1 worker, same total work (global batch 512)", fmt(train[2], "s"),
         f"1 worker {fmt(train[1], 's')}", fmt(r, "×"), "≥ 1.6×", check(r, ">=", 1.6), note)
+    # The fair pair for DDP float32: disttrain with model.dtype float32 (products in float32,
+    # parameters and the exchanged gradient sums in float64).
+    train32 = {w: median(summary_value(s, "train_seconds") for s, _ in runs32[w]) for w in runs32}
+    note32 = failure_note("disttrain float32", [r for w in runs32 for _, r in runs32[w]])
+    peer = median(p["t_train_s"] for p, _ in ddp["float32"] if p)
+    r = ratio_of(peer, train32[2])
+    add("MLP", "training, model.dtype float32 vs PyTorch DDP (2 workers, float32)",
+        fmt(train32[2], "s"), f"DDP {fmt(peer, 's')}", fmt(r, "×"), "≥ 4×", check(r, ">=", 4),
+        notes(note32, failure_note("torch_ddp.py", [r for _, r in ddp["float32"]])))
+    r = ratio_of(train32[1], train32[2])
+    add("MLP", "2 workers vs 1 worker, model.dtype float32 (global batch 512)",
+        fmt(train32[2], "s"), f"1 worker {fmt(train32[1], 's')}", fmt(r, "×"), "≥ 1.6×",
+        check(r, ">=", 1.6), note32)
+    cpu = {d: median(compute_seconds(s) for s, _ in rs[2]) for d, rs in (("float64", runs),
+                                                                           ("float32", runs32))}
+    r = ratio_of(cpu["float64"], cpu["float32"])
+    add("MLP", "workers' compute seconds, float64 / float32 (2 workers)", fmt(cpu["float32"], "s"),
+        f"float64 {fmt(cpu['float64'], 's')}", fmt(r, "×"), "—", None, note32)
     flops = mlp_flops_per_row() * 200_000 * 2
     rates = [flops / compute_seconds(s) / 1e9 for s, _ in runs[2] if s and compute_seconds(s)]
     ours = median(rates)
@@ -561,6 +582,8 @@ def row_mlp(b):
     blas = next((g["blas"] for g, _ in gemm if g), None)
     b.raw["mlp"] = {"train_s": {w: [summary_value(s, "train_seconds") for s, _ in runs[w]]
                                 for w in runs},
+                    "float32_train_s": {w: [summary_value(s, "train_seconds")
+                                            for s, _ in runs32[w]] for w in runs32},
                     "worker_gflops": rates, "dgemm_gflops": [g and g["gflops"] for g, _ in gemm],
                     "dgemm_blas": blas, "flops_per_row": mlp_flops_per_row()}
     r = ratio_of(ours, peer)

@@ -339,6 +339,9 @@ int validate(const ValidateArgs& args) {
     j["categorical"] = output::categorical_json(plan.source.categorical);
   }
   j["parameters"] = parameters;
+  if (config.model.dtype != config::Dtype::kFloat64) {
+    j["dtype"] = config::name_of(config.model.dtype);
+  }
   if (init) j["init"] = init->path.string();
   j["mode"] = config::name_of(config.aggregation.mode);
   j["topology"] = config::name_of(config.aggregation.topology);
@@ -365,7 +368,7 @@ int validate(const ValidateArgs& args) {
       "data:       {} ({} rows, {} features, label '{}'{})\n"
       "{}{}"
       "split:      {} training rows, {} validation rows\n"
-      "model:      {}, {} parameters{}\n"
+      "model:      {}, {} parameters{}{}\n"
       "training:   {}; {} workers over {}, {} steps per epoch x {} epochs = {} steps{}\n"
       "shards:     {}\n",
       args.config_path, j["data"].get<std::string>(), plan.source.rows,
@@ -374,6 +377,7 @@ int validate(const ValidateArgs& args) {
       describe_categorical(plan.source.categorical),
       plan.source.sparse ? describe_sparse(j["sparse"]) : std::string(), plan.train_rows,
       plan.validation_rows.size(), config::name_of(config.model.type), parameters,
+      config.model.dtype == config::Dtype::kFloat32 ? ", float32 products" : "",
       init ? fmt::format(", starting from {}", init->path.string()) : std::string(),
       config::describe_aggregation(config), config::worker_count(config),
       config::name_of(config.transport.type), steps_per_epoch, config.training.epochs, steps,

@@ -26,6 +26,7 @@ struct ModelConfig {
   std::vector<int> hidden{64};              // mlp only
   Activation activation = Activation::kRelu;  // mlp only
   Task task = Task::kRegression;            // mlp only; fixed by the type for the others
+  Dtype dtype = Dtype::kFloat64;  // float32: the mlp's products only (core/models/mlp.cpp)
   double l2 = 0.0;
   // model.init: a model.json to start from (resolved against the config file's folder); empty:
   // start from the seed's initial weights.

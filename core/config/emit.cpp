@@ -116,6 +116,7 @@ void write_model(Writer& w, const ModelConfig& m) {
     w.put("hidden", m.hidden);
     w.put("activation", name_of(m.activation));
     w.put("task", name_of(m.task));
+    w.put("dtype", name_of(m.dtype));
   }
   w.put("l2", m.l2);
   if (!m.init.empty()) w.put("init", m.init.string());

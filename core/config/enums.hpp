@@ -17,6 +17,7 @@ inline constexpr std::array kModelTypes{ModelType::kLinearRegression,
 inline constexpr std::array kActivations{Activation::kRelu, Activation::kTanh,
                                          Activation::kSigmoid};
 inline constexpr std::array kTasks{Task::kRegression, Task::kBinary, Task::kMulticlass};
+inline constexpr std::array kDtypes{Dtype::kFloat64, Dtype::kFloat32};
 inline constexpr std::array kNormalizations{Normalize::kNone, Normalize::kStandard,
                                             Normalize::kMinmax};
 inline constexpr std::array kMissings{Missing::kError, Missing::kMean, Missing::kZero};

@@ -45,6 +45,16 @@ const char* name_of(Task v) {
   return "?";
 }
 
+const char* name_of(Dtype v) {
+  switch (v) {
+    case Dtype::kFloat64:
+      return "float64";
+    case Dtype::kFloat32:
+      return "float32";
+  }
+  return "?";
+}
+
 const char* name_of(Normalize v) {
   switch (v) {
     case Normalize::kNone:

@@ -7,6 +7,8 @@ namespace dt::config {
 enum class ModelType { kLinearRegression, kLogisticRegression, kSoftmaxRegression, kMlp };
 enum class Activation { kRelu, kTanh, kSigmoid };
 enum class Task { kRegression, kBinary, kMulticlass };
+// model.dtype: the precision of the MLP's dense products (parameters stay float64).
+enum class Dtype { kFloat64, kFloat32 };
 enum class Normalize { kNone, kStandard, kMinmax };
 enum class Missing { kError, kMean, kZero };
 enum class Compression { kAuto, kNone, kGzip, kZstd };
@@ -30,6 +32,7 @@ enum class FaultAction { kKill, kHang, kSlow, kDrop, kDelay, kLeave };
 [[nodiscard]] const char* name_of(ModelType v);
 [[nodiscard]] const char* name_of(Activation v);
 [[nodiscard]] const char* name_of(Task v);
+[[nodiscard]] const char* name_of(Dtype v);
 [[nodiscard]] const char* name_of(Normalize v);
 [[nodiscard]] const char* name_of(Missing v);
 [[nodiscard]] const char* name_of(Compression v);

@@ -21,12 +21,8 @@ std::string one_of(const std::array<E, N>& values) {
   return out;
 }
 
-std::string join_path(std::string_view parent, std::string_view name) {
-  return parent.empty() ? std::string(name) : fmt::format("{}.{}", parent, name);
-}
-
 std::vector<Key> build_keys() {
-  using detail::kActivations, detail::kAggregationModes, detail::kModelTypes,
+  using detail::kActivations, detail::kAggregationModes, detail::kModelTypes, detail::kDtypes,
       detail::kNormalizations, detail::kOptimizerTypes, detail::kShardStrategies,
       detail::kSyntheticKinds, detail::kTasks, detail::kTopologies, detail::kTransportTypes,
       detail::kSecurityModes, detail::kMergeRules, detail::kOptimizerStates,
@@ -48,6 +44,10 @@ std::vector<Key> build_keys() {
       {"model.task", one_of(kTasks), "regression", "",
        "What the `mlp` predicts; the other types fix it (linear: regression, logistic: binary, "
        "softmax: multiclass)."},
+      {"model.dtype", one_of(kDtypes), "float64", "",
+       "`mlp` only: `float32` computes the layers' products in float32 (rows and weights "
+       "converted per step); parameters, gradient sums, optimizer and model.json stay float64. "
+       "Not with `parallelism.tensor` > 1. See docs/models.md."},
       {"model.l2", "number >= 0", "0", "", "L2 regularization strength."},
       {"model.init", "path", "", "none",
        "A `model.json` to start training from instead of the seed's initial weights (fine-tuning, "
@@ -469,29 +469,6 @@ const std::vector<std::string>& metrics() {
                                               "validation_log_loss",
                                               "validation_auc"};
   return names;
-}
-
-std::vector<std::string> children(std::string_view pattern) {
-  const std::string prefix = pattern.empty() ? "" : fmt::format("{}.", pattern);
-  std::vector<std::string> out;
-  for (const Key& key : keys()) {
-    if (!std::string_view(key.path).starts_with(prefix) || key.path.size() == prefix.size()) {
-      continue;
-    }
-    const std::string_view rest = std::string_view(key.path).substr(prefix.size());
-    std::string name(rest.substr(0, rest.find('.')));
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
-  }
-  if (out.size() == 1 && out.front() == kMetricWildcard) return metrics();
-  return out;
-}
-
-std::string child_pattern(std::string_view pattern, std::string_view name) {
-  const std::string wildcard = join_path(pattern, kMetricWildcard);
-  const bool is_wildcard = std::any_of(keys().begin(), keys().end(), [&](const Key& key) {
-    return std::string_view(key.path).starts_with(wildcard + ".");
-  });
-  return is_wildcard ? wildcard : join_path(pattern, name);
 }
 
 }  // namespace dt::config::schema

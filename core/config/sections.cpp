@@ -67,6 +67,13 @@ ModelConfig parse_model(const Section& s, const fs::path& base_dir) {
                                  name_of(m.type), name_of(task_of(m))));
     }
   }
+  m.dtype = s.choice("dtype", m.dtype, kDtypes);
+  if (m.dtype == Dtype::kFloat32 && m.type != ModelType::kMlp) {
+    s.fail("dtype", fmt::format("float32 applies to mlp only (its dense products), but "
+                                "model.type is {}, which computes in float64; remove it or set "
+                                "dtype: float64",
+                                name_of(m.type)));
+  }
   m.l2 = s.number("l2", m.l2, Range::kNonNegative);
   if (s.has("init")) {
     const std::string init = s.string("init", "");
@@ -422,6 +429,11 @@ void check_combinations(const Section& root, const Config& c) {
                                              "server, but aggregation.servers is {}; use "
                                              "servers: 1 (or tensor: 1 with sharded servers)",
                                              c.aggregation.servers));
+    }
+    if (c.model.dtype == Dtype::kFloat32) {
+      root.section("model").fail("dtype", "float32 is not available with parallelism.tensor > 1 "
+                                          "(the tensor-parallel slices compute in float64); "
+                                          "use dtype: float64 or tensor: 1");
     }
   }
   const auto merge = c.aggregation.parameters.merge;

@@ -99,6 +99,8 @@ nlohmann::json soft_keys(const config::Config& c) {
       j["aggregation.compression"] = fmt::format("topk {}", num(c.aggregation.topk_ratio));
     }
   }
+  // Only when float32, as above: the state is float64 either way, but the steps differ.
+  if (c.model.dtype != config::Dtype::kFloat64) j["model.dtype"] = config::name_of(c.model.dtype);
   j["model.l2"] = num(c.model.l2);
   j["data.normalize"] = config::name_of(c.data.normalize);
   j["data.validation"] = num(c.data.validation_fraction);

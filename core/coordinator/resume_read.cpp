@@ -109,6 +109,12 @@ std::vector<std::string> changed_keys(const nlohmann::json& saved, const nlohman
       out.push_back(fmt::format("{} was {}, is now {}", key, before, value.get<std::string>()));
     }
   }
+  // A key written only when set (aggregation.compression, model.dtype ...) that is now unset.
+  for (const auto& [key, value] : saved.items()) {
+    if (!now.contains(key) && value.is_string()) {
+      out.push_back(fmt::format("{} was {}, is now (absent)", key, value.get<std::string>()));
+    }
+  }
   return out;
 }
 

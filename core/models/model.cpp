@@ -137,6 +137,9 @@ void validate(const ModelSpec& spec) {
   if (!(spec.config.l2 >= 0.0) || !std::isfinite(spec.config.l2)) {
     fail<TrainingError>("{}: l2 must be a finite number >= 0, got {}", name, spec.config.l2);
   }
+  if (spec.config.dtype != config::Dtype::kFloat64 && spec.config.type != config::ModelType::kMlp) {
+    fail<TrainingError>("{}: dtype float32 is available for mlp only", name);
+  }
   if (spec.config.type == config::ModelType::kMlp) {
     for (std::size_t i = 0; i < spec.config.hidden.size(); ++i) {
       if (spec.config.hidden[i] < 1) {

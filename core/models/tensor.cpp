@@ -128,6 +128,10 @@ std::unique_ptr<TensorSlice> make_tensor_slice(const ModelSpec& full, int tensor
     fail<TrainingError>("tensor rank {} is outside [0, {})", rank, tensor);
   }
   check_tensor_split(full.config, full.inputs, tensor);
+  // The config refuses it first (model.dtype); this guards every other caller.
+  if (full.config.dtype != config::Dtype::kFloat64) {
+    fail<TrainingError>("tensor-parallel slices compute in float64 only; use dtype float64");
+  }
   // The unsplit model validates the spec and gives the full layout the slices map into.
   const auto model = make_model(full);
   if (splits_features(full.config.type)) return detail::make_affine_slice(*model, tensor, rank);

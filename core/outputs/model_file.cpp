@@ -143,6 +143,11 @@ SavedModel parse_model(std::string_view text, const std::filesystem::path& path)
     m.spec.config.activation =
         enum_from(r, r.get<std::string>(model, "activation"),
                   {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}, "activation");
+    if (model.contains("dtype")) {
+      using config::Dtype;
+      m.spec.config.dtype = enum_from(r, r.get<std::string>(model, "dtype"),
+                                      {Dtype::kFloat64, Dtype::kFloat32}, "dtype");
+    }
   }
   m.spec.config.l2 = r.get<double>(model, "l2");
   m.label = r.get<std::string>(j, "label");

@@ -96,6 +96,9 @@ ordered_json model_json(const config::Config& config, const roles::RunResult& re
   if (mc.type == config::ModelType::kMlp) {
     m["hidden"] = mc.hidden;
     m["activation"] = config::name_of(mc.activation);
+    // Only when not the default, so a float64 model's file keeps its bytes; predict and eval
+    // compute as training did (absent: float64).
+    if (mc.dtype != config::Dtype::kFloat64) m["dtype"] = config::name_of(mc.dtype);
   }
   m["l2"] = mc.l2;
   m["inputs"] = model.spec().inputs;

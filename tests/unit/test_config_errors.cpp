@@ -48,7 +48,8 @@ TEST_CASE("config errors: unknown keys, with a suggestion when one is close") {
        "test.yaml:6:5: unknown key 'training.optimizer.momentun' (did you mean "
        "'training.optimizer.momentum'?)"},
       {with_header("model:\n  colour: red\n"),
-       "test.yaml:4:3: unknown key 'model.colour' (expected type, hidden, activation, task, l2 or init)"},
+       "test.yaml:4:3: unknown key 'model.colour' (expected type, hidden, activation, task, "
+       "dtype, l2 or init)"},
       {with_header("output: {log_every: {step: 5}}\n"),
        "test.yaml:3:22: unknown key 'output.log_every.step' (did you mean "
        "'output.log_every.steps'?)"},

@@ -84,6 +84,12 @@ dt::models::ModelSpec l2_spec(ModelType type, int inputs, int classes, std::vect
   return dt::test::spec_of(type, inputs, classes, std::move(hidden), activation, task, 0.01);
 }
 
+// model.dtype float32: its converted rows, weights and head are scratch too.
+dt::models::ModelSpec float32(dt::models::ModelSpec spec) {
+  spec.config.dtype = dt::config::Dtype::kFloat32;
+  return spec;
+}
+
 }  // namespace
 
 TEST_CASE("models: the training hot path allocates nothing once warmed up") {
@@ -101,6 +107,9 @@ TEST_CASE("models: the training hot path allocates nothing once warmed up") {
       l2_spec(ModelType::kMlp, kInputs, kClasses, {64, 32}, Activation::kRelu, Task::kMulticlass),
       l2_spec(ModelType::kMlp, kInputs, 0, {64}, Activation::kTanh, Task::kRegression),
       l2_spec(ModelType::kMlp, kInputs, 0, {16, 8}, Activation::kSigmoid, Task::kBinary),
+      float32(l2_spec(ModelType::kMlp, kInputs, kClasses, {64, 32}, Activation::kRelu,
+                      Task::kMulticlass)),
+      float32(l2_spec(ModelType::kMlp, kInputs, 0, {16}, Activation::kTanh, Task::kRegression)),
   };
   for (const auto& spec : specs) {
     CAPTURE(static_cast<int>(spec.config.type));
