@@ -13,6 +13,7 @@
 #include "core/outputs/initial_model.hpp"
 #include "core/outputs/run_output.hpp"
 #include "base/error.hpp"
+#include "base/signals.hpp"
 #include "base/text.hpp"
 
 #include <fmt/format.h>
@@ -100,6 +101,8 @@ std::vector<CheckedPiece> check_pieces(const config::Config& config, const roles
       out[i].rank = pieces[i].rank;
       out[i].sparse.bytes = 0;
       try {
+        // Ctrl-C: stop between pieces (16 MiB, a few tens of ms), so the private folder goes.
+        if (signals::interrupted()) fail<InterruptedError>("interrupted while checking the data");
         // Only data.missing: mean needs the values (their statistics); else no row is kept.
         const auto& source = plan.source_of(pieces[i].rank);
         const auto shard = mean_fill ? data::load_shard(config, source, pieces[i].segments, kind)
@@ -214,6 +217,9 @@ std::string label_table(const std::vector<std::string>& classes,
 }
 
 int validate(const ValidateArgs& args) {
+  // Ctrl-C or SIGTERM stops the check with exit 130 and removes the private folder of a
+  // decompressed or piped copy (a second one exits at once, as `run` does).
+  signals::install_interrupt_handlers();
   std::vector<config::Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(config::parse_override(s));
   auto config = config::load(args.config_path, overrides);

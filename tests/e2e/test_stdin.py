@@ -109,10 +109,11 @@ def test_a_killed_spool_is_swept_and_ctrl_c_exits_130(tmp):
     _, env = h.private_tmpdir(tmp)
     cfg = h.write_config(tmp, CONFIG.format(path='"-"', out=tmp / "run"))
     rows = h.source("data", "blobs.csv").read_bytes()
-    for sig, code in ((signal.SIGKILL, -signal.SIGKILL), (signal.SIGINT, 130)):
-        # The pipe stays open: the run waits for the rest of its data.
+    for sig, code, command in ((signal.SIGKILL, -signal.SIGKILL, "run"), (signal.SIGINT, 130, "run"),
+                               (signal.SIGINT, 130, "validate"), (signal.SIGTERM, 130, "validate")):
+        # The pipe stays open: the command waits for the rest of its data.
         before = set(spools(tmp))
-        p = subprocess.Popen([h.binary(), "run", str(cfg)], stdin=subprocess.PIPE,
+        p = subprocess.Popen([h.binary(), command, str(cfg)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         p.stdin.write(rows[:1000])
         p.stdin.flush()
@@ -122,7 +123,7 @@ def test_a_killed_spool_is_swept_and_ctrl_c_exits_130(tmp):
         p.wait(timeout=30)  # not communicate(): it would close stdin, an end of the data
         err = p.stderr.read()
         p.stdin.close()
-        assert p.returncode == code, (sig, p.returncode, err)
+        assert p.returncode == code, (command, sig, p.returncode, err)
         if sig == signal.SIGKILL:
             assert len(spools(tmp)) == 1  # a process killed outright cannot clean up
         else:
