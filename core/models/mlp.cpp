@@ -40,7 +40,6 @@ template <class Scalar>
 class Mlp final : public Model {
   // float converts parameters and rows into its own buffers; double reads them where they lie.
   static constexpr bool kConverts = !std::is_same_v<Scalar, double>;
-  static constexpr Eigen::Index kAhead = 4;  // rows prefetched ahead of a picked batch's gather
   using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using RowsMap = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
 
@@ -114,14 +113,7 @@ class Mlp final : public Model {
     grow_inputs(n);
     if (y_.size() < n) y_.resize(n);
     for (Eigen::Index i = 0; i < n; ++i) {
-      // Shuffled rows lie anywhere in the shard: ask for the row kAhead picks on while this
-      // one converts, every cache line of it.
-      if (i + kAhead < n) {
-        const double* next =
-            batch.x.row(static_cast<Eigen::Index>(batch.pick[static_cast<std::size_t>(i + kAhead)]))
-                .data();
-        for (Eigen::Index c = 0; c < batch.x.cols(); c += 8) __builtin_prefetch(next + c);
-      }
+      prefetch_picked_row(batch, i);  // while this row converts
       const auto row = static_cast<Eigen::Index>(batch.pick[static_cast<std::size_t>(i)]);
       x_.row(i) = batch.x.row(row).template cast<Scalar>();
       y_(i) = batch.y(row);

@@ -55,6 +55,7 @@ BatchRows gather(const BatchRows& batch, RowMatrix& x, Eigen::VectorXd& y) {
     y.resize(n);
   }
   for (Eigen::Index i = 0; i < n; ++i) {
+    detail::prefetch_picked_row(batch, i);
     const auto row = static_cast<Eigen::Index>(batch.pick[static_cast<std::size_t>(i)]);
     x.row(i) = batch.x.row(row);
     y(i) = batch.y(row);
