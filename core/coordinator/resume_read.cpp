@@ -1,6 +1,7 @@
 #include "core/coordinator/resume_read.hpp"
 
 #include "base/error.hpp"
+#include "core/config/schema.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -95,6 +96,18 @@ LogRow row_of(const nlohmann::json& j, const std::string& where) {
   return row;
 }
 
+// What a key written only when set means when it is unset: its default, from the schema
+// ("float64 (the default)"), or "unset" for a key without one.
+std::string unset_value(const std::string& key) {
+  for (const auto& k : config::schema::keys()) {
+    if (k.path != key) continue;
+    std::string value = k.default_yaml.empty() ? k.default_note : k.default_yaml;
+    std::erase(value, '`');
+    if (!value.empty()) return value + " (the default)";
+  }
+  return "unset";
+}
+
 std::vector<std::string> changed_keys(const nlohmann::json& saved, const nlohmann::json& now,
                                       const std::string& where, const char* section) {
   if (!saved.is_object()) fail<DataError>("{}: the manifest's {} is not an object", where, section);
@@ -104,7 +117,7 @@ std::vector<std::string> changed_keys(const nlohmann::json& saved, const nlohman
     if (it != saved.end() && !it->is_string()) {
       fail<DataError>("{}: the manifest's {}.{} is not a string", where, section, key);
     }
-    const std::string before = it == saved.end() ? "(absent)" : it->get<std::string>();
+    const std::string before = it == saved.end() ? unset_value(key) : it->get<std::string>();
     if (before != value.get<std::string>()) {
       out.push_back(fmt::format("{} was {}, is now {}", key, before, value.get<std::string>()));
     }
@@ -112,7 +125,8 @@ std::vector<std::string> changed_keys(const nlohmann::json& saved, const nlohman
   // A key written only when set (aggregation.compression, model.dtype ...) that is now unset.
   for (const auto& [key, value] : saved.items()) {
     if (!now.contains(key) && value.is_string()) {
-      out.push_back(fmt::format("{} was {}, is now (absent)", key, value.get<std::string>()));
+      out.push_back(
+          fmt::format("{} was {}, is now {}", key, value.get<std::string>(), unset_value(key)));
     }
   }
   return out;

@@ -98,7 +98,7 @@ def test_float32_resume_is_byte_identical(tmp):
     ck.resume_and_compare(tmp, cfg, ref, tmp / "run", total)
     # Resuming a float32 checkpoint in float64 would continue with other steps: said, not hidden.
     r = h.run("run", cfg, "--resume", "--set", "model.dtype=float64", "--json", timeout=60)
-    assert "model.dtype" in r.stderr, r
+    assert "model.dtype was float32, is now float64 (the default)" in r.stderr, r
 
 
 def test_eval_and_predict_compute_as_training_did(tmp):
