@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 namespace dt::data {
@@ -33,30 +34,54 @@ bool npy_block_finite(const double* values, std::uint64_t n) {
   return total == 0.0;
 }
 
-// The first `p` values of each of `n` rows of `cols` values into `out` (p a row), checking all
-// `cols` finite on the way (npy_block_finite's test): one pass over the rows, which come
-// straight from the page cache. Rows with a bad value are copied too: the caller reads the
-// block again value by value, to name it.
+// The first `p` values of each of `n` rows of `cols` values into `out` (p a row; kCopy false:
+// `in` is `out`, already in place), checking all `cols` finite on the way (npy_block_finite's
+// test), and adding each of the p values to its column's sum, minimum and maximum in `sums`
+// (column_stats's first pass, in the same order: the same bits): one pass over the rows while
+// they are in cache, the rows straight from the page cache. Rows with a bad value are copied
+// too: the caller reads the block again value by value, to name it, and drops the sums.
+template <bool kCopy>
 bool npy_copy_finite(const double* in, std::uint64_t cols, std::uint64_t p, std::uint64_t n,
-                     double* out) {
-  double sums[kFiniteLanes] = {};
+                     double* out, ColumnStats& sums) {
+  double* sum = sums.mean.data();
+  double* lo = sums.min.data();
+  double* hi = sums.max.data();
+  double finite[kFiniteLanes] = {};
   double total = 0.0;
   for (std::uint64_t k = 0; k < n; ++k, in += cols, out += p) {
     std::uint64_t c = 0;
     for (; c + kFiniteLanes <= p; c += kFiniteLanes) {
       for (std::uint64_t l = 0; l < kFiniteLanes; ++l) {
-        out[c + l] = in[c + l];
-        sums[l] += in[c + l] * 0.0;
+        const double v = in[c + l];
+        if constexpr (kCopy) out[c + l] = v;
+        finite[l] += v * 0.0;
+        sum[c + l] += v;
+        lo[c + l] = std::min(lo[c + l], v);
+        hi[c + l] = std::max(hi[c + l], v);
       }
     }
     for (; c < p; ++c) {
-      out[c] = in[c];
-      total += in[c] * 0.0;
+      const double v = in[c];
+      if constexpr (kCopy) out[c] = v;
+      total += v * 0.0;
+      sum[c] += v;
+      lo[c] = std::min(lo[c], v);
+      hi[c] = std::max(hi[c], v);
     }
     for (; c < cols; ++c) total += in[c] * 0.0;
   }
-  for (const double s : sums) total += s;
+  for (const double s : finite) total += s;
   return total == 0.0;
+}
+
+// Sums of no row yet: each minimum starts at +inf and maximum at -inf, which the first finite
+// value replaces exactly as column_stats's start at row 0 does.
+ColumnStats no_sums(std::size_t p) {
+  ColumnStats s;
+  s.mean.assign(p, 0.0);
+  s.min.assign(p, std::numeric_limits<double>::infinity());
+  s.max.assign(p, -std::numeric_limits<double>::infinity());
+  return s;
 }
 
 }  // namespace
@@ -97,6 +122,9 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
   const bool direct = keep && leading && x.cols == p && x.kind == 'f' && x.item == 8;
   const std::uint64_t block = std::max<std::uint64_t>(1, (std::uint64_t{1} << 17) / x.cols);
   std::vector<double> buf, labels;
+  // column_stats's first pass, made in the copy; kept only when every block was fast.
+  ColumnStats sums = no_sums(keep && leading ? p : 0);
+  bool sums_whole = keep && leading;
   Eigen::Index r = 0;
   for (const Segment& seg : segments) {
     for (std::uint64_t done = 0; done < seg.count; done += block) {
@@ -119,10 +147,15 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
         y->read(first, n, labels.data());
       }
       // A block with a NaN or an infinity is read again value by value below.
-      const bool fast =
-          leading && (direct || !keep
-                          ? npy_block_finite(values, n * x.cols)
-                          : npy_copy_finite(values, x.cols, p, n, shard.x.data() + r * p));
+      bool fast = false;
+      if (leading && !keep) {
+        fast = npy_block_finite(values, n * x.cols);
+      } else if (leading) {
+        double* rows = shard.x.data() + r * p;
+        fast = direct ? npy_copy_finite<false>(values, x.cols, p, n, rows, sums)
+                      : npy_copy_finite<true>(values, x.cols, p, n, rows, sums);
+      }
+      sums_whole = sums_whole && fast;  // a NaN somewhere: column_stats makes its own
       for (std::uint64_t k = 0; k < n; ++k, ++r) {
         const double* in = values + k * x.cols;
         double* row = shard.x.data() + (keep ? r : 0) * shard.x.cols();
@@ -154,6 +187,7 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
       if (!direct) x_reader.release(first, n);
     }
   }
+  if (sums_whole) shard.sums = std::move(sums);
 }
 
 }  // namespace dt::data
