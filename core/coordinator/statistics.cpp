@@ -73,7 +73,7 @@ std::vector<protocol::Envelope> with_departed_shards(const config::Config& confi
     // As its worker would have: the same rows, the same statistics (data::column_stats).
     const auto shard = data::load_shard(config, source_for(plan, r), plan.segments[r], kind);
     auto e = protocol::make_loaded(
-        {static_cast<std::uint64_t>(shard.y.size()), data::column_stats(shard.x),
+        {static_cast<std::uint64_t>(shard.y.size()), data::column_stats(shard),
          kind == data::LabelKind::kCategorical ? data::distinct_labels(shard)
                                                : std::vector<std::string>{}});
     e.rank = static_cast<std::uint32_t>(r);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace dt::data {
 namespace {
@@ -44,31 +45,24 @@ void present_column_stats(const RowMatrix& x, std::size_t j, ColumnStats& s) {
 
 }  // namespace
 
-ColumnStats column_stats(const RowMatrix& x) {
+namespace {
+
+// Column statistics of no row yet: the width of the data, every figure 0.
+ColumnStats empty_stats(const RowMatrix& x) {
   const auto cols = static_cast<std::size_t>(x.cols());
   ColumnStats s;
   s.count = static_cast<std::uint64_t>(x.rows());
-  // An empty shard still has the width of the data; its values are meaningless (count 0) and
-  // merge_into treats it as the identity.
   s.mean.assign(cols, 0.0);
   s.m2.assign(cols, 0.0);
   s.min.assign(cols, 0.0);
   s.max.assign(cols, 0.0);
-  if (s.count == 0) return s;
+  return s;
+}
 
-  // Two passes (mean, then squared deviations) rather than a running update: as accurate as
-  // Welford and cheaper per element. Rows are walked in memory order: the compiler vectorizes
-  // these loops and memory streams in (walking eight columns of 128 rows at a time, sums in
-  // registers, took twice as long: the strided reads defeat the prefetcher).
-  for (std::size_t j = 0; j < cols; ++j) s.min[j] = s.max[j] = x(0, static_cast<Eigen::Index>(j));
-  for (Eigen::Index r = 0; r < x.rows(); ++r) {
-    const double* row = x.data() + r * x.cols();
-    for (std::size_t j = 0; j < cols; ++j) {
-      s.mean[j] += row[j];
-      s.min[j] = std::min(s.min[j], row[j]);
-      s.max[j] = std::max(s.max[j], row[j]);
-    }
-  }
+// The second pass of column_stats: `s` holds the sums (in `mean`), minima and maxima of every
+// column over the rows of x in order.
+ColumnStats finish_stats(const RowMatrix& x, ColumnStats s) {
+  const auto cols = static_cast<std::size_t>(x.cols());
   const auto n = static_cast<double>(s.count);
   for (auto& m : s.mean) m /= n;
   for (Eigen::Index r = 0; r < x.rows(); ++r) {
@@ -85,6 +79,45 @@ ColumnStats column_stats(const RowMatrix& x) {
     present_column_stats(x, j, s);
   }
   return s;
+}
+
+}  // namespace
+
+ColumnStats column_stats(const RowMatrix& x) {
+  const auto cols = static_cast<std::size_t>(x.cols());
+  // An empty shard still has the width of the data; its values are meaningless (count 0) and
+  // merge_into treats it as the identity.
+  ColumnStats s = empty_stats(x);
+  if (s.count == 0) return s;
+
+  // Two passes (mean, then squared deviations) rather than a running update: as accurate as
+  // Welford and cheaper per element. Rows are walked in memory order: the compiler vectorizes
+  // these loops and memory streams in (walking eight columns of 128 rows at a time, sums in
+  // registers, took twice as long: the strided reads defeat the prefetcher).
+  for (std::size_t j = 0; j < cols; ++j) s.min[j] = s.max[j] = x(0, static_cast<Eigen::Index>(j));
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    const double* row = x.data() + r * x.cols();
+    for (std::size_t j = 0; j < cols; ++j) {
+      s.mean[j] += row[j];
+      s.min[j] = std::min(s.min[j], row[j]);
+      s.max[j] = std::max(s.max[j], row[j]);
+    }
+  }
+  return finish_stats(x, std::move(s));
+}
+
+ColumnStats column_stats(const Shard& shard) {
+  const auto cols = static_cast<std::size_t>(shard.x.cols());
+  const auto& sums = shard.sums;
+  if (!sums || shard.x.rows() == 0 || sums->mean.size() != cols || sums->min.size() != cols ||
+      sums->max.size() != cols) {
+    return column_stats(shard.x);
+  }
+  ColumnStats s = empty_stats(shard.x);
+  s.mean = sums->mean;
+  s.min = sums->min;
+  s.max = sums->max;
+  return finish_stats(shard.x, std::move(s));
 }
 
 void merge_into(ColumnStats& into, const ColumnStats& other) {

@@ -235,6 +235,7 @@ ordered_json summary_json(const config::Config& config, const roles::RunResult& 
                        {"pid", w.pid},
                        {"host", w.host},
                        {"rows", w.rows},
+                       {"load_seconds", w.report.load_seconds},
                        {"steps", w.report.steps},
                        {"compute_seconds", w.report.compute_seconds},
                        {"comm_seconds", w.report.comm_seconds},

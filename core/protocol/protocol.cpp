@@ -433,7 +433,8 @@ Envelope make_report(const Report& r) {
               {"bytes_sent", r.bytes_sent},
               {"bytes_received", r.bytes_received},
               {"step_seconds_percentiles", r.step_seconds_percentiles},
-              {"max_rss_bytes", r.max_rss_bytes}};
+              {"max_rss_bytes", r.max_rss_bytes},
+              {"load_seconds", r.load_seconds}};
   if (!r.timeline.empty()) {  // output.timeline: one frame more, only when recorded
     e.fields["clock_ns"] = r.clock_ns;
     e.arrays.push_back(r.timeline);
@@ -451,6 +452,7 @@ Report read_report(const Envelope& e) {
   r.step_seconds_percentiles = get<std::vector<double>>(e, "step_seconds_percentiles");
   // Optional: a report without it (from a build before it) reads as 0, "not known".
   if (e.fields.contains("max_rss_bytes")) r.max_rss_bytes = get<std::uint64_t>(e, "max_rss_bytes");
+  if (e.fields.contains("load_seconds")) r.load_seconds = get<double>(e, "load_seconds");
   if (e.fields.contains("clock_ns") && !e.arrays.empty()) {
     r.clock_ns = get<std::int64_t>(e, "clock_ns");
     r.timeline = e.arrays.front();

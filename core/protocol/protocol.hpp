@@ -183,6 +183,7 @@ struct Report {
   std::uint64_t bytes_received = 0;
   std::vector<double> step_seconds_percentiles;  // p50, p90, p99, max of per-step compute time
   std::uint64_t max_rss_bytes = 0;               // the worker's peak resident set size
+  double load_seconds = 0;  // its shard's load, check, statistics and normalization (shard_load.hpp)
   // output.timeline: the worker's spans (base/timeline.hpp's encoding; empty when off) and its
   // CLOCK_MONOTONIC when it sent the report (the coordinator's estimate of a remote clock).
   std::vector<std::byte> timeline;

@@ -6,6 +6,7 @@
 #include "core/protocol/keys.hpp"
 #include "core/worker/leave.hpp"
 #include "core/worker/peers.hpp"
+#include "core/worker/shard_load.hpp"
 #include "core/data/non_iid.hpp"
 #include "core/data/npy.hpp"
 #include "core/protocol/timing.hpp"
@@ -206,32 +207,17 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
       }
       data::use_local_copy(options.data, config.data, setup.source, setup.segments);
     }
-    auto shard = [&] {
-      try {
-        return data::load_shard(config, setup.source, setup.segments, kind);
-      } catch (DataError& e) {
-        if (given.job_id == 0 && options.data.empty() && !config.data.synthetic) {
-          // Joined from elsewhere: the path is the coordinator's.
-          e.add_context("reading the coordinator's data path on this host (put the data on a "
-                        "shared filesystem, or give this worker its own copy with --data FILE)");
-        }
-        throw;
-      }
-    }();
-    protocol::Loaded loaded{static_cast<std::uint64_t>(shard.y.size()), data::column_stats(shard.x),
-                            kind == data::LabelKind::kCategorical ? data::distinct_labels(shard)
-                                                                   : std::vector<std::string>{}};
-    auto loaded_msg = protocol::make_loaded(loaded);
-    loaded_msg.rank = options.rank;
-    connection->send(protocol::encode(loaded_msg, options.job_id), deadline_in(kSendDeadline));
-    log::info("loaded {} rows of {} feature columns", shard.y.size(), shard.x.cols());
+    auto load = load_worker_shard(config, setup, kind, options.rank,
+                                  given.job_id == 0 && options.data.empty());
+    connection->send(protocol::encode(std::move(load.loaded), options.job_id),
+                     deadline_in(kSendDeadline));
 
     const auto finalize = protocol::read_finalize(
         expect(receive_from(*connection, options, &heartbeat, timeout_ms, startup_deadline),
                protocol::Type::kFinalize),
         setup.source.features.size());
-    data::apply(finalize.normalization, shard.x);
-    if (kind == data::LabelKind::kCategorical) data::assign_classes(shard, finalize.classes);
+    finish_shard(finalize, kind, load);
+    data::Shard& shard = load.shard;
     const auto model = models::make_model(
         {config.model, static_cast<int>(data::input_width(setup.source)),
          static_cast<int>(finalize.classes.size())});
@@ -304,6 +290,7 @@ int run_worker(transport::Transport& transport, const WorkerOptions& given) {
           break;
         case protocol::Type::kStop: {
           auto stats = session.report();
+          stats.load_seconds = load.seconds;
           if (timeline::current() != nullptr) {
             stats.timeline = timeline::encode(recorder.spans());
             stats.clock_ns = timeline::now_ns();

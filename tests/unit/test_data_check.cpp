@@ -160,3 +160,33 @@ TEST_CASE("column_stats: bit for bit the plain loops over rows and columns, at e
     }
   }
 }
+
+TEST_CASE("column_stats: an .npy loader's first pass, made in its copy, gives the same bits") {
+  // 40,000 rows of 5 columns, the label last: two of the loader's blocks. Column 0 holds -0 then
+  // +0 (the first seen must stay the minimum and maximum), column 2 1e305 (a sum that
+  // overflows to inf, which is no error: only the values must be finite).
+  const dt::files::TempDir dir("dt-test-check");
+  const std::size_t rows = 40000, cols = 5;
+  auto values = table(rows, cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    values[r * cols] = r == 0 ? -0.0 : 0.0;
+    values[r * cols + 2] = 1e305;
+  }
+  write_npy(dir.path() / "a.npy", values, rows, cols);
+  const auto kept = load_all(dir.path() / "a.npy", LabelKind::kNumeric, true);
+  REQUIRE(kept.error.empty());
+  REQUIRE(kept.shard.sums.has_value());  // the loader made the first pass
+  const auto fused = dt::data::column_stats(kept.shard);
+  const auto plain = dt::data::column_stats(kept.shard.x);
+  CHECK(fused.count == rows);
+  CHECK(same_bits(fused.mean, plain.mean));
+  CHECK(same_bits(fused.m2, plain.m2));
+  CHECK(same_bits(fused.min, plain.min));
+  CHECK(same_bits(fused.max, plain.max));
+  CHECK(std::signbit(fused.min[0]));
+  CHECK(std::signbit(fused.max[0]));
+  CHECK(std::isinf(fused.mean[2]));
+  // A CSV's loader makes no first pass: column_stats makes both.
+  dt::files::write_atomic(dir.path() / "a.csv", as_csv(table(300, 4), 4));
+  CHECK_FALSE(load_all(dir.path() / "a.csv", LabelKind::kNumeric, true).shard.sums.has_value());
+}
