@@ -219,12 +219,11 @@ PeerLinks::Pending PeerLinks::take(const ChunkKey& key, const ChunkPlace& place,
       }
       return pending;
     }
-    if (idle) {  // a look that does not wait; when nothing came, a slice of idle work
-      if (auto in = listener_->receive(Clock::now())) {
-        file(std::move(*in));
-      } else {
-        idle = idle_();
-      }
+    // A slice of idle work, then a look that does not wait (none when there was no work: a
+    // wait without any makes no call more than before).
+    if (idle) idle = idle_();
+    if (idle) {
+      if (auto in = listener_->receive(Clock::now())) file(std::move(*in));
       continue;
     }
     if (options_.on_wait) options_.on_wait();

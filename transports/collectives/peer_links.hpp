@@ -118,9 +118,9 @@ class PeerLinks {
   // ends a collective from here when the group is re-formed (throw from it).
   void set_interrupt(std::function<void()> interrupt) { interrupt_ = std::move(interrupt); }
   // Idle work for the waits (empty: none): while a receive finds no message, it calls `work`
-  // (one short slice of the owner's own work, false once none is left) and looks for arrivals,
-  // without waiting, between calls; so a peer is answered within one slice. The work must end
-  // (the wait's timeout and on_wait do not run meanwhile).
+  // (one short slice of the owner's own work; false, at once, when none is left) and looks for
+  // arrivals, without waiting, after each slice; so a peer is answered within one slice. The
+  // work must end (the wait's timeout and on_wait do not run meanwhile).
   void set_idle_work(std::function<bool()> work) { idle_ = std::move(work); }
 
   // Building blocks for collectives. send_chunk queues one message to `to` (waits only when
