@@ -160,6 +160,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
       reply.arrays.push_back(wire::to_bytes(feedback_.residual()));
     }
     session.send(std::move(reply));
+    session.warm(message.step + 1);  // its rows, while the coordinator sums and steps
   }
 
  private:

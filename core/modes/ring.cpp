@@ -387,6 +387,7 @@ class RingMode final : public Mode {
     buffer_[p] = static_cast<double>(batch.rows());
     buffer_[p + 1] = result.loss_sum;
     double compute = timeline::seconds_since(timeline::Phase::kCompute, start);
+    session.warm(index + 1);  // the next step's rows, while the all-reduce waits on a peer
 
     try {
       ring::allreduce_step(*ring_, buffer_, protocol::half_codec(session.config()));

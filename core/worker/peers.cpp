@@ -81,6 +81,17 @@ std::unique_ptr<collectives::PeerLinks> open_peer_links(transport::Transport& tr
 
 bool WorkerSession::has_peers() const noexcept { return peers_ != nullptr; }
 
+void WorkerSession::set_peer_links(collectives::PeerLinks* links) {
+  peers_ = links;
+  // A wait on a peer's chunk warms the next batch's rows meanwhile (warm()).
+  if (peers_ != nullptr) peers_->set_idle_work([this] { return warmer_.slice(); });
+}
+
+void WorkerSession::add_bytes(std::uint64_t sent, std::uint64_t received) noexcept {
+  extra_bytes_sent_ += sent;
+  extra_bytes_received_ += received;
+}
+
 collectives::PeerLinks& WorkerSession::peers() {
   if (peers_ == nullptr) {
     fail<TrainingError>("worker {}: this run has no peer links (they are opened for "

@@ -13,6 +13,7 @@
 #include "core/config/config.hpp"
 #include "core/data/dataset.hpp"
 #include "core/models/model.hpp"
+#include "core/models/warm_rows.hpp"
 #include "core/protocol/protocol.hpp"
 #include "core/protocol/faults.hpp"
 #include "core/worker/step_times.hpp"
@@ -116,25 +117,26 @@ class WorkerSession {
   // The batch's rows in order in buffers reused from step to step, for code that needs them
   // contiguous (tensor-parallel slices).
   [[nodiscard]] Batch gathered(const Batch& batch);
+  // Idle work (models::RowWarmer): after its step's compute a mode calls warm(next step), and the
+  // waits of receive() and of the peer links fetch that batch's rows (shuffled dense rows of the
+  // epoch ready) a slice at a time until a message comes or batch() is called. No bit changes.
+  void warm(std::uint64_t step);
 
-  // ---- Peer links: direct worker <-> worker collectives (transports/collectives/ring.hpp).
-  // Present only when needs_peer_links(config); usable once the coordinator has sent every
-  // worker's endpoint, which the common loop handles before any training message. Worker ranks
-  // are 0 .. world_size()-1 (the same numbers as rank()).
-  //   group(ranks): the ring over `ranks`, in that order (any subset that includes this
-  //     worker, e.g. a tensor-parallel group {d*T .. d*T+T-1} or a replica group {t, T+t, ...}),
-  //     connected on first use and cached; then group(ranks).allreduce_sum(span) in place.
-  //     Every member must call the same collectives of a group in the same order, and members
-  //     of several groups must agree on one order across groups (or they deadlock until the
-  //     peer timeout). Errors: TrainingError without peer links, TransportError/TimeoutError
-  //     naming the peer from the collective.
-  //   peers(): the links themselves (byte counters via stats(), the endpoint).
+  // ---- Peer links: direct worker <-> worker collectives (transports/collectives/ring.hpp),
+  // only when needs_peer_links(config); usable once the coordinator has sent every worker's
+  // endpoint (the common loop handles that first). Worker ranks are 0 .. world_size()-1.
+  //   group(ranks): the ring over `ranks` in that order (any subset with this worker: a tensor
+  //     group {d*T .. d*T+T-1}, a replica group {t, T+t, ...}), connected on first use, cached;
+  //     then group(ranks).allreduce_sum(span) in place. Members call a group's collectives in
+  //     one order and agree on one order across groups (else they deadlock until the peer
+  //     timeout). Errors: TrainingError without peer links, TransportError/TimeoutError naming
+  //     the peer. peers(): the links themselves (byte counters via stats(), the endpoint).
   [[nodiscard]] bool has_peers() const noexcept;
   [[nodiscard]] collectives::PeerLinks& peers();
   [[nodiscard]] collectives::Ring& group(const std::vector<std::uint32_t>& ranks);
   [[nodiscard]] std::uint32_t world_size();
   // Wiring, done by run_worker.
-  void set_peer_links(collectives::PeerLinks* links) noexcept { peers_ = links; }
+  void set_peer_links(collectives::PeerLinks* links);
   void set_peer_endpoints(std::vector<std::string> endpoints);
   // A re-formed group: a replacement's new endpoint (PeerLinks::update_endpoints).
   void update_peer_endpoints(std::vector<std::string> endpoints,
@@ -149,10 +151,7 @@ class WorkerSession {
   // while it answers heartbeats a long wait is the run's pace, not a failure).
   void check_alive() const;
   // Traffic on other sockets than the coordinator's, for the report.
-  void add_bytes(std::uint64_t sent, std::uint64_t received) noexcept {
-    extra_bytes_sent_ += sent;
-    extra_bytes_received_ += received;
-  }
+  void add_bytes(std::uint64_t sent, std::uint64_t received) noexcept;
   void add_comm_seconds(double seconds) noexcept { comm_seconds_ += seconds; }
 
   // For the modes where training.batch_size is per worker (parameters, async): this worker's
@@ -218,6 +217,7 @@ class WorkerSession {
   Eigen::VectorXd batch_y_;
   models::CsrView sparse_view_;        // a sparse shard's rows, as batches point to them
   std::vector<std::uint64_t> range_;   // a sparse batch's rows when not shuffled
+  models::RowWarmer warmer_;           // warm(): the next batch's rows, during waits
   double compute_seconds_ = 0, comm_seconds_ = 0;
   std::uint64_t extra_bytes_sent_ = 0;
   std::uint64_t extra_bytes_received_ = 0;

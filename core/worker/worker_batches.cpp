@@ -9,7 +9,9 @@
 #include "base/random.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
+#include <string_view>
 
 namespace dt::roles {
 
@@ -49,6 +51,7 @@ WorkerSession::Batch WorkerSession::local_batch_at(std::uint64_t epoch, std::uin
 }
 
 void WorkerSession::prepare_epoch(std::uint64_t epoch) {
+  warmer_.disarm();  // the shard may grow (move) and the order changes
   epoch_ = epoch;
   // Rows taken over from lost workers join at the epoch they were dealt for, in the order
   // they were dealt: every survivor's row order stays a function of the run's history.
@@ -98,8 +101,22 @@ WorkerSession::Batch WorkerSession::local_batch(std::uint64_t local_step,
   return slice(local_step / per_epoch, local_step % per_epoch, per_epoch);
 }
 
+void WorkerSession::warm(std::uint64_t step) {
+  // DISTTRAIN_WARM=0 turns warming off, to compare (the results are the same bits).
+  static const bool enabled = [] {
+    const char* value = std::getenv("DISTTRAIN_WARM");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  warmer_.disarm();
+  // Preparing another epoch's order now could take in rows adopted later (continue) too soon:
+  // the first step of an epoch is not warmed.
+  if (!enabled || shard_.sparse || step / steps_per_epoch_ != epoch_) return;
+  warmer_.arm(slice(epoch_, step % steps_per_epoch_, steps_per_epoch_));
+}
+
 WorkerSession::Batch WorkerSession::slice(std::uint64_t epoch, std::uint64_t s,
                                           std::uint64_t per_epoch) {
+  warmer_.disarm();  // a step takes its rows: what was left to warm is read now anyway
   if (epoch != epoch_) prepare_epoch(epoch);
   const std::uint64_t n = rows();
   const auto begin = static_cast<std::int64_t>(s * n / per_epoch);

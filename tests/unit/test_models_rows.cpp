@@ -4,6 +4,7 @@
 
 #include "core/models/kernels.hpp"
 #include "core/models/model.hpp"
+#include "core/models/warm_rows.hpp"
 #include "base/error.hpp"
 #include "tests/unit/harness.hpp"
 
@@ -184,4 +185,37 @@ TEST_CASE("models: a pick outside the shard is refused, naming the row") {
   std::vector<double> grad(params.size(), 0.0);
   CHECK_THROWS_WITH_AS(model->batch_loss_and_gradient(params, BatchRows{shard.x, shard.y, pick}, grad),
                        "the batch picks row 10 of a shard of 10 rows", dt::TrainingError);
+}
+
+TEST_CASE("row warmer: a picked batch is asked for a slice at a time, then nothing is left") {
+  // Prefetches change no value, so what can be checked is the walk: every row once, in slices
+  // of kSliceRows, nothing after the end or after disarm, nothing for a batch in order, a
+  // sparse one or an empty one.
+  RowMatrix x = RowMatrix::Constant(50, 7, 1.0);
+  const Eigen::VectorXd y = Eigen::VectorXd::Zero(50);
+  const std::vector<std::uint64_t> pick{49, 3, 17, 0, 25, 8, 33, 41, 12, 2,
+                                        48, 30, 7, 19, 22, 1, 44, 36, 10};
+  dt::models::RowWarmer warmer;
+  constexpr auto kSlice = static_cast<std::uint64_t>(dt::models::RowWarmer::kSliceRows);
+  CHECK_FALSE(warmer.slice());
+  warmer.arm(BatchRows{x, y, pick});
+  CHECK(warmer.pending());
+  CHECK(warmer.slice());
+  CHECK(warmer.rows_warmed() == kSlice);
+  CHECK(warmer.slice());
+  CHECK(warmer.rows_warmed() == pick.size());
+  CHECK_FALSE(warmer.pending());
+  CHECK_FALSE(warmer.slice());
+  warmer.arm(BatchRows{x, y, pick});
+  CHECK(warmer.slice());
+  warmer.disarm();
+  CHECK_FALSE(warmer.slice());
+  CHECK(warmer.rows_warmed() == pick.size() + kSlice);
+  warmer.arm(BatchRows{x.middleRows(10, 40), y.segment(10, 40), {}});  // in order: left alone
+  CHECK_FALSE(warmer.slice());
+  const dt::models::CsrView sparse{};
+  warmer.arm(BatchRows{x, y, pick, &sparse});
+  CHECK_FALSE(warmer.slice());
+  warmer.arm(BatchRows{x.middleRows(0, 0), y.segment(0, 0), {}});
+  CHECK_FALSE(warmer.slice());
 }

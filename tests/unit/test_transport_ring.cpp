@@ -199,6 +199,36 @@ TEST_CASE("ring: on_wait ends a wait early") {
         "cancelled");
 }
 
+TEST_CASE("ring: idle work runs while a member waits, a slice at a time, and changes no bit") {
+  // Rank 1 comes 100 ms late; rank 0's idle work (1 ms a slice, never done by itself) must run
+  // meanwhile and stop once the chunk is there: a wait that ignored it would run no slice, one
+  // that ran it to the end would take 5 s.
+  auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
+  auto links = make_links(*transport, 2, 3);
+  int slices = 0;
+  links[0]->set_idle_work([&slices] {
+    std::this_thread::sleep_for(1ms);
+    return ++slices < 5000;
+  });
+  constexpr std::size_t kLength = 10;
+  std::vector<std::vector<double>> data(2);
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    for (std::size_t j = 0; j < kLength; ++j) data[r].push_back(static_cast<double>(r + j));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  on_threads(2, [&](std::uint32_t r) {
+    if (r == 1) std::this_thread::sleep_for(100ms);
+    links[r]->ring({0, 1}).allreduce_sum(data[r]);
+  });
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(slices >= 20);
+  CHECK(took < 2s);
+  for (std::size_t j = 0; j < kLength; ++j) {
+    CHECK(data[0][j] == static_cast<double>(1 + 2 * j));  // 0 + j + 1 + j
+    CHECK(data[1][j] == data[0][j]);
+  }
+}
+
 TEST_CASE("ring: bad member lists are refused") {
   auto transport = dt::test::make_transport<dt::test::Inproc>(kRingJob);
   auto links = make_links(*transport, 3, 4);

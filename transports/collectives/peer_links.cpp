@@ -204,6 +204,7 @@ PeerLinks::Pending PeerLinks::take(const ChunkKey& key, const ChunkPlace& place,
                                    const char* what) {
   const auto start = Clock::now();
   const auto deadline = start + options_.timeout;
+  bool idle = static_cast<bool>(idle_);  // set_idle_work: until it has nothing left
   for (;;) {
     if (auto it = mailbox_.find(key); it != mailbox_.end()) {
       Pending pending = std::move(it->second);
@@ -217,6 +218,13 @@ PeerLinks::Pending PeerLinks::take(const ChunkKey& key, const ChunkPlace& place,
                             got.length, place.offset, place.offset + place.count, place.length);
       }
       return pending;
+    }
+    // A slice of idle work, then a look that does not wait (none when there was no work: a
+    // wait without any makes no call more than before).
+    if (idle) idle = idle_();
+    if (idle) {
+      if (auto in = listener_->receive(Clock::now())) file(std::move(*in));
+      continue;
     }
     if (options_.on_wait) options_.on_wait();
     if (interrupt_) interrupt_();

@@ -117,6 +117,11 @@ class PeerLinks {
   // Called with on_wait while a receive waits, until replaced (empty: none): the group's user
   // ends a collective from here when the group is re-formed (throw from it).
   void set_interrupt(std::function<void()> interrupt) { interrupt_ = std::move(interrupt); }
+  // Idle work for the waits (empty: none): while a receive finds no message, it calls `work`
+  // (one short slice of the owner's own work; false, at once, when none is left) and looks for
+  // arrivals, without waiting, after each slice; so a peer is answered within one slice. The
+  // work must end (the wait's timeout and on_wait do not run meanwhile).
+  void set_idle_work(std::function<bool()> work) { idle_ = std::move(work); }
 
   // Building blocks for collectives. send_chunk queues one message to `to` (waits only when
   // the link is full, up to `timeout`); receive_chunk returns the values of the message `key`
@@ -162,6 +167,7 @@ class PeerLinks {
   std::map<std::uint64_t, std::uint64_t> floor_;  // group -> oldest sequence still wanted
   std::map<std::pair<std::uint64_t, std::vector<std::uint32_t>>, std::unique_ptr<Ring>> rings_;
   std::function<void()> interrupt_;
+  std::function<bool()> idle_;
   wire::Message outgoing_;  // reused for every send: no allocation per chunk once warm
   std::uint64_t dropped_ = 0;
   bool warned_ = false;
