@@ -4,6 +4,7 @@
 #include "core/config/config.hpp"
 #include "core/coordinator/coordinator.hpp"
 #include "core/coordinator/progress.hpp"
+#include "core/protocol/heartbeat.hpp"
 #include "core/protocol/keys.hpp"
 #include "core/coordinator/resume.hpp"
 #include "core/outputs/initial_model.hpp"
@@ -138,6 +139,7 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
   if (args.config_path.empty() && std::filesystem::is_regular_file(args.resume_dir)) {
     args.config_path = std::exchange(args.resume_dir, "");
   }
+  const std::int64_t started_ms = roles::steady_ms();  // summary.json's wall_seconds
   signals::install_interrupt_handlers();
   log::set_prefix("coordinator");
   kill_points::set_role("coordinator");
@@ -263,7 +265,8 @@ int train(RunArgs args, const Globals& globals, bool& printed) {
     try {
       result = roles::run_coordinator(
           config, plan,
-          {dir / "workers", globals.log_level(), &checkpointer, &keys, init ? &*init : nullptr},
+          {dir / "workers", globals.log_level(), &checkpointer, &keys, init ? &*init : nullptr,
+           started_ms},
           &result);
     } catch (const Error&) {
       throw;

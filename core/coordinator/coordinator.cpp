@@ -101,7 +101,7 @@ RunResult run_coordinator(const config::Config& config, const Plan& planned,
   const Plan plan = with_join_slots(config, planned);  // elastic: slots for joiners
   RunResult local;
   RunResult& result = partial != nullptr ? *partial : local;
-  const auto wall_start = steady_ms();
+  const auto wall_start = options.started_ms >= 0 ? options.started_ms : steady_ms();
   result.source = plan.source;
   result.train_rows = plan.train_rows;
   result.validation_rows = plan.validation_rows.size();

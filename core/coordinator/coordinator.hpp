@@ -13,6 +13,7 @@
 #include "core/coordinator/plan.hpp"
 #include "core/coordinator/result.hpp"
 
+#include <cstdint>
 #include <filesystem>
 
 namespace dt::roles {
@@ -32,6 +33,9 @@ struct CoordinatorOptions {
   const RunKeys* keys = nullptr;
   // model.init, read and checked by the caller (warm_start.hpp); null: the seed's weights.
   const InitialModel* init = nullptr;
+  // steady_ms() when the `run` command began, so that wall_seconds also counts what came before
+  // (reading stdin, decompressing, indexing the CSV, planning); -1: from this call.
+  std::int64_t started_ms = -1;
 };
 
 // Trains. Throws dt::Error subclasses on failure; `partial` (if given) receives what was done
