@@ -101,7 +101,8 @@ class KeyIndex {
 
 // A CsrView of arrays that may change between batches (a worker's shard: rows adopted, a
 // re-plan), with `ones` and `other_rows` (CsrView) found by one scan of the values when the
-// arrays change (their address or size), not per batch. The arrays must not be rewritten in
+// arrays change (their address or size), not per batch; a plain view (no ones) when more than
+// 1 row in 16 has other values (LIBSVM's real values). The arrays must not be rewritten in
 // place between calls (sparse rows never are: they are not normalized).
 class OnesView {
  public:

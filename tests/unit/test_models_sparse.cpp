@@ -377,6 +377,16 @@ TEST_CASE("sparse models: OnesView marks rows with any value other than 1.0, and
       }
     }
   }
+  {
+    // More than 1 row in 16 with other values (LIBSVM's real values): a plain view, read once.
+    auto values = s.values;
+    for (std::size_t r = 0; r < 5; ++r) values[r * 9] = 2.0;  // 5 of 70: above 70 / 16
+    dt::models::OnesView marks;
+    CHECK_FALSE(marks.view(s.width, s.row_start, s.keys, values).ones);
+    values[4 * 9] = 1.0;  // 4 of 70: marks
+    dt::models::OnesView fewer;
+    CHECK(fewer.view(s.width, s.row_start, s.keys, values).ones);
+  }
   // Arrays that are not CSR get a plain view (compact reports them), never marks.
   dt::models::OnesView marks;
   const std::vector<double> short_values(s.values.begin(), s.values.end() - 1);
