@@ -6,6 +6,7 @@
 //
 //   cmake --build --preset release --target bench_sparse_kernels
 //   build/release/bench/bench_sparse_kernels [--batches 400] [--batch 1000] [--out FILE]
+//       [--bits 18,24] [--ones no|yes|both] [--thp no|yes|both] [--in-order yes|no]
 //
 // Each width runs with the rows picked in a shuffled order (an epoch's, the figure that counts)
 // and in order (rows next to each other in memory: what compaction costs without fetching rows
@@ -88,6 +89,7 @@ struct Figures {
   int bits = 0;
   bool shuffled = true;
   bool huge = false;
+  bool ones = false;  // the view says every value is 1.0 (compaction fetches keys alone)
   double compact_ns = 0, gather_ns = 0, step_ns = 0, scatter_ns = 0;  // per row
   double keys_per_batch = 0;
   double rows_per_second = 0;  // compact + gather + loss_and_gradient, CPU time
@@ -96,10 +98,10 @@ struct Figures {
 
 double ns_since(double t) { return cpu_ns() - t; }
 
-Figures measure(const Rows& rows, int bits, bool shuffled, bool huge, std::size_t batches,
-                std::size_t batch_rows) {
+Figures measure(const Rows& rows, int bits, bool shuffled, bool huge, bool ones,
+                std::size_t batches, std::size_t batch_rows) {
   const std::uint64_t width = std::uint64_t{1} << bits;
-  const dt::models::CsrView view{width, rows.row_start, rows.keys, rows.values};
+  const dt::models::CsrView view{width, rows.row_start, rows.keys, rows.values, ones};
   dt::models::ModelSpec spec;
   spec.config.type = dt::config::ModelType::kLogisticRegression;
   spec.config.task = dt::config::Task::kBinary;
@@ -127,6 +129,7 @@ Figures measure(const Rows& rows, int bits, bool shuffled, bool huge, std::size_
   fig.bits = bits;
   fig.shuffled = shuffled;
   fig.huge = huge;
+  fig.ones = ones;
   double sink = 0.0;
   const std::size_t warm = 20;
   Clock::time_point wall_start;
@@ -174,15 +177,38 @@ int main(int argc, char** argv) {
   std::size_t batches = 400;
   std::size_t batch_rows = 1000;
   std::string out = "bench/results/sparse_kernels.json";
+  std::vector<int> widths{18, 24};
+  std::vector<bool> ones_modes{false, true};
+  std::vector<bool> orders{true, false};
+  std::vector<bool> thp{false, true};
+  const auto pick_modes = [](const std::string& v) {
+    return v == "both" ? std::vector<bool>{false, true} : std::vector<bool>{v == "yes"};
+  };
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
     if (arg == "--batches") batches = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (arg == "--bits") {  // a comma-separated list, e.g. 18,22,24
+      widths.clear();
+      const std::string list = argv[i + 1];
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        widths.push_back(std::atoi(list.substr(at, comma - at).c_str()));  // 0 when not a number
+        at = comma + 1;
+      }
+    }
+    else if (arg == "--ones") ones_modes = pick_modes(argv[i + 1]);  // yes, no or both
+    else if (arg == "--thp") thp = pick_modes(argv[i + 1]);
+    else if (arg == "--in-order") orders = argv[i + 1] == std::string("no") ? std::vector<bool>{true} : orders;
     else if (arg == "--batch") batch_rows = std::strtoull(argv[i + 1], nullptr, 10);
     else if (arg == "--out") out = argv[i + 1];
     else {
       fmt::print(stderr, "bench_sparse_kernels: unknown option {}\n", arg);
       return 2;
     }
+  }
+  if (widths.empty() || std::any_of(widths.begin(), widths.end(), [](int b) { return b < 10 || b > 30; })) {
+    fmt::print(stderr, "bench_sparse_kernels: --bits takes widths 10 to 30, e.g. 18,22,24\n");
+    return 2;
   }
   if (batches == 0 || batch_rows == 0 || batch_rows >= kPoolRows) {
     fmt::print(stderr, "bench_sparse_kernels: --batches >= 1 and 1 <= --batch < {}\n", kPoolRows);
@@ -191,43 +217,49 @@ int main(int argc, char** argv) {
   std::vector<Figures> all;
   fmt::print("logistic regression, {} fields a row, batches of {} rows, {} batches a width\n",
              kFields, batch_rows, batches);
-  fmt::print("{:>6} {:>9} {:>5} {:>10} {:>11} {:>10} {:>8} {:>11} {:>10} {:>12}\n", "width",
-             "rows", "THP", "keys/batch", "compact ns", "gather ns", "step ns", "scatter ns",
+  fmt::print("{:>6} {:>9} {:>5} {:>5} {:>10} {:>11} {:>10} {:>8} {:>11} {:>10} {:>12}\n", "width",
+             "rows", "THP", "ones", "keys/batch", "compact ns", "gather ns", "step ns", "scatter ns",
              "rows/s", "wall rows/s");
-  for (const int bits : {18, 24}) {
+  for (const int bits : widths) {
     const Rows rows = click_rows(std::uint64_t{1} << bits, 7);
-    for (const bool shuffled : {true, false}) {
-      for (const bool huge : {false, true}) {
-        const Figures f = measure(rows, bits, shuffled, huge, batches, batch_rows);
-        all.push_back(f);
-        fmt::print(
-            "{:>6} {:>9} {:>5} {:>10.0f} {:>11.1f} {:>10.1f} {:>8.1f} {:>11.1f} {:>10.0f} "
-            "{:>12.0f}\n",
-            fmt::format("2^{}", bits), shuffled ? "shuffled" : "in order", huge ? "yes" : "no",
-            f.keys_per_batch, f.compact_ns, f.gather_ns, f.step_ns, f.scatter_ns,
-            f.rows_per_second, f.wall_rows_per_second);
+    for (const bool shuffled : orders) {
+      for (const bool huge : thp) {
+        for (const bool ones : ones_modes) {  // by turns, so that load drifts hit both alike
+          const Figures f = measure(rows, bits, shuffled, huge, ones, batches, batch_rows);
+          all.push_back(f);
+          fmt::print(
+              "{:>6} {:>9} {:>5} {:>5} {:>10.0f} {:>11.1f} {:>10.1f} {:>8.1f} {:>11.1f} {:>10.0f} "
+              "{:>12.0f}\n",
+              fmt::format("2^{}", bits), shuffled ? "shuffled" : "in order", huge ? "yes" : "no",
+              ones ? "yes" : "no", f.keys_per_batch, f.compact_ns, f.gather_ns, f.step_ns,
+              f.scatter_ns, f.rows_per_second, f.wall_rows_per_second);
+        }
       }
     }
   }
-  // all[0]: 2^18 shuffled without THP; all[4]: 2^24 the same.
-  const double ratio = all[0].rows_per_second / all[4].rows_per_second;
-  fmt::print("shuffled, no THP: rows/s at 2^18 / at 2^24 = {:.2f}. ns: CPU time per row; rows/s: "
+  // The first run (narrowest width, first order/THP/ones mode) over the widest's first.
+  const auto first_of = [&](int bits) {
+    return *std::find_if(all.begin(), all.end(), [&](const Figures& f) { return f.bits == bits; });
+  };
+  const double ratio = first_of(widths.front()).rows_per_second /
+                       first_of(widths.back()).rows_per_second;
+  fmt::print("first mode: rows/s at 2^{} / at 2^{} = {:.2f}. ns: CPU time per row; rows/s: "
              "compact + gather + step in CPU time; wall rows/s: every phase, wall clock\n",
-             ratio);
+             widths.front(), widths.back(), ratio);
   std::ofstream file(out);
   file << "{\n  \"batch_rows\": " << batch_rows << ",\n  \"batches\": " << batches
        << ",\n  \"fields\": " << kFields << ",\n  \"runs\": [\n";
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto& f = all[i];
     file << fmt::format(
-        "    {{\"bits\": {}, \"shuffled\": {}, \"huge_pages\": {}, \"keys_per_batch\": {:.1f}, \"compact_ns_per_row\": {:.2f}, "
+        "    {{\"bits\": {}, \"shuffled\": {}, \"huge_pages\": {}, \"ones\": {}, \"keys_per_batch\": {:.1f}, \"compact_ns_per_row\": {:.2f}, "
         "\"gather_ns_per_row\": {:.2f}, \"step_ns_per_row\": {:.2f}, "
         "\"scatter_ns_per_row\": {:.2f}, \"rows_per_second\": {:.0f}, "
         "\"wall_rows_per_second\": {:.0f}}}{}\n",
-        f.bits, f.shuffled, f.huge, f.keys_per_batch, f.compact_ns, f.gather_ns, f.step_ns, f.scatter_ns,
+        f.bits, f.shuffled, f.huge, f.ones, f.keys_per_batch, f.compact_ns, f.gather_ns, f.step_ns, f.scatter_ns,
         f.rows_per_second, f.wall_rows_per_second, i + 1 < all.size() ? "," : "");
   }
-  file << "  ],\n  \"ratio_2_18_over_2_24_shuffled\": " << fmt::format("{:.3f}", ratio) << "\n}\n";
+  file << "  ],\n  \"ratio_narrowest_over_widest_first_mode\": " << fmt::format("{:.3f}", ratio) << "\n}\n";
   if (!file) {
     fmt::print(stderr, "bench_sparse_kernels: cannot write {}\n", out);
     return 1;

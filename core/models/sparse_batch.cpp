@@ -3,6 +3,8 @@
 #include "base/error.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <utility>
 
 namespace dt::models {
 
@@ -44,22 +46,154 @@ constexpr std::size_t kRowsAhead = 8;
 // Keys ahead that gather_params and add_gradient fetch the full vector's values of.
 constexpr std::size_t kKeysAhead = 16;
 
+// Every cache line of [first, last] (a row's keys or values: 39 keys span 3 or 4 lines, as
+// they start in a line).
+void prefetch_lines(const void* first, const void* last) {
+  const auto line = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63}; };
+  for (std::uintptr_t a = line(first); a <= line(last); a += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 1);
+  }
+}
+
 void prefetch_ahead(const CsrView& rows, std::span<const std::uint64_t> pick, std::size_t i) {
   const std::size_t row_count = rows.rows();
   if (i + 2 * kRowsAhead < pick.size() && pick[i + 2 * kRowsAhead] < row_count) {
-    __builtin_prefetch(rows.row_start.data() + pick[i + 2 * kRowsAhead], 0, 1);
+    const std::uint64_t* bounds = rows.row_start.data() + pick[i + 2 * kRowsAhead];
+    prefetch_lines(bounds, bounds + 1);  // the row's end may start the next line
   }
   if (i + kRowsAhead >= pick.size() || pick[i + kRowsAhead] >= row_count) return;
   const std::uint64_t r = pick[i + kRowsAhead];
   const std::uint64_t begin = std::min<std::uint64_t>(rows.row_start[r], rows.keys.size());
   const std::uint64_t end = std::min<std::uint64_t>(rows.row_start[r + 1], rows.keys.size());
-  const auto* keys = reinterpret_cast<const char*>(rows.keys.data() + begin);
-  const auto* values = reinterpret_cast<const char*>(rows.values.data() + begin);
-  for (std::uint64_t b = 0; begin + b / sizeof(std::uint32_t) < end; b += 64) __builtin_prefetch(keys + b, 0, 1);
-  for (std::uint64_t b = 0; begin + b / sizeof(double) < end; b += 64) __builtin_prefetch(values + b, 0, 1);
+  if (end <= begin) return;
+  prefetch_lines(rows.keys.data() + begin, rows.keys.data() + end - 1);
+  if (!rows.ones) prefetch_lines(rows.values.data() + begin, rows.values.data() + end - 1);
+}
+
+// A batch of a view with ones that picked one of its other rows: ones everywhere, then those
+// rows' values (rare: two keys of a row in one bucket; most batches have none).
+void fill_other_values(const CsrView& rows, std::span<const std::uint64_t> pick,
+                       SparseBatch& out) {
+  out.values.assign(out.local.size(), 1.0);
+  for (std::size_t i = 0; i + 1 < out.row_start.size(); ++i) {
+    const std::uint64_t r = pick.empty() ? i : pick[i];
+    if (((rows.other_rows[r / 64] >> (r % 64)) & 1) == 0) continue;
+    std::copy(rows.values.begin() + static_cast<std::ptrdiff_t>(rows.row_start[r]),
+              rows.values.begin() + static_cast<std::ptrdiff_t>(rows.row_start[r + 1]),
+              out.values.begin() + static_cast<std::ptrdiff_t>(out.row_start[i]));
+  }
+}
+
+// Widths up to which compact lists a batch's keys with its KeyIndex (at most 256 KB, in L2:
+// cheaper than the sort's passes; the worker's CPU a step at 2^18 was 10% above the bitmap's
+// with the sort). Above it the index is a random access into width / 4 bytes a key, twice.
+constexpr std::uint64_t kIndexWidth = std::uint64_t{1} << 20;
+
+// out.local's global keys into out.index, listed in order, then each place's key replaced by
+// its position. The index's words for keys a few ahead are fetched early.
+void index_places(SparseBatch& out) {
+  KeyIndex& index = out.index;
+  const std::size_t count = out.local.size();
+  std::uint32_t* keys = out.local.data();
+  for (std::size_t j = 0; j < count; ++j) {
+    if (j + kKeysAhead < count) index.prefetch(keys[j + kKeysAhead]);
+    index.set(keys[j]);
+  }
+  index.list(out.keys);
+  for (std::size_t j = 0; j < count; ++j) {
+    if (j + kKeysAhead < count) index.prefetch(keys[j + kKeysAhead]);
+    keys[j] = index.rank(keys[j]);
+  }
+  index.clear(out.keys);
+}
+
+// Radix digits of 12 bits: 4096 counts a pass (16 KB, in L1 beside the pairs' streams).
+constexpr unsigned kDigitBits = 12;
+constexpr std::uint32_t kDigits = 1u << kDigitBits;
+
+// out.local's global keys (all <= largest) sorted with their places, then out.keys = the
+// distinct keys in order and each place's key replaced by its position among them.
+void sort_places(std::uint32_t largest, SparseBatch& out) {
+  const std::size_t count = out.local.size();
+  if (count > UINT32_MAX) {
+    fail<TrainingError>("sparse rows: a batch of {} nonzeros (at most 2^32 - 1)", count);
+  }
+  const unsigned bits = static_cast<unsigned>(std::bit_width(largest));
+  const unsigned passes = std::max(1u, (bits + kDigitBits - 1) / kDigitBits);
+  auto& pairs = out.sorted;
+  auto& spare = out.spare;
+  auto& counts = out.counts;
+  pairs.resize(count);
+  spare.resize(count);
+  counts.assign(std::size_t{passes} * kDigits, 0);
+  std::uint32_t* local = out.local.data();
+  // Key above, place below: a pass moves the pairs by one digit of the key, stably.
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::uint32_t key = local[j];
+    pairs[j] = (std::uint64_t{key} << 32) | j;
+    for (unsigned p = 0; p < passes; ++p) ++counts[p * kDigits + ((key >> (p * kDigitBits)) & (kDigits - 1))];
+  }
+  for (unsigned p = 0; p < passes; ++p) {
+    std::uint32_t* at = counts.data() + std::size_t{p} * kDigits;
+    std::uint32_t sum = 0;
+    for (std::uint32_t d = 0; d < kDigits; ++d) sum += std::exchange(at[d], sum);
+    const unsigned shift = 32 + p * kDigitBits;
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::uint64_t pair = pairs[j];
+      spare[at[(pair >> shift) & (kDigits - 1)]++] = pair;
+    }
+    std::swap(pairs, spare);
+  }
+  // Places of the batch lie within its own arrays (150 KB for 1000 rows of 39): cache hits.
+  std::uint64_t last = UINT64_MAX;
+  std::uint32_t position = 0;
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::uint64_t key = pairs[j] >> 32;
+    if (key != last) {
+      position = static_cast<std::uint32_t>(out.keys.size());
+      out.keys.push_back(static_cast<std::uint32_t>(key));
+      last = key;
+    }
+    local[pairs[j] & UINT32_MAX] = position;
+  }
 }
 
 }  // namespace
+
+constexpr std::size_t kMarkedShare = 16;
+
+const CsrView& OnesView::view(std::uint64_t width, std::span<const std::uint64_t> row_start,
+                              std::span<const std::uint32_t> keys,
+                              std::span<const double> values) {
+  const auto same = [](auto a, auto b) { return a.data() == b.data() && a.size() == b.size(); };
+  if (view_.width == width && same(view_.row_start, row_start) && same(view_.keys, keys) &&
+      same(view_.values, values)) {
+    return view_;
+  }
+  view_ = {width, row_start, keys, values};
+  if (keys.size() != values.size() || row_start.empty() || row_start.back() > keys.size()) {
+    return view_;  // no ones: compact's checks report the malformed arrays
+  }
+  // A row's values compared with no early exit (a vector loop, about a nanosecond a value).
+  const std::size_t rows = row_start.size() - 1;
+  other_rows_.assign(words_for(rows), 0);
+  std::size_t marked = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    bool ones = true;
+    for (std::uint64_t j = row_start[r]; j < std::min<std::uint64_t>(row_start[r + 1], values.size()); ++j) {
+      ones &= values[j] == 1.0;
+    }
+    other_rows_[r / 64] |= std::uint64_t{!ones} << (r % 64);
+    marked += ones ? 0 : 1;
+  }
+  // Rows of other values in more than 1 of 16 (LIBSVM's real values: all of them): most batches
+  // would pick one and fetch their rows twice (keys, then values); the plain view reads once.
+  if (marked > rows / kMarkedShare) return view_;
+  if (marked == 0) other_rows_.clear();
+  view_.ones = true;
+  view_.other_rows = other_rows_;
+  return view_;
+}
 
 void KeyIndex::reserve(std::uint64_t width) {
   if (width == width_ && !words_.empty()) return;
@@ -98,21 +232,24 @@ void KeyIndex::clear(std::span<const std::uint32_t> listed) noexcept {
 
 void compact(const CsrView& rows, std::span<const std::uint64_t> pick, SparseBatch& out) {
   const std::size_t row_count = rows.rows();
-  if (rows.keys.size() != rows.values.size()) {
+  if ((!rows.ones || !rows.other_rows.empty()) && rows.keys.size() != rows.values.size()) {
     fail<TrainingError>("sparse rows: {} keys but {} values", rows.keys.size(),
                         rows.values.size());
+  }
+  if (!rows.other_rows.empty() && rows.other_rows.size() < words_for(row_count)) {
+    fail<TrainingError>("sparse rows: {} words of marks for {} rows", rows.other_rows.size(),
+                        row_count);
   }
   const std::size_t n = pick.empty() ? row_count : pick.size();
   out.keys.clear();
   out.local.clear();
   out.values.clear();
+  out.ones = rows.ones;
   out.row_start.assign(1, 0);
-  KeyIndex& index = out.index;
-  // Keys are 32-bit: a wider view needs no more index than 2^32 keys.
-  index.reserve(std::min<std::uint64_t>(rows.width, std::uint64_t{1} << 32));
+  if (rows.width <= kIndexWidth) out.index.reserve(rows.width);
   // First pass: the rows' nonzeros copied in batch order (local holds the global keys until
-  // the third pass), every key checked. Nothing is in the index yet, so a failed check leaves
-  // it clear for the next batch.
+  // sort_places), every key checked.
+  std::uint32_t largest_key = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t r = pick.empty() ? i : pick[i];
     if (!pick.empty()) prefetch_ahead(rows, pick, i);
@@ -131,27 +268,23 @@ void compact(const CsrView& rows, std::span<const std::uint64_t> pick, SparseBat
       fail<TrainingError>("sparse rows: row {} has feature key {}, beyond the width {}", r,
                           largest, rows.width);
     }
+    largest_key = std::max(largest_key, largest);
     out.local.insert(out.local.end(), rows.keys.begin() + static_cast<std::ptrdiff_t>(begin),
                      rows.keys.begin() + static_cast<std::ptrdiff_t>(end));
-    out.values.insert(out.values.end(), rows.values.begin() + static_cast<std::ptrdiff_t>(begin),
-                      rows.values.begin() + static_cast<std::ptrdiff_t>(end));
+    if (!rows.ones) {
+      out.values.insert(out.values.end(), rows.values.begin() + static_cast<std::ptrdiff_t>(begin),
+                        rows.values.begin() + static_cast<std::ptrdiff_t>(end));
+    } else if (!rows.other_rows.empty()) {
+      out.ones = out.ones && ((rows.other_rows[r / 64] >> (r % 64)) & 1) == 0;
+    }
     out.row_start.push_back(out.local.size());
   }
-  // Second pass: every key into the index; third: the sorted union, then each nonzero's key
-  // replaced by its position in it. The index's words for keys a few ahead are fetched early:
-  // in a wide model (4 MB of index at 2^24) each is a cache miss otherwise.
-  const std::size_t count = out.local.size();
-  std::uint32_t* keys = out.local.data();
-  for (std::size_t j = 0; j < count; ++j) {
-    if (j + kKeysAhead < count) index.prefetch(keys[j + kKeysAhead]);
-    index.set(keys[j]);
+  if (rows.ones && !out.ones) fill_other_values(rows, pick, out);
+  if (rows.width <= kIndexWidth) {
+    index_places(out);
+  } else {
+    sort_places(largest_key, out);
   }
-  index.list(out.keys);
-  for (std::size_t j = 0; j < count; ++j) {
-    if (j + kKeysAhead < count) index.prefetch(keys[j + kKeysAhead]);
-    keys[j] = index.rank(keys[j]);
-  }
-  index.clear(out.keys);
 }
 
 void gather_params(std::span<const double> full, const SparseBatch& batch, std::size_t outputs,

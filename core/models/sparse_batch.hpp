@@ -22,24 +22,32 @@ namespace dt::models {
 // keys/values[row_start[r] .. row_start[r + 1]); row_start has rows + 1 entries (or none: no
 // rows). Keys are 0-based global feature indices below width; a row's keys should be ascending
 // (see SparseModel for what that buys) and may repeat (hashing collisions): repeats add up.
+// `ones` says every value is exactly 1.0 (a hashed click log's), except in the rows whose bit is
+// set in `other_rows` (bit r of word r / 64; empty: no such row), e.g. a row where two columns
+// hashed to one key (value 2). compact() then reads the values of those rows only, not the 8 of
+// the 12 bytes a nonzero that a shuffled batch otherwise fetches from all over the shard, and a
+// batch without such a row has implicit ones. OnesView makes such a view; the results are the
+// same bits, as x * 1.0 == x for every double.
 struct CsrView {
   std::uint64_t width = 0;
   std::span<const std::uint64_t> row_start;
   std::span<const std::uint32_t> keys;
   std::span<const double> values;
+  bool ones = false;
+  std::span<const std::uint64_t> other_rows;
   [[nodiscard]] std::size_t rows() const noexcept {
     return row_start.empty() ? 0 : row_start.size() - 1;
   }
 };
 
-// The scratch of compact(): a three-level bitmap over the width (one bit a key; a bit a 64-bit
-// word above it; a bit a word of those above that) and, beside each bottom word, the number of
-// batch keys below it. Setting a key is O(1) and branch-free (no load waits on another, so a
-// batch's misses overlap); listing the set keys in order visits only the touched words plus
-// the top level (width / 2^18 words: 64 at 2^24, 16,384 at 2^32); a key's position in the sorted
-// list is its word's count plus a popcount, one cache line. Memory: width/4 (+ width/512)
-// bytes, made once per width: 4 MB at 2^24, 1 GB at 2^32 (beside the 32 GB model of that width).
-// Every bit is clear again when compact returns.
+// A set of keys below a width, listed in order: a three-level bitmap over the width (one bit a
+// key; a bit a 64-bit word above it; a bit a word of those above that) and, beside each bottom
+// word, the number of listed keys below it (the star's coordinator lists a step's touched keys
+// with it). Setting a key is O(1) and branch-free (no load waits on another, so misses
+// overlap); listing the set keys in order visits only the touched words plus the top level
+// (width / 2^18 words: 64 at 2^24, 16,384 at 2^32); a key's position in the sorted list is its
+// word's count plus a popcount, one cache line. Memory: width/4 (+ width/512) bytes, made once
+// per width: 4 MB at 2^24, 1 GB at 2^32. Every bit is clear again after clear().
 class KeyIndex {
  public:
   // Sized for `width` keys (no-op when already so); all clear.
@@ -91,25 +99,52 @@ class KeyIndex {
   std::vector<std::uint64_t> top_;   // mid_.size() / 64
 };
 
+// A CsrView of arrays that may change between batches (a worker's shard: rows adopted, a
+// re-plan), with `ones` and `other_rows` (CsrView) found by one scan of the values when the
+// arrays change (their address or size), not per batch; a plain view (no ones) when more than
+// 1 row in 16 has other values (LIBSVM's real values). The arrays must not be rewritten in
+// place between calls (sparse rows never are: they are not normalized).
+class OnesView {
+ public:
+  // The view of these arrays; the reference stays valid until the next call.
+  [[nodiscard]] const CsrView& view(std::uint64_t width, std::span<const std::uint64_t> row_start,
+                                    std::span<const std::uint32_t> keys,
+                                    std::span<const double> values);
+
+ private:
+  CsrView view_;
+  std::vector<std::uint64_t> other_rows_;
+};
+
 // One batch in compact form: `keys` = the sorted union of the batch's feature keys (global
 // indices, no repeats), each nonzero as its position in `keys` (`local`), the rows in batch
-// order (row_start as in CsrView). `index` is compact()'s scratch, kept here so that a batch
+// order (row_start as in CsrView). `ones`: every value is 1.0 and `values` is empty (compact of
+// a view with ones and none of its other rows picked); the kernels then skip the multiply.
+// `sorted`, `spare`, `counts` and `index` are compact()'s scratch, kept here so that a batch
 // object reused step after step allocates nothing once warm.
 struct SparseBatch {
   std::vector<std::uint32_t> keys;
   std::vector<std::uint64_t> row_start;
   std::vector<std::uint32_t> local;
   std::vector<double> values;
-  KeyIndex index;
+  bool ones = false;
+  std::vector<std::uint64_t> sorted;
+  std::vector<std::uint64_t> spare;
+  std::vector<std::uint32_t> counts;
+  KeyIndex index;  // widths up to 2^20 only
   [[nodiscard]] std::size_t rows() const noexcept {
     return row_start.empty() ? 0 : row_start.size() - 1;
   }
 };
 
 // Compacts rows pick[0], pick[1], ... of `rows` (every row in order when pick is empty) into
-// `out`, reusing its buffers. Cost O(nonzeros + touched words + width / 2^18) with KeyIndex,
-// no sort and no map. TrainingError (nothing half-done is used) on a malformed view: row_start
-// not ascending or past the nonzeros, a pick past the rows, a key >= width.
+// `out`, reusing its buffers. Above 2^20 keys of width, the nonzeros' (key, place) pairs sorted
+// by a least-significant-digit radix sort of 12-bit digits (two passes over the batch for keys
+// below 2^24, three above), then one walk that lists the distinct keys and gives each nonzero
+// its position: O(nonzeros), no access that depends on the width. Up to 2^20, a KeyIndex (at
+// most 256 KB, cheaper there: bench/README.md). TrainingError (nothing half-done is used) on a
+// malformed view: row_start not ascending or past the nonzeros, a pick past the rows, a key >=
+// width.
 void compact(const CsrView& rows, std::span<const std::uint64_t> pick, SparseBatch& out);
 
 // Sorted distinct keys and their values, laid out as a local vector of those keys: the sparse

@@ -41,7 +41,7 @@ void SparseModel::check(std::span<const double> local, const SparseBatch& batch,
   }
   const std::uint64_t nonzeros = batch.row_start.empty() ? 0 : batch.row_start.back();
   if ((!batch.row_start.empty() && batch.row_start.front() != 0) ||
-      nonzeros != batch.local.size() || nonzeros != batch.values.size()) {
+      nonzeros != batch.local.size() || (batch.ones ? 0 : nonzeros) != batch.values.size()) {
     fail<TrainingError>("the sparse batch is malformed: {} row starts for {} local keys and {} "
                         "values (build it with compact)",
                         batch.row_start.size(), batch.local.size(), batch.values.size());
@@ -57,6 +57,16 @@ void SparseModel::check(std::span<const double> local, const SparseBatch& batch,
 
 void SparseModel::forward(std::span<const double> local, const SparseBatch& batch,
                           std::size_t first, std::size_t count, double* z) const {
+  if (batch.ones) {
+    forward_rows<true>(local, batch, first, count, z);
+  } else {
+    forward_rows<false>(local, batch, first, count, z);
+  }
+}
+
+template <bool kOnes>
+void SparseModel::forward_rows(std::span<const double> local, const SparseBatch& batch,
+                               std::size_t first, std::size_t count, double* z) const {
   const std::size_t k = outputs_;
   const double* w = local.data();
   const double* b = local.data() + batch.keys.size() * k;
@@ -70,16 +80,20 @@ void SparseModel::forward(std::span<const double> local, const SparseBatch& batc
     if (k == 1) {
       double acc[kDotLanes] = {};
       for (std::uint64_t j = begin; j < end; ++j) {
-        acc[keys[at[j]] % kDotLanes] += values[j] * w[at[j]];
+        acc[keys[at[j]] % kDotLanes] += kOnes ? w[at[j]] : values[j] * w[at[j]];
       }
       out[0] = lane_sum(acc) + b[0];
       continue;
     }
     std::fill(out, out + k, 0.0);
     for (std::uint64_t j = begin; j < end; ++j) {
-      const double v = values[j];
       const double* row = w + std::size_t{at[j]} * k;
-      for (std::size_t c = 0; c < k; ++c) out[c] += v * row[c];
+      if (kOnes) {
+        for (std::size_t c = 0; c < k; ++c) out[c] += row[c];
+      } else {
+        const double v = values[j];
+        for (std::size_t c = 0; c < k; ++c) out[c] += v * row[c];
+      }
     }
     for (std::size_t c = 0; c < k; ++c) out[c] += b[c];
   }
@@ -110,23 +124,39 @@ BatchResult SparseModel::pass(std::span<const double> local, const SparseBatch& 
     total.correct += r.correct;
     total.squared_error_sum += r.squared_error_sum;
     if (gw == nullptr) continue;
-    if (k == 1) {
-      single_backward(batch, first, count, z.data(), gw, gb);
-      continue;
-    }
-    for (std::size_t i = 0; i < count; ++i) {
-      const double* dz = z.data() + i * k;
-      for (std::uint64_t j = batch.row_start[first + i]; j < batch.row_start[first + i + 1]; ++j) {
-        const double v = batch.values[j];
-        double* g = gw + std::size_t{batch.local[j]} * k;
-        for (std::size_t c = 0; c < k; ++c) g[c] += v * dz[c];
-      }
-      for (std::size_t c = 0; c < k; ++c) gb[c] += dz[c];
+    if (k == 1 && batch.ones) {
+      single_backward<true>(batch, first, count, z.data(), gw, gb);
+    } else if (k == 1) {
+      single_backward<false>(batch, first, count, z.data(), gw, gb);
+    } else if (batch.ones) {
+      multi_backward<true>(batch, first, count, z.data(), gw, gb);
+    } else {
+      multi_backward<false>(batch, first, count, z.data(), gw, gb);
     }
   }
   return total;
 }
 
+template <bool kOnes>
+void SparseModel::multi_backward(const SparseBatch& batch, std::size_t first, std::size_t count,
+                                 const double* dz_rows, double* gw, double* gb) const {
+  const std::size_t k = outputs_;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double* dz = dz_rows + i * k;
+    for (std::uint64_t j = batch.row_start[first + i]; j < batch.row_start[first + i + 1]; ++j) {
+      double* g = gw + std::size_t{batch.local[j]} * k;
+      if (kOnes) {
+        for (std::size_t c = 0; c < k; ++c) g[c] += dz[c];
+      } else {
+        const double v = batch.values[j];
+        for (std::size_t c = 0; c < k; ++c) g[c] += v * dz[c];
+      }
+    }
+    for (std::size_t c = 0; c < k; ++c) gb[c] += dz[c];
+  }
+}
+
+template <bool kOnes>
 void SparseModel::single_backward(const SparseBatch& batch, std::size_t first, std::size_t count,
                                   const double* dz, double* gw, double* gb) {
   const std::uint32_t* at = batch.local.data();
@@ -142,7 +172,7 @@ void SparseModel::single_backward(const SparseBatch& batch, std::size_t first, s
     for (std::size_t s = 0; s < 4; ++s) {
       const double a = dz[i + s];
       for (std::uint64_t j = starts[i + s]; j < starts[i + s + 1]; ++j) {
-        quad[std::size_t{at[j]} * 4 + s] += a * values[j];
+        quad[std::size_t{at[j]} * 4 + s] += kOnes ? a : a * values[j];
       }
     }
     for (std::uint64_t j = starts[i]; j < starts[i + 4]; ++j) {
@@ -154,7 +184,7 @@ void SparseModel::single_backward(const SparseBatch& batch, std::size_t first, s
   }
   for (; i < count; ++i) {
     const double a = dz[i];
-    for (std::uint64_t j = starts[i]; j < starts[i + 1]; ++j) gw[at[j]] += a * values[j];
+    for (std::uint64_t j = starts[i]; j < starts[i + 1]; ++j) gw[at[j]] += kOnes ? a : a * values[j];
     gb[0] += a;
   }
 }

@@ -63,15 +63,23 @@ class SparseModel {
  private:
   void check(std::span<const double> local, const SparseBatch& batch,
              const std::span<const double>* y, const std::span<double>* grad) const;
-  // z's rows = the batch rows first..first+count-1's outputs.
+  // z's rows = the batch rows first..first+count-1's outputs. The kOnes forms (and
+  // multi_backward's) are for a batch with implicit ones: no value read, no multiply.
+  template <bool kOnes>
+  void forward_rows(std::span<const double> local, const SparseBatch& batch, std::size_t first,
+                    std::size_t count, double* z) const;
   void forward(std::span<const double> local, const SparseBatch& batch, std::size_t first,
                std::size_t count, double* z) const;
   BatchResult pass(std::span<const double> local, const SparseBatch& batch,
                    std::span<const double> y, double* grad);
   // One output: rows first..first+count-1 times their dz into the weights' and bias's gradient,
   // in the dense model's groups of four rows.
+  template <bool kOnes>
   void single_backward(const SparseBatch& batch, std::size_t first, std::size_t count,
                        const double* dz, double* gw, double* gb);
+  template <bool kOnes>
+  void multi_backward(const SparseBatch& batch, std::size_t first, std::size_t count,
+                      const double* dz, double* gw, double* gb) const;
 
   ModelSpec spec_;
   config::Task task_;

@@ -25,6 +25,7 @@ void compact_batch(const BatchRows& batch, SparseBatch& out, std::vector<double>
     out.keys.clear();
     out.local.clear();
     out.values.clear();
+    out.ones = false;
     out.row_start.assign(1, 0);
   } else {
     compact(*batch.sparse, batch.pick, out);

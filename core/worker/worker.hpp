@@ -215,7 +215,7 @@ class WorkerSession {
   std::vector<std::uint64_t> order_;
   data::RowMatrix batch_x_;
   Eigen::VectorXd batch_y_;
-  models::CsrView sparse_view_;        // a sparse shard's rows, as batches point to them
+  models::OnesView sparse_view_;       // a sparse shard's rows, as batches point to them
   std::vector<std::uint64_t> range_;   // a sparse batch's rows when not shuffled
   models::RowWarmer warmer_;           // warm(): the next batch's rows, during waits
   double compute_seconds_ = 0, comm_seconds_ = 0;

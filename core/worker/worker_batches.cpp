@@ -134,7 +134,8 @@ WorkerSession::Batch WorkerSession::slice(std::uint64_t epoch, std::uint64_t s,
 
 WorkerSession::Batch WorkerSession::sparse_slice(std::int64_t begin, std::int64_t count) {
   const auto& rows = *shard_.sparse;
-  sparse_view_ = {rows.width, rows.row_start, rows.keys, rows.values};
+  // Made again (with its scan for values other than 1.0) only when the shard's arrays change.
+  const models::CsrView* view = &sparse_view_.view(rows.width, rows.row_start, rows.keys, rows.values);
   // Sparse batches always pick their rows (an empty pick would mean the whole shard).
   std::span<const std::uint64_t> pick;
   if (count > 0 && config_.training.shuffle) {
@@ -145,8 +146,8 @@ WorkerSession::Batch WorkerSession::sparse_slice(std::int64_t begin, std::int64_
     std::iota(range_.begin(), range_.end(), static_cast<std::uint64_t>(begin));
     pick = range_;
   }
-  if (pick.empty()) return {shard_.x.middleRows(begin, 0), shard_.y.segment(begin, 0), {}, &sparse_view_};
-  return {shard_.x, shard_.y, pick, &sparse_view_};
+  if (pick.empty()) return {shard_.x.middleRows(begin, 0), shard_.y.segment(begin, 0), {}, view};
+  return {shard_.x, shard_.y, pick, view};
 }
 
 WorkerSession::Batch WorkerSession::gathered(const Batch& batch) {

@@ -40,15 +40,19 @@ PARAMETERS = "{mode: parameters, parameters: {sync_every: {steps: 3}}}"
 SGD = "{type: sgd, lr: 0.2}"
 
 
-def libsvm(path, task, seed=7):
+def libsvm(path, task, seed=7, ones=False):
     """ROWS rows of 1..8 nonzeros among WIDTH features (1-based, ascending), labels from a
-    hidden sparse model: a value, 0/1, or one of 3 classes."""
+    hidden sparse model: a value, 0/1, or one of 3 classes. Values uniform in [-2, 2], or with
+    `ones` a hashed click log's: 1, but a 2 in about one row of 30 (two columns in one key)."""
     rng = random.Random(seed)
     truth = [[rng.gauss(0, 1) for _ in range(3)] for _ in range(WIDTH)]
     lines = []
     for _ in range(ROWS):
         keys = sorted(rng.sample(range(WIDTH), rng.randint(1, 8)))
-        values = [round(rng.uniform(-2, 2), 3) for _ in keys]
+        if ones:
+            values = [2 if j == 0 and rng.random() < 1 / 30 else 1 for j in range(len(keys))]
+        else:
+            values = [round(rng.uniform(-2, 2), 3) for _ in keys]
         z = [sum(truth[k][c] * v for k, v in zip(keys, values)) for c in range(3)]
         if task == "linear":
             label = round(z[0] + rng.gauss(0, 0.1), 4)
@@ -117,6 +121,19 @@ def test_sparse_equals_dense_for_each_model_type(tmp):
                model="linear_regression", optimizer="{type: sgd, lr: 0.05}")
     same_model(tmp, "softmax", libsvm(tmp / "classes.svm", "classes"),
                model="softmax_regression")
+
+
+def test_implicit_ones_equal_dense(tmp):
+    # Values of 1 with a few 2s: a worker compacts a batch without a 2 from its keys alone
+    # (implicit ones, docs/sparse.md) and one with a 2 from every value. A 2 taken for a 1
+    # would change the model; the dense path reads every value as written.
+    for task, model in [("binary", "logistic_regression"), ("classes", "softmax_regression")]:
+        data = libsvm(tmp / f"ones-{task}.svm", task, seed=11, ones=True)
+        text = data.read_text()
+        assert ":2" in text and text.count(":2") < ROWS // 10, task
+        for name, aggregation in [("star", STAR), ("servers", SERVERS)]:
+            same_model(tmp, f"ones-{task}-{name}", data, model=model, aggregation=aggregation,
+                       optimizer="{type: ftrl, lr: 0.3, l1: 0.01, l2: 0.01}")
 
 
 def test_the_star_moves_the_batch_s_keys_not_the_width(tmp):
@@ -357,7 +374,7 @@ def test_what_has_no_sparse_form_is_refused(tmp):
 
 if __name__ == "__main__":
     h.main([test_sparse_equals_dense_in_every_synchronous_mode,
-            test_sparse_equals_dense_for_each_model_type,
+            test_sparse_equals_dense_for_each_model_type, test_implicit_ones_equal_dense,
             test_the_star_moves_the_batch_s_keys_not_the_width,
             test_keyed_servers_equal_dense_and_move_the_keys,
             test_a_lost_worker_s_sparse_rows_go_to_the_survivors,

@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -273,4 +274,121 @@ TEST_CASE("sparse models: a model's batch of sparse rows trains as its dense row
     CHECK(none.loss_sum == 0.0);
     CHECK(untouched == std::vector<double>(full.size(), 0.0));
   }
+}
+
+TEST_CASE("sparse models: implicit ones (CsrView::ones) give the bits of stored values") {
+  // A hashed click log's values are 1.0 but where two columns of a row share a key (2.0): its
+  // OnesView marks those rows, a batch without them is compacted without values and every
+  // kernel skips the multiply; a batch with one gets every value. The same bits as the stored
+  // values, and as the dense model on the same matrix; -0.0 among the parameters.
+  for (const auto& c : cases(50)) {
+    CAPTURE(c.name);
+    auto [s, dense, sparse, full] = pair_of(c, 150, 29);
+    for (auto& v : s.values) v = 1.0;
+    s.dense = (s.dense.array() != 0.0).cast<double>();
+    const std::uint64_t other = 11;  // row 11's second key: a collision's 2.0
+    REQUIRE(s.row_start[other + 1] - s.row_start[other] >= 2);
+    s.values[s.row_start[other] + 1] = 2.0;
+    s.dense(static_cast<Eigen::Index>(other), s.keys[s.row_start[other] + 1]) = 2.0;
+    full[3] = -0.0;
+    dt::models::OnesView marks;
+    const auto& view = marks.view(s.width, s.row_start, s.keys, s.values);
+    REQUIRE(view.ones);
+    REQUIRE(view.other_rows.size() == 3);  // 150 rows
+    CHECK(view.other_rows[0] == std::uint64_t{1} << other);
+    CHECK(&marks.view(s.width, s.row_start, s.keys, s.values) == &view);
+    auto implicit = dt::models::make_sparse_model(c.spec);
+    std::vector<std::uint64_t> pick;
+    for (std::uint64_t i = 0; i < 150; ++i) pick.push_back((i * 37 + 5) % 150);
+    std::vector<std::uint64_t> without(pick);
+    std::erase(without, other);
+    for (const auto& rows : {pick, without}) {
+      const bool ones_batch = rows.size() == without.size();
+      CAPTURE(ones_batch);
+      SparseBatch stored;
+      SparseBatch ones;
+      compact(s.view(), rows, stored);
+      compact(view, rows, ones);
+      CHECK(ones.ones == ones_batch);
+      CHECK(ones.values.empty() == ones_batch);
+      if (!ones_batch) CHECK(ones.values == stored.values);
+      CHECK_FALSE(stored.ones);
+      CHECK(ones.keys == stored.keys);
+      CHECK(ones.local == stored.local);
+      CHECK(ones.row_start == stored.row_start);
+      std::vector<double> local;
+      dt::models::gather_params(full, stored, sparse->outputs(), local);
+      std::vector<double> y;
+      for (const std::uint64_t r : rows) y.push_back(s.y(static_cast<Eigen::Index>(r)));
+      std::vector<double> grad_stored(local.size(), 0.0);
+      std::vector<double> grad_ones(local.size(), 0.0);
+      const BatchResult a = sparse->loss_and_gradient(local, stored, y, grad_stored);
+      const BatchResult b = implicit->loss_and_gradient(local, ones, y, grad_ones);
+      CHECK(std::memcmp(grad_ones.data(), grad_stored.data(), grad_ones.size() * 8) == 0);
+      CHECK(a.loss_sum == b.loss_sum);
+      CHECK(a.correct == b.correct);
+      RowMatrix p_stored;
+      RowMatrix p_ones;
+      sparse->predict(local, stored, p_stored);
+      implicit->predict(local, ones, p_ones);
+      CHECK(p_ones == p_stored);
+      std::vector<double> dense_grad(full.size(), 0.0);
+      const BatchResult want = dense->batch_loss_and_gradient(
+          full, dt::models::BatchRows{s.dense, s.y, rows}, dense_grad);
+      std::vector<double> scattered(full.size(), 0.0);
+      dt::models::add_gradient(grad_ones, ones, sparse->outputs(), scattered);
+      CHECK(scattered == dense_grad);
+      CHECK(b.loss_sum == want.loss_sum);
+    }
+  }
+}
+
+TEST_CASE("sparse models: OnesView marks rows with any value other than 1.0, and no others") {
+  dt::test::SparseRows s;
+  s.width = 100;
+  for (std::uint32_t r = 0; r < 70; ++r) {  // two words of marks, the second partly used
+    for (std::uint32_t j = 0; j < 9; ++j) {  // an eight-wide block and a tail
+      s.keys.push_back(j * 10 + r % 10);
+      s.values.push_back(1.0);
+    }
+    s.row_start.push_back(s.keys.size());
+  }
+  const std::vector<std::uint64_t> no_marks;
+  {
+    dt::models::OnesView marks;
+    const auto& v = marks.view(s.width, s.row_start, s.keys, s.values);
+    CHECK(v.ones);
+    CHECK(v.other_rows.empty());  // every value 1.0: nothing to test a row against
+  }
+  const double others[] = {2.0, 0.0, -1.0, std::nextafter(1.0, 2.0), std::nan("")};
+  for (const std::uint64_t row : {0UL, 63UL, 64UL, 69UL}) {
+    for (const std::uint64_t j : {0UL, 7UL, 8UL}) {
+      for (const double bad : others) {
+        CAPTURE(row);
+        CAPTURE(j);
+        CAPTURE(bad);
+        auto values = s.values;
+        values[row * 9 + j] = bad;
+        dt::models::OnesView marks;
+        const auto& v = marks.view(s.width, s.row_start, s.keys, values);
+        REQUIRE(v.other_rows.size() == 2);
+        CHECK(v.other_rows[row / 64] == std::uint64_t{1} << (row % 64));
+        CHECK(v.other_rows[1 - row / 64] == 0);
+      }
+    }
+  }
+  {
+    // More than 1 row in 16 with other values (LIBSVM's real values): a plain view, read once.
+    auto values = s.values;
+    for (std::size_t r = 0; r < 5; ++r) values[r * 9] = 2.0;  // 5 of 70: above 70 / 16
+    dt::models::OnesView marks;
+    CHECK_FALSE(marks.view(s.width, s.row_start, s.keys, values).ones);
+    values[4 * 9] = 1.0;  // 4 of 70: marks
+    dt::models::OnesView fewer;
+    CHECK(fewer.view(s.width, s.row_start, s.keys, values).ones);
+  }
+  // Arrays that are not CSR get a plain view (compact reports them), never marks.
+  dt::models::OnesView marks;
+  const std::vector<double> short_values(s.values.begin(), s.values.end() - 1);
+  CHECK_FALSE(marks.view(s.width, s.row_start, s.keys, short_values).ones);
 }

@@ -63,8 +63,8 @@ TEST_CASE("sparse batch: compact lists the sorted union of the keys and each non
     check_compacted(s, pick, b);
     CHECK(b.row_start[2] == b.row_start[1]);  // row 3 has no nonzeros
   }
-  SUBCASE("a wide, sparse width: keys far apart, in words of every level") {
-    const std::uint64_t width = std::uint64_t{1} << 25;  // 2 top words (2^32 would take 768 MB)
+  SUBCASE("a wide, sparse width: keys far apart, in every digit of the radix sort") {
+    const std::uint64_t width = std::uint64_t{1} << 25;  // keys of 25 bits: three passes
     const std::vector<std::uint64_t> starts{0, 3, 3, 6};
     const std::vector<std::uint32_t> keys{33554431u, 7, 262144, 63, 64, 33554431u};
     const std::vector<double> values{1, 2, 3, 4, 5, 6};
@@ -73,6 +73,30 @@ TEST_CASE("sparse batch: compact lists the sorted union of the keys and each non
     CHECK(b.keys == std::vector<std::uint32_t>{7, 63, 64, 262144, 33554431u});
     CHECK(b.local == std::vector<std::uint32_t>{4, 0, 3, 1, 2, 4});
     CHECK(b.row_start == std::vector<std::uint64_t>{0, 3, 3, 6});
+  }
+  SUBCASE("random keys up to 2^32 - 1 (no width-sized memory), and keys of one digit") {
+    for (const std::uint64_t width : {std::uint64_t{1} << 32, std::uint64_t{4096}}) {
+      CAPTURE(width);
+      SparseRows r;
+      r.width = width;
+      for (std::uint64_t row = 0; row < 300; ++row) {
+        for (std::uint64_t j = 0; j < 1 + row % 9; ++j) {
+          const double u = dt::random::uniform(14, 1, row, j);
+          // Keys that share low digits and differ above, and the extremes.
+          const std::uint64_t low = row % 3 == 0 ? 0xfff : 0;  // cleared: only high digits differ
+          const auto drawn = static_cast<std::uint64_t>(u * static_cast<double>(width)) & ~low;
+          const auto key = static_cast<std::uint32_t>(j == 0 && row % 50 == 0 ? width - 1 : drawn);
+          r.keys.push_back(key);
+          r.values.push_back(1.0);
+        }
+        r.row_start.push_back(r.keys.size());
+      }
+      std::vector<std::uint64_t> pick;
+      for (std::uint64_t i = 0; i < 300; ++i) pick.push_back((i * 101 + 7) % 300);
+      compact(r.view(), pick, b);
+      check_compacted(r, pick, b);
+      CHECK(b.keys.back() == width - 1);
+    }
   }
   SUBCASE("a repeated key in a row stays two nonzeros, at one place") {
     const std::vector<std::uint64_t> starts{0, 3};
@@ -110,7 +134,7 @@ TEST_CASE("sparse batch: empty batches, and the buffers reused batch after batch
   }
 }
 
-TEST_CASE("sparse batch: a malformed view is refused and leaves the index clear") {
+TEST_CASE("sparse batch: a malformed view is refused and leaves nothing for the next batch") {
   const auto s = random_sparse(10, 50, 5, dt::config::Task::kRegression, 0, 13);
   SparseBatch b;
   CHECK(dt::test::message_of<dt::TrainingError>([&] {
