@@ -1,6 +1,7 @@
 #include "core/models/sparse_batch.hpp"
 
 #include "base/error.hpp"
+#include "base/memory.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -46,28 +47,20 @@ constexpr std::size_t kRowsAhead = 8;
 // Keys ahead that gather_params and add_gradient fetch the full vector's values of.
 constexpr std::size_t kKeysAhead = 16;
 
-// Every cache line of [first, last] (a row's keys or values: 39 keys span 3 or 4 lines, as
-// they start in a line).
-void prefetch_lines(const void* first, const void* last) {
-  const auto line = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63}; };
-  for (std::uintptr_t a = line(first); a <= line(last); a += 64) {
-    __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 1);
-  }
-}
-
 void prefetch_ahead(const CsrView& rows, std::span<const std::uint64_t> pick, std::size_t i) {
   const std::size_t row_count = rows.rows();
   if (i + 2 * kRowsAhead < pick.size() && pick[i + 2 * kRowsAhead] < row_count) {
     const std::uint64_t* bounds = rows.row_start.data() + pick[i + 2 * kRowsAhead];
-    prefetch_lines(bounds, bounds + 1);  // the row's end may start the next line
+    memory::prefetch_lines(bounds, 2 * sizeof(std::uint64_t));  // the end may start the next line
   }
   if (i + kRowsAhead >= pick.size() || pick[i + kRowsAhead] >= row_count) return;
   const std::uint64_t r = pick[i + kRowsAhead];
   const std::uint64_t begin = std::min<std::uint64_t>(rows.row_start[r], rows.keys.size());
   const std::uint64_t end = std::min<std::uint64_t>(rows.row_start[r + 1], rows.keys.size());
   if (end <= begin) return;
-  prefetch_lines(rows.keys.data() + begin, rows.keys.data() + end - 1);
-  if (!rows.ones) prefetch_lines(rows.values.data() + begin, rows.values.data() + end - 1);
+  // Every line of the row's keys and values: 39 keys span 3 or 4 lines, as they start in one.
+  memory::prefetch_lines(rows.keys.data() + begin, (end - begin) * sizeof(std::uint32_t));
+  if (!rows.ones) memory::prefetch_lines(rows.values.data() + begin, (end - begin) * sizeof(double));
 }
 
 // A batch of a view with ones that picked one of its other rows: ones everywhere, then those

@@ -1,13 +1,10 @@
 #include "core/models/warm_rows.hpp"
 
+#include "base/memory.hpp"
+
 #include <algorithm>
 
 namespace dt::models {
-namespace {
-
-constexpr Eigen::Index kLine = 64;  // bytes a prefetch brings in
-
-}  // namespace
 
 void RowWarmer::arm(const BatchRows& batch) noexcept {
   disarm();
@@ -29,11 +26,8 @@ bool RowWarmer::slice() noexcept {
   const auto row_bytes = static_cast<std::size_t>(cols_) * sizeof(double);
   for (Eigen::Index i = next_; i < stop; ++i) {
     const auto r = static_cast<Eigen::Index>(pick_[i]);
-    const auto* first = reinterpret_cast<const char*>(x_ + r * stride_);
     // Every line the row touches: a row need not start on a line (800-byte rows do not).
-    const auto* line = reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(first) &
-                                                     ~static_cast<std::uintptr_t>(kLine - 1));
-    for (; line < first + row_bytes; line += kLine) __builtin_prefetch(line, 0, 1);
+    memory::prefetch_lines(x_ + r * stride_, row_bytes);
     __builtin_prefetch(y_ + r * y_stride_, 0, 1);
   }
   warmed_ += static_cast<std::uint64_t>(stop - next_);
