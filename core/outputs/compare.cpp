@@ -291,8 +291,8 @@ Timing compare_timing(const nlohmann::json& summary_a, const nlohmann::json& sum
     for (const auto& w : summary["worker_stats"]) {
       if (!w.is_object() || !w.contains("rank") || !w["rank"].is_number_integer()) continue;
       nlohmann::ordered_json fields = nlohmann::ordered_json::object();
-      for (const char* key : {"steps", "compute_seconds", "comm_seconds", "step_seconds",
-                              "bytes_sent", "bytes_received"}) {
+      for (const char* key : {"steps", "load_seconds", "compute_seconds", "comm_seconds",
+                              "step_seconds", "bytes_sent", "bytes_received", "max_rss_bytes"}) {
         if (w.contains(key)) fields[key] = w[key];
       }
       auto& entry = ranks[w["rank"].get<std::int64_t>()];

@@ -90,6 +90,7 @@ std::string timing_lines(const Comparison& c) {
       out += fmt::format("  {:<30} {:>14} {:>14}\n", fmt::format("worker {} {}", rank, label),
                          field(w["a"], key, sub), field(w["b"], key, sub));
     };
+    row("load_seconds", "load_seconds", nullptr);
     row("compute_seconds", "compute_seconds", nullptr);
     row("comm_seconds", "comm_seconds", nullptr);
     row("step_seconds p50", "step_seconds", "p50");

@@ -70,6 +70,8 @@ def test_a_run_against_itself_and_its_rerun(tmp):
     assert j["config_differences"] == [], j
     assert [w["rank"] for w in j["timing"]["workers"]] == [0, 1], j["timing"]
     assert j["timing"]["workers"][0]["a"]["steps"] > 0, j["timing"]
+    assert j["timing"]["workers"][1]["b"]["load_seconds"] > 0, j["timing"]
+    assert j["timing"]["workers"][1]["b"]["max_rss_bytes"] > 0, j["timing"]
     # A third run replaces the older .prev (the second run) and keeps no other.
     second = snapshot(run_dir)
     train(cfg)
