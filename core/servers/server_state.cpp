@@ -58,7 +58,15 @@ void KeyMarks::reset_from(std::span<const std::span<const double>> vectors, std:
 }
 
 void KeyMarks::mark(std::span<const std::uint64_t> keys) {
-  for (const std::uint64_t k : keys) words_[k / 64] |= std::uint64_t{1} << (k % 64);
+  // Ascending keys, a few hundred apart in a wide model: words the hardware prefetcher does not
+  // foresee (at 2^24 keys the 2 MB of marks, a miss every second key), fetched kAhead keys early.
+  constexpr std::size_t kAhead = 32;
+  std::uint64_t* words = words_.data();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (i + kAhead < keys.size()) __builtin_prefetch(words + keys[i + kAhead] / 64, 1, 1);
+    const std::uint64_t k = keys[i];
+    words[k / 64] |= std::uint64_t{1} << (k % 64);
+  }
 }
 
 void KeyMarks::list(std::vector<std::uint32_t>& out) const {
