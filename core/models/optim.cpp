@@ -5,6 +5,7 @@
 #include "base/error.hpp"
 #include "base/memory.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -56,6 +57,37 @@ void restore(OptimizerState& current, OptimizerState state, std::size_t slots, s
 
 }  // namespace detail
 
+void Optimizer::step_scaled_parts(std::span<const double> from,
+                                  std::span<const double* const> parts, double scale,
+                                  std::span<double> to, std::vector<double>& scratch) {
+  scratch.resize(from.size());
+  sum_parts(parts, scratch);
+  step_scaled(from, scratch, scale, to);
+}
+
+// The first two parts in one pass over memory (the same bits as zeroing out and adding each).
+void sum_parts(std::span<const double* const> parts, std::vector<double>& out) {
+  double* o = out.data();
+  const std::size_t n = out.size();
+  std::size_t next = 0;
+  if (parts.size() >= 2) {
+    const double* a = parts[0];
+    const double* b = parts[1];
+    for (std::size_t i = 0; i < n; ++i) o[i] = (0.0 + a[i]) + b[i];
+    next = 2;
+  } else if (parts.size() == 1) {
+    const double* a = parts[0];
+    for (std::size_t i = 0; i < n; ++i) o[i] = 0.0 + a[i];
+    next = 1;
+  } else {
+    std::fill(out.begin(), out.end(), 0.0);
+  }
+  for (; next < parts.size(); ++next) {
+    const double* g = parts[next];
+    for (std::size_t i = 0; i < n; ++i) o[i] += g[i];
+  }
+}
+
 namespace {
 
 using detail::check_indices;
@@ -100,6 +132,43 @@ class Sgd final : public Optimizer {
         const std::uint64_t k = indices[i];
         p[k] = p[k] - lr * (grad_sum[i] * scale);
       }
+    }
+    ++state_.steps;
+  }
+
+  // One or two parts are added inside the step's own pass ((0.0 + a) + b, as the default adds
+  // them); more go the default way.
+  void step_scaled_parts(std::span<const double> from, std::span<const double* const> parts,
+                         double scale, std::span<double> to,
+                         std::vector<double>& scratch) override {
+    if (parts.empty() || parts.size() > 2) {
+      Optimizer::step_scaled_parts(from, parts, scale, to, scratch);
+      return;
+    }
+    check_step(size_, from, from, to);
+    const double* a = parts[0];
+    const double* b = parts.size() == 2 ? parts[1] : nullptr;
+    const double lr = lr_, momentum = momentum_;
+    const double* f = from.data();
+    double* t = to.data();
+    const std::size_t n = size_;
+    if (momentum > 0.0) {
+      double* v = state_.slots[0].data();
+      if (b != nullptr) {
+        for (std::size_t i = 0; i < n; ++i) {
+          v[i] = momentum * v[i] + ((0.0 + a[i]) + b[i]) * scale;
+          t[i] = f[i] - lr * v[i];
+        }
+      } else {
+        for (std::size_t i = 0; i < n; ++i) {
+          v[i] = momentum * v[i] + (0.0 + a[i]) * scale;
+          t[i] = f[i] - lr * v[i];
+        }
+      }
+    } else if (b != nullptr) {
+      for (std::size_t i = 0; i < n; ++i) t[i] = f[i] - lr * (((0.0 + a[i]) + b[i]) * scale);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) t[i] = f[i] - lr * ((0.0 + a[i]) * scale);
     }
     ++state_.steps;
   }

@@ -42,6 +42,14 @@ class Optimizer {
   // over memory instead of two. grad_sum is left as it was. What each optimizer implements.
   virtual void step_scaled(std::span<const double> from, std::span<const double> grad_sum,
                            double scale, std::span<double> to) = 0;
+  // The out-of-place step on the gradient (0.0 + parts[0][i] + parts[1][i] + ...) * scale: the
+  // parts (each as long as `from`) added in their order, the same bits as adding them one by
+  // one into a zeroed vector and then step_scaled. The star's coordinator passes the workers'
+  // gradient sums as they came. This default adds them into `scratch` first; plain sgd and sgd
+  // with momentum fuse one or two parts into their own pass (one pass over memory, not two).
+  virtual void step_scaled_parts(std::span<const double> from,
+                                 std::span<const double* const> parts, double scale,
+                                 std::span<double> to, std::vector<double>& scratch);
   // The lazy step of a sparse update (what a sparse parameter server calls): steps only the
   // coordinates `indices` of `params` (the vector this optimizer was made for: its state has
   // the same size), whose gradient is grad_sum[i] * scale for indices[i]. `indices` is sorted
@@ -69,6 +77,10 @@ class Optimizer {
     (void)total_steps;
   }
 };
+
+// out = (0.0 + parts[0][i] + parts[1][i] + ...), the parts added in their order; out keeps its
+// size, which each part has.
+void sum_parts(std::span<const double* const> parts, std::vector<double>& out);
 
 // The optimizer of `config`, wrapped by its lr schedule and clip_norm when it has them (else the
 // bare rule, the same bits as before those existed). `total_steps`: the steps of the whole run

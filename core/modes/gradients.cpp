@@ -58,6 +58,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     auto* optimizer = &this->optimizer(session);
     const int ranks = session.ranks();
     std::vector<double> grad(p);
+    std::vector<const double*> parts;  // the replies' gradient sums, in rank order
     std::vector<double> worker_loss(static_cast<std::size_t>(ranks));
     std::vector<std::uint64_t> worker_rows(static_cast<std::size_t>(ranks));
     const std::uint64_t steps = session.schedule().total_steps();
@@ -85,12 +86,13 @@ class GradientsMode final : public CoordinatorOptimizerMode {
         if (session.checkpoint_due(step + 1)) topk_.keep_residuals(replies, step + 1, 1);
       } else if (codec) {
         sum_half_in_order(replies, *codec, grad, tally);
-      } else {
-        sum_in_order(replies, grad);
+      } else {  // added inside the optimizer's pass where it can (Optimizer::step_scaled_parts)
+        parts.clear();
+        for (const auto& reply : replies) parts.push_back(protocol::doubles(reply, 0, p).data());
       }
       const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
       finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows,
-                  lap);
+                  lap, parts);
     }
     session.close_admissions();
   }
@@ -170,7 +172,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
   TopkState topk_;                      // coordinator side, top-k: the sum and the residuals
 
   // aggregation.compression: grad = the replies' decoded gradients added in their order from 0
-  // (as sum_in_order adds), and the frames counted in `tally`.
+  // (as models::sum_parts adds), and the frames counted in `tally`.
   static void sum_half_in_order(const std::vector<protocol::Envelope>& replies,
                                 wire::HalfCodec codec, std::vector<double>& grad,
                                 protocol::CompressionTally& tally) {
@@ -179,31 +181,6 @@ class GradientsMode final : public CoordinatorOptimizerMode {
       const auto frame = protocol::frame_of(reply, 0);
       wire::add_half(frame, codec, grad);
       tally.add(grad.size(), frame.size());
-    }
-  }
-
-  // grad = the replies' gradients added in their order, starting from 0 (so the same bits as
-  // zeroing grad and adding each in turn), the first two in one pass over memory.
-  static void sum_in_order(const std::vector<protocol::Envelope>& replies,
-                           std::vector<double>& grad) {
-    const std::size_t p = grad.size();
-    double* out = grad.data();
-    std::size_t next = 0;
-    if (replies.size() >= 2) {
-      const double* a = protocol::doubles(replies[0], 0, p).data();
-      const double* b = protocol::doubles(replies[1], 0, p).data();
-      for (std::size_t i = 0; i < p; ++i) out[i] = (0.0 + a[i]) + b[i];
-      next = 2;
-    } else if (replies.size() == 1) {
-      const double* a = protocol::doubles(replies[0], 0, p).data();
-      for (std::size_t i = 0; i < p; ++i) out[i] = 0.0 + a[i];
-      next = 1;
-    } else {
-      std::fill(grad.begin(), grad.end(), 0.0);
-    }
-    for (; next < replies.size(); ++next) {
-      const double* g = protocol::doubles(replies[next], 0, p).data();
-      for (std::size_t i = 0; i < p; ++i) out[i] += g[i];
     }
   }
 };

@@ -48,6 +48,18 @@ void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer
   optimizer.step(from, grad, to);
 }
 
+void apply_gradient_parts(const models::Model& model, models::Optimizer& optimizer,
+                          std::span<double> params, std::span<const double* const> parts,
+                          std::vector<double>& grad, double rows) {
+  if (model.spec().config.l2 == 0.0) {
+    optimizer.step_scaled_parts(params, parts, 1.0 / rows, params, grad);
+    return;
+  }
+  grad.resize(params.size());
+  models::sum_parts(parts, grad);
+  apply_gradient_sum(model, optimizer, params, grad, rows);
+}
+
 StepTotals tally_replies(const std::vector<protocol::Envelope>& replies,
                          std::vector<double>& worker_loss,
                          std::vector<std::uint64_t>& worker_rows) {
@@ -67,11 +79,17 @@ StepTotals tally_replies(const std::vector<protocol::Envelope>& replies,
 void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,
                  std::vector<double>& grad, std::uint64_t step, double loss_sum,
                  std::uint64_t rows, const std::vector<double>& worker_loss,
-                 const std::vector<std::uint64_t>& worker_rows, timeline::Lap& lap) {
+                 const std::vector<std::uint64_t>& worker_rows, timeline::Lap& lap,
+                 std::span<const double* const> parts) {
   if (rows > 0) {  // else an empty step (only possible with tiny shards)
     check_batch_loss(session.config(), step, loss_sum, rows);
-    apply_gradient_sum(session.model(), optimizer, session.params(), grad,
-                       static_cast<double>(rows));
+    if (parts.empty()) {
+      apply_gradient_sum(session.model(), optimizer, session.params(), grad,
+                         static_cast<double>(rows));
+    } else {
+      apply_gradient_parts(session.model(), optimizer, session.params(), parts, grad,
+                           static_cast<double>(rows));
+    }
     lap.mark(timeline::Phase::kApply);
     session.add_samples(rows);
     session.record_step(step, loss_sum, rows, worker_loss, worker_rows);

@@ -43,6 +43,13 @@ void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer
                         std::span<const double> from, std::span<double> grad, double rows,
                         std::span<double> to);
 
+// The same step on a gradient sum given as `parts` (each worker's sum, in rank order), added
+// as models::sum_parts adds them: inside the optimizer's pass when it can
+// (Optimizer::step_scaled_parts), else into `grad` first.
+void apply_gradient_parts(const models::Model& model, models::Optimizer& optimizer,
+                          std::span<double> params, std::span<const double* const> parts,
+                          std::vector<double>& grad, double rows);
+
 // Each worker's loss sum and rows of a step from its reply ("loss_sum", "rows"), into
 // worker_loss/worker_rows by rank (zero for ranks without a reply), and their totals, added in
 // the replies' (rank) order.
@@ -58,10 +65,12 @@ struct StepTotals {
 // loss, applies the mean gradient to the session's parameters, records the step's losses, and
 // reports the step boundary (a checkpoint when one is due). output.timeline: `lap` (the step's,
 // last marked at the gather's end) marks the `apply` span, which includes summing the replies.
+// `parts`: when given, `grad` is scratch and the gradient sum is theirs (apply_gradient_parts).
 void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,
                  std::vector<double>& grad, std::uint64_t step, double loss_sum,
                  std::uint64_t rows, const std::vector<double>& worker_loss,
-                 const std::vector<std::uint64_t>& worker_rows, timeline::Lap& lap);
+                 const std::vector<std::uint64_t>& worker_rows, timeline::Lap& lap,
+                 std::span<const double* const> parts = {});
 
 // The state of a mode whose coordinator holds the parameters and the one optimizer (star,
 // tensor): "parameters" and "optimizer" of the last completed step. `at`: when given, the keys

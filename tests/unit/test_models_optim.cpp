@@ -119,6 +119,44 @@ TEST_CASE("optim: step_scaled gives the bits of scaling the gradient first, and 
   }
 }
 
+TEST_CASE("optim: step_scaled_parts gives the bits of adding the parts first, in order") {
+  // The star's coordinator hands the workers' gradient sums to the step as parts: sgd adds one
+  // or two inside its pass, the rest (and every other optimizer) add them into scratch first.
+  // The bits must be those of sum_parts + step_scaled: (0.0 + a) + b in that order, which -0.0
+  // (0.0 + -0.0 is +0.0) and values whose sum rounds differently by order would show; parameters
+  // that start at 0 show the update's every bit (and so the order of lr, scale and the sum).
+  const std::vector<double> start = {0.0, 0.0, 3.0, 1e-3, -7.0, 0.0};
+  const std::vector<std::vector<double>> sums = {{0.1, -2.0, 1e16, 3.3, -0.7, -0.0},
+                                                 {0.2, 1.0, 1.0, -3.3, 0.7, -0.0},
+                                                 {-0.3, 0.5, -1e16, 1e-17, 0.1, -0.0}};
+  const double scale = 1.0 / 7.0;
+  for (std::size_t count = 1; count <= sums.size(); ++count) {
+    for (const auto& config : {sgd(0.1, 0.0), sgd(0.05, 0.9), adam(0.01)}) {
+      INFO("parts ", count, ", momentum ", config.momentum, ", type ", static_cast<int>(config.type));
+      auto fused = dt::models::make_optimizer(config, start.size());
+      auto plain = dt::models::make_optimizer(config, start.size());
+      std::vector<const double*> parts;
+      for (std::size_t k = 0; k < count; ++k) parts.push_back(sums[k].data());
+      std::vector<double> a = start, b = start, scratch, sum(start.size());
+      for (int step = 0; step < 3; ++step) {
+        fused->step_scaled_parts(a, parts, scale, a, scratch);
+        sum.assign(start.size(), 0.0);
+        for (std::size_t k = 0; k < count; ++k) {
+          for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += sums[k][i];
+        }
+        plain->step_scaled(b, sum, scale, b);
+      }
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        INFO("parameter ", i);
+        CHECK(std::memcmp(&a[i], &b[i], sizeof(double)) == 0);
+      }
+      CHECK(a != start);
+      CHECK(fused->state().slots == plain->state().slots);
+      CHECK(fused->state().steps == 3);
+    }
+  }
+}
+
 TEST_CASE("optim: state round trips exactly") {
   for (const auto& config : {sgd(0.05, 0.0), sgd(0.05, 0.8), adam(0.01)}) {
     auto a = dt::models::make_optimizer(config, 3);
