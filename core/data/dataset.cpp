@@ -8,6 +8,7 @@
 #include "core/data/label_sink.hpp"
 #include "core/data/missing.hpp"
 #include "core/data/npy.hpp"
+#include "core/data/row_sums.hpp"
 #include "core/data/libsvm.hpp"
 #include "base/error.hpp"
 #include "base/memory.hpp"
@@ -91,6 +92,10 @@ Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
   fields.reserve(width);
   Eigen::Index r = 0;
   double unused_label = 0.0;
+  // column_stats's first pass on the rows just parsed (a shard kept; not a stream, which may
+  // end early): one pass over the shard fewer for the worker's statistics.
+  std::optional<detail::RowSums> sums;
+  if (keep && stream == nullptr) sums.emplace(static_cast<std::size_t>(p));
   for (const Segment& seg : segments) {
     std::uint64_t offset = seg.byte_offset;
     std::uint64_t line = seg.line;
@@ -106,6 +111,7 @@ Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
     }
     if (stream == nullptr) reader = &detail::reader_at(own, path, offset, line, sep);
     for (std::uint64_t k = 0; k < seg.count; ++k, ++r) {
+      if (sums) sums->add(shard.x.data(), static_cast<std::uint64_t>(r));
       double* row = shard.x.data() + (keep ? r : 0) * p;
       double& label = has_label && kind != LabelKind::kCategorical ? shard.y(r) : unused_label;
       const std::string_view window = reader->peek(kLookahead);
@@ -143,6 +149,7 @@ Eigen::Index load_csv(const std::filesystem::path& path, const CsvIndex* index,
       if (has_label) sink.put_cell(r, fields[source.label_index], path);
     }
   }
+  if (sums && r > 0) shard.sums = sums->finish(shard.x.data(), static_cast<std::uint64_t>(r));
   return r;
 }
 
@@ -326,9 +333,14 @@ Shard load_rows(const config::Config& config, const SourceInfo& source,
   memory::advise_huge_pages(shard.y.data(), static_cast<std::size_t>(total) * sizeof(double));
   shard.y.setZero();
   if (kind == LabelKind::kCategorical && source.label_index != kNoLabel) shard.raw_labels.reserve(total);
-  const auto rows_for = [&](bool all) {
+  // A CSV's rows are parsed far slower than the kernel zeroes their fresh pages: those are
+  // faulted in on another thread meanwhile (memory::Prefaulter), off the parse's path.
+  std::optional<memory::Prefaulter> fault_ahead;
+  const auto rows_for = [&](bool all, bool parsed = false) {
     shard.x.resize(all ? static_cast<Eigen::Index>(total) : 1, width);
-    memory::advise_huge_pages(shard.x.data(), static_cast<std::size_t>(shard.x.size()) * sizeof(double));
+    const auto bytes = static_cast<std::size_t>(shard.x.size()) * sizeof(double);
+    memory::advise_huge_pages(shard.x.data(), bytes);
+    if (all && parsed) fault_ahead.emplace(shard.x.data(), bytes);
   };
   const config::Missing missing = config.data.missing;
   if (!config.data.path.empty() && source.file.empty() && reads_npy(config.data)) {
@@ -342,7 +354,7 @@ Shard load_rows(const config::Config& config, const SourceInfo& source,
     rows_for(true);
     load_libsvm(source.file, source, segments, shard, kind);  // a worker's own LIBSVM file
   } else if (source.csv) {
-    rows_for(keep);
+    rows_for(keep, true);
     load_csv(source.csv->path, &*source.csv, source, segments, shard, kind, missing, nullptr, keep);
   } else if (!source.file.empty() && source.file.extension() == ".npy") {
     config::DataConfig own = config.data;  // a worker's own array: shards.files, --data FILE
@@ -351,13 +363,13 @@ Shard load_rows(const config::Config& config, const SourceInfo& source,
     rows_for(keep);
     load_npy(own, source, segments, shard, kind, keep);
   } else if (!source.file.empty()) {
-    rows_for(keep);
+    rows_for(keep, true);
     load_csv(source.file, nullptr, source, segments, shard, kind, missing, nullptr, keep);
   } else if (config.data.synthetic) {
     rows_for(true);
     load_synthetic(config, source, segments, shard, kind);
   } else if (!config.data.path.empty()) {
-    rows_for(keep);
+    rows_for(keep, true);
     load_csv(config.data.path, nullptr, source, segments, shard, kind, missing, nullptr, keep);
   } else {
     fail<DataError>("data: no data source; set data.path or data.synthetic");

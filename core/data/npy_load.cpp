@@ -5,6 +5,7 @@
 #include "core/data/dataset.hpp"
 #include "core/data/label_sink.hpp"
 #include "core/data/missing.hpp"
+#include "core/data/row_sums.hpp"
 #include "base/error.hpp"
 
 #include <fmt/format.h>
@@ -12,19 +13,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <optional>
 
 namespace dt::data {
 namespace {
-
-// GCC's target_clones on x86-64 (AVX2 where the CPU has it, SSE2 otherwise), as the model
-// kernels are built: no fused multiply-add either way (-ffp-contract=off), so the same bits.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define DT_LOAD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define DT_LOAD_CLONES
-#endif
 
 // Whether every one of `n` values is finite: x * 0 is NaN for a NaN or an infinity and ±0
 // otherwise. Eight sums at once: one would wait on each addition (its latency, not the
@@ -43,40 +35,9 @@ bool npy_block_finite(const double* values, std::uint64_t n) {
   return total == 0.0;
 }
 
-// One row's p values into column_stats's first pass: each column's sum, minimum and maximum,
-// the rows taken in order as column_stats takes them (the same bits). `bad` adds x * 0 (NaN
-// for a NaN or an infinity, else 0) of each value: a sum a column, so the loop is vector code.
-DT_LOAD_CLONES void npy_row_sums(const double* __restrict row, std::uint64_t p,
-                                 double* __restrict sum, double* __restrict lo,
-                                 double* __restrict hi, double* __restrict bad) {
-  for (std::uint64_t c = 0; c < p; ++c) {
-    const double v = row[c];
-    bad[c] += v * 0.0;
-    sum[c] += v;
-    lo[c] = std::min(lo[c], v);
-    hi[c] = std::max(hi[c], v);
-  }
-}
-
-// npy_row_sums of four rows at once (r0, r1, r2, r3 in that order, the same bits): the sums,
-// minima and maxima are loaded and stored once for the four, which sets the pace here.
-DT_LOAD_CLONES void npy_four_row_sums(const double* __restrict r0, const double* __restrict r1,
-                                      const double* __restrict r2, const double* __restrict r3,
-                                      std::uint64_t p, double* __restrict sum,
-                                      double* __restrict lo, double* __restrict hi,
-                                      double* __restrict bad) {
-  for (std::uint64_t c = 0; c < p; ++c) {
-    const double a = r0[c], b = r1[c], d = r2[c], e = r3[c];
-    bad[c] += ((a * 0.0 + b * 0.0) + d * 0.0) + e * 0.0;
-    sum[c] = (((sum[c] + a) + b) + d) + e;
-    lo[c] = std::min(std::min(std::min(std::min(lo[c], a), b), d), e);
-    hi[c] = std::max(std::max(std::max(std::max(hi[c], a), b), d), e);
-  }
-}
-
 // The first `p` values of each of `n` rows of `cols` values into `out` (p a row; `out` may be
 // `in` itself, the rows already in place), checking all `cols` finite on the way
-// (npy_block_finite's test) and making column_stats's first pass in `sums` (npy_row_sums) on
+// (npy_block_finite's test) and making column_stats's first pass in `sums` (detail::row_sums) on
 // the rows just copied, four at a time, while they are in L1: one pass over the rows, straight from the page
 // cache. Rows with a bad value are copied too: the caller reads the block again value by
 // value, to name it, and drops the sums. `bad` is scratch of p values.
@@ -94,25 +55,15 @@ bool npy_copy_finite(const double* in, std::uint64_t cols, std::uint64_t p, std:
       if (in != out) std::memcpy(out + r * p, row, p * sizeof(double));
       for (std::uint64_t c = p; c < cols; ++c) total += row[c] * 0.0;
     }
-    npy_four_row_sums(out, out + p, out + 2 * p, out + 3 * p, p, sum, lo, hi, bad.data());
+    detail::four_row_sums(out, out + p, out + 2 * p, out + 3 * p, p, sum, lo, hi, bad.data());
   }
   for (; k < n; ++k, in += cols, out += p) {
     if (in != out) std::memcpy(out, in, p * sizeof(double));
-    npy_row_sums(out, p, sum, lo, hi, bad.data());
+    detail::row_sums(out, p, sum, lo, hi, bad.data());
     for (std::uint64_t c = p; c < cols; ++c) total += in[c] * 0.0;
   }
   for (const double b : bad) total += b;
   return total == 0.0;
-}
-
-// Sums of no row yet: each minimum starts at +inf and maximum at -inf, which the first finite
-// value replaces exactly as column_stats's start at row 0 does.
-ColumnStats no_sums(std::size_t p) {
-  ColumnStats s;
-  s.mean.assign(p, 0.0);
-  s.min.assign(p, std::numeric_limits<double>::infinity());
-  s.max.assign(p, -std::numeric_limits<double>::infinity());
-  return s;
 }
 
 }  // namespace
@@ -154,7 +105,7 @@ void load_npy(const config::DataConfig& data, const SourceInfo& source,
   const std::uint64_t block = std::max<std::uint64_t>(1, (std::uint64_t{1} << 17) / x.cols);
   std::vector<double> buf, labels, scratch;
   // column_stats's first pass, made in the copy; kept only when every block was fast.
-  ColumnStats sums = no_sums(keep && leading ? p : 0);
+  ColumnStats sums = detail::no_sums(keep && leading ? p : 0);
   bool sums_whole = keep && leading;
   Eigen::Index r = 0;
   for (const Segment& seg : segments) {
