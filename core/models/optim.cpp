@@ -108,7 +108,8 @@ class Sgd final : public Optimizer {
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
                    std::span<double> to) override {
     check_step(size_, from, grad_sum, to);
-    run(from.data(), grad_sum.data(), scale, to.data());
+    const double* g = grad_sum.data();
+    run(from.data(), [g](std::size_t i) { return g[i]; }, scale, to.data());
   }
 
   // The lazy step: the dense formulas at `indices` only; an untouched key's velocity is not
@@ -147,30 +148,12 @@ class Sgd final : public Optimizer {
     }
     check_step(size_, from, from, to);
     const double* a = parts[0];
-    const double* b = parts.size() == 2 ? parts[1] : nullptr;
-    const double lr = lr_, momentum = momentum_;
-    const double* f = from.data();
-    double* t = to.data();
-    const std::size_t n = size_;
-    if (momentum > 0.0) {
-      double* v = state_.slots[0].data();
-      if (b != nullptr) {
-        for (std::size_t i = 0; i < n; ++i) {
-          v[i] = momentum * v[i] + ((0.0 + a[i]) + b[i]) * scale;
-          t[i] = f[i] - lr * v[i];
-        }
-      } else {
-        for (std::size_t i = 0; i < n; ++i) {
-          v[i] = momentum * v[i] + (0.0 + a[i]) * scale;
-          t[i] = f[i] - lr * v[i];
-        }
-      }
-    } else if (b != nullptr) {
-      for (std::size_t i = 0; i < n; ++i) t[i] = f[i] - lr * (((0.0 + a[i]) + b[i]) * scale);
+    if (parts.size() == 2) {
+      const double* b = parts[1];
+      run(from.data(), [a, b](std::size_t i) { return (0.0 + a[i]) + b[i]; }, scale, to.data());
     } else {
-      for (std::size_t i = 0; i < n; ++i) t[i] = f[i] - lr * ((0.0 + a[i]) * scale);
+      run(from.data(), [a](std::size_t i) { return 0.0 + a[i]; }, scale, to.data());
     }
-    ++state_.steps;
   }
 
   [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
@@ -185,17 +168,20 @@ class Sgd final : public Optimizer {
   // before writing to[i] is all the in-place step needs. The members are read into locals
   // first: a store through `to` could alias them as far as the compiler knows, which would
   // reload them every iteration and keep the loop scalar.
-  void run(const double* from, const double* g, double scale, double* to) {
+  // The dense step on the gradient sum g(i) (a stored vector, or the workers' parts added as
+  // they come: step_scaled_parts), times `scale`.
+  template <class Gradient>
+  void run(const double* from, Gradient g, double scale, double* to) {
     const double lr = lr_, momentum = momentum_;
     const std::size_t n = size_;
     if (momentum > 0.0) {
       double* v = state_.slots[0].data();
       for (std::size_t i = 0; i < n; ++i) {
-        v[i] = momentum * v[i] + g[i] * scale;
+        v[i] = momentum * v[i] + g(i) * scale;
         to[i] = from[i] - lr * v[i];
       }
     } else {
-      for (std::size_t i = 0; i < n; ++i) to[i] = from[i] - lr * (g[i] * scale);
+      for (std::size_t i = 0; i < n; ++i) to[i] = from[i] - lr * (g(i) * scale);
     }
     ++state_.steps;
   }
