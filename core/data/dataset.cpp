@@ -12,6 +12,7 @@
 #include "core/data/libsvm.hpp"
 #include "base/error.hpp"
 #include "base/memory.hpp"
+#include "base/prefault.hpp"
 #include "base/text.hpp"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 
 #include "core/data/csv.hpp"
 #include "core/data/dataset.hpp"
-#include "base/memory.hpp"
+#include "base/prefault.hpp"
 #include "tests/unit/harness.hpp"
 
 #include <doctest/doctest.h>
