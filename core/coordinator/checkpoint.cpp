@@ -331,9 +331,16 @@ void ArrayBuilder::add(std::span<const double> piece) {
   densify_if_full();
 }
 
-void ArrayBuilder::add_at(std::span<const double> piece, std::span<const std::uint32_t> at) {
-  if (!sparse_ || piece.size() > s_.size - at_) {
-    add(piece);  // dense (every entry), or the error
+void ArrayBuilder::add_at(const double* first, std::size_t count, std::size_t stride,
+                          std::span<const std::uint32_t> at) {
+  if (!sparse_ || count > s_.size - at_) {  // dense (every entry), or the error
+    if (stride == 1) {
+      add(std::span<const double>(first, count));
+      return;
+    }
+    std::vector<double> piece(count);
+    for (std::size_t j = 0; j < count; ++j) piece[j] = first[j * stride];
+    add(piece);
     return;
   }
   // `at` is ascending but far apart in a wide model (a few hundred bytes between two keys at
@@ -344,16 +351,17 @@ void ArrayBuilder::add_at(std::span<const double> piece, std::span<const std::ui
   const std::size_t room = s_.indices.size() + std::min<std::size_t>(at.size(), s_.size / 3 + 1);
   s_.indices.reserve(room);
   s_.values.reserve(room);
-  const double* v = piece.data();
+  const double* v = first;
   for (std::size_t i = 0; i < at.size(); ++i) {
-    if (i + kAtAhead < at.size()) __builtin_prefetch(v + at[i + kAtAhead], 0, 1);
+    if (i + kAtAhead < at.size()) __builtin_prefetch(v + at[i + kAtAhead] * stride, 0, 1);
     const std::uint32_t j = at[i];
-    if (std::bit_cast<std::uint64_t>(v[j]) != 0) {
+    const double value = v[j * stride];
+    if (std::bit_cast<std::uint64_t>(value) != 0) {
       s_.indices.push_back(static_cast<std::uint32_t>(at_ + j));
-      s_.values.push_back(v[j]);
+      s_.values.push_back(value);
     }
   }
-  at_ += piece.size();
+  at_ += count;
   densify_if_full();
 }
 

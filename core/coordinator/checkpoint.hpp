@@ -78,7 +78,13 @@ class ArrayBuilder {
   void add(std::span<const double> piece);
   // add(piece) when every entry of `piece` outside `at` (ascending offsets into it) is zero:
   // the same array, reading only `at` while the array is sparse.
-  void add_at(std::span<const double> piece, std::span<const std::uint32_t> at);
+  void add_at(std::span<const double> piece, std::span<const std::uint32_t> at) {
+    add_at(piece.data(), piece.size(), 1, at);
+  }
+  // The same with the piece's `count` entries every `stride` values from `first` (a slot of an
+  // interleaved optimizer state: entry j is first[j * stride]).
+  void add_at(const double* first, std::size_t count, std::size_t stride,
+              std::span<const std::uint32_t> at);
   void finish(Checkpoint& out);
 
  private:

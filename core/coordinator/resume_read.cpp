@@ -265,15 +265,20 @@ void put_log(checkpoint::Checkpoint& out, const std::vector<LogRow>& log) {
 
 void put_optimizer(checkpoint::Checkpoint& out, const std::string& prefix,
                    const models::OptimizerState& state, const std::vector<std::uint32_t>* at) {
-  out.manifest["optimizers"][prefix] = {{"steps", state.steps}, {"slots", state.slots.size()}};
-  for (std::size_t i = 0; i < state.slots.size(); ++i) {
+  // One array a slot whatever the state's layout (ftrl's interleaved records): the same bytes.
+  out.manifest["optimizers"][prefix] = {{"steps", state.steps}, {"slots", state.slot_count()}};
+  for (std::size_t i = 0; i < state.slot_count(); ++i) {
     const auto name = fmt::format("{}.slot{}", prefix, i);
     if (at == nullptr) {
-      checkpoint::put(out, name, state.slots[i]);
+      if (state.interleaved == 0) {
+        checkpoint::put(out, name, state.slots[i]);
+      } else {
+        checkpoint::put(out, name, models::slot_values(state, i));
+      }
       continue;
     }
-    checkpoint::ArrayBuilder array(name, state.slots[i].size());
-    array.add_at(state.slots[i], *at);
+    checkpoint::ArrayBuilder array(name, state.slot_size());
+    array.add_at(state.slot_data(i), state.slot_size(), state.stride(), *at);
     array.finish(out);
   }
 }

@@ -41,21 +41,58 @@ void check_indices(std::size_t expected, std::span<const std::uint64_t> indices,
 }
 
 void restore(OptimizerState& current, OptimizerState state, std::size_t slots, std::size_t size,
-             const char* name) {
-  if (state.slots.size() != slots) {
+             const char* name, std::size_t interleaved) {
+  const bool whole = state.interleaved == 0 || (state.slots.size() == 1 &&
+                                                state.slots[0].size() == size * state.interleaved);
+  if (state.slot_count() != slots || !whole) {
     fail<TrainingError>("{} optimizer state must have {} slot(s), got {}", name, slots,
-                        state.slots.size());
+                        state.slot_count());
   }
-  for (std::size_t i = 0; i < slots; ++i) {
-    if (state.slots[i].size() != size) {
+  for (std::size_t i = 0; i < state.slots.size(); ++i) {
+    if (state.slots[i].size() != size * state.stride()) {
       fail<TrainingError>("{} optimizer state slot {} has {} values, the model has {} parameters",
                           name, i, state.slots[i].size(), size);
     }
   }
-  current = std::move(state);
+  if (state.interleaved == interleaved) {
+    current = std::move(state);
+    return;
+  }
+  // The other layout (a checkpoint's or the wire's one array a slot, into ftrl's records):
+  // written into the buffers `current` already has, huge pages and all.
+  OptimizerState into;
+  into.steps = state.steps;
+  into.interleaved = interleaved;
+  into.slots = std::move(current.slots);
+  into.slots.resize(interleaved > 0 ? 1 : slots);
+  for (auto& v : into.slots) v.resize(size * into.stride());
+  for (std::size_t s = 0; s < slots; ++s) {
+    const double* from = state.slot_data(s);
+    double* to = into.slot_data(s);
+    const std::size_t a = state.stride(), b = into.stride();
+    for (std::size_t k = 0; k < size; ++k) to[k * b] = from[k * a];
+  }
+  current = std::move(into);
 }
 
 }  // namespace detail
+
+std::vector<double> slot_values(const OptimizerState& state, std::size_t s) {
+  if (state.interleaved == 0) return state.slots[s];
+  std::vector<double> out(state.slot_size());
+  const double* from = state.slot_data(s);
+  const std::size_t stride = state.stride();
+  for (std::size_t k = 0; k < out.size(); ++k) out[k] = from[k * stride];
+  return out;
+}
+
+OptimizerState separate_slots(const OptimizerState& state) {
+  if (state.interleaved == 0) return state;
+  OptimizerState out;
+  out.steps = state.steps;
+  for (std::size_t s = 0; s < state.slot_count(); ++s) out.slots.push_back(slot_values(state, s));
+  return out;
+}
 
 void Optimizer::step_scaled_parts(std::span<const double> from,
                                   std::span<const double* const> parts, double scale,

@@ -8,6 +8,7 @@
 
 #include "core/config/config.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -20,9 +21,37 @@ struct OptimizerState {
   std::uint64_t steps = 0;
   // sgd momentum: [velocity]; adam, adamw: [m, v]; adagrad: [sum of g^2]; ftrl: [z, n];
   // rmsprop: [square average], then [momentum buffer] with momentum, then [gradient average]
-  // when centered
+  // when centered. One vector a slot, or (interleaved > 0) one vector of `interleaved` values
+  // a coordinate, its slots side by side: ftrl keeps (z, n) of a key in one 16-byte record, so
+  // a lazy step at a cold key misses one cache line for both instead of two. Checkpoints and
+  // the wire always hold one array a slot (slot_values); set_state takes either layout.
   std::vector<std::vector<double>> slots;
+  std::size_t interleaved = 0;
+
+  [[nodiscard]] std::size_t slot_count() const noexcept {
+    return interleaved > 0 ? interleaved : slots.size();
+  }
+  // Slot s of coordinate k is slot_data(s)[k * stride()].
+  [[nodiscard]] std::size_t stride() const noexcept { return interleaved > 0 ? interleaved : 1; }
+  [[nodiscard]] const double* slot_data(std::size_t s) const noexcept {
+    return interleaved > 0 ? slots[0].data() + s : slots[s].data();
+  }
+  [[nodiscard]] double* slot_data(std::size_t s) noexcept {
+    return interleaved > 0 ? slots[0].data() + s : slots[s].data();
+  }
+  // Coordinates a slot has.
+  [[nodiscard]] std::size_t slot_size() const noexcept {
+    return slots.empty() ? 0 : slots[0].size() / stride();
+  }
+  [[nodiscard]] double at(std::size_t s, std::size_t k) const noexcept {
+    return slot_data(s)[k * stride()];
+  }
 };
+
+// Slot s's values in coordinate order, as a checkpoint and the wire hold them.
+[[nodiscard]] std::vector<double> slot_values(const OptimizerState& state, std::size_t s);
+// `state` with one vector a slot: the same values, the layout of checkpoints and the wire.
+[[nodiscard]] OptimizerState separate_slots(const OptimizerState& state);
 
 class Optimizer {
  public:

@@ -73,7 +73,9 @@ class Adagrad final : public Optimizer {
 //   sigma = (sqrt(n + g^2) - sqrt(n)) / alpha;  z += g - sigma * w;  n += g^2
 //   w = 0                                                    when |z| <= l1
 //   w = -(z - sign(z) l1) / ((beta + sqrt(n)) / alpha + l2)  otherwise
-// Slots [z, n]. A coordinate with g == 0 is skipped (the paper updates only the features a
+// Slots [z, n], interleaved: (z, n) of a key side by side in one 16-byte record (never across
+// two cache lines), so the lazy step at a cold key of a wide model misses two lines (the
+// weight and the record) instead of three. A coordinate with g == 0 is skipped (the paper updates only the features a
 // row has; the closed form would give the same w for a weight it produced itself).
 // The weight a coordinate starts from need not be 0 (model.init, a parameters-mode merge):
 // at its first nonzero gradient (n == 0) z is first set to the value whose closed form is that
@@ -83,18 +85,18 @@ class Ftrl final : public Optimizer {
  public:
   Ftrl(const config::OptimizerConfig& c, std::size_t size)
       : c_{c.lr, c.beta, c.l1, c.l2}, size_(size) {
-    state_.slots.resize(2);
-    for (auto& slot : state_.slots) memory::assign_huge(slot, size_, 0.0);
+    state_.interleaved = 2;
+    state_.slots.resize(1);
+    memory::assign_huge(state_.slots[0], 2 * size_, 0.0);
   }
 
   void step_scaled(std::span<const double> from, std::span<const double> grad_sum, double scale,
                    std::span<double> to) override {
     check_step(size_, from, grad_sum, to);
     const Constants c = c_;
-    double* z = state_.slots[0].data();
-    double* n = state_.slots[1].data();
+    double* zn = state_.slots[0].data();
     for (std::size_t i = 0; i < size_; ++i) {
-      to[i] = update(from[i], grad_sum[i] * scale, z[i], n[i], c);
+      to[i] = update(from[i], grad_sum[i] * scale, zn[2 * i], zn[2 * i + 1], c);
     }
     ++state_.steps;
   }
@@ -103,19 +105,24 @@ class Ftrl final : public Optimizer {
                     double scale, std::span<double> params) override {
     check_indices(size_, indices, grad_sum, params);
     const Constants c = c_;
-    double* z = state_.slots[0].data();
-    double* n = state_.slots[1].data();
-    for (std::size_t i = 0; i < indices.size(); ++i) {
-      prefetch_indices_ahead(indices, i, params.data(), z, n);
+    double* zn = state_.slots[0].data();
+    double* w = params.data();
+    const std::size_t count = indices.size();
+    for (std::size_t i = 0; i < count; ++i) {
+      if (i + kIndicesAhead < count) {
+        const std::uint64_t ahead = indices[i + kIndicesAhead];
+        __builtin_prefetch(w + ahead, 1, 1);
+        __builtin_prefetch(zn + 2 * ahead, 1, 1);
+      }
       const std::uint64_t k = indices[i];
-      params[k] = update(params[k], grad_sum[i] * scale, z[k], n[k], c);
+      w[k] = update(w[k], grad_sum[i] * scale, zn[2 * k], zn[2 * k + 1], c);
     }
     ++state_.steps;
   }
 
   [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
   void set_state(OptimizerState state) override {
-    restore(state_, std::move(state), 2, size_, "ftrl");
+    restore(state_, std::move(state), 2, size_, "ftrl", 2);
   }
   void set_lr(double lr) override { c_.alpha = lr; }
 

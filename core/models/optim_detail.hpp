@@ -17,9 +17,10 @@ void check_step(std::size_t expected, std::span<const double> from, std::span<co
 // and `params` holds `expected` values.
 void check_indices(std::size_t expected, std::span<const std::uint64_t> indices,
                    std::span<const double> grad, std::span<const double> params);
-// Replaces `current` with `state` after checking that it fits: `slots` vectors of `size` values.
+// Replaces `current` with `state` after checking that it fits: `slots` slots of `size` values,
+// in either layout; `current` gets `interleaved`'s (OptimizerState::interleaved).
 void restore(OptimizerState& current, OptimizerState state, std::size_t slots, std::size_t size,
-             const char* name);
+             const char* name, std::size_t interleaved = 0);
 
 // A lazy step's coordinates lie far apart in a wide model, each a cache miss (or three, with
 // two slots of state) unless fetched early: the loops of step_indices call this for the index

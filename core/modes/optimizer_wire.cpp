@@ -8,9 +8,14 @@ namespace dt::modes {
 
 void put_optimizer(protocol::Envelope& e, const models::OptimizerState& state) {
   e.fields["optimizer_steps"] = state.steps;
-  e.fields["optimizer_slots"] = state.slots.size();
-  for (const auto& slot : state.slots) {
-    e.arrays.push_back(wire::to_bytes(std::span<const double>(slot)));
+  // One array a slot whatever the state's layout (ftrl's interleaved records): the same bytes.
+  e.fields["optimizer_slots"] = state.slot_count();
+  for (std::size_t s = 0; s < state.slot_count(); ++s) {
+    if (state.interleaved == 0) {
+      e.arrays.push_back(wire::to_bytes(std::span<const double>(state.slots[s])));
+    } else {
+      e.arrays.push_back(wire::to_bytes(std::span<const double>(models::slot_values(state, s))));
+    }
   }
 }
 

@@ -31,20 +31,27 @@ namespace {
 template <class Index>
 void copy_at(std::span<const Index> at, const std::vector<double>& slice,
              const models::OptimizerState& optimizer, ServerState& to) {
+  // Each vector of the optimizer's state holds `stride` values a key: one a slot, or ftrl's
+  // (z, n) record (one line to read and one to write instead of two and two).
   constexpr std::size_t kAhead = 16;
   const std::size_t n = at.size();
+  const std::size_t stride = optimizer.stride();
   for (std::size_t j = 0; j < n; ++j) {
     if (j + kAhead < n) {
       const std::size_t next = at[j + kAhead];
       __builtin_prefetch(to.slice.data() + next, 1, 1);
       __builtin_prefetch(slice.data() + next, 0, 1);
-      for (auto& slot : to.optimizer.slots) __builtin_prefetch(slot.data() + next, 1, 1);
-      for (const auto& slot : optimizer.slots) __builtin_prefetch(slot.data() + next, 0, 1);
+      for (auto& slot : to.optimizer.slots) __builtin_prefetch(slot.data() + next * stride, 1, 1);
+      for (const auto& slot : optimizer.slots) {
+        __builtin_prefetch(slot.data() + next * stride, 0, 1);
+      }
     }
     const std::size_t i = at[j];
     to.slice[i] = slice[i];
     for (std::size_t s = 0; s < optimizer.slots.size(); ++s) {
-      to.optimizer.slots[s][i] = optimizer.slots[s][i];
+      const double* from = optimizer.slots[s].data() + i * stride;
+      double* into = to.optimizer.slots[s].data() + i * stride;
+      for (std::size_t v = 0; v < stride; ++v) into[v] = from[v];
     }
   }
   to.optimizer.steps = optimizer.steps;
@@ -79,6 +86,7 @@ void copy_whole(const std::vector<double>& slice, const models::OptimizerState& 
                 ServerState& out) {
   memory::copy_huge(out.slice, slice);
   out.optimizer.steps = optimizer.steps;
+  out.optimizer.interleaved = optimizer.interleaved;
   out.optimizer.slots.resize(optimizer.slots.size());
   for (std::size_t s = 0; s < optimizer.slots.size(); ++s) {
     memory::copy_huge(out.optimizer.slots[s], optimizer.slots[s]);
@@ -93,7 +101,8 @@ void ParameterServer::capture(ServerState& out) const {
   // A copy of the version the last keyed round started from lacks only what that round
   // stepped (copy_at).
   const auto same_shape = [&] {
-    if (out.slice.size() != slice_.size() || out.optimizer.slots.size() != state.slots.size()) {
+    if (out.slice.size() != slice_.size() || out.optimizer.slots.size() != state.slots.size() ||
+        out.optimizer.interleaved != state.interleaved) {
       return false;
     }
     for (std::size_t s = 0; s < state.slots.size(); ++s) {

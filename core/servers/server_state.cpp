@@ -44,14 +44,19 @@ void add_l2(std::span<const L2Block> blocks, std::span<const double> slice,
 void KeyMarks::reset_from(std::span<const std::span<const double>> vectors, std::size_t keys) {
   words_.assign((keys + 63) / 64, 0);
   for (const auto v : vectors) {
+    const std::size_t per = keys == 0 ? 1 : std::max<std::size_t>(1, v.size() / keys);
     for (std::size_t w = 0; w < words_.size(); ++w) {
       const std::size_t first = w * 64;
       const std::size_t last = std::min(first + 64, keys);
       std::uint64_t any = 0;  // a word of zeros (most of a wide model): one test
-      for (std::size_t i = first; i < last; ++i) any |= std::bit_cast<std::uint64_t>(v[i]);
+      for (std::size_t i = first * per; i < last * per; ++i) {
+        any |= std::bit_cast<std::uint64_t>(v[i]);
+      }
       if (any == 0) continue;
       for (std::size_t i = first; i < last; ++i) {
-        if (std::bit_cast<std::uint64_t>(v[i]) != 0) words_[w] |= std::uint64_t{1} << (i - first);
+        std::uint64_t bits = 0;
+        for (std::size_t j = 0; j < per; ++j) bits |= std::bit_cast<std::uint64_t>(v[i * per + j]);
+        if (bits != 0) words_[w] |= std::uint64_t{1} << (i - first);
       }
     }
   }

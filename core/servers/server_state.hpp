@@ -63,7 +63,8 @@ void add_l2(std::span<const L2Block> blocks, std::span<const double> slice, std:
 class KeyMarks {
  public:
   std::uint64_t version = UINT64_MAX;
-  // Marks exactly the keys with nonzero bits in any of `vectors` (each of `keys` values).
+  // Marks exactly the keys with nonzero bits in any of `vectors`, each of `keys` values or of
+  // a record of v.size() / keys values a key (an interleaved optimizer state's one vector).
   void reset_from(std::span<const std::span<const double>> vectors, std::size_t keys);
   void mark(std::span<const std::uint64_t> keys);  // keys < the size reset_from gave
   void list(std::vector<std::uint32_t>& out) const;  // the marked keys, ascending

@@ -103,19 +103,19 @@ TEST_CASE("optim: ftrl-proximal follows the paper's z, n and closed-form w; L1 c
   // g = 1: sigma = (1 - 0) / 0.5 = 2, z = 1 - 2 * 0 = 1, n = 1;
   // |z| > l1: w = -(1 - 0.3) / ((1 + 1) / 0.5 + 0.2) = -0.7 / 4.2 = -1/6
   opt->step(w, std::vector<double>{1.0});
-  CHECK(s.slots[0][0] == 1.0);
-  CHECK(s.slots[1][0] == 1.0);
+  CHECK(s.at(0, 0) == 1.0);
+  CHECK(s.at(1, 0) == 1.0);
   CHECK(w[0] == doctest::Approx(-1.0 / 6.0).epsilon(1e-15));
   // g = -0.5: n = 1.25, sigma = (sqrt(1.25) - 1) / 0.5, z = 1 - 0.5 - sigma * (-1/6);
   // w = -(z - 0.3) / ((1 + sqrt(1.25)) / 0.5 + 0.2)
   opt->step(w, std::vector<double>{-0.5});
-  CHECK(s.slots[0][0] == doctest::Approx(0.5393446629166316).epsilon(1e-14));
-  CHECK(s.slots[1][0] == 1.25);
+  CHECK(s.at(0, 0) == doctest::Approx(0.5393446629166316).epsilon(1e-14));
+  CHECK(s.at(1, 0) == 1.25);
   CHECK(w[0] == doctest::Approx(-0.05395423697982387).epsilon(1e-14));
   // g = -0.5: n = 1.5, z = 0.0508596714173839: |z| <= l1, so w is exactly 0.
   opt->step(w, std::vector<double>{-0.5});
-  CHECK(s.slots[0][0] == doctest::Approx(0.0508596714173839).epsilon(1e-12));
-  CHECK(s.slots[1][0] == 1.5);
+  CHECK(s.at(0, 0) == doctest::Approx(0.0508596714173839).epsilon(1e-12));
+  CHECK(s.at(1, 0) == 1.5);
   CHECK(w[0] == 0.0);
   CHECK_FALSE(std::signbit(w[0]));
   CHECK(s.steps == 3);
@@ -129,9 +129,9 @@ TEST_CASE("optim: ftrl from a nonzero weight continues from it (z set at the fir
   opt->step(w, std::vector<double>{1.0, 0.0});
   CHECK(w[0] == 0.25);
   CHECK(w[1] == -0.75);  // zero gradient: not moved, even though its z and n are 0
-  CHECK(opt->state().slots[0][0] == -1.0);
-  CHECK(opt->state().slots[0][1] == 0.0);
-  CHECK(opt->state().slots[1][1] == 0.0);
+  CHECK(opt->state().at(0, 0) == -1.0);
+  CHECK(opt->state().at(0, 1) == 0.0);
+  CHECK(opt->state().at(1, 1) == 0.0);
   // With beta = 0 and l2 = 0 the closed form at n = 0 is 0/0 (or 0 by l1): a zero gradient
   // must leave the weight alone rather than recompute it.
   auto no_beta = dt::models::make_optimizer(ftrl_config(0.5, 0.0, 0.1, 0.0), 1);
