@@ -379,11 +379,11 @@ class AsyncMode final : public ServerGroupMode {
       lap.mark(timeline::Phase::kPush);
       std::tie(epoch, in_epoch) = next;
       // The batch after the next, while the push waits for its answer; only within the next
-      // step's local epoch, whose rows and order an answer's share cannot change.
+      // step's local epoch, whose rows and order an answer's share cannot change. Not a span
+      // of the timeline (a step's phases stay pull, compute, push), as the star's and the
+      // servers' batches made ahead are not; its time is the next step's compute time.
       if (keyed && step + 2 < steps && epoch < epochs && in_epoch + 1 < per_epoch[epoch]) {
-        timeline::Lap ahead;
         keyed->read_ahead({epoch, in_epoch + 1});
-        ahead.mark(timeline::Phase::kCompute);
       }
     }
     roles::training_done();  // a leave from now on waits for the end: nothing is left to re-plan
