@@ -2,7 +2,7 @@
 """CPU a sparse step costs each process, for builds compared by turns (A B A B ...).
 
     /usr/bin/python3 bench/bench_sparse_steps.py BINARY [BINARY ...] [--rows 500000]
-        [--bits 22 18 24] [--mode servers|star] [--reps 3] [--cache-dir DIR]
+        [--bits 22 18 24] [--mode servers|star|async] [--reps 3] [--cache-dir DIR]
 
 Runs bench_sparse.py's FTRL logistic regression (2 workers, global batch 2000, ipc) on the
 first --rows rows of `disttrain gen clicks --seed 1` (made once in --cache-dir by the first
@@ -10,7 +10,9 @@ binary), each binary in turn per rep and width. Each process's CPU (user + sys, 
 read at the first and at the last progress line, so loading and the final evaluation are left
 out: the coordinator's process (with its server threads) and the workers' mean, in ms a step.
 Also per step: server_copy_seconds (the servers' copy for a replacement) and train_seconds,
-both from summary.json; and the final loss, which must be equal to the bit across binaries.
+both from summary.json; and the final loss, which must be equal to the bit across binaries
+(not in async, where 2 workers' pushes are applied in arrival order; its steps are the
+servers' updates, one a worker's step, and its batch 1000 rows a worker as bench_sparse.py's).
 Prints one line a run, then each (mode, width, binary)'s medians and the ratio to the first."""
 
 import argparse
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_sparse as bs  # noqa: E402  (the run's configuration)
 
 TICK = os.sysconf("SC_CLK_TCK")
+AGGREGATION = {"star": bs.GRADIENTS, "servers": bs.SERVERS, "async": "{mode: async, servers: 2}"}
 STEP = re.compile(r"step (\d+)/(\d+)")
 
 
@@ -84,24 +87,30 @@ def run_once(binary, cfg_text, tmp, every):
             "loss": summary["final_loss"], "steps": steps}
 
 
+def click_log(binary, rows, cache):
+    """The first `rows` rows of the click log, made once in `cache` by `binary`."""
+    cache.mkdir(parents=True, exist_ok=True)
+    data = cache / f"clicks_{rows}.csv"
+    if not data.exists():
+        with open(data.with_suffix(".tmp"), "w") as f:
+            subprocess.run([binary, "gen", "clicks", "--rows", str(rows), "--seed", "1",
+                            "--fields", str(bs.FIELDS)], stdout=f, check=True)
+        data.with_suffix(".tmp").rename(data)
+    return data
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("binaries", nargs="+")
     p.add_argument("--rows", type=int, default=500_000)
     p.add_argument("--bits", type=int, nargs="+", default=[22])
-    p.add_argument("--mode", choices=["servers", "star"], nargs="+", default=["servers"])
+    p.add_argument("--mode", choices=["servers", "star", "async"], nargs="+", default=["servers"])
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--every", type=int, default=10, help="log_every steps (progress lines)")
     p.add_argument("--cache-dir", default=str(Path(tempfile.gettempdir()) / "dt-bench-steps"))
     a = p.parse_args()
     cache = Path(a.cache_dir)
-    cache.mkdir(parents=True, exist_ok=True)
-    data = cache / f"clicks_{a.rows}.csv"
-    if not data.exists():
-        with open(data.with_suffix(".tmp"), "w") as f:
-            subprocess.run([a.binaries[0], "gen", "clicks", "--rows", str(a.rows), "--seed", "1",
-                            "--fields", str(bs.FIELDS)], stdout=f, check=True)
-        data.with_suffix(".tmp").rename(data)
+    data = click_log(a.binaries[0], a.rows, cache)
     columns = ", ".join(f"C{i + 1}" for i in range(bs.FIELDS))
     s = bs.SETTINGS
     results = {}
@@ -112,9 +121,10 @@ def main():
                     for binary in a.binaries:
                         cfg = bs.RUN.format(
                             data=bs.HASHED.format(path=data, bits=bits, columns=columns),
-                            aggregation=bs.SERVERS if mode == "servers" else bs.GRADIENTS,
-                            batch=s["batch"], alpha=s["alpha"], beta=s["beta"], l1=s["l1"],
-                            l2=s["l2"])
+                            aggregation=AGGREGATION[mode],
+                            # async's batch_size is each worker's (bench_sparse.py's Mode)
+                            batch=s["batch"] // (2 if mode == "async" else 1),
+                            alpha=s["alpha"], beta=s["beta"], l1=s["l1"], l2=s["l2"])
                         r = run_once(binary, cfg, tmp, a.every)
                         results.setdefault((mode, bits, binary), []).append(r)
                         print(f"rep {rep} {mode} 2^{bits} {binary}: coordinator "

@@ -365,7 +365,9 @@ class AsyncMode final : public ServerGroupMode {
         rows = static_cast<std::uint64_t>(batch.rows());
       }
       const auto end = std::chrono::steady_clock::now();
-      session.add_compute_seconds(std::chrono::duration<double>(end - start).count());
+      // With the batch read ahead since the last step (one add_compute_seconds a step).
+      session.add_compute_seconds(std::chrono::duration<double>(end - start).count() +
+                                  (keyed ? keyed->take_ahead_seconds() : 0.0));
       lap.mark(timeline::Phase::kCompute, end);
       if (keyed) {
         keyed->push(client, step, result, plan, clip ? &*clip : nullptr);
@@ -376,6 +378,13 @@ class AsyncMode final : public ServerGroupMode {
       }
       lap.mark(timeline::Phase::kPush);
       std::tie(epoch, in_epoch) = next;
+      // The batch after the next, while the push waits for its answer; only within the next
+      // step's local epoch, whose rows and order an answer's share cannot change. Not a span
+      // of the timeline (a step's phases stay pull, compute, push), as the star's and the
+      // servers' batches made ahead are not; its time is the next step's compute time.
+      if (keyed && step + 2 < steps && epoch < epochs && in_epoch + 1 < per_epoch[epoch]) {
+        keyed->read_ahead({epoch, in_epoch + 1});
+      }
     }
     roles::training_done();  // a leave from now on waits for the end: nothing is left to re-plan
     protocol::Envelope done{.type = protocol::Type::kDone, .step = steps};

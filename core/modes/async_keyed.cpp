@@ -6,6 +6,8 @@
 #include "core/worker/server_client.hpp"
 #include "core/worker/worker.hpp"
 
+#include <chrono>
+
 namespace dt::modes {
 
 AsyncKeyedWorker::AsyncKeyedWorker(roles::WorkerSession& session)
@@ -33,8 +35,22 @@ models::BatchResult AsyncKeyedWorker::compute(std::optional<At> next) {
     result = model_->loss_and_gradient(local_, current_.batch, current_.y, grad_);
   }
   next_indices_.clear();
-  if (next) read(*next, next_, next_indices_);
+  if (next && ahead_at_ == next) {  // made while the last push waited for its answer
+    std::swap(next_, ahead_);
+    std::swap(next_indices_, ahead_indices_);
+  } else if (next) {
+    read(*next, next_, next_indices_);
+  }
+  ahead_at_.reset();
   return result;
+}
+
+void AsyncKeyedWorker::read_ahead(At at) {
+  const auto start = std::chrono::steady_clock::now();
+  read(at, ahead_, ahead_indices_);
+  ahead_at_ = at;
+  ahead_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void AsyncKeyedWorker::push(roles::ServerClient& client, std::uint64_t step,

@@ -40,8 +40,16 @@ class AsyncKeyedWorker {
   // Waits for the current batch's values (the answer to the pull or to the last push).
   void receive(roles::ServerClient& client);
   // The current batch's gradient sum at its indices; then reads the batch at `next` (none on
-  // the worker's last step) and its indices.
+  // the worker's last step) and its indices, unless read_ahead made it.
   models::BatchResult compute(std::optional<At> next);
+  // Reads the batch at `at` (the step after the next) and its indices now, while the push just
+  // made waits for its answer: compaction is most of a worker's CPU a step, and this takes it
+  // off the path from an answer to the next push. The caller asks only for a batch in the local
+  // epoch of the next step: that epoch's order and rows are fixed (a share that an answer
+  // brings joins from a later epoch), so it is the batch compute() would read. Its time counts
+  // in the next step's compute (take_ahead_seconds).
+  void read_ahead(At at);
+  [[nodiscard]] double take_ahead_seconds() noexcept { return std::exchange(ahead_seconds_, 0.0); }
   [[nodiscard]] std::uint64_t rows() const noexcept {
     return static_cast<std::uint64_t>(current_.batch.rows());
   }
@@ -60,6 +68,10 @@ class AsyncKeyedWorker {
   std::vector<std::uint64_t> next_indices_;
   std::vector<double> local_;  // the values of indices_
   std::vector<double> grad_;
+  PreparedBatch ahead_;  // read_ahead's batch, at ahead_at_, and its indices
+  std::vector<std::uint64_t> ahead_indices_;
+  std::optional<At> ahead_at_;
+  double ahead_seconds_ = 0;
 };
 
 }  // namespace dt::modes

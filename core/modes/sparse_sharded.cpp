@@ -46,8 +46,12 @@ void SparseShardedWorker::step(roles::WorkerSession& session, roles::ServerClien
   const auto start = std::chrono::steady_clock::now();
   timeline::Lap lap(start);  // output.timeline: [pull], compute, push; the next step's pull
   const PreparedBatch& current = batches_.at(session, step);
-  if (values_step_ == step) std::swap(local_, next_local_);
-  parameter_indices(current.batch, width_, outputs_, indices_);
+  if (values_step_ == step) {  // its values, and its indices, came with the last round
+    std::swap(local_, next_local_);
+    std::swap(indices_, next_indices_);
+  } else {
+    parameter_indices(current.batch, width_, outputs_, indices_);
+  }
   if (values_step_ != step) {
     local_.resize(indices_.size());
     if (start_step_ == step && !start_.empty()) {  // a replacement: the round's parameters

@@ -196,6 +196,7 @@ void SparseStar::sum_replies(const std::vector<protocol::Envelope>& replies, std
 void prepare_batch(roles::WorkerSession& session, std::uint64_t step, PreparedBatch& into) {
   models::compact_batch(session.batch(step), into.batch, into.y);
   into.step = step;
+  into.framed = false;
 }
 
 PreparedBatch& BatchesAhead::at(roles::WorkerSession& session, std::uint64_t step) {
@@ -257,16 +258,20 @@ void SparseStar::work(roles::WorkerSession& session, const protocol::Envelope& m
   // The next step's keys (its batch made ahead, during the last step's wait), unless it starts
   // an epoch (its order is not drawn yet).
   if ((step + 1) % session.steps_per_epoch() != 0) {
-    reply.arrays.push_back(protocol::encode_keys(batches_.at(session, step + 1).batch.keys));
+    const PreparedBatch& next = batches_.at(session, step + 1);
+    reply.arrays.push_back(next.framed ? next.key_frame : protocol::encode_keys(next.batch.keys));
   }
   // The compaction made ahead since the last step counts as this step's compute (one
   // add_compute_seconds a step: it also counts the steps).
   session.add_compute_seconds(timeline::seconds_since(timeline::Phase::kCompute, start) +
                               std::exchange(ahead_seconds_, 0.0));
   session.send(std::move(reply));
-  // The batch after the next, while the coordinator sums and steps.
+  // The batch after the next, with its key frame, while the coordinator sums and steps.
   const auto ahead = std::chrono::steady_clock::now();
   if (batches_.make_ahead(session, step)) {
+    PreparedBatch& made = batches_.at(session, step + 2);
+    protocol::encode_keys_into(made.batch.keys, made.key_frame);
+    made.framed = true;
     ahead_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - ahead)
                           .count();
   }

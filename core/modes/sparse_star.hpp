@@ -44,6 +44,12 @@ struct PreparedBatch {
   std::uint64_t step = UINT64_MAX;
   models::SparseBatch batch;
   std::vector<double> y;
+  // The star's, when `framed`: the batch's key frame, made with the batch ahead of its step
+  // (prepare_batch clears the flag), so that encoding it does not lie between the values of the
+  // step before and its reply. (The key list's hash, checked against the step's, is computed
+  // from the keys themselves when they are used: a few microseconds.)
+  bool framed = false;
+  wire::Bytes key_frame;
 };
 void prepare_batch(roles::WorkerSession& session, std::uint64_t step, PreparedBatch& into);
 

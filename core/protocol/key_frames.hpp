@@ -21,8 +21,8 @@ namespace dt::protocol {
 // `keys` (sorted, unique) as a frame: a 4-byte little-endian count, then the varints.
 [[nodiscard]] wire::Bytes encode_keys(std::span<const std::uint32_t> keys);
 
-// Appends the same frame to `out` (reused from step to step: no allocation once it is large
-// enough).
+// The same frame into `out`, replacing what it held (reused from step to step: no allocation
+// once it is large enough).
 void encode_keys_into(std::span<const std::uint32_t> keys, wire::Bytes& out);
 
 // The keys of a frame into `out` (cleared first; its capacity kept). `width`: every key must be

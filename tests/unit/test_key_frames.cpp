@@ -80,3 +80,57 @@ TEST_CASE("key frames: a bad frame is refused naming the frame and what is wrong
   CHECK(refusal(frame_of({2, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 1}), std::uint64_t{1} << 32) ==
         "push from w1: keys: key 2 is 4294967296, past the model's width 4294967296");
 }
+
+namespace {
+
+// The format spelled out byte by byte (the loop the word-at-a-time encoder replaced).
+dt::wire::Bytes reference_frame(const Keys& keys) {
+  dt::wire::Bytes out;
+  const auto count = static_cast<std::uint32_t>(keys.size());
+  for (int b = 0; b < 4; ++b) out.push_back(static_cast<std::byte>((count >> (8 * b)) & 0xff));
+  std::uint32_t previous = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::uint32_t v = i == 0 ? keys[0] : keys[i] - previous;
+    previous = keys[i];
+    for (; v >= 0x80; v >>= 7) out.push_back(static_cast<std::byte>((v & 0x7f) | 0x80));
+    out.push_back(static_cast<std::byte>(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("key frames: every varint size, at every distance from the frame's end") {
+  // Gaps of 1 to 5 bytes (up to the largest 32-bit key), mixed at random, in lists of 0 to 40
+  // keys: the last varints of a frame have fewer than 8 bytes after them (the decoder's
+  // byte-wise path), the others a word (its word path). Both ends must give the byte-wise
+  // format's bytes and keys.
+  std::mt19937_64 rng(11);
+  const std::uint32_t limits[] = {1u << 7, 1u << 14, 1u << 21, 1u << 28, 0xffffffffu};
+  for (int trial = 0; trial < 2000; ++trial) {
+    Keys keys;
+    std::uint64_t key = rng() % 3 == 0 ? 0 : rng() % limits[rng() % 5];
+    const auto n = static_cast<std::size_t>(rng() % 41);
+    while (keys.size() < n && key <= 0xffffffffu) {
+      keys.push_back(static_cast<std::uint32_t>(key));
+      const std::uint32_t limit = limits[rng() % 5];
+      key += 1 + rng() % (rng() % 2 == 0 ? limit - 1 : (limit >> 7) + 1);
+    }
+    const auto frame = protocol::encode_keys(keys);
+    REQUIRE(frame == reference_frame(keys));
+    CHECK(frame.size() == protocol::encoded_key_bytes(keys));
+    Keys back;
+    protocol::decode_keys(frame, std::uint64_t{1} << 32, "keys", back);
+    REQUIRE(back == keys);
+    // A frame cut short anywhere, or a byte added, is refused (never read past the frame).
+    if (frame.size() > 4) {
+      const auto cut = 4 + rng() % (frame.size() - 4);
+      const dt::wire::Bytes shorter(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(cut));
+      CHECK_THROWS_AS(protocol::decode_keys(shorter, std::uint64_t{1} << 32, "keys", back),
+                      dt::ProtocolError);
+    }
+  }
+  // A varint of five bytes all marked "more" is refused on the word path too (8 bytes follow).
+  CHECK(refusal(frame_of({2, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0, 0, 0}), 1000) ==
+        "push from w1: keys: key 1 of 2 is longer than a 32-bit key's encoding");
+}
