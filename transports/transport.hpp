@@ -74,6 +74,13 @@ class Listener {
   // each have a core and answer within microseconds: a sleeping process takes tens of
   // microseconds to wake, more than such an exchange. Zero (the default): sleep at once.
   virtual void spin_before_sleep(std::chrono::microseconds /*spin*/) noexcept {}
+  // From now on payload frames of at least `min_frame` bytes may come as views into the
+  // transport's memory (wire::Message::views) instead of copies; 0 (the default): copies. Only
+  // the shared-memory rings do (elsewhere this does nothing), one message per peer at a time:
+  // until its lease is dropped or released (wire::Lease), which must happen on this socket's
+  // thread, the peer's later messages are copied and the ring space stays taken (a big one
+  // then travels over ZeroMQ).
+  virtual void receive_in_place(std::uint64_t /*min_frame*/) noexcept {}
 };
 
 // Why a listener would not talk to a connection, as far as the connection can tell.
@@ -94,6 +101,8 @@ class Connection {
   [[nodiscard]] virtual const Counters& counters() const noexcept = 0;
   // As Listener::wake_on.
   virtual void wake_on(const Wakeup* wakeup) noexcept = 0;
+  // As Listener::receive_in_place.
+  virtual void receive_in_place(std::uint64_t /*min_frame*/) noexcept {}
   // Why the listener will not talk to this connection (a failed handshake, another protocol
   // version); kind kNone while nothing says so. A refused connection never delivers anything,
   // so a caller waiting for a first message asks this rather than wait out its timeout.

@@ -97,9 +97,14 @@ void check_payload(const Header& header, std::uint64_t frames_total, std::size_t
   }
 }
 
+std::span<const std::byte> frame(const Message& message, std::size_t i) {
+  if (i < message.views.size() && message.views[i].data() != nullptr) return message.views[i];
+  return message.payload.at(i);
+}
+
 void check_payload(const Message& message) {
   std::uint64_t total = 0;
-  for (const auto& frame : message.payload) total += frame.size();
+  for (std::size_t i = 0; i < message.payload.size(); ++i) total += frame(message, i).size();
   check_payload(message.header, total, message.payload.size());
 }
 
@@ -117,14 +122,15 @@ Bytes to_bytes(std::string_view text) {
   return Bytes(first, first + text.size());
 }
 
-std::span<const double> as_doubles(const Bytes& frame) {
+std::span<const double> as_doubles(std::span<const std::byte> frame) {
   if (frame.size() % sizeof(double) != 0) {
     fail<ProtocolError>("payload frame is {} bytes, not a whole number of {}-byte doubles",
                         frame.size(), sizeof(double));
   }
   if (frame.empty()) return {};
-  // Vector storage comes from operator new, aligned for any fundamental type; checked anyway
-  // because a misaligned read is undefined behaviour, not just slow.
+  // Vector storage comes from operator new, aligned for any fundamental type, and ring frames
+  // start 8-aligned (transports/shm/region.hpp); checked anyway because a misaligned read is
+  // undefined behaviour, not just slow.
   const auto address = reinterpret_cast<std::uintptr_t>(frame.data());
   if (address % alignof(double) != 0) {
     fail<ProtocolError>("payload frame at 0x{:x} is not aligned for doubles", address);
@@ -132,7 +138,8 @@ std::span<const double> as_doubles(const Bytes& frame) {
   return {reinterpret_cast<const double*>(frame.data()), frame.size() / sizeof(double)};
 }
 
-std::span<const double> as_doubles(const Bytes& frame, std::size_t expected_count) {
+std::span<const double> as_doubles(std::span<const std::byte> frame,
+                                  std::size_t expected_count) {
   if (frame.size() != expected_count * sizeof(double)) {
     fail<ProtocolError>("payload frame is {} bytes, expected {} ({} doubles)", frame.size(),
                         expected_count * sizeof(double), expected_count);
@@ -140,7 +147,7 @@ std::span<const double> as_doubles(const Bytes& frame, std::size_t expected_coun
   return as_doubles(frame);
 }
 
-std::string_view as_text(const Bytes& frame) {
+std::string_view as_text(std::span<const std::byte> frame) {
   return {reinterpret_cast<const char*>(frame.data()), frame.size()};
 }
 

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -46,10 +47,27 @@ struct Header {
   std::uint16_t version = kProtocolVersion;
 };
 
+// What keeps frames read in place (Message::views) valid. Dropping its last copy gives their
+// memory back to the sender; so does release(), for a reader done with them before it is done
+// with the message (the views must not be read after it).
+class Lease {
+ public:
+  virtual ~Lease() = default;
+  virtual void release() noexcept = 0;
+};
+
 struct Message {
   Header header;
   std::vector<Bytes> payload;
+  // A received message whose receiver asked for frames in place (Listener::receive_in_place):
+  // views[i], when not empty, is payload frame i (payload[i] is then empty) where it lies in the
+  // transport's memory, valid while `lease` lives. Empty otherwise; a sender never sets them.
+  std::vector<std::span<const std::byte>> views;
+  std::shared_ptr<Lease> lease;
 };
+
+// Payload frame i of `message`, wherever it lies (a view, else payload[i]).
+[[nodiscard]] std::span<const std::byte> frame(const Message& message, std::size_t i);
 
 [[nodiscard]] Bytes encode_header(const Header& header);
 // ProtocolError: "header frame is 12 bytes, expected 40", "bad magic 0x...: not a disttrain
@@ -71,8 +89,9 @@ void check_payload(const Header& header, std::uint64_t frames_total, std::size_t
 // 8, or not the expected count, is a ProtocolError.
 [[nodiscard]] Bytes to_bytes(std::span<const double> values);
 [[nodiscard]] Bytes to_bytes(std::string_view text);
-[[nodiscard]] std::span<const double> as_doubles(const Bytes& frame, std::size_t expected_count);
-[[nodiscard]] std::span<const double> as_doubles(const Bytes& frame);
-[[nodiscard]] std::string_view as_text(const Bytes& frame);
+[[nodiscard]] std::span<const double> as_doubles(std::span<const std::byte> frame,
+                                                 std::size_t expected_count);
+[[nodiscard]] std::span<const double> as_doubles(std::span<const std::byte> frame);
+[[nodiscard]] std::string_view as_text(std::span<const std::byte> frame);
 
 }  // namespace dt::wire

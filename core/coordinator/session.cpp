@@ -187,6 +187,10 @@ std::vector<protocol::Envelope> CoordinatorSession::gather_from(protocol::Type t
   return gather_impl(type, ranks, {}, std::chrono::milliseconds(0));
 }
 
+void CoordinatorSession::receive_in_place(std::uint64_t min_frame) noexcept {
+  listener_.receive_in_place(min_frame);
+}
+
 std::int64_t CoordinatorSession::resend_after_ms() const {
   // Long enough that a reply still being computed is rarely asked for twice (a repeated
   // request costs a repeated reply, which is dropped), short enough that a lost one costs

@@ -105,6 +105,7 @@ class CoordinatorSession {
   // other workers are still supervised (exits, heartbeats) while they idle.
   [[nodiscard]] std::vector<protocol::Envelope> gather_from(protocol::Type type,
                                                             const std::vector<int>& ranks);
+  void receive_in_place(std::uint64_t min_frame) noexcept;  // Listener::receive_in_place
   // One round of the gather's supervision (Ctrl-C, exits, heartbeats), for other waits (servers).
   void supervise();
   [[nodiscard]] transport::Transport& transport() const;  // for sockets of a mode's own (servers)
@@ -125,7 +126,6 @@ class CoordinatorSession {
   void close_admissions();
   // After kReady: the peer endpoints the workers reported, to each (kPeers; not in a star).
   void share_peer_endpoints(const std::vector<protocol::Envelope>& ready);
-
   // Records a completed step's losses; writes a log row (with a validation pass) when due.
   void record_step(std::uint64_t step, double loss_sum, std::uint64_t rows,
                    const std::vector<double>& worker_loss_sum,

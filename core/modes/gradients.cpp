@@ -22,6 +22,7 @@
 #include "core/worker/leave.hpp"
 #include "core/worker/worker.hpp"
 #include "base/error.hpp"
+#include "base/log.hpp"
 #include "base/text.hpp"
 #include "base/timeline.hpp"
 #include "transports/transport.hpp"
@@ -31,6 +32,25 @@
 
 namespace dt::modes {
 namespace {
+
+// Frames this large or larger are worth reading in place; smaller ones are cheaper to copy than
+// to lease.
+constexpr std::uint64_t kInPlaceMin = 64 << 10;
+
+// The session's listener reads replies in place (Listener::receive_in_place) for the scope.
+class InPlaceReplies {
+ public:
+  InPlaceReplies(roles::CoordinatorSession& session, std::uint64_t min_frame)
+      : session_(session) {
+    session_.receive_in_place(min_frame);
+  }
+  ~InPlaceReplies() { session_.receive_in_place(0); }
+  InPlaceReplies(const InPlaceReplies&) = delete;
+  InPlaceReplies& operator=(const InPlaceReplies&) = delete;
+
+ private:
+  roles::CoordinatorSession& session_;
+};
 
 class GradientsMode final : public CoordinatorOptimizerMode {
  public:
@@ -56,6 +76,12 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     auto& params = session.params();
     const std::size_t p = params.size();
     auto* optimizer = &this->optimizer(session);
+    // Plain float64 gradients are read where they lie in the shared-memory rings (no copy out):
+    // each step's replies, and with them the ring space, are let go at the end of the step,
+    // before the next request lets a worker write its next gradient (InPlaceReplies).
+    const InPlaceReplies in_place(session, topk || codec ? 0 : kInPlaceMin);
+    std::uint64_t in_place_replies = 0;  // of all_replies, for the log
+    std::uint64_t all_replies = 0;
     const int ranks = session.ranks();
     std::vector<double> grad(p);
     std::vector<const double*> parts;  // the replies' gradient sums, in rank order
@@ -89,10 +115,15 @@ class GradientsMode final : public CoordinatorOptimizerMode {
       } else {  // added inside the optimizer's pass where it can (Optimizer::step_scaled_parts)
         parts.clear();
         for (const auto& reply : replies) parts.push_back(protocol::doubles(reply, 0, p).data());
+        for (const auto& reply : replies) in_place_replies += reply.lease != nullptr;
+        all_replies += replies.size();
       }
       const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
       finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows,
                   lap, parts);
+    }
+    if (all_replies > 0) {
+      log::info("{} of {} gradients read in place (shared memory)", in_place_replies, all_replies);
     }
     session.close_admissions();
   }
@@ -127,6 +158,10 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     }
     auto& model = session.model();
     const std::size_t p = model.parameter_count();
+    // The next requests' parameters are read where they lie in the shared-memory ring, and let
+    // go once the gradient is computed (before the reply: the coordinator's next request needs
+    // the ring's room).
+    session.receive_in_place(kInPlaceMin);
     const auto params = protocol::doubles(message, 0, p);
     // The gradient is summed straight into the reply's frame (zeroed here), which then moves
     // into the message: no copy of it on the way out. The frame of the step before lives on in
@@ -146,6 +181,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     const auto batch = session.batch(message.step);
     models::BatchResult result;
     if (batch.rows() > 0) result = model.batch_loss_and_gradient(params, batch, grad);
+    if (message.lease) message.lease->release();  // `params` is not read after this
     session.add_compute_seconds(timeline::seconds_since(timeline::Phase::kCompute, start));
     if (codec) frame = wire::encode_half(grad, *codec);
     if (topk) {  // a worker without rows sends nothing and keeps its residual

@@ -17,14 +17,6 @@ std::optional<wire::HalfCodec> half_codec(const config::Config& config) {
   return std::nullopt;
 }
 
-std::span<const std::byte> frame_of(const Envelope& e, std::size_t index) {
-  if (index >= e.arrays.size()) {
-    fail<ProtocolError>("{} message from rank {} has {} arrays, expected at least {}",
-                        name_of(e.type), e.rank, e.arrays.size(), index + 1);
-  }
-  return e.arrays[index];
-}
-
 nlohmann::json CompressionTally::to_json(const config::Config& config) const {
   const std::uint64_t raw = values_ * sizeof(double);
   nlohmann::json j = nlohmann::json::object();

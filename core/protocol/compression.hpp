@@ -19,9 +19,6 @@ namespace dt::protocol {
 // The half codec of the config's aggregation.compression; nullopt for none.
 [[nodiscard]] std::optional<wire::HalfCodec> half_codec(const config::Config& config);
 
-// Array `index` of `e`, the frame as it came (ProtocolError when the message has fewer arrays).
-[[nodiscard]] std::span<const std::byte> frame_of(const Envelope& e, std::size_t index);
-
 // The gradient payload bytes that travelled compressed, and what float64 would have cost.
 // Counted where the frames are received (the coordinator), payload only (no message headers).
 class CompressionTally {

@@ -96,11 +96,12 @@ wire::Message encode(Envelope envelope, std::uint64_t job_id) {
 }
 
 Envelope decode(const wire::Message& message, std::uint64_t job_id) {
-  wire::Message copy{message.header, {}};
-  if (!message.payload.empty()) copy.payload.push_back(message.payload[0]);
-  Envelope e = decode(std::move(copy), job_id);
-  e.arrays.assign(message.payload.begin() + 1, message.payload.end());
-  return e;
+  wire::Message copy{message.header, {}, {}, {}};
+  for (std::size_t i = 0; i < message.payload.size(); ++i) {  // views become copies
+    const auto frame = wire::frame(message, i);
+    copy.payload.emplace_back(frame.begin(), frame.end());
+  }
+  return decode(std::move(copy), job_id);
 }
 
 Envelope decode(wire::Message&& message, std::uint64_t job_id) {
@@ -119,7 +120,8 @@ Envelope decode(wire::Message&& message, std::uint64_t job_id) {
   e.rank = message.header.rank;
   e.step = message.header.step;
   e.generation = message.header.generation;
-  e.fields = json::parse(wire::as_text(message.payload[0]), nullptr, /*allow_exceptions=*/false);
+  e.fields = json::parse(wire::as_text(wire::frame(message, 0)), nullptr,
+                         /*allow_exceptions=*/false);
   if (!e.fields.is_object()) {
     fail<ProtocolError>("{} message from rank {}: fields frame is not a JSON object",
                         name_of(type), e.rank);
@@ -127,6 +129,10 @@ Envelope decode(wire::Message&& message, std::uint64_t job_id) {
   e.arrays.reserve(message.payload.size() - 1);
   for (auto it = message.payload.begin() + 1; it != message.payload.end(); ++it) {
     e.arrays.push_back(std::move(*it));
+  }
+  if (message.views.size() == message.payload.size()) {
+    e.views.assign(message.views.begin() + 1, message.views.end());
+    e.lease = std::move(message.lease);
   }
   return e;
 }
@@ -160,14 +166,6 @@ std::uint64_t count(const Envelope& e, const char* name) {
 
 namespace {
 
-const wire::Bytes& array(const Envelope& e, std::size_t index) {
-  if (index >= e.arrays.size()) {
-    fail<ProtocolError>("{} message from rank {} has {} arrays, expected at least {}",
-                        name_of(e.type), e.rank, e.arrays.size(), index + 1);
-  }
-  return e.arrays[index];
-}
-
 // Reads a JSON field as T, turning nlohmann's type errors into ProtocolError. An integer T
 // takes only a whole number in its range: nlohmann converts any number with a static_cast, so
 // 1e30 as a count was undefined behaviour and -1 wrapped to 2^64 - 1.
@@ -194,12 +192,21 @@ T get(const Envelope& e, const char* name) {
 
 }  // namespace
 
+std::span<const std::byte> frame_of(const Envelope& e, std::size_t index) {
+  if (index >= e.arrays.size()) {
+    fail<ProtocolError>("{} message from rank {} has {} arrays, expected at least {}",
+                        name_of(e.type), e.rank, e.arrays.size(), index + 1);
+  }
+  if (index < e.views.size() && e.views[index].data() != nullptr) return e.views[index];
+  return e.arrays[index];
+}
+
 std::span<const double> doubles(const Envelope& e, std::size_t index, std::size_t expected_count) {
-  return wire::as_doubles(array(e, index), expected_count);
+  return wire::as_doubles(frame_of(e, index), expected_count);
 }
 
 std::span<const double> doubles(const Envelope& e, std::size_t index) {
-  return wire::as_doubles(array(e, index));
+  return wire::as_doubles(frame_of(e, index));
 }
 
 wire::Bytes u64_bytes(std::span<const std::uint64_t> values) {
@@ -209,7 +216,7 @@ wire::Bytes u64_bytes(std::span<const std::uint64_t> values) {
 }
 
 std::vector<std::uint64_t> u64s(const Envelope& e, std::size_t index) {
-  const wire::Bytes& a = array(e, index);
+  const auto a = frame_of(e, index);
   if (a.size() % sizeof(std::uint64_t) != 0) {
     fail<ProtocolError>("{} message from rank {}: array {} has {} bytes, not a whole number of "
                         "64-bit integers", name_of(e.type), e.rank, index, a.size());

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -93,6 +94,11 @@ struct Envelope {
   std::uint32_t generation = 0;  // see transports/wire.hpp
   nlohmann::json fields = nlohmann::json::object();
   std::vector<wire::Bytes> arrays;
+  // Arrays read in place (wire::Message::views): views[i], when not empty, is array i (arrays[i]
+  // is then empty), valid while `lease` lives and is not released. Read arrays through frame_of
+  // or doubles.
+  std::vector<std::span<const std::byte>> views;
+  std::shared_ptr<wire::Lease> lease;
 };
 
 // Takes the envelope by value: its array frames (parameters, gradients) move into the message
@@ -110,6 +116,8 @@ struct Envelope {
 [[nodiscard]] double number(const Envelope& e, const char* name);
 // A non-negative integer field (ProtocolError otherwise).
 [[nodiscard]] std::uint64_t count(const Envelope& e, const char* name);
+// Array `index` of `e`, the frame as it came (ProtocolError when the message has fewer arrays).
+[[nodiscard]] std::span<const std::byte> frame_of(const Envelope& e, std::size_t index);
 [[nodiscard]] std::span<const double> doubles(const Envelope& e, std::size_t index,
                                               std::size_t expected_count);
 [[nodiscard]] std::span<const double> doubles(const Envelope& e, std::size_t index);

@@ -376,6 +376,10 @@ protocol::Envelope WorkerSession::receive() {
   }
 }
 
+void WorkerSession::receive_in_place(std::uint64_t min_frame) {
+  connection_.receive_in_place(min_frame);
+}
+
 void WorkerSession::on_notice(protocol::Type type, NoticeHandler handler) {
   notice_handlers_[type] = std::move(handler);
 }
@@ -421,7 +425,9 @@ void WorkerSession::send(protocol::Envelope envelope) {
 
 bool WorkerSession::answer_repeat(const protocol::Envelope& request) {
   RequestKey key{request.type, request.step, request.generation, request.fields, {}};
-  for (const auto& a : request.arrays) key.array_sizes.push_back(a.size());
+  for (std::size_t i = 0; i < request.arrays.size(); ++i) {  // copied or in place alike
+    key.array_sizes.push_back(protocol::frame_of(request, i).size());
+  }
   if (last_request_ && *last_request_ == key) {
     if (last_reply_) {
       log::info("the coordinator asked again for the reply to its {} request of step {}: sent "

@@ -90,10 +90,11 @@ class WorkerSession {
   [[nodiscard]] std::uint64_t rows() const noexcept { return static_cast<std::uint64_t>(shard_.y.size()); }
   [[nodiscard]] std::uint64_t train_rows() const noexcept { return train_rows_; }
   [[nodiscard]] std::uint64_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
-
   // The next message from the coordinator. Waits while the coordinator heartbeats; a silent
   // coordinator (or a cancel) ends the wait with an error, a planned leave with LeaveRequest.
+  // Large frames may come in place, see receive_in_place (transports/transport.hpp).
   [[nodiscard]] protocol::Envelope receive();
+  void receive_in_place(std::uint64_t min_frame);
   void send(protocol::Envelope envelope);
   // Reads what the coordinator has sent so far without waiting (receive serves it first, in
   // order); true when a message of `type` is among what waits. For a wait on peers that the
@@ -107,7 +108,6 @@ class WorkerSession {
   using NoticeHandler = std::function<void(const protocol::Envelope&)>;
   void on_notice(protocol::Type type, NoticeHandler handler);
   void take_notices();
-
   // This worker's part of the global batch of `step`: rows [floor(s*n/S), floor((s+1)*n/S)) of
   // this epoch's order (shuffled per epoch from the seed when training.shuffle). A shuffled
   // batch picks its rows from the shard where they lie (models::BatchRows); nothing is copied.

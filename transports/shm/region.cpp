@@ -1,3 +1,6 @@
+// The region file and its mapping, and the bells (transports/shm/region.hpp); the rings' two
+// ends are in ring.cpp.
+
 #include "transports/shm/region.hpp"
 
 #include "base/error.hpp"
@@ -22,26 +25,40 @@ namespace {
 
 constexpr std::string_view kShmDir = "/dev/shm/";
 constexpr std::string_view kNamePrefix = "disttrain-";
-constexpr std::uint32_t kData = 1;
-constexpr std::uint32_t kMarker = 2;
-constexpr std::uint32_t kSkip = 3;
-constexpr std::uint64_t kRecordHead = 16;
-constexpr std::uint32_t kMaxFrames = 65536;  // as the ZeroMQ side
-
-[[nodiscard]] constexpr std::uint64_t pad8(std::uint64_t n) { return (n + 7) & ~std::uint64_t{7}; }
-
-struct RecordHead {
-  std::uint32_t kind;
-  std::uint32_t frames;
-  std::uint64_t body;
-};
-static_assert(sizeof(RecordHead) == kRecordHead);
-
 [[nodiscard]] bool valid_name(const std::string& name) {
   return name.size() > kNamePrefix.size() && name.size() < 80 && name.starts_with(kNamePrefix) &&
          std::all_of(name.begin(), name.end(), [](char c) {
            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
          });
+}
+
+// Maps a region file of `capacity` bytes a ring: its header page, then each ring twice in a
+// row (the same pages at two adjacent addresses), so that any stretch of a ring up to its
+// capacity lies in one piece, where the ring wraps too (read in place). Where that cannot be
+// done (a page size above 4 KiB puts the rings off page boundaries), one plain mapping:
+// `mirrored` says which. nullptr when neither can be made.
+std::byte* map_region(int fd, std::uint64_t capacity, bool& mirrored) {
+  const std::uint64_t plain = kHeaderBytes + 2 * capacity;
+  const std::uint64_t span = kHeaderBytes + 4 * capacity;
+  mirrored = false;
+  void* reserved = ::mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                          -1, 0);
+  if (reserved != MAP_FAILED) {
+    auto* base = static_cast<std::byte*>(reserved);
+    const auto at = [&](std::uint64_t address, std::uint64_t size, std::uint64_t offset) {
+      return ::mmap(base + address, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                    static_cast<off_t>(offset)) != MAP_FAILED;
+    };
+    if (at(0, kHeaderBytes + capacity, 0) && at(kHeaderBytes + capacity, capacity, kHeaderBytes) &&
+        at(kHeaderBytes + 2 * capacity, capacity, kHeaderBytes + capacity) &&
+        at(kHeaderBytes + 3 * capacity, capacity, kHeaderBytes + capacity)) {
+      mirrored = true;
+      return base;
+    }
+    ::munmap(reserved, span);
+  }
+  void* base = ::mmap(nullptr, plain, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return base == MAP_FAILED ? nullptr : static_cast<std::byte*>(base);
 }
 
 }  // namespace
@@ -132,14 +149,15 @@ void Bell::unlink() noexcept {
 
 // ---- Region
 
-Region::Region(std::byte* base, std::uint64_t size, std::uint64_t capacity, std::string name,
+Region::Region(std::byte* base, std::uint64_t capacity, bool mirrored, std::string name,
                bool named)
-    : base_(base), size_(size), capacity_(capacity),
-      header_(reinterpret_cast<RegionHeader*>(base)), name_(std::move(name)), named_(named) {}
+    : base_(base), size_(kHeaderBytes + (mirrored ? 4 : 2) * capacity), capacity_(capacity),
+      mirrored_(mirrored), header_(reinterpret_cast<RegionHeader*>(base)),
+      name_(std::move(name)), named_(named) {}
 
 Region::Region(Region&& other) noexcept
     : base_(std::exchange(other.base_, nullptr)), size_(other.size_), capacity_(other.capacity_),
-      header_(other.header_), name_(std::move(other.name_)),
+      mirrored_(other.mirrored_), header_(other.header_), name_(std::move(other.name_)),
       named_(std::exchange(other.named_, false)) {}
 
 Region::~Region() {
@@ -162,18 +180,19 @@ std::optional<Region> Region::create(std::uint64_t capacity) {
   if (fd < 0) return std::nullopt;
   const std::uint64_t size = kHeaderBytes + 2 * capacity;
   // Sparse: pages are allocated as the rings touch them.
-  void* base = ::ftruncate(fd, static_cast<off_t>(size)) == 0
-                   ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                   : MAP_FAILED;
+  bool mirrored = false;
+  std::byte* base = ::ftruncate(fd, static_cast<off_t>(size)) == 0
+                        ? map_region(fd, capacity, mirrored)
+                        : nullptr;
   ::close(fd);
-  if (base == MAP_FAILED) {
+  if (base == nullptr) {
     ::unlink(path.c_str());
     return std::nullopt;
   }
   auto* header = new (base) RegionHeader{};
   header->capacity = capacity;
   header->connection_pid = static_cast<std::uint32_t>(::getpid());
-  return Region(static_cast<std::byte*>(base), size, capacity, name, true);
+  return Region(base, capacity, mirrored, name, true);
 }
 
 bool Region::exists(const std::string& name) {
@@ -197,227 +216,26 @@ Region Region::open(const std::string& name) {
     ::close(fd);
     fail<ProtocolError>("{} is not a private region file of this user", path);
   }
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (base == MAP_FAILED) fail<ProtocolError>("cannot map {}: {}", path, std::strerror(errno));
-  Region region(static_cast<std::byte*>(base), size, 0, name, false);
-  const RegionHeader& h = region.header();
-  const std::uint64_t capacity = h.capacity;
-  if (h.magic != kRegionMagic || h.version != kRegionVersion || capacity < kMinCapacity ||
-      capacity % 4096 != 0 || kHeaderBytes + 2 * capacity != size) {
+  // The header first, alone: the capacity it gives decides the mapping of the rings.
+  void* head = ::mmap(nullptr, kHeaderBytes, PROT_READ, MAP_SHARED, fd, 0);
+  if (head == MAP_FAILED) {
+    ::close(fd);
+    fail<ProtocolError>("cannot map {}: {}", path, std::strerror(errno));
+  }
+  const auto* h = static_cast<const RegionHeader*>(head);
+  const bool good = h->magic == kRegionMagic && h->version == kRegionVersion;
+  const std::uint64_t capacity = h->capacity;
+  ::munmap(head, kHeaderBytes);
+  if (!good || capacity < kMinCapacity || capacity % 4096 != 0 ||
+      kHeaderBytes + 2 * capacity != size) {
+    ::close(fd);
     fail<ProtocolError>("{} has a bad header", path);
   }
-  region.capacity_ = capacity;
-  return region;
-}
-
-// ---- RingWriter
-
-RingWriter::RingWriter(const Region& region, int ring)
-    : RingWriter(region.header().rings[ring], region.ring_data(ring), region.capacity()) {}
-
-RingWriter::RingWriter(RingControl& control, std::byte* data, std::uint64_t capacity)
-    : control_(&control), data_(data), capacity_(capacity),
-      write_pos_(control_->write_pos.load(std::memory_order_relaxed)) {}
-
-std::uint64_t RingWriter::put(std::uint64_t pos, const void* data, std::uint64_t size) {
-  if (size == 0) return pos;  // an empty frame's buffer may be null, which memcpy may not take
-  const auto* bytes = static_cast<const std::byte*>(data);
-  const std::uint64_t offset = pos % capacity_;
-  const std::uint64_t first = std::min(size, capacity_ - offset);
-  std::memcpy(data_ + offset, bytes, first);
-  if (first < size) std::memcpy(data_, bytes + first, size - first);
-  return pos + size;
-}
-
-RingWriter::Result RingWriter::write(const wire::Bytes& header, const wire::Message& message,
-                                     std::uint64_t payload_total) {
-  std::uint64_t read = control_->read_pos.load(std::memory_order_acquire);
-  // A reader not yet past our last skip record still needs it: the skipped stretch counts as
-  // used until the reader has jumped (so records after the skip never overwrite it).
-  if (read > skip_from_ && read < skip_to_) return Result::kCorrupt;
-  if (read > write_pos_ || write_pos_ - read > capacity_) return Result::kCorrupt;
-  std::uint64_t pos = write_pos_;
-  std::uint64_t used = pos - read;
-  const auto frames = static_cast<std::uint32_t>(message.payload.size());
-  const std::uint64_t body = pad8(header.size() + 8ull * frames + payload_total);
-  // Empty ring: start again at its beginning (see the header comment), if a skip record fits.
-  // Until the reader has passed the skip record, only the `offset` bytes before it are free:
-  // skip only once past kSkipAfter (or half a small ring), so that a reader that does not read
-  // for a while (an async worker busy with its servers) still leaves the writer room for its
-  // next messages, while a link of small messages stays within its first few pages.
-  const std::uint64_t offset = pos % capacity_;
-  // The record must end before the skip record it follows, or it would overwrite it.
-  const bool skip = used == 0 && offset >= std::min(kSkipAfter, capacity_ / 2) &&
-                    capacity_ - offset >= kRecordHead && kRecordHead + body <= offset;
-  std::uint64_t skip_at = pos;
-  if (skip) {
-    pos += capacity_ - offset;
-    used = 0;
-  }
-  Result result = Result::kWritten;
-  const std::uint64_t room = capacity_ - used;
-  if (kRecordHead + body > room) {
-    if (kRecordHead > capacity_ - (write_pos_ - read)) return Result::kFull;
-    pos = write_pos_;  // no skip for a marker alone
-    const RecordHead marker{kMarker, 0, 0};
-    pos = put(pos, &marker, sizeof marker);
-    result = Result::kMarked;
-  } else {
-    if (skip) {
-      const RecordHead jump{kSkip, 0, 0};
-      (void)put(skip_at, &jump, sizeof jump);
-      skip_from_ = skip_at;
-      skip_to_ = pos;
-    }
-    const RecordHead head{kData, frames, body};
-    const std::uint64_t start = pos;
-    pos = put(pos, &head, sizeof head);
-    pos = put(pos, header.data(), header.size());
-    for (const auto& frame : message.payload) {
-      const std::uint64_t size = frame.size();
-      pos = put(pos, &size, sizeof size);
-    }
-    for (const auto& frame : message.payload) pos = put(pos, frame.data(), frame.size());
-    pos = start + kRecordHead + body;
-  }
-  write_pos_ = pos;
-  control_->write_pos.store(pos, std::memory_order_seq_cst);
-  return result;
-}
-
-void RingWriter::wake(const Bell& bell) const noexcept {
-  if (control_->reader_waiting.load(std::memory_order_seq_cst) != 0 &&
-      control_->reader_waiting.exchange(0, std::memory_order_seq_cst) != 0) {
-    bell.ring();
-  }
-}
-
-// ---- RingReader
-
-RingReader::RingReader(const Region& region, int ring, std::uint64_t max_payload)
-    : RingReader(region.header().rings[ring], region.ring_data(ring), region.capacity(),
-                 max_payload) {}
-
-RingReader::RingReader(RingControl& control, const std::byte* data, std::uint64_t capacity,
-                       std::uint64_t max_payload)
-    : control_(&control), data_(data), capacity_(capacity), max_payload_(max_payload),
-      read_pos_(control_->read_pos.load(std::memory_order_relaxed)) {}
-
-void RingReader::get(std::uint64_t pos, void* out, std::uint64_t size) const {
-  if (size == 0) return;  // an empty frame's buffer may be null, which memcpy may not take
-  auto* bytes = static_cast<std::byte*>(out);
-  const std::uint64_t offset = pos % capacity_;
-  const std::uint64_t first = std::min(size, capacity_ - offset);
-  std::memcpy(bytes, data_ + offset, first);
-  if (first < size) std::memcpy(bytes + first, data_, size - first);
-}
-
-wire::Bytes RingReader::take(std::uint64_t pos, std::uint64_t size) const {
-  // Built from the ring's bytes directly: a frame made with Bytes(size) would be zero-filled
-  // first, one more pass over every byte of an 8 MB message.
-  const std::uint64_t offset = pos % capacity_;
-  const std::uint64_t first = std::min(size, capacity_ - offset);
-  const std::byte* start = data_ + offset;
-  wire::Bytes frame;
-  frame.reserve(size);
-  frame.insert(frame.end(), start, start + first);
-  if (first < size) frame.insert(frame.end(), data_, data_ + (size - first));
-  return frame;
-}
-
-bool RingReader::has_data() const noexcept {
-  return control_->write_pos.load(std::memory_order_acquire) != read_pos_;
-}
-
-bool RingReader::announce_sleep() noexcept {
-  control_->reader_waiting.store(1, std::memory_order_seq_cst);
-  if (control_->write_pos.load(std::memory_order_seq_cst) != read_pos_) {
-    control_->reader_waiting.store(0, std::memory_order_relaxed);
-    return true;
-  }
-  return false;
-}
-
-void RingReader::clear_sleep() noexcept {
-  control_->reader_waiting.store(0, std::memory_order_relaxed);
-}
-
-RingReader::Next RingReader::next() {
-  Next out;
-  for (;;) {
-    const std::uint64_t write = control_->write_pos.load(std::memory_order_acquire);
-    if (write == read_pos_) return out;
-    const auto corrupt = [&](std::string why) {
-      out.kind = Kind::kCorrupt;
-      out.why = std::move(why);
-      return std::move(out);
-    };
-    // Up to one skipped stretch (less than a ring) precedes at most a ring of records.
-    if (write < read_pos_ || write - read_pos_ > 2 * capacity_ || (write - read_pos_) % 8 != 0) {
-      return corrupt(fmt::format("write position out of range ({} {} {})", write, read_pos_, capacity_));
-    }
-    const std::uint64_t available = write - read_pos_;
-    if (available < kRecordHead) return corrupt("record cut short");
-    RecordHead head{};
-    get(read_pos_, &head, sizeof head);
-    if (head.kind == kSkip) {
-      const std::uint64_t offset = read_pos_ % capacity_;
-      if (offset == 0 || capacity_ - offset > available) return corrupt("bad skip record");
-      read_pos_ += capacity_ - offset;
-      control_->read_pos.store(read_pos_, std::memory_order_release);
-      continue;
-    }
-    if (available > capacity_) return corrupt(fmt::format("write position out of range ({} {} {})", write, read_pos_, capacity_));
-    if (head.kind == kMarker) {
-      read_pos_ += kRecordHead;
-      control_->read_pos.store(read_pos_, std::memory_order_release);
-      out.kind = Kind::kMarker;
-      return out;
-    }
-    if (head.kind != kData || head.frames > kMaxFrames || head.body % 8 != 0 ||
-        head.body > available - kRecordHead ||
-        head.body < wire::kHeaderSize + 8ull * head.frames) {
-      return corrupt(fmt::format("bad record (kind {}, {} frames, {} bytes)", head.kind,
-                                 head.frames, head.body));
-    }
-    std::uint64_t pos = read_pos_ + kRecordHead;
-    std::byte header_bytes[wire::kHeaderSize];
-    get(pos, header_bytes, sizeof header_bytes);
-    pos += sizeof header_bytes;
-    std::vector<std::uint64_t> sizes(head.frames);
-    get(pos, sizes.data(), 8ull * head.frames);
-    pos += 8ull * head.frames;
-    std::uint64_t total = 0;
-    const std::uint64_t room = head.body - wire::kHeaderSize - 8ull * head.frames;
-    for (const auto size : sizes) {
-      if (size > room - total) return corrupt("frame sizes exceed the record");
-      total += size;
-    }
-    out.wire_bytes = wire::kHeaderSize + total;
-    const std::uint64_t next_pos = read_pos_ + kRecordHead + head.body;
-    try {
-      out.message.header = wire::decode_header(header_bytes, max_payload_);
-      wire::check_payload(out.message.header, total, sizes.size());
-    } catch (const ProtocolError& e) {
-      // The record itself is well-formed: skip the message, keep the ring.
-      read_pos_ = next_pos;
-      control_->read_pos.store(read_pos_, std::memory_order_release);
-      out.kind = Kind::kDropped;
-      out.why = e.message();
-      out.message = {};
-      return out;
-    }
-    out.message.payload.reserve(sizes.size());
-    for (const auto size : sizes) {
-      out.message.payload.push_back(take(pos, size));
-      pos += size;
-    }
-    read_pos_ = next_pos;
-    control_->read_pos.store(read_pos_, std::memory_order_release);
-    out.kind = Kind::kMessage;
-    return out;
-  }
+  bool mirrored = false;
+  std::byte* base = map_region(fd, capacity, mirrored);
+  ::close(fd);
+  if (base == nullptr) fail<ProtocolError>("cannot map {}: {}", path, std::strerror(errno));
+  return Region(base, capacity, mirrored, name, false);
 }
 
 }  // namespace dt::transport::shm

@@ -12,7 +12,8 @@
 // taken modulo the capacity. A record is published whole (one release store of write_pos), so
 // the reader never sees half of one:
 //   u32 kind (data, marker, skip), u32 frame count, u64 body size, then for data:
-//   the 40-byte wire header, frame count x u64 frame sizes, the frames, padding to 8.
+//   the 40-byte wire header, frame count x u64 frame sizes, the frames, each padded to 8 bytes
+//   (so a frame of doubles that does not wrap around the ring's end can be read where it lies).
 // A message that does not fit in the ring's free space goes over ZeroMQ and leaves a marker
 // record in its place, so order holds and a send never waits for the reader (the ZeroMQ I/O
 // thread queues it): two peers that both send big messages before receiving cannot deadlock.
@@ -27,12 +28,21 @@
 //
 // Nothing in a region is trusted: every size read from it is checked against the mapping and
 // max_payload before use; a ring that breaks the rules is reported corrupt, never read past.
+//
+// Reading in place (RingReader::next with in_place_min): large frames come as views into the
+// ring instead of copies (a region maps each ring twice in a row, so a frame that wraps around
+// the ring's end lies in one piece too), and the ring space from that record on is held back from the writer
+// (the shared read position stays at the record's start) until the message's lease is dropped.
+// The lease keeps the mapping alive, so a view stays readable after its peer is forgotten or its
+// process has died; a writer that breaks the rules could change the bytes under it, never make
+// the reader read outside the mapping.
 
 #include "transports/wire.hpp"
 
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,7 +69,7 @@ inline constexpr std::uint16_t kSwitch = 0xFFF3;
 [[nodiscard]] std::uint64_t ring_capacity();
 
 inline constexpr std::uint32_t kRegionMagic = 0x4D535444;  // "DTSM"
-inline constexpr std::uint32_t kRegionVersion = 1;
+inline constexpr std::uint32_t kRegionVersion = 2;  // 2: every frame padded to 8 bytes
 inline constexpr std::uint64_t kHeaderBytes = 4096;
 inline constexpr std::uint64_t kSkipAfter = 256 << 10;  // see the skip rule above
 inline constexpr std::uint64_t kMinCapacity = 4096;
@@ -123,18 +133,21 @@ class Region {
   // Whether the region file of a valid name is still there (a name not of ours: true).
   [[nodiscard]] static bool exists(const std::string& name);
   [[nodiscard]] RegionHeader& header() const noexcept { return *header_; }
+  // A ring's bytes; when mirrored(), followed by the same bytes again (see map_region).
   [[nodiscard]] std::byte* ring_data(int ring) const noexcept {
-    return base_ + kHeaderBytes + static_cast<std::uint64_t>(ring) * capacity_;
+    return base_ + kHeaderBytes + static_cast<std::uint64_t>(ring) * (mirrored_ ? 2 : 1) * capacity_;
   }
   [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] bool mirrored() const noexcept { return mirrored_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   void unlink() noexcept;  // removes the file's name (the mapping stays)
 
  private:
-  Region(std::byte* base, std::uint64_t size, std::uint64_t capacity, std::string name, bool named);
+  Region(std::byte* base, std::uint64_t capacity, bool mirrored, std::string name, bool named);
   std::byte* base_ = nullptr;
-  std::uint64_t size_ = 0;
+  std::uint64_t size_ = 0;  // of the mapping
   std::uint64_t capacity_ = 0;
+  bool mirrored_ = false;
   RegionHeader* header_ = nullptr;
   std::string name_;
   bool named_ = false;  // the file still has its name in /dev/shm
@@ -166,14 +179,29 @@ class RingWriter {
   std::uint64_t skip_to_ = 0;
 };
 
+// What a reader holds back from the writer while a record is read in place (see above). Shared
+// by the reader and the lease it gives out; used on the reader's thread only.
+struct RingHold {
+  RingControl* control = nullptr;
+  std::shared_ptr<const void> mapping;  // keeps the region mapped while a lease lives
+  std::uint64_t release_to = 0;         // the reader's position, published at release
+  std::uint64_t lease = 0;              // the lease holding the space (0: none), by number
+  std::uint64_t leases = 0;             // leases given out so far
+  // Publishes release_to as the read position, if lease `id` still holds the space: the writer
+  // may reuse it from then on.
+  void release(std::uint64_t id) noexcept;
+};
+
 // The consuming end of one ring. Used by one thread.
 class RingReader {
  public:
-  RingReader(const Region& region, int ring, std::uint64_t max_payload);
+  // `mapping`: what keeps the region mapped (a shared_ptr to it), kept by each lease.
+  RingReader(const Region& region, int ring, std::uint64_t max_payload,
+             std::shared_ptr<const void> mapping = {});
   // Over one ring's control block and `capacity` bytes directly: the seam through which
   // tests/fuzz/fuzz_shm_ring.cpp gives next() the rings a hostile writer could leave.
   RingReader(RingControl& control, const std::byte* data, std::uint64_t capacity,
-             std::uint64_t max_payload);
+             std::uint64_t max_payload, std::shared_ptr<const void> mapping = {});
   // kDropped: a well-formed record holding a malformed message (skipped, the ring goes on);
   // kCorrupt: the ring itself breaks the rules (stop reading it).
   enum class Kind { kEmpty, kMessage, kMarker, kDropped, kCorrupt };
@@ -183,7 +211,11 @@ class RingReader {
     std::uint64_t wire_bytes = 0;  // header + payload: what Counters count
     std::string why;             // kDropped, kCorrupt
   };
-  [[nodiscard]] Next next();
+  // in_place_min > 0: frames of at least that many bytes (in a region that is not mirrored,
+  // only those that do not wrap around the ring's end) come as views (wire::Message::views) held by message.lease, while no
+  // earlier lease of this ring is still held (then they are copied). The lease must be dropped
+  // on this reader's thread.
+  [[nodiscard]] Next next(std::uint64_t in_place_min = 0);
   [[nodiscard]] bool has_data() const noexcept;
   // Before sleeping: says so, then true when data came meanwhile (then do not sleep).
   [[nodiscard]] bool announce_sleep() noexcept;
@@ -192,11 +224,14 @@ class RingReader {
  private:
   void get(std::uint64_t pos, void* out, std::uint64_t size) const;
   [[nodiscard]] wire::Bytes take(std::uint64_t pos, std::uint64_t size) const;  // one frame
+  void publish() noexcept;  // read_pos_ to the writer, unless a lease holds the space back
   RingControl* control_;
   const std::byte* data_;
   std::uint64_t capacity_;
   std::uint64_t max_payload_;
   std::uint64_t read_pos_;
+  std::shared_ptr<RingHold> hold_;
+  bool mirrored_ = false;  // data_ is followed by itself again: a wrapping frame can be viewed
 };
 
 }  // namespace dt::transport::shm

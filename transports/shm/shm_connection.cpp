@@ -18,20 +18,22 @@ class ShmConnection final : public Connection {
  public:
   ShmConnection(std::unique_ptr<Connection> inner, const LinkOptions& options, Region region,
                 Bell bell, Bell listener_bell)
-      : inner_(std::move(inner)), options_(options), region_(std::move(region)),
+      : inner_(std::move(inner)), options_(options),
+        region_(std::make_shared<Region>(std::move(region))),
         bell_(std::move(bell)), listener_bell_(std::move(listener_bell)),
-        up_(region_, kUp), down_(region_, kDown, options.max_payload) {}
+        up_(*region_, kUp), down_(*region_, kDown, options.max_payload, region_) {}
   // Sends the offer; the link stays on ZeroMQ when even that fails.
   void offer() {
     try {
       send_control(control(kOffer, options_.job_id,
-                           {region_.name(), bell_.path().filename().string()}));
+                           {region_->name(), bell_.path().filename().string()}));
     } catch (const Error&) {
       state_ = State::kZmq;
     }
   }
   ~ShmConnection() override {
-    region_.header().connection_closed.store(1, std::memory_order_release);
+    region_->header().connection_closed.store(1, std::memory_order_release);
+    region_->unlink();  // now, even while a lease keeps the mapping
   }
 
   [[nodiscard]] const Counters& counters() const noexcept override {
@@ -43,6 +45,7 @@ class ShmConnection final : public Connection {
     wakeup_ = wakeup;
     inner_->wake_on(wakeup);
   }
+  void receive_in_place(std::uint64_t min_frame) noexcept override { in_place_min_ = min_frame; }
 
   void send(const wire::Message& message, Deadline deadline) override {
     if (state_ == State::kOffered) poll_zmq();
@@ -131,7 +134,7 @@ class ShmConnection final : public Connection {
         return m;
       }
       if (corrupt_) return std::nullopt;
-      auto next = down_.next();
+      auto next = down_.next(in_place_min_);
       switch (next.kind) {
         case RingReader::Kind::kEmpty:
           return std::nullopt;
@@ -178,12 +181,12 @@ class ShmConnection final : public Connection {
       if (state_ != State::kOffered) continue;
       if (type == kAccept) {
         // The listener has both files open; their names can go.
-        region_.unlink();
+        region_->unlink();
         bell_.unlink();
         send_control(control(kSwitch, options_.job_id));
         state_ = State::kSwitched;
       } else if (type == kRefuse) {
-        region_.unlink();
+        region_->unlink();
         bell_.unlink();
         state_ = State::kZmq;
       }
@@ -199,7 +202,7 @@ class ShmConnection final : public Connection {
 
   std::unique_ptr<Connection> inner_;
   LinkOptions options_;
-  Region region_;
+  std::shared_ptr<Region> region_;  // shared with the leases of messages read in place
   Bell bell_;           // ours: the listener rings it
   Bell listener_bell_;  // the listener's
   RingWriter up_;
@@ -213,6 +216,7 @@ class ShmConnection final : public Connection {
   std::deque<wire::Message> after_;   // received over ZeroMQ after it, for the markers
   std::vector<pollfd> fds_ = std::vector<pollfd>(2);
   const Wakeup* wakeup_ = nullptr;  // not owned (wake_on)
+  std::uint64_t in_place_min_ = 0;  // receive_in_place
   mutable Tally tally_;
 };
 

@@ -27,13 +27,14 @@ constexpr int kZmqEvery = 64;  // ring messages between two looks at the ZeroMQ 
 
 struct Peer {
   Peer(Region r, Bell b, std::uint64_t max_payload)
-      : region(std::move(r)), bell(std::move(b)), up(region, kUp, max_payload),
-        down(region, kDown) {}
+      : region(std::make_shared<Region>(std::move(r))), bell(std::move(b)),
+        up(*region, kUp, max_payload, region), down(*region, kDown) {}
   ~Peer() {
-    region.header().listener_closed.store(1, std::memory_order_release);
+    region->header().listener_closed.store(1, std::memory_order_release);
     if (pidfd >= 0) ::close(pidfd);
   }
-  Region region;
+  // Shared with the leases of messages read in place, which may outlive the peer.
+  std::shared_ptr<Region> region;
   Bell bell;  // the connection's
   RingReader up;
   RingWriter down;
@@ -131,6 +132,7 @@ class ShmListener final : public Listener {
   }
   // The inner socket wakes too: its receive is the one ZeroMQ messages come through.
   void spin_before_sleep(std::chrono::microseconds spin) noexcept override { spin_ = spin; }
+  void receive_in_place(std::uint64_t min_frame) noexcept override { in_place_min_ = min_frame; }
   void wake_on(const Wakeup* wakeup) noexcept override {
     wakeup_ = wakeup;
     inner_->wake_on(wakeup);
@@ -153,7 +155,7 @@ class ShmListener final : public Listener {
 
   // Closed by its owner, or its process has exited.
   bool is_gone(Peer& p, bool throttled) {
-    if (p.region.header().connection_closed.load(std::memory_order_acquire) != 0) return true;
+    if (p.region->header().connection_closed.load(std::memory_order_acquire) != 0) return true;
     if (p.pidfd < 0) return false;
     const auto now = Clock::now();
     if (throttled && now - p.checked < kAliveCheck) return false;
@@ -191,7 +193,7 @@ class ShmListener final : public Listener {
           p.stash.pop_front();
           return out;
         }
-        auto next = p.up.next();
+        auto next = p.up.next(in_place_min_);
         if (next.kind == RingReader::Kind::kEmpty) break;
         if (next.kind == RingReader::Kind::kMarker) {
           p.at_marker = true;
@@ -258,7 +260,7 @@ class ShmListener final : public Listener {
       auto bell = Bell::open_to_ring(options_.folder / bell_name);
       if (!bell) fail<ProtocolError>("cannot open the peer's bell {}", bell_name);
       auto p = std::make_unique<Peer>(std::move(region), std::move(*bell), options_.max_payload);
-      const auto pid = static_cast<pid_t>(p->region.header().connection_pid);
+      const auto pid = static_cast<pid_t>(p->region->header().connection_pid);
       if (pid != ::getpid()) p->pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
       send_control(peer, control(kAccept, options_.job_id));
       peers_.emplace(peer, std::move(p));
@@ -350,6 +352,7 @@ class ShmListener final : public Listener {
   std::vector<pollfd> fds_;
   const Wakeup* wakeup_ = nullptr;  // not owned (wake_on)
   std::chrono::microseconds spin_{0};  // spin_before_sleep
+  std::uint64_t in_place_min_ = 0;     // receive_in_place
   bool zmq_ready_ = true;  // the ZeroMQ socket may have something (ZMQ_FD is edge-triggered)
   unsigned served_ = 0;
   mutable Tally tally_;
