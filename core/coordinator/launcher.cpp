@@ -209,6 +209,16 @@ bool Launcher::wait_all(std::chrono::milliseconds timeout) {
   }
 }
 
+bool Launcher::await_child(int rank, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    for (auto& exit : poll()) unreported_.push_back(exit);  // kept for the caller's poll()
+    if (!running(rank)) return true;
+    if (Clock::now() >= deadline) return false;
+    await_exit(deadline);
+  }
+}
+
 void Launcher::stop_all(std::chrono::milliseconds grace) {
   for (const auto& c : children_) if (!c.reaped) ::kill(c.pid, SIGTERM);
   if (wait_all(grace)) return;

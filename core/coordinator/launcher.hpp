@@ -60,6 +60,10 @@ class Launcher {
   // Waits up to `timeout` for every child to exit by itself; false if some are still running.
   // Sleeps until a child exits (a pidfd per child, Linux >= 5.3), not in polling slices.
   [[nodiscard]] bool wait_all(std::chrono::milliseconds timeout);
+  // Waits up to `timeout` for `rank`'s running child to end (true once it has; its exit is
+  // then reported by the next poll()): a child killed a moment ago has closed its sockets
+  // before the kernel lets its parent reap it.
+  [[nodiscard]] bool await_child(int rank, std::chrono::milliseconds timeout);
 
  private:
   using Clock = std::chrono::steady_clock;

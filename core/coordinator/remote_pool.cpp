@@ -30,6 +30,9 @@ class RemotePool final : public WorkerPool {
     return local(rank) ? local_->last_words(rank) : std::string();
   }
   bool wait_all(std::chrono::milliseconds timeout) override { return local_->wait_all(timeout); }
+  bool await_end(int rank, std::chrono::milliseconds timeout) override {
+    return local(rank) && local_->await_end(rank, timeout);
+  }
   void stop_all() override { local_->stop_all(); }
   void taken_over(int rank, std::int64_t pid) override {
     taken_.insert(rank);

@@ -21,6 +21,11 @@ using transport::deadline_in;
 
 namespace {
 
+// How long a failed send waits for a local worker's process to end before it blames the send:
+// a worker killed a moment ago has closed its sockets, and the kernel lets its parent reap it
+// only once its exit is done (milliseconds; more on a loaded machine).
+constexpr std::chrono::milliseconds kDeathGrace{500};
+
 std::vector<int> all_ranks(std::size_t n) {
   std::vector<int> all(n);
   std::iota(all.begin(), all.end(), 0);
@@ -97,11 +102,15 @@ void CoordinatorSession::send_request(int rank, std::shared_ptr<const wire::Mess
     listener_.send(addresses_.identity(rank), *message, deadline_in(kSendDeadline));
   } catch (const TransportError& e) {
     const auto before = generation_;
+    const auto unexplained = [&] {
+      return before == generation_ && is_alive(rank) && !left_unread(rank);
+    };
     check_workers();  // a dead worker explains the failed send better than the send does
+    // A process killed a moment ago has closed its sockets before it can be reaped: give it
+    // that moment, then look again.
+    if (unexplained() && pool_.await_end(rank, kDeathGrace)) check_workers();
     // Unless that found it (and replaced or dropped it), the worker is lost for this.
-    if (before == generation_ && is_alive(rank) && !left_unread(rank)) {
-      lose_worker(rank, fmt::format("cannot be reached: {}", e.what()));
-    }
+    if (unexplained()) lose_worker(rank, fmt::format("cannot be reached: {}", e.what()));
   }
 }
 

@@ -39,6 +39,9 @@ class ProcessPool final : public WorkerPool {
     return log ? tail_of(*log, 3) : std::string();
   }
   bool wait_all(std::chrono::milliseconds timeout) override { return launcher_.wait_all(timeout); }
+  bool await_end(int rank, std::chrono::milliseconds timeout) override {
+    return launcher_.await_child(rank, timeout);
+  }
   void stop_all() override { launcher_.stop_all(std::chrono::milliseconds(1000)); }
 
  private:

@@ -31,6 +31,12 @@ class WorkerPool {
   [[nodiscard]] virtual std::int64_t pid_of(int rank) const = 0;
   // The tail of the worker's own log, for error messages ("" when there is none).
   [[nodiscard]] virtual std::string last_words(int rank) const = 0;
+  // Waits up to `timeout` for `rank`'s worker to end, true once it has (its exit then comes
+  // from poll()); false at the timeout and where no process can be watched (threads, a rank
+  // that joined from elsewhere).
+  [[nodiscard]] virtual bool await_end(int /*rank*/, std::chrono::milliseconds /*timeout*/) {
+    return false;
+  }
   // Waits for workers to finish by themselves; false when some are still running at the timeout.
   [[nodiscard]] virtual bool wait_all(std::chrono::milliseconds timeout) = 0;
   // Stops every worker still running, at once; returns when all are gone.

@@ -289,3 +289,23 @@ TEST_CASE("launcher: exit codes and signals are reported, logs captured, childre
   CHECK_FALSE(other.running(0));
   CHECK(dt::ExitStatus{0, SIGKILL}.describe() == "was killed by signal 9 (SIGKILL)");
 }
+
+TEST_CASE("launcher: await_child waits for one child's end, and its exit comes from poll") {
+  // What a failed send to a worker relies on (CoordinatorSession::send_request): a worker that
+  // is dying has closed its sockets a moment before it can be reaped.
+  const dt::files::TempDir dir("dt-launcher-await");
+  dt::Launcher launcher;
+  const auto dying = launcher.spawn(0, "/bin/sh", {"-c", "sleep 0.3; kill -9 $$"},
+                                    dir.path() / "0.log");
+  launcher.spawn(1, "/bin/sh", {"-c", "sleep 30"}, dir.path() / "1.log");
+  CHECK_FALSE(launcher.await_child(1, std::chrono::milliseconds(50)));  // still running
+  REQUIRE(launcher.await_child(0, std::chrono::seconds(10)));
+  CHECK_FALSE(launcher.running(0));
+  CHECK(launcher.running(1));
+  const auto exits = launcher.poll();
+  REQUIRE(exits.size() == 1);
+  CHECK(exits[0].pid == dying);
+  CHECK(exits[0].status.describe() == "was killed by signal 9 (SIGKILL)");
+  CHECK(launcher.await_child(0, std::chrono::milliseconds(0)));  // ended already: no wait
+  CHECK(launcher.poll().empty());  // reported once
+}
