@@ -144,8 +144,12 @@ TEST_CASE("shm in place: a listener's views stay readable after the peer and the
   auto transport = dt::test::make_transport<Ipc>(kInPlaceJob);
   auto listener = transport->listen("coord");
   auto connection = transport->connect(listener->endpoint(), "w0");
-  connection->send(with_doubles(1, "{}", 10), deadline_in(kPatience));  // the switch-over
+  // The switch-over: a round trip, so that the connection has taken the listener's answer to
+  // its offer (sent before the reply) and sends the next message over its ring, not ZeroMQ.
+  connection->send(with_doubles(1, "{}", 10), deadline_in(kPatience));
   REQUIRE(listener->receive(deadline_in(kPatience)));
+  listener->send("w0", with_doubles(1, "{}", 10), deadline_in(kPatience));
+  REQUIRE(connection->receive(deadline_in(kPatience)));
   listener->receive_in_place(kInPlaceMin);
   constexpr std::size_t kCount = 200'000;
   connection->send(with_doubles(2, "{\"a\":1}", kCount), deadline_in(kPatience));
