@@ -196,27 +196,26 @@ void Launcher::await_exit(Clock::time_point deadline) const {
   (void)::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left, 0, 60000)));
 }
 
-bool Launcher::wait_all(std::chrono::milliseconds timeout) {
+bool Launcher::wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     // Keep what this reaps for the next poll(): a caller may still want the exit codes.
     for (auto& exit : poll()) unreported_.push_back(exit);
-    bool all = true;
-    for (const auto& c : children_) all = all && c.reaped;
-    if (all) return true;
+    if (done()) return true;
     if (Clock::now() >= deadline) return false;
     await_exit(deadline);  // until a child exits (its pidfd) or the deadline
   }
 }
 
+bool Launcher::wait_all(std::chrono::milliseconds timeout) {
+  return wait_until(
+      [this] { return std::all_of(children_.begin(), children_.end(),
+                                  [](const Child& c) { return c.reaped; }); },
+      timeout);
+}
+
 bool Launcher::await_child(int rank, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    for (auto& exit : poll()) unreported_.push_back(exit);  // kept for the caller's poll()
-    if (!running(rank)) return true;
-    if (Clock::now() >= deadline) return false;
-    await_exit(deadline);
-  }
+  return wait_until([this, rank] { return !running(rank); }, timeout);
 }
 
 void Launcher::stop_all(std::chrono::milliseconds grace) {

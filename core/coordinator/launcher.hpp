@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,6 +80,10 @@ class Launcher {
   [[nodiscard]] const Child* latest(int rank) const;
   // Returns when a running child exits, at `deadline`, or on a signal (spuriously is fine).
   void await_exit(Clock::time_point deadline) const;
+  // Reaps the children that exit until `done()` holds (true) or `timeout` passes (false); the
+  // exits it reaps are kept for the next poll().
+  [[nodiscard]] bool wait_until(const std::function<bool()>& done,
+                                std::chrono::milliseconds timeout);
   std::vector<Child> children_;
   std::vector<ChildExit> unreported_;  // reaped by wait_all, not yet returned by poll
 };
