@@ -102,10 +102,14 @@ std::span<const std::byte> frame(const Message& message, std::size_t i) {
   return message.payload.at(i);
 }
 
-void check_payload(const Message& message) {
+std::uint64_t payload_total(const Message& message) {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < message.payload.size(); ++i) total += frame(message, i).size();
-  check_payload(message.header, total, message.payload.size());
+  return total;
+}
+
+void check_payload(const Message& message) {
+  check_payload(message.header, payload_total(message), message.payload.size());
 }
 
 // Built from the range (one pass: allocate and copy) rather than sized and then copied into,

@@ -61,13 +61,20 @@ struct Message {
   std::vector<Bytes> payload;
   // A received message whose receiver asked for frames in place (Listener::receive_in_place):
   // views[i], when not empty, is payload frame i (payload[i] is then empty) where it lies in the
-  // transport's memory, valid while `lease` lives. Empty otherwise; a sender never sets them.
+  // transport's memory, valid while `lease` lives. Empty otherwise.
+  // A sender may set them too, for frames it lends instead of copying (the star coordinator's
+  // parameters): every transport copies a frame during send(), so a lent frame is read only
+  // there, and `lease` (when set) tells the lender which of its memory messages still hold.
+  // The lender keeps a lent frame unchanged while its lease lives (the message may be sent
+  // again). Read frames through frame().
   std::vector<std::span<const std::byte>> views;
   std::shared_ptr<Lease> lease;
 };
 
 // Payload frame i of `message`, wherever it lies (a view, else payload[i]).
 [[nodiscard]] std::span<const std::byte> frame(const Message& message, std::size_t i);
+// The payload frames' sizes added up, wherever they lie.
+[[nodiscard]] std::uint64_t payload_total(const Message& message);
 
 [[nodiscard]] Bytes encode_header(const Header& header);
 // ProtocolError: "header frame is 12 bytes, expected 40", "bad magic 0x...: not a disttrain

@@ -11,6 +11,7 @@
 // the coordinator adds them in rank order; the residuals travel only for checkpoints
 // (topk_state.hpp).
 
+#include "core/modes/lent_params.hpp"
 #include "core/modes/mode.hpp"
 #include "core/modes/sparse_star.hpp"
 #include "core/modes/step.hpp"
@@ -80,6 +81,10 @@ class GradientsMode final : public CoordinatorOptimizerMode {
     // each step's replies, and with them the ring space, are let go at the end of the step,
     // before the next request lets a worker write its next gradient (InPlaceReplies).
     const InPlaceReplies in_place(session, topk || codec ? 0 : kInPlaceMin);
+    // The requests lend the parameters' buffer instead of copying it into a frame; each step
+    // goes out of place into the other buffer, so a request's bytes stay as sent while it may be
+    // sent again (lent_params.hpp).
+    LentParams lent(params);
     std::uint64_t in_place_replies = 0;  // of all_replies, for the log
     std::uint64_t all_replies = 0;
     const int ranks = session.ranks();
@@ -100,7 +105,7 @@ class GradientsMode final : public CoordinatorOptimizerMode {
       timeline::set_step(step + 1);
       timeline::Lap lap;  // output.timeline: the gather starts where the broadcast ends
       protocol::Envelope request{.type = protocol::Type::kStep, .step = step};
-      request.arrays.push_back(wire::to_bytes(std::span<const double>(params)));
+      lent.lend(request);
       session.broadcast(std::move(request));
       lap.mark(timeline::Phase::kBroadcast);
       const auto replies = session.gather(protocol::Type::kGradient);
@@ -120,8 +125,9 @@ class GradientsMode final : public CoordinatorOptimizerMode {
       }
       const auto [loss_sum, rows] = tally_replies(replies, worker_loss, worker_rows);
       finish_step(session, *optimizer, grad, step + 1, loss_sum, rows, worker_loss, worker_rows,
-                  lap, parts);
+                  lap, parts, &lent);
     }
+    lent.finish();  // the parameters may be written in place from here on (early stopping)
     if (all_replies > 0) {
       log::info("{} of {} gradients read in place (shared memory)", in_place_replies, all_replies);
     }

@@ -2,6 +2,7 @@
 
 #include "core/coordinator/session.hpp"
 #include "core/coordinator/resume.hpp"
+#include "core/modes/lent_params.hpp"
 #include "base/error.hpp"
 #include "base/text.hpp"
 #include "base/timeline.hpp"
@@ -51,13 +52,19 @@ void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer
 void apply_gradient_parts(const models::Model& model, models::Optimizer& optimizer,
                           std::span<double> params, std::span<const double* const> parts,
                           std::vector<double>& grad, double rows) {
+  apply_gradient_parts(model, optimizer, params, parts, grad, rows, params);
+}
+
+void apply_gradient_parts(const models::Model& model, models::Optimizer& optimizer,
+                          std::span<const double> from, std::span<const double* const> parts,
+                          std::vector<double>& grad, double rows, std::span<double> to) {
   if (model.spec().config.l2 == 0.0) {
-    optimizer.step_scaled_parts(params, parts, 1.0 / rows, params, grad);
+    optimizer.step_scaled_parts(from, parts, 1.0 / rows, to, grad);
     return;
   }
-  grad.resize(params.size());
+  grad.resize(from.size());
   models::sum_parts(parts, grad);
-  apply_gradient_sum(model, optimizer, params, grad, rows);
+  apply_gradient_sum(model, optimizer, from, grad, rows, to);
 }
 
 StepTotals tally_replies(const std::vector<protocol::Envelope>& replies,
@@ -80,16 +87,20 @@ void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimize
                  std::vector<double>& grad, std::uint64_t step, double loss_sum,
                  std::uint64_t rows, const std::vector<double>& worker_loss,
                  const std::vector<std::uint64_t>& worker_rows, timeline::Lap& lap,
-                 std::span<const double* const> parts) {
+                 std::span<const double* const> parts, LentParams* lent) {
   if (rows > 0) {  // else an empty step (only possible with tiny shards)
     check_batch_loss(session.config(), step, loss_sum, rows);
+    auto& params = session.params();
+    // In place, or out of place into the buffer that becomes the parameters (lent_params.hpp).
+    const std::span<double> to = lent != nullptr ? lent->target() : std::span<double>(params);
     if (parts.empty()) {
-      apply_gradient_sum(session.model(), optimizer, session.params(), grad,
-                         static_cast<double>(rows));
+      apply_gradient_sum(session.model(), optimizer, params, grad, static_cast<double>(rows),
+                         to);
     } else {
-      apply_gradient_parts(session.model(), optimizer, session.params(), parts, grad,
-                           static_cast<double>(rows));
+      apply_gradient_parts(session.model(), optimizer, params, parts, grad,
+                           static_cast<double>(rows), to);
     }
+    if (lent != nullptr) lent->swap();
     lap.mark(timeline::Phase::kApply);
     session.add_samples(rows);
     session.record_step(step, loss_sum, rows, worker_loss, worker_rows);

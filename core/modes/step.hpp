@@ -23,6 +23,8 @@ struct Checkpoint;
 
 namespace dt::modes {
 
+class LentParams;  // lent_params.hpp
+
 // aggregation.compression compresses dense gradients: data read as sparse rows (found so from
 // the file too, as a LIBSVM file under data.sparse: auto) exchange keyed gradients, which are
 // not compressed yet. ConfigError (exit 2) for such a run; nothing otherwise.
@@ -49,6 +51,10 @@ void apply_gradient_sum(const models::Model& model, models::Optimizer& optimizer
 void apply_gradient_parts(const models::Model& model, models::Optimizer& optimizer,
                           std::span<double> params, std::span<const double* const> parts,
                           std::vector<double>& grad, double rows);
+// The same step out of place: `to` gets the new parameters, `from` keeps the old (same bits).
+void apply_gradient_parts(const models::Model& model, models::Optimizer& optimizer,
+                          std::span<const double> from, std::span<const double* const> parts,
+                          std::vector<double>& grad, double rows, std::span<double> to);
 
 // Each worker's loss sum and rows of a step from its reply ("loss_sum", "rows"), into
 // worker_loss/worker_rows by rank (zero for ranks without a reply), and their totals, added in
@@ -66,11 +72,13 @@ struct StepTotals {
 // reports the step boundary (a checkpoint when one is due). output.timeline: `lap` (the step's,
 // last marked at the gather's end) marks the `apply` span, which includes summing the replies.
 // `parts`: when given, `grad` is scratch and the gradient sum is theirs (apply_gradient_parts).
+// `lent`: when given, the parameters' buffer is lent to the step's requests, so the step goes
+// out of place into lent->target(), which then becomes the parameters (lent_params.hpp).
 void finish_step(roles::CoordinatorSession& session, models::Optimizer& optimizer,
                  std::vector<double>& grad, std::uint64_t step, double loss_sum,
                  std::uint64_t rows, const std::vector<double>& worker_loss,
                  const std::vector<std::uint64_t>& worker_rows, timeline::Lap& lap,
-                 std::span<const double* const> parts = {});
+                 std::span<const double* const> parts = {}, LentParams* lent = nullptr);
 
 // The state of a mode whose coordinator holds the parameters and the one optimizer (star,
 // tensor): "parameters" and "optimizer" of the last completed step. `at`: when given, the keys

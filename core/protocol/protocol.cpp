@@ -4,6 +4,7 @@
 #include "base/kill_points.hpp"
 #include "transports/collectives/peer_links.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -84,8 +85,18 @@ wire::Message encode(Envelope envelope, std::uint64_t job_id) {
   m.payload.push_back(wire::to_bytes(
       envelope.fields.dump(-1, ' ', false, json::error_handler_t::replace)));
   for (auto& a : envelope.arrays) m.payload.push_back(std::move(a));
-  std::uint64_t size = 0;
-  for (const auto& f : m.payload) size += f.size();
+  // Lent arrays (views the sender keeps unchanged while `lease` lives) go out as they are: the
+  // transport copies them during the send, as it copies owned frames.
+  if (!envelope.views.empty()) {
+    if (envelope.views.size() > envelope.arrays.size()) {
+      fail<ProtocolError>("{} message: {} lent arrays but {} arrays", name_of(envelope.type),
+                          envelope.views.size(), envelope.arrays.size());
+    }
+    m.views.resize(m.payload.size());
+    std::copy(envelope.views.begin(), envelope.views.end(), m.views.begin() + 1);
+    m.lease = std::move(envelope.lease);
+  }
+  const std::uint64_t size = wire::payload_total(m);
   m.header.type = static_cast<std::uint16_t>(envelope.type);
   m.header.job_id = job_id;
   m.header.rank = envelope.rank;

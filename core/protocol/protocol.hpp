@@ -96,7 +96,7 @@ struct Envelope {
   std::vector<wire::Bytes> arrays;
   // Arrays read in place (wire::Message::views): views[i], when not empty, is array i (arrays[i]
   // is then empty), valid while `lease` lives and is not released. Read arrays through frame_of
-  // or doubles.
+  // or doubles. A sender may lend arrays so too (wire::Message::views: encode carries them).
   std::vector<std::span<const std::byte>> views;
   std::shared_ptr<wire::Lease> lease;
 };

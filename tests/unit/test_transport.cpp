@@ -371,3 +371,48 @@ TEST_CASE("transport: a signal ends a receive early so the caller can look at it
   CHECK_FALSE(got);
   CHECK(waited < 1s);
 }
+
+// Frames a sender lends (wire::Message::views set by the sender: the star coordinator's
+// parameters) are copied during send(): they arrive byte-exact, count in the payload size and
+// the counters, and a change to the lender's memory after the send reaches nobody.
+TEST_CASE_TEMPLATE("transport: a lent frame arrives byte-exact, copied during the send", K,
+                   DT_ALL_TRANSPORTS) {
+  auto transport = make_transport<K>(kJobId);
+  auto listener = transport->listen("coord");
+  auto connection = transport->connect(listener->endpoint(), "w0");
+  // A round trip first, so that ipc has switched to its ring (a first big message may go over
+  // ZeroMQ).
+  connection->send(make_message(1, 0, 0, {pattern(10, 1)}), deadline_in(kPatience));
+  REQUIRE(listener->receive(deadline_in(kPatience)));
+  listener->send("w0", make_message(1, 0, 0, {pattern(10, 2)}), deadline_in(kPatience));
+  REQUIRE(connection->receive(deadline_in(kPatience)));
+  const auto lending = [](std::uint64_t step, const Bytes& lent) {
+    Message m = make_message(5, dt::wire::kCoordinatorRank, step, {pattern(7, 3), {}});
+    m.views = {{}, lent};
+    return m;
+  };
+
+  const auto sent_before = listener->counters().bytes_sent;
+  for (const std::size_t size : {std::size_t{24}, std::size_t{800'000}}) {
+    Bytes lent = pattern(size, 7);
+    const Bytes original = lent;
+    listener->send("w0", lending(size, lent), deadline_in(kPatience));
+    lent.assign(lent.size(), std::byte{0});  // after the send: must reach nobody
+    auto got = connection->receive(deadline_in(kPatience));
+    REQUIRE(got);
+    CHECK(got->header.step == size);
+    CHECK(got->header.payload_size == 7 + size);
+    REQUIRE(got->payload.size() == 2);
+    const auto frame = dt::wire::frame(*got, 1);
+    CHECK(Bytes(frame.begin(), frame.end()) == original);
+  }
+  CHECK(listener->counters().bytes_sent - sent_before ==
+        2 * (dt::wire::kHeaderSize + 7) + 24 + 800'000);
+
+  const Bytes up = pattern(300'000, 4);  // and from a connection
+  connection->send(lending(9, up), deadline_in(kPatience));
+  auto in = listener->receive(deadline_in(kPatience));
+  REQUIRE(in);
+  const auto frame = dt::wire::frame(in->message, 1);
+  CHECK(Bytes(frame.begin(), frame.end()) == up);
+}

@@ -37,16 +37,13 @@ inline void cpu_relax() noexcept {
 }
 
 [[nodiscard]] inline std::uint64_t wire_bytes(const wire::Message& m) {
-  std::uint64_t total = wire::kHeaderSize;
-  for (const auto& f : m.payload) total += f.size();
-  return total;
+  return wire::kHeaderSize + wire::payload_total(m);
 }
 
 // The payload's size, after the checks the ZeroMQ side makes on a send.
 [[nodiscard]] inline std::uint64_t checked_payload(const wire::Message& m, std::uint64_t max_payload,
                                                    const std::string& who) {
-  std::uint64_t total = 0;
-  for (const auto& frame : m.payload) total += frame.size();
+  const std::uint64_t total = wire::payload_total(m);
   if (total > max_payload) {
     fail<ProtocolError>("send to {}: payload of {} bytes exceeds the limit of {} bytes", who,
                         total, max_payload);

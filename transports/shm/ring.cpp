@@ -59,7 +59,7 @@ RingWriter::Result RingWriter::write(const wire::Bytes& header, const wire::Mess
   std::uint64_t used = pos - read;
   const auto frames = static_cast<std::uint32_t>(message.payload.size());
   std::uint64_t padded = 0;  // each frame padded to 8 bytes
-  for (const auto& frame : message.payload) padded += pad8(frame.size());
+  for (std::size_t i = 0; i < frames; ++i) padded += pad8(wire::frame(message, i).size());
   (void)payload_total;  // the caller's sum of the frames, before padding
   const std::uint64_t body = pad8(header.size()) + 8ull * frames + padded;
   // Empty ring: start again at its beginning (see the header comment), if a skip record fits.
@@ -95,11 +95,14 @@ RingWriter::Result RingWriter::write(const wire::Bytes& header, const wire::Mess
     const std::uint64_t start = pos;
     pos = put(pos, &head, sizeof head);
     pos = put(pos, header.data(), header.size());
-    for (const auto& frame : message.payload) {
-      const std::uint64_t size = frame.size();
+    for (std::size_t i = 0; i < frames; ++i) {
+      const std::uint64_t size = wire::frame(message, i).size();
       pos = put(pos, &size, sizeof size);
     }
-    for (const auto& frame : message.payload) pos = pad8(put(pos, frame.data(), frame.size()));
+    for (std::size_t i = 0; i < frames; ++i) {  // lent frames (wire::Message::views) copied here
+      const auto frame = wire::frame(message, i);
+      pos = pad8(put(pos, frame.data(), frame.size()));
+    }
     pos = start + kRecordHead + body;
   }
   write_pos_ = pos;

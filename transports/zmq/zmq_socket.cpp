@@ -106,8 +106,7 @@ std::string Socket::describe(const std::string& peer) const {
 
 void Socket::send(const std::string& peer, const wire::Message& message, Deadline deadline) {
   const auto start = Clock::now();
-  std::uint64_t total = 0;
-  for (const auto& frame : message.payload) total += frame.size();
+  const std::uint64_t total = wire::payload_total(message);
   if (total > max_payload_) {
     fail<ProtocolError>("send to {}: payload of {} bytes exceeds the limit of {} bytes",
                         describe(peer), total, max_payload_);
@@ -159,7 +158,8 @@ bool Socket::try_send(const std::string& peer, const wire::Bytes& header,
     fail<TransportError>("send to {}: message cut short after its identity frame", describe(peer));
   }
   for (std::size_t i = 0; i < payload.size(); ++i) {
-    if (!send_frame(zmq::buffer(payload[i].data(), payload[i].size()), i + 1 == payload.size())) {
+    const auto frame = wire::frame(message, i);  // a lent frame is copied here too
+    if (!send_frame(zmq::buffer(frame.data(), frame.size()), i + 1 == payload.size())) {
       fail<TransportError>("send to {}: message cut short at payload frame {} of {}",
                            describe(peer), i + 1, payload.size());
     }
