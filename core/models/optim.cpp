@@ -40,6 +40,16 @@ void check_indices(std::size_t expected, std::span<const std::uint64_t> indices,
   }
 }
 
+void check_gathers(std::size_t expected, const Optimizer::LazyStepWork& work) {
+  for (const auto& g : work.gathers) {
+    // Ascending (decode_keys' contract): the last key is the largest.
+    if (!g.keys.empty() && g.keys.back() >= expected) {
+      fail<TrainingError>("optimizer lazy step: a key to read is {}, the model has {} parameters",
+                          g.keys.back(), expected);
+    }
+  }
+}
+
 void restore(OptimizerState& current, OptimizerState state, std::size_t slots, std::size_t size,
              const char* name, std::size_t interleaved) {
   const bool whole = state.interleaved == 0 || (state.slots.size() == 1 &&
@@ -100,6 +110,34 @@ void Optimizer::step_scaled_parts(std::span<const double> from,
   scratch.resize(from.size());
   sum_parts(parts, scratch);
   step_scaled(from, scratch, scale, to);
+}
+
+void Optimizer::step_indices_with(std::span<const std::uint64_t> indices,
+                                  std::span<const double> grad_sum, double scale,
+                                  std::span<double> params, const LazyStepWork& work) {
+  detail::check_gathers(params.size(), work);
+  step_indices(indices, grad_sum, scale, params);
+  lazy_step_work(indices, params, work);
+}
+
+void lazy_step_work(std::span<const std::uint64_t> indices, std::span<const double> params,
+                    const Optimizer::LazyStepWork& work) {
+  // Keys a few hundred apart in a wide model: words and values the hardware prefetcher does
+  // not foresee, fetched a few keys early (as the loops were before step_indices_with).
+  constexpr std::size_t kAhead = 32;
+  if (work.marks != nullptr) {
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      if (i + kAhead < indices.size()) __builtin_prefetch(work.marks + indices[i + kAhead] / 64, 1, 1);
+      work.marks[indices[i] / 64] |= std::uint64_t{1} << (indices[i] % 64);
+    }
+  }
+  for (const auto& g : work.gathers) {
+    const std::size_t n = g.keys.size();
+    for (std::size_t j = 0; j < n; ++j) {
+      if (j + kAhead < n) __builtin_prefetch(params.data() + g.keys[j + kAhead], 0, 1);
+      g.out[j] = params[g.keys[j]];
+    }
+  }
 }
 
 // The first two parts in one pass over memory (the same bits as zeroing out and adding each).

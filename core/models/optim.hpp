@@ -93,6 +93,15 @@ class Optimizer {
   virtual void step_indices(std::span<const std::uint64_t> indices,
                             std::span<const double> grad_sum, double scale,
                             std::span<double> params) = 0;
+  // step_indices, and in the same pass what its caller does at keys of the same vector right
+  // after it (LazyStepWork): in a wide sparse model each of those keys is a cache miss, which in
+  // a pass of its own the CPU waits for, and which within the step's arithmetic it need not.
+  // The same bits as step_indices and then those loops. This default runs them one after the
+  // other; ftrl folds them into its step.
+  struct LazyStepWork;
+  virtual void step_indices_with(std::span<const std::uint64_t> indices,
+                                 std::span<const double> grad_sum, double scale,
+                                 std::span<double> params, const LazyStepWork& work);
   [[nodiscard]] virtual const OptimizerState& state() const noexcept = 0;
   virtual void set_state(OptimizerState state) = 0;  // TrainingError when the sizes do not fit
   // The learning rate of the next steps (ftrl: alpha). A schedule sets it before each step.
@@ -106,6 +115,22 @@ class Optimizer {
     (void)total_steps;
   }
 };
+
+// The work of step_indices_with beside the step.
+struct Optimizer::LazyStepWork {
+  // Bit k of marks[k / 64] set for every index k stepped (the keys a checkpoint reads); null: none.
+  std::uint64_t* marks = nullptr;
+  // After the step: out[j] = params[keys[j]], keys ascending, each below params.size() (the
+  // values of the next step's keys, which the star's step messages carry).
+  struct Gather {
+    std::span<const std::uint32_t> keys;
+    double* out = nullptr;
+  };
+  std::span<const Gather> gathers;
+};
+// step_indices_with's loops after the step, in the default's order: the marks, then each gather.
+void lazy_step_work(std::span<const std::uint64_t> indices, std::span<const double> params,
+                    const Optimizer::LazyStepWork& work);
 
 // out = (0.0 + parts[0][i] + parts[1][i] + ...), the parts added in their order; out keeps its
 // size, which each part has.

@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "base/memory.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -120,6 +121,68 @@ class Ftrl final : public Optimizer {
     ++state_.steps;
   }
 
+  // The step, its marks and its gathers in one pass. The indices go in blocks of kBlock; after
+  // each block, each gather copies its keys up to the block's last index (each of them stepped
+  // by then, or not stepped at all: their final values). While the step's arithmetic runs (its
+  // square roots and divisions), each gather's next key at or below the index being fetched
+  // kIndicesAhead on is fetched too, one a key: at 2^24 keys the gathers' reads, a miss each in
+  // a loop of their own, arrive already in the caches (bench/README.md, "The next step's values
+  // read within FTRL's step").
+  void step_indices_with(std::span<const std::uint64_t> indices, std::span<const double> grad_sum,
+                         double scale, std::span<double> params,
+                         const LazyStepWork& work) override {
+    check_indices(size_, indices, grad_sum, params);
+    check_gathers(size_, work);
+    const Constants c = c_;
+    double* zn = state_.slots[0].data();
+    double* w = params.data();
+    std::uint64_t* marks = work.marks;
+    const std::size_t count = indices.size();
+    const std::size_t gathers = work.gathers.size();
+    copied_.assign(gathers, 0);
+    fetched_.assign(gathers, 0);
+    constexpr std::size_t kBlock = 64;
+    for (std::size_t start = 0; start < count; start += kBlock) {
+      const std::size_t end = std::min(count, start + kBlock);
+      for (std::size_t i = start; i < end; ++i) {
+        if (i + kIndicesAhead < count) {
+          const std::uint64_t ahead = indices[i + kIndicesAhead];
+          __builtin_prefetch(w + ahead, 1, 1);
+          __builtin_prefetch(zn + 2 * ahead, 1, 1);
+          if (marks != nullptr) __builtin_prefetch(marks + ahead / 64, 1, 1);
+          for (std::size_t g = 0; g < gathers; ++g) {
+            // Without a branch (taken about every other key, at random): the same key is asked
+            // for again until the step's look-ahead passes it.
+            const auto keys = work.gathers[g].keys;
+            const std::size_t f = fetched_[g];
+            if (keys.empty()) continue;
+            const std::uint32_t key = keys[std::min(f, keys.size() - 1)];
+            __builtin_prefetch(w + key, 0, 1);
+            fetched_[g] = f + static_cast<std::size_t>((f < keys.size()) & (key <= ahead));
+          }
+        }
+        const std::uint64_t k = indices[i];
+        w[k] = update(w[k], grad_sum[i] * scale, zn[2 * k], zn[2 * k + 1], c);
+        if (marks != nullptr) marks[k / 64] |= std::uint64_t{1} << (k % 64);
+      }
+      const std::uint64_t last = indices[end - 1];
+      for (std::size_t g = 0; g < gathers; ++g) {
+        const auto& [keys, out] = work.gathers[g];
+        std::size_t j = copied_[g];
+        for (; j < keys.size() && keys[j] <= last; ++j) out[j] = w[keys[j]];
+        copied_[g] = j;
+      }
+    }
+    for (std::size_t g = 0; g < gathers; ++g) {  // the keys above the last index
+      const auto& [keys, out] = work.gathers[g];
+      for (std::size_t j = copied_[g]; j < keys.size(); ++j) {
+        if (j + kIndicesAhead < keys.size()) __builtin_prefetch(w + keys[j + kIndicesAhead], 0, 1);
+        out[j] = w[keys[j]];
+      }
+    }
+    ++state_.steps;
+  }
+
   [[nodiscard]] const OptimizerState& state() const noexcept override { return state_; }
   void set_state(OptimizerState state) override {
     restore(state_, std::move(state), 2, size_, "ftrl", 2);
@@ -145,6 +208,7 @@ class Ftrl final : public Optimizer {
   Constants c_;
   std::size_t size_;
   OptimizerState state_;
+  std::vector<std::size_t> copied_, fetched_;  // step_indices_with's place in each gather
 };
 
 }  // namespace

@@ -97,6 +97,15 @@ class Controlled final : public Optimizer {
                          scale * clip_factor(grad_sum, scale, config_.clip_norm), params);
     after_step();
   }
+  void step_indices_with(std::span<const std::uint64_t> indices, std::span<const double> grad_sum,
+                         double scale, std::span<double> params,
+                         const LazyStepWork& work) override {
+    before_step();
+    inner_->step_indices_with(indices, grad_sum,
+                              scale * clip_factor(grad_sum, scale, config_.clip_norm), params,
+                              work);
+    after_step();
+  }
 
   [[nodiscard]] const OptimizerState& state() const noexcept override { return inner_->state(); }
   void set_state(OptimizerState state) override { inner_->set_state(std::move(state)); }

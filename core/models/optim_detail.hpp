@@ -17,6 +17,8 @@ void check_step(std::size_t expected, std::span<const double> from, std::span<co
 // and `params` holds `expected` values.
 void check_indices(std::size_t expected, std::span<const std::uint64_t> indices,
                    std::span<const double> grad, std::span<const double> params);
+// TrainingError unless every key of `work`'s gathers is below `expected`.
+void check_gathers(std::size_t expected, const Optimizer::LazyStepWork& work);
 // Replaces `current` with `state` after checking that it fits: `slots` slots of `size` values,
 // in either layout; `current` gets `interleaved`'s (OptimizerState::interleaved).
 void restore(OptimizerState& current, OptimizerState state, std::size_t slots, std::size_t size,

@@ -50,6 +50,7 @@ void SparseStar::coordinate(roles::CoordinatorSession& session, models::Optimize
   const auto ranks = static_cast<std::size_t>(session.ranks());
   keys_.assign(ranks, {});
   keys_step_.assign(ranks, UINT64_MAX);
+  next_.clear(ranks);
   std::vector<double> worker_loss(ranks);
   std::vector<std::uint64_t> worker_rows(ranks);
   const double l2 = model.spec().config.l2;
@@ -74,8 +75,10 @@ void SparseStar::coordinate(roles::CoordinatorSession& session, models::Optimize
     if (rows > 0) {  // else an empty step (only possible with tiny shards)
       check_batch_loss(session.config(), step + 1, loss_sum, rows);
       const double inv = 1.0 / static_cast<double>(rows);
+      // The step marks its keys and reads the next step's values in its own pass.
+      const auto work = prepare_next(step + 1);
       if (l2 == 0.0) {
-        optimizer.step_indices(indices_, sums_, inv, params);
+        optimizer.step_indices_with(indices_, sums_, inv, params, work);
       } else {
         // As apply_gradient_sum: the mean, then the L2 term, at the touched weights only.
         const std::size_t biases = width_ * outputs_;
@@ -83,9 +86,9 @@ void SparseStar::coordinate(roles::CoordinatorSession& session, models::Optimize
           sums_[i] *= inv;
           if (indices_[i] < biases) sums_[i] += l2 * params[indices_[i]];
         }
-        optimizer.step_indices(indices_, sums_, 1.0, params);
+        optimizer.step_indices_with(indices_, sums_, 1.0, params, work);
       }
-      if (marks_.version != UINT64_MAX) marks_.mark(indices_);
+      finish_next(params);
       lap.mark(timeline::Phase::kApply);  // the replies summed by key, the optimizer's step
       session.add_samples(rows);
       session.record_step(step + 1, loss_sum, rows, worker_loss, worker_rows);
@@ -127,11 +130,35 @@ void SparseStar::ask_keys(roles::CoordinatorSession& session, std::uint64_t step
   }
 }
 
+models::Optimizer::LazyStepWork SparseStar::prepare_next(std::uint64_t next) {
+  models::Optimizer::LazyStepWork work;
+  if (marks_.version != UINT64_MAX) work.marks = marks_.words();
+  next_.clear(keys_.size());
+  if (outputs_ != 1) return work;  // a gather reads one value a key: step_message reads these
+  for (std::size_t r = 0; r < keys_.size(); ++r) {
+    // Its next keys came with its reply (not at an epoch's start): the bias after their values.
+    if (keys_step_[r] == next) (void)next_.add(r, keys_[r], 1, next);
+  }
+  work.gathers = next_.gathers();
+  return work;
+}
+
+void SparseStar::finish_next(const std::vector<double>& params) {
+  for (const auto& g : next_.gathers()) g.out[g.keys.size()] = params[width_];
+}
+
 protocol::Envelope SparseStar::step_message(const std::vector<double>& params, int rank,
-                                            std::uint64_t step) const {
+                                            std::uint64_t step) {
   const auto& keys = keys_[static_cast<std::size_t>(rank)];
   protocol::Envelope message{.type = protocol::Type::kStep, .step = step};
   message.fields = {{"keys", keys.size()}, {"key_hash", key_list_hash(keys)}};
+  // Read within the last step's pass (prepare_next), for these keys: nothing has written the
+  // parameters or the keys since.
+  const auto r = static_cast<std::size_t>(rank);
+  if (auto frame = keys_step_[r] == step ? next_.take(r, step) : std::nullopt) {
+    message.arrays.push_back(std::move(*frame));
+    return message;
+  }
   wire::Bytes frame((keys.size() + 1) * outputs_ * sizeof(double));
   auto* out = reinterpret_cast<double*>(frame.data());
   const std::size_t count = keys.size();

@@ -18,6 +18,7 @@
 // steps only them (Optimizer::step_indices): the same bits as the dense run for sgd without
 // momentum, adagrad and ftrl; L2 and adam/momentum are lazy (docs/sparse.md).
 
+#include "core/models/next_values.hpp"
 #include "core/models/optim.hpp"
 #include "core/models/sparse_model.hpp"
 #include "core/protocol/protocol.hpp"
@@ -87,8 +88,14 @@ class SparseStar {
  private:
   // Coordinator side.
   void ask_keys(roles::CoordinatorSession& session, std::uint64_t step);
+  // The step message of `rank`: its frame read by the last step (prepare_next), or read now.
   [[nodiscard]] protocol::Envelope step_message(const std::vector<double>& params, int rank,
-                                                std::uint64_t step) const;
+                                                std::uint64_t step);
+  // Before the optimizer's step: the work its pass does besides stepping, the marks and (one
+  // output) the values of step `next`'s keys of each rank whose keys came with its reply, into
+  // a frame of its step message; after it, finish_next adds the bias.
+  [[nodiscard]] models::Optimizer::LazyStepWork prepare_next(std::uint64_t next);
+  void finish_next(const std::vector<double>& params);
   // Adds the replies' gradients in rank order: the touched coordinates, ascending, in indices_
   // and their sums in sums_.
   void sum_replies(const std::vector<protocol::Envelope>& replies, std::uint64_t step);
@@ -101,6 +108,7 @@ class SparseStar {
   std::vector<std::uint64_t> indices_;
   std::vector<double> sums_;
   roles::KeyMarks marks_;  // mark_start's keys and every step's since
+  models::NextValues next_;  // each rank's next step message's values, read by the step
 
   // Worker side.
   std::unique_ptr<models::SparseModel> model_;

@@ -327,7 +327,15 @@ void ParameterServer::finish_round(double factor) {
     if (keyed_) {
       stepped_.clear();  // what capture() brings up to date (param_server_keyed.cpp)
       if (round_.rows > 0) {
-        optimizer_->step_indices(touched_index_, sums_, factor, slice_);
+        // The next slices' values read in the step's own pass (reply_keyed sends them).
+        next_values_.clear(static_cast<std::size_t>(options_.workers));
+        for (std::size_t r = 0; r < has_next_.size(); ++r) {
+          if (has_next_[r] && !(r < gone_.size() && gone_[r])) {
+            (void)next_values_.add(r, next_offsets_[r], 0, stats_.version + 1);
+          }
+        }
+        optimizer_->step_indices_with(touched_index_, sums_, factor, slice_,
+                                      {.gathers = next_values_.gathers()});
         stepped_.assign(touched_index_.begin(), touched_index_.end());
       }
       stepped_from_ = stats_.version;
@@ -344,6 +352,7 @@ void ParameterServer::finish_round(double factor) {
   for (int rank = 0; rank < options_.workers; ++rank) {
     if (!gone_[static_cast<std::size_t>(rank)]) reply(rank);
   }
+  next_values_.clear(0);  // a slice made and not sent (its worker lost) is not sent later
 }
 
 void ParameterServer::on_async_push(const protocol::Envelope& e) {

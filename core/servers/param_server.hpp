@@ -27,7 +27,7 @@
 // failed server through check() (the failure is also kept for the summary).
 
 #include "core/config/config.hpp"
-#include "core/models/optim.hpp"
+#include "core/models/next_values.hpp"  // and optim.hpp
 #include "core/models/sparse_batch.hpp"
 #include "core/protocol/protocol.hpp"
 #include "core/protocol/faults.hpp"
@@ -187,7 +187,7 @@ class ParameterServer {
   [[nodiscard]] std::span<const double> take_async_keyed_push(const protocol::Envelope& e);
   // Async, under mu_: the dense async apply at touched_list_ (rows > 0); f: the clip factor.
   void apply_keyed_push(std::span<const double> g, std::uint64_t rows, std::uint64_t s, double f);
-  void send_values(int rank, std::span<const std::uint32_t> offsets);
+  void send_values(int rank, std::span<const std::uint32_t> offsets, std::optional<wire::Bytes> = {});
   bool keyed_ = false;                                  // a keyed message has come
   std::vector<std::vector<std::uint32_t>> pending_offsets_;
   std::vector<std::vector<std::uint32_t>> next_offsets_;
@@ -196,6 +196,7 @@ class ParameterServer {
   std::vector<std::uint32_t> touched_list_;
   std::vector<std::uint64_t> touched_index_;
   std::vector<double> sums_;
+  models::NextValues next_values_;  // sync keyed: the next slices' values, read by the step
   // Under mu_: the coordinates the last keyed round stepped and the version it started from:
   // all capture() copies into a copy of that version (not the width, the keys, a round).
   std::vector<std::uint64_t> stepped_;

@@ -33,13 +33,16 @@
 
 namespace dt::roles {
 
-void ParameterServer::send_values(int rank, std::span<const std::uint32_t> offsets) {
+void ParameterServer::send_values(int rank, std::span<const std::uint32_t> offsets,
+                                  std::optional<wire::Bytes> read) {
   protocol::Envelope s{.type = protocol::Type::kSlice, .step = stats_.version};
   s.fields = {{"server", options_.index}, {"version", stats_.version}, {"keyed", true}};
-  wire::Bytes frame(offsets.size() * sizeof(double));
-  auto* out = reinterpret_cast<double*>(frame.data());
-  for (const std::uint32_t o : offsets) *out++ = slice_[o];
-  s.arrays.push_back(std::move(frame));
+  if (!read) {  // not read by the round's step (finish_round): read now
+    read.emplace(offsets.size() * sizeof(double));
+    auto* out = reinterpret_cast<double*>(read->data());
+    for (const std::uint32_t o : offsets) *out++ = slice_[o];
+  }
+  s.arrays.push_back(std::move(*read));
   send_slice(rank, std::move(s));
 }
 
@@ -103,7 +106,7 @@ void ParameterServer::sum_keyed_round() {
 void ParameterServer::reply_keyed(int rank) {
   const auto r = static_cast<std::size_t>(rank);
   if (!has_next_[r]) return;  // its next step starts an epoch: it pulls its keys then
-  send_values(rank, next_offsets_[r]);
+  send_values(rank, next_offsets_[r], next_values_.take(r, stats_.version));
 }
 
 void ParameterServer::take_pull_offsets(const protocol::Envelope& e) {

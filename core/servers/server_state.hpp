@@ -68,6 +68,8 @@ class KeyMarks {
   void reset_from(std::span<const std::span<const double>> vectors, std::size_t keys);
   void mark(std::span<const std::uint64_t> keys);  // keys < the size reset_from gave
   void list(std::vector<std::uint32_t>& out) const;  // the marked keys, ascending
+  // The bits (bit k of word k / 64), for a loop that marks keys while it passes them.
+  [[nodiscard]] std::uint64_t* words() noexcept { return words_.data(); }
 
  private:
   std::vector<std::uint64_t> words_;
