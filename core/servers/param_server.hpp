@@ -206,6 +206,7 @@ class ParameterServer {
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
   mutable std::map<std::uint64_t, ServerState> kept_;  // async: by version, for checkpoints; under mu_
+  mutable ServerState spare_;  // the last of kept_ a checkpoint read: the next one's buffers
   // Thread-only state.
   std::vector<std::vector<double>> pending_;  // sync: each rank's push of the current round
   std::vector<std::uint64_t> pending_rows_;
