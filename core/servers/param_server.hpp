@@ -161,7 +161,6 @@ class ParameterServer {
   std::atomic<bool> end_asked_{false};
   bool training_ended_ = false;  // thread-only
   // Lost workers (param_server_workers.cpp), on the server thread.
-  struct WorkerNews;
   [[nodiscard]] Dealt post_news(WorkerNews news, std::chrono::milliseconds wait);
   void take_news();
   [[nodiscard]] std::uint64_t forget_worker(int rank);
@@ -207,6 +206,7 @@ class ParameterServer {
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
   mutable std::map<std::uint64_t, ServerState> kept_;  // async: by version, for checkpoints; under mu_
+  mutable ServerState spare_;  // the last of kept_ a checkpoint read: the next one's buffers
   // Thread-only state.
   std::vector<std::vector<double>> pending_;  // sync: each rank's push of the current round
   std::vector<std::uint64_t> pending_rows_;
@@ -230,14 +230,7 @@ class ParameterServer {
   bool dead_ = false;                    // killed by an injected fault: state_at has nothing; under mu_
   std::atomic<std::int64_t> beat_ms_{0};  // the thread's last poll of its socket
   std::atomic<bool> ended_{false};        // the thread has returned
-  // Lost workers posted by the coordinator thread, and the answers to them (by ticket).
-  struct WorkerNews {
-    int rank = 0;
-    enum class Kind { kDrop, kReplace, kJoin, kDeal } kind = Kind::kDrop;
-    std::uint64_t steps = 0;  // kJoin: the joiner's plan
-    std::uint64_t ticket = 0;
-    std::optional<protocol::Envelope> deal;
-  };
+  // Lost workers posted by the coordinator thread (WorkerNews), and the answers (by ticket).
   std::vector<WorkerNews> news_;                     // under mu_
   std::uint64_t news_posted_ = 0;                    // under mu_
   std::uint64_t news_taken_ = 0;                     // under mu_

@@ -82,11 +82,7 @@ std::optional<std::string> ParameterServer::failure(std::int64_t timeout_ms) con
   return std::nullopt;
 }
 
-namespace {
-
-// A whole copy of a server's state into `out`, reusing its buffers (huge pages the first time:
-// the partial copies after it write at random keys).
-void copy_whole(const std::vector<double>& slice, const models::OptimizerState& optimizer,
+void copy_state(const std::vector<double>& slice, const models::OptimizerState& optimizer,
                 ServerState& out) {
   memory::copy_huge(out.slice, slice);
   out.optimizer.steps = optimizer.steps;
@@ -96,8 +92,6 @@ void copy_whole(const std::vector<double>& slice, const models::OptimizerState& 
     memory::copy_huge(out.optimizer.slots[s], optimizer.slots[s]);
   }
 }
-
-}  // namespace
 
 void ParameterServer::capture(ServerState& out) const {
   std::lock_guard lock(mu_);
@@ -120,7 +114,7 @@ void ParameterServer::capture(ServerState& out) const {
             marked ? out.marks.words() : nullptr);
     if (!marked) out.marks.version = UINT64_MAX;
   } else {
-    copy_whole(slice_, state, out);
+    copy_state(slice_, state, out);
     out.marks.version = UINT64_MAX;
     if (options_.sparse_rows && !options_.asynchronous) {  // one read of the width
       std::vector<std::span<const double>> vectors{out.slice};
@@ -148,7 +142,7 @@ void ParameterServer::leave_copy() {
     // Keyed pushes step only their offsets: the rest of the copy is still this server's state.
     copy_at(std::span<const std::uint32_t>(changed_), slice_, optimizer, state, nullptr);
   } else {
-    copy_whole(slice_, optimizer, state);
+    copy_state(slice_, optimizer, state);
     copy_in_part_ = keyed_;
   }
   changed_.clear();

@@ -105,11 +105,7 @@ ServerGroup::ServerGroup(CoordinatorSession& session, std::optional<AsyncServing
   copies_.resize(servers_.size());
   for (std::size_t k = 0; k < servers_.size(); ++k) {
     servers_[k]->capture(copies_[k]);
-    left_.push_back(servers_[k]->options().copy);
-    if (left_.back()) {
-      std::lock_guard lock(left_.back()->mu);  // before any update: the workers wait for announce()
-      left_.back()->state = copies_[k];
-    }
+    left_.push_back(servers_[k]->options().copy);  // async: the server wrote its start
   }
   incarnations_.assign(servers_.size(), 0);
   retired_.resize(servers_.size());

@@ -8,6 +8,7 @@
 #include "core/config/config.hpp"
 #include "base/timeline.hpp"
 #include "core/models/optim.hpp"
+#include "core/protocol/protocol.hpp"
 #include "core/servers/server_state.hpp"
 #include "transports/half_codec.hpp"
 #include "transports/transport.hpp"
@@ -62,8 +63,8 @@ struct ServerOptions {
   std::uint64_t snapshot_every = 0;
   // Async: keep the state after every this many updates for a checkpoint (state_at). 0: none.
   std::uint64_t checkpoint_every = 0;
-  // Async: write `copy` after every this many updates, for a replacement should this server
-  // fail (param_server_failure.cpp). 0: none.
+  // Async: write `copy` at the start (the constructor) and after every this many updates, for
+  // a replacement should this server fail (param_server_failure.cpp). 0: none.
   std::uint64_t copy_every = 0;
   std::shared_ptr<ServerCopy> copy;
   // A resumed run: the updates (rounds) already done, the slice's optimizer state then, and
@@ -86,6 +87,11 @@ struct ServerState {
   std::vector<std::uint64_t> worker_steps;  // async: each worker's pushes applied
   KeyMarks marks;  // sync, sparse rows: the keys that may be nonzero (capture keeps them)
 };
+// `out` = that slice and optimizer state (its version, worker_steps and marks aside), in out's
+// buffers when they have the sizes already, else in fresh ones on huge pages (copy_huge): the
+// copies a server keeps are written again and again, some at random keys.
+void copy_state(const std::vector<double>& slice, const models::OptimizerState& optimizer,
+                ServerState& out);
 // A ServerState's parts where they lie: read(slice, optimizer state, worker steps).
 using StateReader = std::function<void(std::span<const double>, const models::OptimizerState&,
                                        const std::vector<std::uint64_t>&)>;
@@ -97,6 +103,17 @@ struct ServerCopy {
   std::mutex mu;
   ServerState state;
   double seconds = 0;  // spent writing it
+};
+
+// A change of the workers that the coordinator's thread posts to a server's thread
+// (ParameterServer::post_news) and the server takes between messages: a worker dropped,
+// replaced, joined, or a deal of rows.
+struct WorkerNews {
+  int rank = 0;
+  enum class Kind { kDrop, kReplace, kJoin, kDeal } kind = Kind::kDrop;
+  std::uint64_t steps = 0;  // kJoin: the joiner's plan
+  std::uint64_t ticket = 0;
+  std::optional<protocol::Envelope> deal;
 };
 
 // One push as applied by a server (async mode's loss log).

@@ -9,6 +9,12 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
 using dt::roles::ParameterServer;
 using dt::roles::ServerOptions;
 
@@ -65,7 +71,81 @@ std::pair<std::uint64_t, std::vector<double>> keyed_values(FakeWorker& w) {
   return {dt::protocol::count(e, "version"), {d.begin(), d.end()}};
 }
 
+// Whether the mapping that holds `data`'s first whole 2 MiB page (the part of a buffer
+// memory::advise_huge_pages advises) has MADV_HUGEPAGE ("hg" in /proc/self/smaps' VmFlags);
+// nullopt when this system has no transparent huge pages to advise.
+std::optional<bool> advised_huge(const double* data) {
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) return std::nullopt;
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto at = (reinterpret_cast<std::uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  std::ifstream smaps("/proc/self/smaps");
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream range(line);
+    if (range >> std::hex >> begin >> dash >> end && dash == '-') {
+      inside = begin <= at && at < end;  // a mapping's first line: "begin-end perms ..."
+    } else if (inside && line.starts_with("VmFlags:")) {
+      return line.find(" hg") != std::string::npos;
+    }
+  }
+  return false;
+}
+
+// One worker's 4 steps on 5 keys with adagrad (a state slot to copy too), no staleness_lr.
+ServerOptions one_worker_options() {
+  auto o = keyed_async_options();
+  o.workers = 1;
+  o.worker_steps = {4};
+  o.staleness_lr = false;
+  o.optimizer.type = dt::config::OptimizerType::kAdagrad;
+  return o;
+}
+
+// Drives those 4 steps, each at its own keys; applied(step) runs once update step + 1 is.
+void four_keyed_steps(ParameterServer& server, FakeWorker& w,
+                      const std::function<void(std::uint64_t)>& applied) {
+  keyed_pull(w, 4, {0, 1});
+  (void)keyed_values(w);
+  const std::vector<std::vector<std::uint32_t>> keys{{0, 1}, {2}, {1, 4}, {3}};
+  for (std::uint64_t step = 0; step < 4; ++step) {
+    std::optional<std::vector<std::uint32_t>> next;
+    if (step + 1 < 4) next = keys[step + 1];
+    keyed_push(w, step, step, 1, keys[step], std::vector<double>(keys[step].size(), 0.5 + step),
+               next);
+    if (next) (void)keyed_values(w);
+    REQUIRE(server.wait_version(step + 1, kKeyedWait));
+    applied(step);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("servers: an async server's copy for a replacement is its state from the start, on "
+          "huge pages as its own vectors are (leave_copy writes it at random keys)") {
+  auto transport = inproc();
+  auto o = keyed_async_options();
+  constexpr std::size_t kKeys = std::size_t{1} << 20;  // 8 MiB a vector: whole 2 MiB pages
+  o.range = {0, kKeys};
+  o.optimizer.type = dt::config::OptimizerType::kAdagrad;  // a state slot to copy too
+  o.copy_every = 2;
+  o.copy = std::make_shared<dt::roles::ServerCopy>();
+  ParameterServer server(*transport, o, std::vector<double>(kKeys, 0.25));
+  std::lock_guard lock(o.copy->mu);
+  const auto& copy = o.copy->state;
+  CHECK(copy.version == 0);
+  REQUIRE(copy.slice.size() == kKeys);
+  CHECK(copy.slice.front() == 0.25);
+  CHECK(copy.slice.back() == 0.25);
+  REQUIRE(copy.optimizer.slots.size() == 1);
+  REQUIRE(copy.optimizer.slots[0].size() == kKeys);
+  // A copy made by a vector's own copy (4 KiB pages) costs a TLB miss at each key it writes.
+  if (const auto slice = advised_huge(copy.slice.data())) {
+    CHECK(*slice);
+    CHECK(advised_huge(copy.optimizer.slots[0].data()) == true);
+  }
+}
 
 TEST_CASE("servers: an async keyed push steps only its offsets, with the dense push's bits "
           "(staleness_lr too), and the answer carries the values of the next step's offsets") {
@@ -188,26 +268,13 @@ TEST_CASE("servers: async keyed answers carry a lost worker's share, a replaceme
 TEST_CASE("servers: a keyed async server writes its copy for a replacement in part (the offsets "
           "stepped since the last copy), and the copy is its whole state") {
   auto transport = inproc();
-  auto o = keyed_async_options();
-  o.workers = 1;
-  o.worker_steps = {4};
-  o.staleness_lr = false;
-  o.optimizer.type = dt::config::OptimizerType::kAdagrad;  // a state slot to copy too
+  auto o = one_worker_options();
   o.copy_every = 2;
   o.copy = std::make_shared<dt::roles::ServerCopy>();
   ParameterServer server(*transport, o, {1.0, 1.0, 1.0, 1.0, 1.0});
   FakeWorker w(*transport, server.endpoint(), 0);
-  keyed_pull(w, 4, {0, 1});
-  (void)keyed_values(w);
-  const std::vector<std::vector<std::uint32_t>> keys{{0, 1}, {2}, {1, 4}, {3}};
-  for (std::uint64_t step = 0; step < 4; ++step) {
-    std::optional<std::vector<std::uint32_t>> next;
-    if (step + 1 < 4) next = keys[step + 1];
-    keyed_push(w, step, step, 1, keys[step], std::vector<double>(keys[step].size(), 0.5 + step),
-               next);
-    if (next) (void)keyed_values(w);
-    REQUIRE(server.wait_version(step + 1, kKeyedWait));
-    if ((step + 1) % 2 != 0) continue;
+  four_keyed_steps(server, w, [&](std::uint64_t step) {
+    if ((step + 1) % 2 != 0) return;
     // The copy is written under the lock that publishes the version: the state at it.
     dt::roles::ServerState now;
     server.capture(now);
@@ -216,9 +283,36 @@ TEST_CASE("servers: a keyed async server writes its copy for a replacement in pa
     CHECK(o.copy->state.slice == now.slice);
     CHECK(o.copy->state.optimizer.slots == now.optimizer.slots);
     CHECK(o.copy->state.optimizer.steps == now.optimizer.steps);
-  }
+  });
   server.check();  // (the server's lock before the copy's, as the server takes them)
   std::lock_guard lock(o.copy->mu);
   CHECK(o.copy->state.slice[3] != 1.0);  // stepped at update 4, copied in part
   CHECK(o.copy->state.slice[0] != 1.0);  // stepped at update 1, copied whole at 2
+}
+
+TEST_CASE("servers: an async server's states kept for checkpoints are each its state at their "
+          "update, the later ones written into the buffers of one a checkpoint has read") {
+  auto transport = inproc();
+  auto o = one_worker_options();
+  o.checkpoint_every = 1;
+  ParameterServer server(*transport, o, {1.0, 1.0, 1.0, 1.0, 1.0});
+  FakeWorker w(*transport, server.endpoint(), 0);
+  const double* first = nullptr;
+  four_keyed_steps(server, w, [&](std::uint64_t step) {
+    dt::roles::ServerState now;
+    server.capture(now);
+    const double* kept_slice = nullptr;
+    REQUIRE(server.read_state_at(step + 1, [&](std::span<const double> slice,
+                                               const dt::models::OptimizerState& optimizer,
+                                               const std::vector<std::uint64_t>& worker_steps) {
+      kept_slice = slice.data();
+      CHECK(std::vector<double>(slice.begin(), slice.end()) == now.slice);
+      CHECK(optimizer.slots == now.optimizer.slots);
+      CHECK(optimizer.steps == now.optimizer.steps);
+      CHECK(worker_steps == std::vector<std::uint64_t>{step + 1});
+    }));
+    if (step == 0) first = kept_slice;
+    CHECK(kept_slice == first);  // one set of buffers, read and written again: no page faults
+  });
+  server.check();
 }
