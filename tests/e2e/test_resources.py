@@ -68,9 +68,12 @@ def test_a_memory_cap_is_named_and_the_checkpoint_kept(tmp):
     assert first.code == 0, first
     model = (tmp / "run" / "model.json").read_bytes()
     # As if killed before its last checkpoint: the resume has steps to train, so workers to start.
+    # (Two are kept; under load the writer may have written only the last: a newer checkpoint
+    # replaces one still waiting. Step 250 of 282 leaves steps to train as well.)
     checkpoints = sorted((tmp / "run" / "checkpoint").glob("*.ckpt"))
-    assert len(checkpoints) == 2, checkpoints
-    checkpoints[-1].unlink()
+    assert checkpoints, "no checkpoint written"
+    if len(checkpoints) > 1:
+        checkpoints[-1].unlink()
     # Caps well below what a run needs (about 120 MiB of address space here, most of it thread
     # stacks and shared libraries): 128 MiB, once too little, became enough as the build changed.
     for cap in (64, 96):
