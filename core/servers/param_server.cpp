@@ -35,6 +35,7 @@ ParameterServer::ParameterServer(transport::Transport& transport, ServerOptions 
   optimizer_ = models::make_optimizer(rule, n, options_.schedule_steps);
   if (options_.optimizer_state) optimizer_->set_state(*options_.optimizer_state);
   stats_.version = options_.start_version;
+  start_marks();
   const auto workers = static_cast<std::size_t>(options_.workers);
   // grad_ and pending_ get the range's size at the first dense round or push: keyed rounds
   // (sparse rows) use neither, and at 2^24 keys they are 64 MB each to clear.
@@ -108,32 +109,6 @@ bool ParameterServer::copy_slice(std::span<double> params) const {
 void ParameterServer::check() const {
   std::lock_guard lock(mu_);
   if (!error_.empty()) throw TrainingError(error_);
-}
-
-std::optional<ServerState> ParameterServer::state_at(std::uint64_t version) const {
-  std::optional<ServerState> out;
-  (void)read_state_at(version, [&](std::span<const double> slice,
-                                   const models::OptimizerState& optimizer,
-                                   const std::vector<std::uint64_t>& worker_steps) {
-    out = ServerState{version, {slice.begin(), slice.end()}, optimizer, worker_steps};
-  });
-  return out;
-}
-
-bool ParameterServer::read_state_at(std::uint64_t version, const StateReader& read) const {
-  std::lock_guard lock(mu_);
-  if (dead_) return false;
-  if (version == stats_.version && !options_.asynchronous) {
-    read(slice_, optimizer_->state(), stats_.worker_steps);
-    return true;
-  }
-  if (!options_.asynchronous) return false;
-  const auto it = kept_.find(version);
-  if (it == kept_.end()) return false;
-  read(it->second.slice, it->second.optimizer, it->second.worker_steps);
-  spare_ = std::move(it->second);
-  kept_.erase(kept_.begin(), std::next(it));
-  return true;
 }
 
 bool ParameterServer::take_snapshot(std::uint64_t version, std::span<double> params) {
@@ -398,6 +373,7 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
     apply_keyed_push(g, rows, staleness, clip);
   } else if (rows > 0) {
     copy_in_part_ = false;  // a dense step: the next copy is whole
+    marks_.version = UINT64_MAX;  // and so is every kept state from here on
     const double inv = 1.0 / static_cast<double>(rows);
     const auto n = options_.range.size();
     grad_.resize(n);
@@ -429,13 +405,7 @@ void ParameterServer::on_async_push(const protocol::Envelope& e) {
   }
   leave_copy();
   if (options_.checkpoint_every > 0 && stats_.version % options_.checkpoint_every == 0) {
-    // Into the buffers of the state a checkpoint read last: a fresh copy faulted in its pages
-    // every time (48 MB a server at 2^22 keys with ftrl; the coordinator's CPU a step went
-    // from 1.75 to 1.70 ms without it at checkpoint_every 100, async, 2 servers).
-    auto& kept = kept_[stats_.version] = std::move(spare_);
-    copy_state(slice_, optimizer_->state(), kept);
-    kept.version = stats_.version;
-    kept.worker_steps = stats_.worker_steps;
+    keep_state();
   }
   timeline::span_at(timeline::Phase::kApplyPush, stats_.version, span_start,
                     static_cast<std::uint32_t>(std::min<std::uint64_t>(staleness, UINT32_MAX)),

@@ -207,6 +207,12 @@ class ParameterServer {
   std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
   mutable std::map<std::uint64_t, ServerState> kept_;  // async: by version, for checkpoints; under mu_
   mutable ServerState spare_;  // the last of kept_ a checkpoint read: the next one's buffers
+  // Async, sparse rows, under mu_ (param_server_copies.cpp): the keys that may be nonzero (at
+  // the start, stepped since; version UINT64_MAX after a dense push), where keep_state writes.
+  void start_marks();
+  void keep_state();  // every checkpoint_every updates
+  KeyMarks marks_;
+  std::vector<std::uint32_t> marked_;  // marks_ listed, keep_state's
   // Thread-only state.
   std::vector<std::vector<double>> pending_;  // sync: each rank's push of the current round
   std::vector<std::uint64_t> pending_rows_;

@@ -143,14 +143,18 @@ void ParameterServer::apply_keyed_push(std::span<const double> g, std::uint64_t 
   sums_.resize(n);
   for (std::size_t i = 0; i < n; ++i) sums_[i] = g[i] * inv;
   add_l2_at(options_.l2, touched_list_, slice_, sums_);
+  // The kept states' marks (keep_state) are set in the step's own pass: in a pass of their own
+  // at 2^24 keys their word is a miss every second key.
+  models::Optimizer::LazyStepWork work;
+  if (marks_.version != UINT64_MAX) work.marks = marks_.words();
   if (!options_.staleness_lr || staleness == 0) {
-    optimizer_->step_indices(touched_index_, sums_, clip, slice_);
+    optimizer_->step_indices_with(touched_index_, sums_, clip, slice_, work);
     return;
   }
   // As the dense apply: the STEP is divided by 1 + staleness, the optimizer sees the whole
   // gradient. before_ (the slice's size) holds the touched values.
   for (std::size_t i = 0; i < n; ++i) before_[i] = slice_[touched_list_[i]];
-  optimizer_->step_indices(touched_index_, sums_, clip, slice_);
+  optimizer_->step_indices_with(touched_index_, sums_, clip, slice_, work);
   const double scale = 1.0 / (1.0 + static_cast<double>(staleness));
   for (std::size_t i = 0; i < n; ++i) {
     double& w = slice_[touched_list_[i]];

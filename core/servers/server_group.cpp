@@ -126,13 +126,16 @@ bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out)
   std::vector<std::uint32_t> marked;
   for (std::size_t k = 0; k < servers_.size(); ++k) {
     const auto& copy = copies_[k];
-    // Sparse rows: the state of this version is zero outside the keys its copy has marked
-    // (touched since the start), which are all a checkpoint needs to read.
-    const bool at_marks = copy.marks.version == version && copy.version == version &&
-                          !servers_[k]->options().asynchronous;
-    if (at_marks) copy.marks.list(marked);
+    // Sparse rows: the state of this version is zero outside the keys marked (touched since
+    // the start), which are all a checkpoint needs to read: sync, its copy's marks; async, the
+    // kept state's own.
+    const bool at_copy_marks = copy.marks.version == version && copy.version == version &&
+                               !servers_[k]->options().asynchronous;
+    if (at_copy_marks) copy.marks.list(marked);
     const auto take = [&](std::span<const double> slice, const models::OptimizerState& optimizer,
-                          const std::vector<std::uint64_t>& worker_steps) {
+                          const std::vector<std::uint64_t>& worker_steps, const KeyMarks* marks) {
+      if (marks != nullptr) marks->list(marked);
+      const bool at_marks = at_copy_marks || marks != nullptr;
       if (at_marks) {
         params.add_at(slice, marked);
       } else {
@@ -153,7 +156,7 @@ bool ServerGroup::save_state(std::uint64_t version, checkpoint::Checkpoint& out)
     }
     // The state before the latest round is the coordinator's copy (a stop during a round).
     if (copy.version != version) return false;
-    take(copy.slice, copy.optimizer, copy.worker_steps);
+    take(copy.slice, copy.optimizer, copy.worker_steps, nullptr);
   }
   params.finish(out);
   return true;

@@ -64,7 +64,7 @@ struct ServerOptions {
   // Async: keep the state after every this many updates for a checkpoint (state_at). 0: none.
   std::uint64_t checkpoint_every = 0;
   // Async: write `copy` at the start (the constructor) and after every this many updates, for
-  // a replacement should this server fail (param_server_failure.cpp). 0: none.
+  // a replacement should this server fail (param_server_copies.cpp). 0: none.
   std::uint64_t copy_every = 0;
   std::shared_ptr<ServerCopy> copy;
   // A resumed run: the updates (rounds) already done, the slice's optimizer state then, and
@@ -85,16 +85,19 @@ struct ServerState {
   std::vector<double> slice;
   models::OptimizerState optimizer;
   std::vector<std::uint64_t> worker_steps;  // async: each worker's pushes applied
-  KeyMarks marks;  // sync, sparse rows: the keys that may be nonzero (capture keeps them)
+  // Sparse rows: the keys that may be nonzero (sync: capture keeps them; async: the states
+  // kept for checkpoints, written and read at them).
+  KeyMarks marks;
 };
 // `out` = that slice and optimizer state (its version, worker_steps and marks aside), in out's
 // buffers when they have the sizes already, else in fresh ones on huge pages (copy_huge): the
 // copies a server keeps are written again and again, some at random keys.
 void copy_state(const std::vector<double>& slice, const models::OptimizerState& optimizer,
                 ServerState& out);
-// A ServerState's parts where they lie: read(slice, optimizer state, worker steps).
+// A ServerState's parts where they lie: read(slice, optimizer state, worker steps, marks);
+// marks: the keys outside which every value is zero (null: unknown, read the width).
 using StateReader = std::function<void(std::span<const double>, const models::OptimizerState&,
-                                       const std::vector<std::uint64_t>&)>;
+                                       const std::vector<std::uint64_t>&, const KeyMarks*)>;
 
 // A copy of a server's state kept apart from the server (the coordinator's): async servers write
 // it as they go (ServerOptions::copy_every), and it outlives a server that fails. Its own mutex:

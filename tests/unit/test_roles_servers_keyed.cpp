@@ -3,6 +3,8 @@
 // a pull, a push, a replacement's pull, a dropped duplicate) carries the values of the offsets
 // asked for, with a lost worker's share riding on it as on a dense slice.
 
+#include "core/coordinator/checkpoint.hpp"
+#include "core/coordinator/resume_read.hpp"
 #include "core/protocol/key_frames.hpp"
 #include "core/servers/server_state.hpp"
 #include "server_fakes.hpp"
@@ -304,7 +306,8 @@ TEST_CASE("servers: an async server's states kept for checkpoints are each its s
     const double* kept_slice = nullptr;
     REQUIRE(server.read_state_at(step + 1, [&](std::span<const double> slice,
                                                const dt::models::OptimizerState& optimizer,
-                                               const std::vector<std::uint64_t>& worker_steps) {
+                                               const std::vector<std::uint64_t>& worker_steps,
+                                               const dt::roles::KeyMarks* /*marks*/) {
       kept_slice = slice.data();
       CHECK(std::vector<double>(slice.begin(), slice.end()) == now.slice);
       CHECK(optimizer.slots == now.optimizer.slots);
@@ -315,4 +318,66 @@ TEST_CASE("servers: an async server's states kept for checkpoints are each its s
     CHECK(kept_slice == first);  // one set of buffers, read and written again: no page faults
   });
   server.check();
+}
+
+TEST_CASE("servers: a keyed async server's states kept for checkpoints are written and read at "
+          "its marks, which hold every key stepped and every key nonzero at the start") {
+  // 2^17 keys: wide enough for a checkpoint's arrays to be sparse (64Ki entries or more). Keys
+  // 7 and 100000 are nonzero at the start, 100000 is never stepped; the others are stepped
+  // once or twice, far apart. A key missing from the marks keeps, in the kept state, its value
+  // of an older update (the buffers are written again at the marks only), and is dropped from
+  // the checkpoint read at the marks: either way the resume would not be this state.
+  constexpr std::size_t kKeys = std::size_t{1} << 17;
+  const std::vector<std::vector<std::uint32_t>> keys{
+      {3, 70000}, {7, 131000}, {3, 5000}, {99999}, {131071}};
+  for (const auto type : {dt::config::OptimizerType::kAdagrad, dt::config::OptimizerType::kFtrl}) {
+    CAPTURE(static_cast<int>(type));
+    auto transport = inproc();
+    auto o = one_worker_options();
+    o.range = {0, kKeys};
+    o.l2 = {};
+    o.worker_steps = {keys.size()};
+    o.optimizer.type = type;
+    o.sparse_rows = true;
+    o.checkpoint_every = 1;
+    std::vector<double> start(kKeys, 0.0);
+    start[7] = 0.5;
+    start[100000] = -2.0;
+    ParameterServer server(*transport, o, start);
+    FakeWorker w(*transport, server.endpoint(), 0);
+    keyed_pull(w, keys.size(), keys[0]);
+    (void)keyed_values(w);
+    for (std::uint64_t step = 0; step < keys.size(); ++step) {
+      std::optional<std::vector<std::uint32_t>> next;
+      if (step + 1 < keys.size()) next = keys[step + 1];
+      keyed_push(w, step, step, 1, keys[step], std::vector<double>(keys[step].size(), 1.5 + step),
+                 next);
+      if (next) (void)keyed_values(w);
+      REQUIRE(server.wait_version(step + 1, kKeyedWait));
+      dt::roles::ServerState now;
+      server.capture(now);
+      REQUIRE(server.read_state_at(step + 1, [&](std::span<const double> slice,
+                                                 const dt::models::OptimizerState& optimizer,
+                                                 const std::vector<std::uint64_t>&,
+                                                 const dt::roles::KeyMarks* marks) {
+        CHECK(std::vector<double>(slice.begin(), slice.end()) == now.slice);
+        CHECK(optimizer.slots == now.optimizer.slots);
+        REQUIRE(marks != nullptr);
+        std::vector<std::uint32_t> marked;
+        marks->list(marked);
+        // The checkpoint's arrays read at the marks are those of a read of the width.
+        dt::checkpoint::Checkpoint whole, at_marks;
+        dt::checkpoint::put(whole, "parameters", slice);
+        dt::checkpoint::ArrayBuilder params("parameters", slice.size());
+        params.add_at(slice, marked);
+        params.finish(at_marks);
+        dt::roles::put_optimizer(whole, "optimizer", optimizer);
+        dt::roles::put_optimizer(at_marks, "optimizer", optimizer, &marked);
+        REQUIRE(whole.sparse.count("parameters") == 1);
+        CHECK(at_marks.sparse.at("parameters").indices == whole.sparse.at("parameters").indices);
+        CHECK(dt::checkpoint::encode(at_marks) == dt::checkpoint::encode(whole));
+      }));
+    }
+    server.check();
+  }
 }
