@@ -52,7 +52,9 @@ std::vector<std::uint64_t> sorted_keys(std::mt19937_64& rng, std::size_t width, 
 }
 
 bool identical_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+  // memcmp of empty vectors would pass it null pointers (undefined, whatever the size).
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
 
 }  // namespace
