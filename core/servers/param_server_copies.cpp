@@ -54,6 +54,15 @@ void copy_at(std::span<const Index> at, const std::vector<double>& slice,
   to.optimizer.steps = optimizer.steps;
 }
 
+// Marks the keys at which the slice or any of the optimizer's slots is nonzero: one read of the
+// width (an interleaved slot, ftrl's (z, n), marks its key for either value: KeyMarks::reset_from).
+void mark_nonzero(KeyMarks& marks, std::span<const double> slice,
+                  const models::OptimizerState& state) {
+  std::vector<std::span<const double>> vectors{slice};
+  for (const auto& slot : state.slots) vectors.emplace_back(slot);
+  marks.reset_from(vectors, slice.size());
+}
+
 bool same_shape(const ServerState& out, const std::vector<double>& slice,
                 const models::OptimizerState& state) {
   if (out.slice.size() != slice.size() || out.optimizer.slots.size() != state.slots.size() ||
@@ -94,9 +103,7 @@ void ParameterServer::capture(ServerState& out) const {
     copy_state(slice_, state, out);
     out.marks.version = UINT64_MAX;
     if (options_.sparse_rows && !options_.asynchronous) {  // one read of the width
-      std::vector<std::span<const double>> vectors{out.slice};
-      for (const auto& slot : out.optimizer.slots) vectors.emplace_back(slot);
-      out.marks.reset_from(vectors, out.slice.size());
+      mark_nonzero(out.marks, out.slice, out.optimizer);
       out.marks.version = stats_.version;
     }
   }
@@ -132,9 +139,7 @@ void ParameterServer::start_marks() {
   if (!options_.asynchronous || !options_.sparse_rows || options_.checkpoint_every == 0) return;
   // One read of the width, before the first update: the keys nonzero at the start (a resumed
   // run's, a replacement's); every key a keyed push steps is marked by its step from here on.
-  std::vector<std::span<const double>> vectors{slice_};
-  for (const auto& slot : optimizer_->state().slots) vectors.emplace_back(slot);
-  marks_.reset_from(vectors, slice_.size());
+  mark_nonzero(marks_, slice_, optimizer_->state());
   marks_.version = stats_.version;
 }
 
