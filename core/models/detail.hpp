@@ -2,6 +2,7 @@
 // Internals shared by the model files (not part of the module's interface): parameter-block
 // maps, the loss "heads" every model ends in, batch checks, and one factory per model file.
 
+#include "base/memory.hpp"
 #include "core/models/model.hpp"
 
 #include <cstddef>
@@ -59,7 +60,7 @@ void check_params(const Model& model, std::size_t size, const char* what);
 // While row i of a picked (shuffled) batch is copied: asks for the row kGatherAhead picks on,
 // every cache line of it (shuffled rows lie anywhere in the shard). A hint: no bit changes.
 inline constexpr Eigen::Index kGatherAhead = 4;
-inline void prefetch_picked_row(const BatchRows& batch, Eigen::Index i) {
+DT_PREFETCH void prefetch_picked_row(const BatchRows& batch, Eigen::Index i) {
   if (i + kGatherAhead >= batch.rows()) return;
   const auto row = static_cast<Eigen::Index>(batch.pick[static_cast<std::size_t>(i + kGatherAhead)]);
   const double* next = batch.x.row(row).data();

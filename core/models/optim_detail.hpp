@@ -2,6 +2,7 @@
 // What optim.cpp and optim_adaptive.cpp share: the checks every step makes, the state restore,
 // and the constructors of the per-coordinate optimizers. Internal to core/models.
 
+#include "base/memory.hpp"
 #include "core/models/optim.hpp"
 
 #include <cstdint>
@@ -30,7 +31,7 @@ void restore(OptimizerState& current, OptimizerState state, std::size_t slots, s
 // lazy step at 2^22 and 2^24 keys took 13-14 ns a key instead of 17-19 (35,000 random keys a
 // step, huge pages; 11 ns at 2^18, where the vectors sit in the caches: its arithmetic).
 inline constexpr std::size_t kIndicesAhead = 32;
-inline void prefetch_indices_ahead(std::span<const std::uint64_t> indices, std::size_t i,
+DT_PREFETCH void prefetch_indices_ahead(std::span<const std::uint64_t> indices, std::size_t i,
                                    const double* a,
                            const double* b = nullptr, const double* c = nullptr) noexcept {
   if (i + kIndicesAhead >= indices.size()) return;

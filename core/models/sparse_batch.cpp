@@ -47,7 +47,7 @@ constexpr std::size_t kRowsAhead = 8;
 // Keys ahead that gather_params and add_gradient fetch the full vector's values of.
 constexpr std::size_t kKeysAhead = 16;
 
-void prefetch_ahead(const CsrView& rows, std::span<const std::uint64_t> pick, std::size_t i) {
+DT_PREFETCH void prefetch_ahead(const CsrView& rows, std::span<const std::uint64_t> pick, std::size_t i) {
   const std::size_t row_count = rows.rows();
   if (i + 2 * kRowsAhead < pick.size() && pick[i + 2 * kRowsAhead] < row_count) {
     const std::uint64_t* bounds = rows.row_start.data() + pick[i + 2 * kRowsAhead];

@@ -60,7 +60,7 @@ class KeyIndex {
     top_[w >> 12] |= std::uint64_t{1} << ((w >> 6) & 63);
   }
   // Asks for the cache line of a key's word, ahead of set() or rank().
-  void prefetch(std::uint32_t key) const noexcept { __builtin_prefetch(&words_[key >> 6]); }
+  [[gnu::always_inline]] void prefetch(std::uint32_t key) const noexcept { __builtin_prefetch(&words_[key >> 6]); }
   // Appends the set keys to `out` in ascending order and makes rank() valid for them; clears
   // the upper levels (the bottom level stays until clear()).
   void list(std::vector<std::uint32_t>& out);
