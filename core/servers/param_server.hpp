@@ -75,8 +75,8 @@ class ParameterServer {
   // coordinator's copy: ServerGroup::keep). Async: the one kept at that version
   // (options().checkpoint_every), older ones dropped. nullopt otherwise.
   [[nodiscard]] std::optional<ServerState> state_at(std::uint64_t version) const;
-  // The same state read where it lies, under the lock (a wide model's checkpoint copies only
-  // what it keeps); false when there is none.
+  // The same state read where it lies (a wide model's checkpoint copies only what it keeps):
+  // sync under the lock, async taken from the kept states and read without it; false: none.
   bool read_state_at(std::uint64_t version, const StateReader& read) const;
   [[nodiscard]] std::vector<AppliedUpdate> take_log();
   [[nodiscard]] ServerStats stats() const;
@@ -206,13 +206,14 @@ class ParameterServer {
   std::unique_ptr<models::Optimizer> optimizer_;
   std::vector<double> slice_;  // written by the thread under mu_, read by others under mu_
   mutable std::map<std::uint64_t, ServerState> kept_;  // async: by version, for checkpoints; under mu_
-  mutable ServerState spare_;  // the last of kept_ a checkpoint read: the next one's buffers
+  mutable ServerState spare_;  // the last of kept_ a checkpoint read (first: the start's copy)
   // Async, sparse rows, under mu_ (param_server_copies.cpp): the keys that may be nonzero (at
-  // the start, stepped since; version UINT64_MAX after a dense push), where keep_state writes.
+  // the start, stepped since; version UINT64_MAX after a dense push), where keep_state writes;
+  // those stepped since the state kept last (at `since`: its version), which the steps mark.
   void start_marks();
   void keep_state();  // every checkpoint_every updates
   KeyMarks marks_;
-  std::vector<std::uint32_t> marked_;  // marks_ listed, keep_state's
+  struct { KeyMarks stepped; std::uint64_t since = UINT64_MAX; std::vector<std::uint32_t> listed; } keys_;
   // Thread-only state.
   std::vector<std::vector<double>> pending_;  // sync: each rank's push of the current round
   std::vector<std::uint64_t> pending_rows_;

@@ -146,7 +146,7 @@ void ParameterServer::apply_keyed_push(std::span<const double> g, std::uint64_t 
   // The kept states' marks (keep_state) are set in the step's own pass: in a pass of their own
   // at 2^24 keys their word is a miss every second key.
   models::Optimizer::LazyStepWork work;
-  if (marks_.version != UINT64_MAX) work.marks = marks_.words();
+  if (marks_.version != UINT64_MAX) work.marks = keys_.stepped.words();  // marks_ at keep_state
   if (!options_.staleness_lr || staleness == 0) {
     optimizer_->step_indices_with(touched_index_, sums_, clip, slice_, work);
     return;

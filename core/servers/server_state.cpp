@@ -83,6 +83,15 @@ void KeyMarks::list(std::vector<std::uint32_t>& out) const {
   }
 }
 
+void KeyMarks::clear(std::size_t keys) { words_.assign((keys + 63) / 64, 0); }
+
+void KeyMarks::move_into(KeyMarks& into) {
+  for (std::size_t w = 0; w < words_.size(); ++w) {
+    into.words_[w] |= words_[w];
+    words_[w] = 0;
+  }
+}
+
 std::vector<KeyRange> split_keys(std::size_t count, int servers) {
   if (servers < 1) {
     fail<ConfigError>("aggregation.servers must be at least 1, got {}", servers);

@@ -68,6 +68,8 @@ class KeyMarks {
   void reset_from(std::span<const std::span<const double>> vectors, std::size_t keys);
   void mark(std::span<const std::uint64_t> keys);  // keys < the size reset_from gave
   void list(std::vector<std::uint32_t>& out) const;  // the marked keys, ascending
+  void clear(std::size_t keys);  // none of `keys` keys marked
+  void move_into(KeyMarks& into);  // marks these keys in `into` (of the same size); clears them
   // The bits (bit k of word k / 64), for a loop that marks keys while it passes them.
   [[nodiscard]] std::uint64_t* words() noexcept { return words_.data(); }
 

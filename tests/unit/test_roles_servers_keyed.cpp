@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -115,6 +116,24 @@ void four_keyed_steps(ParameterServer& server, FakeWorker& w,
     std::optional<std::vector<std::uint32_t>> next;
     if (step + 1 < 4) next = keys[step + 1];
     keyed_push(w, step, step, 1, keys[step], std::vector<double>(keys[step].size(), 0.5 + step),
+               next);
+    if (next) (void)keyed_values(w);
+    REQUIRE(server.wait_version(step + 1, kKeyedWait));
+    applied(step);
+  }
+}
+
+// One worker's steps, step s at keys[s] with a gradient of 1.5 + s at each; applied(step) runs
+// once update step + 1 is.
+void steps_at(ParameterServer& server, FakeWorker& w,
+              const std::vector<std::vector<std::uint32_t>>& keys,
+              const std::function<void(std::uint64_t)>& applied) {
+  keyed_pull(w, keys.size(), keys[0]);
+  (void)keyed_values(w);
+  for (std::uint64_t step = 0; step < keys.size(); ++step) {
+    std::optional<std::vector<std::uint32_t>> next;
+    if (step + 1 < keys.size()) next = keys[step + 1];
+    keyed_push(w, step, step, 1, keys[step], std::vector<double>(keys[step].size(), 1.5 + step),
                next);
     if (next) (void)keyed_values(w);
     REQUIRE(server.wait_version(step + 1, kKeyedWait));
@@ -345,15 +364,7 @@ TEST_CASE("servers: a keyed async server's states kept for checkpoints are writt
     start[100000] = -2.0;
     ParameterServer server(*transport, o, start);
     FakeWorker w(*transport, server.endpoint(), 0);
-    keyed_pull(w, keys.size(), keys[0]);
-    (void)keyed_values(w);
-    for (std::uint64_t step = 0; step < keys.size(); ++step) {
-      std::optional<std::vector<std::uint32_t>> next;
-      if (step + 1 < keys.size()) next = keys[step + 1];
-      keyed_push(w, step, step, 1, keys[step], std::vector<double>(keys[step].size(), 1.5 + step),
-                 next);
-      if (next) (void)keyed_values(w);
-      REQUIRE(server.wait_version(step + 1, kKeyedWait));
+    steps_at(server, w, keys, [&](std::uint64_t step) {
       dt::roles::ServerState now;
       server.capture(now);
       REQUIRE(server.read_state_at(step + 1, [&](std::span<const double> slice,
@@ -377,7 +388,86 @@ TEST_CASE("servers: a keyed async server's states kept for checkpoints are writt
         CHECK(at_marks.sparse.at("parameters").indices == whole.sparse.at("parameters").indices);
         CHECK(dt::checkpoint::encode(at_marks) == dt::checkpoint::encode(whole));
       }));
-    }
+    });
     server.check();
   }
+}
+
+TEST_CASE("servers: a keyed async server writes a kept state at the keys stepped since the last "
+          "one kept when a checkpoint has read that one, else at its marks") {
+  // Each update steps its own keys, so a kept state written at too few keys holds an older
+  // value at some key. Reads: 1 (the start's buffers, written at update 1's keys), then 2 only
+  // once 3 is kept, so the buffers update 4 is written into hold update 2's state while the
+  // keys stepped since the last kept state (3) lack update 3's: 4 needs the marks.
+  constexpr std::size_t kKeys = std::size_t{1} << 17;
+  const std::vector<std::vector<std::uint32_t>> keys{
+      {3, 70000}, {7, 131000}, {5000}, {99999}, {3, 131071}};
+  auto transport = inproc();
+  auto o = one_worker_options();
+  o.range = {0, kKeys};
+  o.l2 = {};
+  o.worker_steps = {keys.size()};
+  o.sparse_rows = true;
+  o.checkpoint_every = 1;
+  ParameterServer server(*transport, o, std::vector<double>(kKeys, 0.0));
+  FakeWorker w(*transport, server.endpoint(), 0);
+  std::map<std::uint64_t, dt::roles::ServerState> now;  // the server's state after each update
+  const auto read = [&](std::uint64_t version) {
+    CAPTURE(version);
+    REQUIRE(server.read_state_at(version, [&](std::span<const double> slice,
+                                              const dt::models::OptimizerState& optimizer,
+                                              const std::vector<std::uint64_t>&,
+                                              const dt::roles::KeyMarks*) {
+      CHECK(std::vector<double>(slice.begin(), slice.end()) == now[version].slice);
+      CHECK(optimizer.slots == now[version].optimizer.slots);
+    }));
+  };
+  const std::map<std::uint64_t, std::vector<std::uint64_t>> reads{{1, {1}}, {3, {2}}, {4, {4}},
+                                                                   {5, {5}}};
+  steps_at(server, w, keys, [&](std::uint64_t step) {
+    server.capture(now[step + 1]);
+    if (const auto it = reads.find(step + 1); it != reads.end()) {
+      for (const auto version : it->second) read(version);
+    }
+  });
+  server.check();
+}
+
+TEST_CASE("servers: an async server applies pushes and answers while a checkpoint reads a state "
+          "it kept, and the state read is the one of its update") {
+  // A checkpoint reads every marked key of a kept state: under the server's lock, the server
+  // could apply no push (and answer no worker) until it was done.
+  auto transport = inproc();
+  auto o = one_worker_options();
+  o.sparse_rows = true;
+  o.checkpoint_every = 1;
+  ParameterServer server(*transport, o, {1.0, 1.0, 1.0, 1.0, 1.0});
+  FakeWorker w(*transport, server.endpoint(), 0);
+  keyed_pull(w, 4, {0, 1});
+  (void)keyed_values(w);
+  keyed_push(w, 0, 0, 1, {0, 1}, {0.5, 0.5}, std::vector<std::uint32_t>{2});
+  (void)keyed_values(w);
+  REQUIRE(server.wait_version(1, kKeyedWait));
+  dt::roles::ServerState first;
+  server.capture(first);
+  REQUIRE(server.read_state_at(1, [&](std::span<const double> slice,
+                                      const dt::models::OptimizerState& optimizer,
+                                      const std::vector<std::uint64_t>&,
+                                      const dt::roles::KeyMarks*) {
+    keyed_push(w, 1, 1, 1, {2}, {1.5}, std::vector<std::uint32_t>{1, 4});
+    CHECK(keyed_values(w).first == 2);  // answered during the read (5 s, else the test fails)
+    CHECK(std::vector<double>(slice.begin(), slice.end()) == first.slice);
+    CHECK(optimizer.slots == first.optimizer.slots);
+  }));
+  dt::roles::ServerState second;
+  server.capture(second);
+  CHECK(second.slice[2] != first.slice[2]);
+  REQUIRE(server.read_state_at(2, [&](std::span<const double> slice,
+                                      const dt::models::OptimizerState& optimizer,
+                                      const std::vector<std::uint64_t>&,
+                                      const dt::roles::KeyMarks*) {
+    CHECK(std::vector<double>(slice.begin(), slice.end()) == second.slice);
+    CHECK(optimizer.slots == second.optimizer.slots);
+  }));
+  server.check();
 }
