@@ -195,14 +195,22 @@ void SparseStar::sum_replies(const std::vector<protocol::Envelope>& replies, std
     parts_.push_back({keys, protocol::doubles(reply, 0, (keys.size() + 1) * outputs_).data()});
   }
   models::sum_parts(parts_, outputs_, union_, sums_);
-  indices_.clear();
-  for (const std::uint32_t k : union_) {
-    for (std::size_t o = 0; o < outputs_; ++o) indices_.push_back(std::size_t{k} * outputs_ + o);
+  // Sized once and written through a pointer: push_back a coordinate reloads the vector's end
+  // and outputs_ at each one (the stores might alias them), a few ns a key for 30,000 keys.
+  const std::size_t outputs = outputs_;
+  indices_.resize((union_.size() + 1) * outputs);
+  std::uint64_t* index = indices_.data();
+  if (outputs == 1) {
+    for (const std::uint32_t k : union_) *index++ = k;
+  } else {
+    for (const std::uint32_t k : union_) {
+      for (std::size_t o = 0; o < outputs; ++o) *index++ = std::size_t{k} * outputs + o;
+    }
   }
-  for (std::size_t o = 0; o < outputs_; ++o) {  // the biases, after every key's weights
+  for (std::size_t o = 0; o < outputs; ++o) {  // the biases, after every key's weights
     double sum = 0.0;
-    for (const auto& part : parts_) sum += part.values[part.keys.size() * outputs_ + o];
-    indices_.push_back(biases + o);
+    for (const auto& part : parts_) sum += part.values[part.keys.size() * outputs + o];
+    *index++ = biases + o;
     sums_.push_back(sum);
   }
   // Only now: the keys of each worker's next step replace the ones just summed.

@@ -127,3 +127,36 @@ TEST_CASE("optim: step_indices_with refuses a key to read past the parameters") 
         dt::TrainingError);
   }
 }
+
+TEST_CASE("optim: ftrl's step two keys at a time gives each key's own bits, in every case") {
+  // Its pass steps keys in pairs (update_two: two lanes of the same operations), step_indices
+  // one at a time. Each lane of a pair meets each case of the update on its own: weights that
+  // start nonzero with n == 0 (model.init: z starts at the weight's closed form), -0.0 and 0.0,
+  // zero gradients (nothing changes), |z| at or below l1 (the weight is 0.0), large gradients.
+  constexpr std::size_t kWidth = 512;
+  auto c = config(OptimizerType::kFtrl, 0.5);
+  c.l1 = 0.3;
+  auto plain = dt::models::make_optimizer(c, kWidth);
+  auto paired = dt::models::make_optimizer(c, kWidth);
+  std::mt19937_64 rng(61);
+  std::uniform_real_distribution<double> value(-2.0, 2.0);
+  std::vector<double> w_plain(kWidth);
+  for (double& w : w_plain) {
+    const auto pick = rng() % 4;
+    w = pick == 0 ? 0.0 : pick == 1 ? -0.0 : value(rng);
+  }
+  std::vector<double> w_paired = w_plain;
+  for (const std::size_t count : {2UL, 3UL, 129UL, 200UL, 511UL, 512UL}) {
+    CAPTURE(count);
+    const auto indices = sorted_keys(rng, kWidth, count);
+    std::vector<double> grad(count);
+    for (double& g : grad) {
+      const auto pick = rng() % 4;
+      g = pick == 0 ? 0.0 : pick == 1 ? value(rng) * 1e-3 : value(rng) * 10.0;
+    }
+    plain->step_indices(indices, grad, 1.0, w_plain);
+    paired->step_indices_with(indices, grad, 1.0, w_paired, Work{});
+    CHECK(identical_bits(w_plain, w_paired));
+    CHECK(identical_bits(plain->state().slots[0], paired->state().slots[0]));
+  }
+}
