@@ -29,6 +29,19 @@ void assign_huge(std::vector<T>& out, std::size_t count, const T& value) {
   out = std::move(fresh);
 }
 
+// Room for `count` elements in `v`, when it has less, in a fresh buffer on huge pages (its
+// elements moved there): a large array filled by appends and later read at random places (a
+// sparse shard's rows, fetched a shuffled batch at a time: a TLB miss a row on 4 KiB pages).
+template <class T>
+void reserve_huge(std::vector<T>& v, std::size_t count) {
+  if (count <= v.capacity()) return;
+  std::vector<T> fresh;
+  fresh.reserve(count);  // allocated, not yet written
+  advise_huge_pages(fresh.data(), count * sizeof(T));
+  fresh.insert(fresh.end(), v.begin(), v.end());
+  v = std::move(fresh);
+}
+
 // `to` = `from`, in `to`'s buffer when it has the size already, else in a fresh one on huge
 // pages (assign_huge): a copy of a wide model's state that is later written at random keys.
 template <class T>

@@ -8,6 +8,7 @@
 #include "core/data/missing.hpp"
 #include "base/error.hpp"
 #include "base/hash.hpp"
+#include "base/memory.hpp"
 #include "base/text.hpp"
 
 #include <fmt/format.h>
@@ -46,8 +47,8 @@ void reserve_for(SparseRows& rows, std::uint64_t nonzeros, Eigen::Index probe, s
   const double per_row = static_cast<double>(nonzeros) / static_cast<double>(probe);
   const auto want = static_cast<std::size_t>(per_row * static_cast<double>(total) * (1.0 + 1.0 / 32)) + 64;
   if (want > rows.keys.capacity()) {
-    rows.keys.reserve(want);
-    rows.values.reserve(want);
+    memory::reserve_huge(rows.keys, want);  // read a shuffled row at a time (memory.hpp)
+    memory::reserve_huge(rows.values, want);
   }
 }
 
@@ -246,7 +247,7 @@ Shard load_sparse_shard(const config::Config& config, const SourceInfo& source,
   shard.y = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(total));
   shard.sparse.emplace();
   shard.sparse->width = source.sparse->width;
-  shard.sparse->row_start.reserve(total + 1);
+  memory::reserve_huge(shard.sparse->row_start, total + 1);
   if (kind == LabelKind::kCategorical && source.label_index != kNoLabel) shard.raw_labels.reserve(total);
   if (source.file.empty() && !config.data.path.empty() && reads_libsvm(config.data)) {
     load_libsvm_sparse(config.data.path, source, segments, shard, kind);

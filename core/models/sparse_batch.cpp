@@ -1,4 +1,5 @@
 #include "core/models/sparse_batch.hpp"
+#include "core/models/sparse_places.hpp"
 
 #include "base/error.hpp"
 #include "base/memory.hpp"
@@ -276,7 +277,7 @@ void compact(const CsrView& rows, std::span<const std::uint64_t> pick, SparseBat
   if (rows.width <= kIndexWidth) {
     index_places(out);
   } else {
-    sort_places(largest_key, out);
+    if (!detail::narrow_places(largest_key, out)) sort_places(largest_key, out);
   }
 }
 

@@ -140,8 +140,9 @@ struct SparseBatch {
 // Compacts rows pick[0], pick[1], ... of `rows` (every row in order when pick is empty) into
 // `out`, reusing its buffers. Above 2^20 keys of width, the nonzeros' (key, place) pairs sorted
 // by a least-significant-digit radix sort of 12-bit digits (two passes over the batch for keys
-// below 2^24, three above), then one walk that lists the distinct keys and gives each nonzero
-// its position: O(nonzeros), no access that depends on the width. Up to 2^20, a KeyIndex (at
+// below 2^24, three above; 32-bit entries when they fit, sparse_places.hpp), then one walk that
+// lists the distinct keys and gives each nonzero its position: O(nonzeros), no access that
+// depends on the width. Up to 2^20, a KeyIndex (at
 // most 256 KB, cheaper there: bench/README.md). TrainingError (nothing half-done is used) on a
 // malformed view: row_start not ascending or past the nonzeros, a pick past the rows, a key >=
 // width.
