@@ -20,11 +20,19 @@ void advise_huge_pages(void* data, std::size_t bytes) noexcept;
 // `out` = `count` copies of `value` in a fresh buffer given huge pages before it is written: a
 // wide model's weights and optimizer state, which a sparse step reaches at random keys (at 2^24
 // keys, 128 MB a vector: a TLB miss and, the first time, a page fault per key otherwise).
+// An empty vector with room for `count` elements, allocated and advised for huge pages but not
+// yet written: what the helpers below fill.
+template <class T>
+[[nodiscard]] std::vector<T> reserved_huge(std::size_t count) {
+  std::vector<T> fresh;
+  fresh.reserve(count);
+  advise_huge_pages(fresh.data(), count * sizeof(T));
+  return fresh;
+}
+
 template <class T>
 void assign_huge(std::vector<T>& out, std::size_t count, const T& value) {
-  std::vector<T> fresh;
-  fresh.reserve(count);  // allocated, not yet written
-  advise_huge_pages(fresh.data(), count * sizeof(T));
+  std::vector<T> fresh = reserved_huge<T>(count);
   fresh.assign(count, value);
   out = std::move(fresh);
 }
@@ -35,9 +43,7 @@ void assign_huge(std::vector<T>& out, std::size_t count, const T& value) {
 template <class T>
 void reserve_huge(std::vector<T>& v, std::size_t count) {
   if (count <= v.capacity()) return;
-  std::vector<T> fresh;
-  fresh.reserve(count);  // allocated, not yet written
-  advise_huge_pages(fresh.data(), count * sizeof(T));
+  std::vector<T> fresh = reserved_huge<T>(count);
   fresh.insert(fresh.end(), v.begin(), v.end());
   v = std::move(fresh);
 }
@@ -50,9 +56,7 @@ void copy_huge(std::vector<T>& to, const std::vector<T>& from) {
     std::copy(from.begin(), from.end(), to.begin());
     return;
   }
-  std::vector<T> fresh;  // written once, by the copy (not cleared first)
-  fresh.reserve(from.size());
-  advise_huge_pages(fresh.data(), from.size() * sizeof(T));
+  std::vector<T> fresh = reserved_huge<T>(from.size());  // written once, by the copy
   fresh.assign(from.begin(), from.end());
   to = std::move(fresh);
 }

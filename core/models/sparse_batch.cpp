@@ -101,9 +101,8 @@ void index_places(SparseBatch& out) {
   index.clear(out.keys);
 }
 
-// Radix digits of 12 bits: 4096 counts a pass (16 KB, in L1 beside the pairs' streams).
-constexpr unsigned kDigitBits = 12;
-constexpr std::uint32_t kDigits = 1u << kDigitBits;
+using detail::kDigitBits;  // sparse_places.hpp: the digits both sorts use
+using detail::kDigits;
 
 // out.local's global keys (all <= largest) sorted with their places, then out.keys = the
 // distinct keys in order and each place's key replaced by its position among them.
@@ -129,8 +128,7 @@ void sort_places(std::uint32_t largest, SparseBatch& out) {
   }
   for (unsigned p = 0; p < passes; ++p) {
     std::uint32_t* at = counts.data() + std::size_t{p} * kDigits;
-    std::uint32_t sum = 0;
-    for (std::uint32_t d = 0; d < kDigits; ++d) sum += std::exchange(at[d], sum);
+    detail::starts_from_counts(at);
     const unsigned shift = 32 + p * kDigitBits;
     for (std::size_t j = 0; j < count; ++j) {
       const std::uint64_t pair = pairs[j];

@@ -120,7 +120,7 @@ class OnesView {
 // indices, no repeats), each nonzero as its position in `keys` (`local`), the rows in batch
 // order (row_start as in CsrView). `ones`: every value is 1.0 and `values` is empty (compact of
 // a view with ones and none of its other rows picked); the kernels then skip the multiply.
-// `sorted`, `spare`, `counts` and `index` are compact()'s scratch, kept here so that a batch
+// `sorted`, `spare`, `narrow`, `narrow_spare`, `counts` and `index` are compact()'s scratch, kept here so that a batch
 // object reused step after step allocates nothing once warm.
 struct SparseBatch {
   std::vector<std::uint32_t> keys;
@@ -130,6 +130,8 @@ struct SparseBatch {
   bool ones = false;
   std::vector<std::uint64_t> sorted;
   std::vector<std::uint64_t> spare;
+  std::vector<std::uint32_t> narrow;  // the 32-bit sort's (sparse_places.hpp)
+  std::vector<std::uint32_t> narrow_spare;
   std::vector<std::uint32_t> counts;
   KeyIndex index;  // widths up to 2^20 only
   [[nodiscard]] std::size_t rows() const noexcept {

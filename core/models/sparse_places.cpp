@@ -4,22 +4,12 @@
 
 #include <algorithm>
 #include <bit>
-#include <utility>
 
 namespace dt::models::detail {
 
 namespace {
 
-// The digits of compact's sort (sparse_batch.cpp): 4096 counts a pass, 16 KB, in L1.
-constexpr unsigned kDigitBits = 12;
-constexpr std::uint32_t kDigits = 1u << kDigitBits;
 constexpr std::uint32_t kDigitMask = kDigits - 1;
-
-// Exclusive prefix sums: each digit's first slot.
-void starts_from_counts(std::uint32_t* at) noexcept {
-  std::uint32_t sum = 0;
-  for (std::uint32_t d = 0; d < kDigits; ++d) sum += std::exchange(at[d], sum);
-}
 
 }  // namespace
 
@@ -28,11 +18,10 @@ bool narrow_places(std::uint32_t largest, SparseBatch& out) {
   const auto bits = static_cast<unsigned>(std::bit_width(largest));
   const auto place_bits = static_cast<unsigned>(std::bit_width(std::max<std::size_t>(count, 2) - 1));
   if (bits <= kDigitBits || bits > 2 * kDigitBits || place_bits + kDigitBits > 32) return false;
-  // The sort's two arrays, as 32-bit entries, in the 64-bit scratch (no buffer more).
-  out.sorted.resize((count + 1) / 2);
-  out.spare.resize((count + 1) / 2);
-  auto* first = reinterpret_cast<std::uint32_t*>(out.sorted.data());
-  auto* second = reinterpret_cast<std::uint32_t*>(out.spare.data());
+  out.narrow.resize(count);
+  out.narrow_spare.resize(count);
+  std::uint32_t* first = out.narrow.data();
+  std::uint32_t* second = out.narrow_spare.data();
   out.counts.assign(2 * std::size_t{kDigits}, 0);
   std::uint32_t* low_at = out.counts.data();
   std::uint32_t* high_at = low_at + kDigits;
